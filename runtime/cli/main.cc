@@ -1,0 +1,53 @@
+// cumulus: the command line of the Cumulus runtime.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runtime/cli/commands.h"
+
+namespace {
+
+constexpr const char* kHelp = R"(cumulus - a distributed actor runtime for C++ ML programs
+
+Usage: cumulus <command> [options]
+
+Commands:
+  object-store    run or inspect a node's object store (shared memory + RocksDB)
+
+Options:
+  -h, --help      show this help
+  --version       print the version
+
+Run 'cumulus <command> --help' for a command's options.
+)";
+
+}  // namespace
+
+namespace cumulus::cli {
+int UsageError(const std::string& message, const std::string& help_command) {
+  std::fprintf(stderr, "cumulus: %s; run '%s' for usage\n", message.c_str(), help_command.c_str());
+  return 2;
+}
+}  // namespace cumulus::cli
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kHelp, stderr);
+    return 2;
+  }
+  const std::string& cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("cumulus %s\n", CUMULUS_VERSION);
+    return 0;
+  }
+  if (cmd == "object-store") return cumulus::cli::ObjectStoreCommand(rest);
+  if (cmd.rfind("-", 0) == 0)
+    return cumulus::cli::UsageError("unknown option '" + cmd + "'", "cumulus --help");
+  return cumulus::cli::UsageError("unknown command '" + cmd + "'", "cumulus --help");
+}

@@ -1,0 +1,223 @@
+#include "runtime/object_store/spill_store.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+#include <sys/statvfs.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "runtime/proto/object.capnp.h"
+
+namespace cumulus {
+
+namespace {
+
+std::string MetaKey(const ObjectId& id) { return "m" + id.Binary(); }
+std::string DataKey(const ObjectId& id) { return "d" + id.Binary(); }
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status();
+  if (s.IsNoSpace()) {
+    return Status::ResourceExhausted(what + ": no space left on device (" + s.ToString() +
+                                     "); free disk space or point the store at a larger disk");
+  }
+  if (s.IsNotFound()) return Status::NotFound(what + ": " + s.ToString());
+  if (s.IsCorruption()) return Status::ObjectLost(what + ": " + s.ToString());
+  return Status::Unavailable(what + ": " + s.ToString());
+}
+
+}  // namespace
+
+uint64_t ObjectChecksum(const void* data, uint64_t size) { return XXH3_64bits(data, size); }
+
+void SpillStore::ConfigureDb(const SpillStoreOptions& o, rocksdb::Options* db) {
+  db->create_if_missing = true;
+  db->enable_blob_files = true;
+  db->min_blob_size = o.min_blob_size;
+  db->blob_file_size = o.blob_file_size;
+  db->enable_blob_garbage_collection = true;
+  db->write_buffer_size = o.write_buffer_size;
+  db->max_write_buffer_number = 2;
+  db->max_total_wal_size = 4 * o.write_buffer_size;
+  db->compression = rocksdb::kNoCompression;  // tensors and pickles compress poorly; CPU matters
+  db->blob_compression_type = rocksdb::kNoCompression;
+  db->max_background_jobs = 2;
+  db->info_log_level = rocksdb::WARN_LEVEL;
+  db->keep_log_file_num = 2;
+}
+
+void SpillStore::ConfigureWrite(rocksdb::WriteOptions* write) {
+  write->sync = false;  // survives kill -9, not power loss
+  write->disableWAL = false;
+}
+
+Result<std::unique_ptr<SpillStore>> SpillStore::Open(const SpillStoreOptions& options) {
+  rocksdb::Options db_options;
+  ConfigureDb(options, &db_options);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, &raw);
+  if (!s.ok()) {
+    return FromRocks(s, "opening the object store's disk tier at " + options.path);
+  }
+  std::unique_ptr<SpillStore> store(
+      new SpillStore(std::unique_ptr<rocksdb::DB>(raw), options.path));
+  store->min_free_disk_bytes_ = options.min_free_disk_bytes;
+  return store;
+}
+
+SpillStore::SpillStore(std::unique_ptr<rocksdb::DB> db, std::string path)
+    : db_(std::move(db)), path_(std::move(path)) {}
+
+SpillStore::~SpillStore() {
+  if (db_) db_->Close();
+}
+
+Status SpillStore::CheckDiskSpace(const ObjectId& id, uint64_t size) {
+  struct statvfs fs {};
+  if (statvfs(path_.c_str(), &fs) != 0) return Status();  // RocksDB reports real failures
+  uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  // The bytes go to the write-ahead log now and to a blob file at the next flush.
+  uint64_t need = 2 * size + 4096;
+  if (free_bytes >= need + min_free_disk_bytes_) return Status();
+  return Status::ResourceExhausted(
+      "not enough disk space to write object " + id.Hex() + " (" + std::to_string(size) +
+      " bytes) to " + path_ + ": " + std::to_string(free_bytes) + " bytes free, " +
+      std::to_string(min_free_disk_bytes_) +
+      " kept in reserve; free disk space or point the store at a larger disk");
+}
+
+Status SpillStore::Write(const ObjectId& id, const uint8_t* data, uint64_t size, bool durable,
+                         const std::string& incarnation, int64_t created_micros) {
+  CUMULUS_RETURN_IF_ERROR(CheckDiskSpace(id, size));
+  capnp::MallocMessageBuilder message;
+  auto meta = message.initRoot<proto::ObjectMeta>();
+  meta.setObjectId(capnp::Data::Reader(id.data(), ObjectId::kSize));
+  meta.setDataSize(size);
+  meta.setChecksum(ObjectChecksum(data, size));
+  meta.setDurable(durable);
+  meta.setCreatedMicros(created_micros);
+  meta.setStoreIncarnation(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(incarnation.data()),
+                                               incarnation.size()));
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
+  kj::ArrayPtr<const char> meta_bytes = words.asChars();
+
+  if (needs_resume_) {
+    // A previous write failed (disk full): RocksDB refuses writes until resumed.
+    rocksdb::Status r = db_->Resume();
+    if (!r.ok()) return FromRocks(r, "spilling object " + id.Hex() + " to " + path_);
+    needs_resume_ = false;
+  }
+  rocksdb::WriteBatch batch;
+  batch.Put(DataKey(id), rocksdb::Slice(reinterpret_cast<const char*>(data), size));
+  batch.Put(MetaKey(id), rocksdb::Slice(meta_bytes.begin(), meta_bytes.size()));
+  rocksdb::WriteOptions wo;
+  ConfigureWrite(&wo);
+  rocksdb::Status s = db_->Write(wo, &batch);
+  if (!s.ok()) {
+    needs_resume_ = true;
+    return FromRocks(s, std::string(durable ? "writing durable object " : "spilling object ") +
+                            id.Hex() + " to " + path_);
+  }
+  return Status();
+}
+
+Status SpillStore::Read(const ObjectId& id,
+                        const std::function<Result<uint8_t*>(uint64_t)>& alloc) {
+  std::string meta_value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), MetaKey(id), &meta_value);
+  if (s.IsNotFound()) return Status::NotFound("object " + id.Hex() + " is not on disk at " + path_);
+  CUMULUS_RETURN_IF_ERROR(FromRocks(s, "reading metadata of object " + id.Hex()));
+  if (meta_value.size() % sizeof(capnp::word) != 0) {
+    return Status::ObjectLost("object " + id.Hex() + ": its stored metadata is corrupt (size " +
+                              std::to_string(meta_value.size()) + ")");
+  }
+  kj::Array<capnp::word> words =
+      kj::heapArray<capnp::word>(meta_value.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), meta_value.data(), meta_value.size());
+  uint64_t size = 0, checksum = 0;
+  try {
+    capnp::FlatArrayMessageReader reader(words);
+    auto meta = reader.getRoot<proto::ObjectMeta>();
+    size = meta.getDataSize();
+    checksum = meta.getChecksum();
+  } catch (const kj::Exception& e) {
+    return Status::ObjectLost("object " + id.Hex() + ": its stored metadata is corrupt (" +
+                              e.getDescription().cStr() + ")");
+  }
+
+  rocksdb::PinnableSlice value;
+  s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), DataKey(id), &value);
+  if (s.IsNotFound()) {
+    return Status::ObjectLost("object " + id.Hex() + ": metadata is on disk at " + path_ +
+                              " but its bytes are missing");
+  }
+  CUMULUS_RETURN_IF_ERROR(FromRocks(s, "restoring object " + id.Hex() + " from " + path_));
+  if (value.size() != size) {
+    return Status::ObjectLost("object " + id.Hex() + ": stored bytes are " +
+                              std::to_string(value.size()) + " long, metadata says " +
+                              std::to_string(size));
+  }
+  uint64_t actual = ObjectChecksum(value.data(), value.size());
+  if (actual != checksum) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "checksum mismatch (stored %016llx, computed %016llx)",
+                  static_cast<unsigned long long>(checksum),
+                  static_cast<unsigned long long>(actual));
+    return Status::ObjectLost("object " + id.Hex() + ": " + buf + " restoring from " + path_ +
+                              "; the spilled copy is corrupt");
+  }
+  CUMULUS_ASSIGN_OR_RETURN(uint8_t * dest, alloc(size));
+  if (size > 0) std::memcpy(dest, value.data(), size);
+  return Status();
+}
+
+Status SpillStore::Delete(const ObjectId& id) {
+  if (needs_resume_) {
+    rocksdb::Status r = db_->Resume();
+    if (!r.ok()) return FromRocks(r, "deleting object " + id.Hex() + " from " + path_);
+    needs_resume_ = false;
+  }
+  rocksdb::WriteBatch batch;
+  batch.Delete(MetaKey(id));
+  batch.Delete(DataKey(id));
+  rocksdb::WriteOptions wo;
+  ConfigureWrite(&wo);
+  rocksdb::Status s = db_->Write(wo, &batch);
+  if (!s.ok()) needs_resume_ = true;
+  return FromRocks(s, "deleting object " + id.Hex() + " from " + path_);
+}
+
+Status SpillStore::ForEach(const std::function<void(const StoredObjectInfo&)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek("m"); it->Valid() && it->key().starts_with("m"); it->Next()) {
+    rocksdb::Slice v = it->value();
+    StoredObjectInfo info;
+    info.id = ObjectId::FromBinary(std::string_view(it->key().data() + 1, it->key().size() - 1));
+    if (v.size() % sizeof(capnp::word) != 0) continue;  // corrupt: Read reports it per object
+    kj::Array<capnp::word> words = kj::heapArray<capnp::word>(v.size() / sizeof(capnp::word));
+    std::memcpy(words.begin(), v.data(), v.size());
+    try {
+      capnp::FlatArrayMessageReader reader(words);
+      auto meta = reader.getRoot<proto::ObjectMeta>();
+      info.size = meta.getDataSize();
+      info.durable = meta.getDurable();
+      auto inc = meta.getStoreIncarnation();
+      info.incarnation.assign(reinterpret_cast<const char*>(inc.begin()), inc.size());
+    } catch (const kj::Exception&) {
+      continue;
+    }
+    fn(info);
+  }
+  return FromRocks(it->status(), "listing objects on disk at " + path_);
+}
+
+Status SpillStore::OverwriteBytesForTesting(const ObjectId& id, const std::string& bytes) {
+  rocksdb::WriteOptions wo;
+  return FromRocks(db_->Put(wo, DataKey(id), bytes), "overwriting " + id.Hex());
+}
+
+}  // namespace cumulus
