@@ -6,8 +6,10 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 #include <sys/statvfs.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/proto/object.capnp.h"
@@ -111,7 +113,8 @@ Status SpillStore::Write(const ObjectId& id, const uint8_t* data, uint64_t size,
     if (!r.ok()) return FromRocks(r, "spilling object " + id.Hex() + " to " + path_);
     needs_resume_ = false;
   }
-  rocksdb::WriteBatch batch;
+  // Reserve the whole batch up front: growing it would copy a large value twice.
+  rocksdb::WriteBatch batch(size + meta_bytes.size() + 2 * (ObjectId::kSize + 1) + 64);
   batch.Put(DataKey(id), rocksdb::Slice(reinterpret_cast<const char*>(data), size));
   batch.Put(MetaKey(id), rocksdb::Slice(meta_bytes.begin(), meta_bytes.size()));
   rocksdb::WriteOptions wo;
@@ -161,7 +164,17 @@ Status SpillStore::Read(const ObjectId& id,
                               std::to_string(value.size()) + " long, metadata says " +
                               std::to_string(size));
   }
-  uint64_t actual = ObjectChecksum(value.data(), value.size());
+  // Copy and hash in cache-sized chunks, so each chunk is hashed while it is still in cache.
+  CUMULUS_ASSIGN_OR_RETURN(uint8_t * dest, alloc(size));
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  constexpr uint64_t kChunk = 128 << 10;
+  for (uint64_t off = 0; off < size; off += kChunk) {
+    uint64_t n = std::min(kChunk, size - off);
+    std::memcpy(dest + off, value.data() + off, n);
+    XXH3_64bits_update(&state, dest + off, n);
+  }
+  uint64_t actual = XXH3_64bits_digest(&state);
   if (actual != checksum) {
     char buf[128];
     std::snprintf(buf, sizeof(buf), "checksum mismatch (stored %016llx, computed %016llx)",
@@ -170,8 +183,6 @@ Status SpillStore::Read(const ObjectId& id,
     return Status::ObjectLost("object " + id.Hex() + ": " + buf + " restoring from " + path_ +
                               "; the spilled copy is corrupt");
   }
-  CUMULUS_ASSIGN_OR_RETURN(uint8_t * dest, alloc(size));
-  if (size > 0) std::memcpy(dest, value.data(), size);
   return Status();
 }
 
@@ -189,6 +200,11 @@ Status SpillStore::Delete(const ObjectId& id) {
   rocksdb::Status s = db_->Write(wo, &batch);
   if (!s.ok()) needs_resume_ = true;
   return FromRocks(s, "deleting object " + id.Hex() + " from " + path_);
+}
+
+Status SpillStore::Flush() {
+  return FromRocks(db_->Flush(rocksdb::FlushOptions()),
+                   "flushing the object store's disk tier at " + path_);
 }
 
 Status SpillStore::ForEach(const std::function<void(const StoredObjectInfo&)>& fn) {

@@ -53,11 +53,15 @@ class SpillStore {
   Status Write(const ObjectId& id, const uint8_t* data, uint64_t size, bool durable,
                const std::string& incarnation, int64_t created_micros);
 
-  // Reads an object back. `alloc(size)` returns where to put the bytes; it is called only after
-  // the stored bytes' checksum was verified. ObjectLost if they are missing or corrupt.
+  // Reads an object back. `alloc(size)` returns where to put the bytes. ObjectLost if they are
+  // missing, the wrong length or fail their checksum; the caller then owns (and frees) whatever
+  // `alloc` gave out, whose contents are undefined.
   Status Read(const ObjectId& id, const std::function<Result<uint8_t*>(uint64_t)>& alloc);
 
   Status Delete(const ObjectId& id);
+
+  // Writes the memtable out (values move to blob files).
+  Status Flush();
 
   // Calls `fn` for every stored object.
   Status ForEach(const std::function<void(const StoredObjectInfo&)>& fn);
