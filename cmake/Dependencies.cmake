@@ -1,4 +1,4 @@
-# All third-party dependencies come from Debian packages; see scripts/setup.sh.
+# All third-party dependencies come from Debian packages; scripts/dev.sh installs them.
 
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
@@ -25,7 +25,7 @@ find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY caf_core)
 find_library(CAF_IO_LIBRARY caf_io)
 if(NOT CAF_INCLUDE_DIR OR NOT CAF_CORE_LIBRARY OR NOT CAF_IO_LIBRARY)
-  message(FATAL_ERROR "CAF 0.17 not found: install the Debian package libcaf-dev (scripts/setup.sh does)")
+  message(FATAL_ERROR "CAF 0.17 not found: install the Debian package libcaf-dev (scripts/dev.sh does)")
 endif()
 add_library(CAF::core SHARED IMPORTED GLOBAL)
 set_target_properties(CAF::core PROPERTIES

@@ -2,6 +2,7 @@
 // writers in other processes, and SIGKILLs.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <xxhash.h>
 
@@ -66,6 +67,9 @@ TEST_F(ObjectStoreProcessTest, AnotherProcessReadsObjectsInPlace) {
   auto store = StartStore("64M");
   auto client = Connect();
   ASSERT_TRUE(client);
+  struct stat st {};
+  ASSERT_EQ(stat(socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "only the store's user may connect";
   std::mt19937_64 rng(1);
   for (size_t size : {size_t{1024}, size_t{1} << 20, size_t{16} << 20}) {
     ObjectId id = NewId();

@@ -99,9 +99,13 @@ Result<MutableBuffer> ObjectStore::Create(const ObjectId& id, uint64_t size, boo
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(id);
   if (it != objects_.end()) {
+    const Entry& e = it->second;
     return Status::AlreadyExists(
         "object " + id.Hex() +
-        (it->second.sealed ? " already exists" : " already exists and is being written"));
+        (!e.sealed ? " already exists and is being written"
+         : e.delete_pending
+             ? " was deleted but a reader still holds it; create it again once released"
+             : " already exists"));
   }
   if (allocator_.RoundUp(size) > allocator_.capacity()) {
     return Status::ResourceExhausted(
@@ -186,13 +190,17 @@ void ObjectStore::FreeLocked(std::unordered_map<ObjectId, Entry>::iterator it) {
   objects_.erase(it);
 }
 
-Status ObjectStore::Seal(const ObjectId& id) {
+Status ObjectStore::Seal(const ObjectId& id, ClientId client) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(id);
   if (it == objects_.end())
     return Status::NotFound("cannot seal object " + id.Hex() + ": it does not exist");
   Entry& e = it->second;
   if (e.sealed) return Status::InvalidArgument("object " + id.Hex() + " is already sealed");
+  if (e.creator != client) {
+    return Status::InvalidArgument("object " + id.Hex() +
+                                   " was created by another client; only its creator can seal it");
+  }
   if (e.durable) {
     CUMULUS_RETURN_IF_ERROR(spill_->Write(id, region_->data() + e.offset, e.size, /*durable=*/true,
                                           incarnation_, options_.clock->WallMicros()));
@@ -203,7 +211,7 @@ Status ObjectStore::Seal(const ObjectId& id) {
   return Status();
 }
 
-Status ObjectStore::Abort(const ObjectId& id) {
+Status ObjectStore::Abort(const ObjectId& id, ClientId client) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(id);
   if (it == objects_.end())
@@ -211,6 +219,10 @@ Status ObjectStore::Abort(const ObjectId& id) {
   if (it->second.sealed) {
     return Status::InvalidArgument("object " + id.Hex() +
                                    " is sealed: delete it instead of aborting");
+  }
+  if (it->second.creator != client) {
+    return Status::InvalidArgument("object " + id.Hex() +
+                                   " was created by another client; only its creator can abort it");
   }
   FreeLocked(it);
   return Status();
@@ -268,6 +280,10 @@ Result<MutableBuffer> ObjectStore::Pin(const ObjectId& id, ClientId client) {
     });
     if (!st.ok()) {
       if (allocated) allocator_.Free(offset, e.size);
+      if (st.code() == StatusCode::kNotFound) {
+        st = Status::ObjectLost("object " + id.Hex() + " was spilled to " + spill_->path() +
+                                " but its disk copy is gone");
+      }
       return st;
     }
     e.in_memory = true;

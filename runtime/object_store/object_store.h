@@ -116,9 +116,10 @@ class ObjectStore {
                                ClientId client = kLocalClient);
   // Makes a created object immutable and visible. A durable object is written to disk first; if
   // that fails the object stays unsealed and the error is returned.
-  Status Seal(const ObjectId& id);
+  // Only the client that created the object may seal or abort it (InvalidArgument otherwise).
+  Status Seal(const ObjectId& id, ClientId client = kLocalClient);
   // Drops an object that was created but not sealed.
-  Status Abort(const ObjectId& id);
+  Status Abort(const ObjectId& id, ClientId client = kLocalClient);
   // Create + copy + Seal.
   Status Put(const ObjectId& id, const void* data, uint64_t size, bool durable = false);
 

@@ -170,6 +170,17 @@ TEST_F(ObjectStoreTest, ReleasingAClientDropsItsPinsAndUnsealedObjects) {
   EXPECT_EQ(store->Stats().used_bytes, 64u);
 }
 
+TEST_F(ObjectStoreTest, OnlyTheCreatorSealsOrAborts) {
+  auto store = Open(1 << 20);
+  ObjectId id = NewId();
+  ASSERT_TRUE(store->Create(id, 10, false, 3).ok());
+  EXPECT_EQ(store->Seal(id, 4).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Abort(id, 4).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(store->Contains(id));
+  EXPECT_TRUE(store->Seal(id, 3).ok());
+  EXPECT_TRUE(store->Contains(id));
+}
+
 TEST_F(ObjectStoreTest, DurableObjectsSurviveReopenAndSpillCopiesDoNot) {
   ObjectId durable = NewId(), transient = NewId(), spilled = NewId();
   auto d = Pattern(100000, 5);

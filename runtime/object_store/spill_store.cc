@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/base/logging.h"
 #include "runtime/proto/object.capnp.h"
 
 namespace cumulus {
@@ -213,7 +214,11 @@ Status SpillStore::ForEach(const std::function<void(const StoredObjectInfo&)>& f
     rocksdb::Slice v = it->value();
     StoredObjectInfo info;
     info.id = ObjectId::FromBinary(std::string_view(it->key().data() + 1, it->key().size() - 1));
-    if (v.size() % sizeof(capnp::word) != 0) continue;  // corrupt: Read reports it per object
+    if (v.size() % sizeof(capnp::word) != 0) {
+      CUMULUS_LOG(WARN) << "object " << info.id << ": unreadable metadata in " << path_
+                        << ", skipped";
+      continue;
+    }
     kj::Array<capnp::word> words = kj::heapArray<capnp::word>(v.size() / sizeof(capnp::word));
     std::memcpy(words.begin(), v.data(), v.size());
     try {
@@ -223,7 +228,9 @@ Status SpillStore::ForEach(const std::function<void(const StoredObjectInfo&)>& f
       info.durable = meta.getDurable();
       auto inc = meta.getStoreIncarnation();
       info.incarnation.assign(reinterpret_cast<const char*>(inc.begin()), inc.size());
-    } catch (const kj::Exception&) {
+    } catch (const kj::Exception& e) {
+      CUMULUS_LOG(WARN) << "object " << info.id << ": unreadable metadata in " << path_ << " ("
+                        << e.getDescription().cStr() << "), skipped";
       continue;
     }
     fn(info);

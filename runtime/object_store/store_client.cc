@@ -31,17 +31,34 @@ class StoreClientCall {
     CUMULUS_RETURN_IF_ERROR(sp::Send(client_->sock_, message_).WithContext(client_->socket_path_));
     kj::Array<capnp::word> buffer =
         kj::heapArray<capnp::word>(sp::kMaxMessageBytes / sizeof(capnp::word));
-    auto packet = sp::Receive(client_->sock_, buffer);
-    if (!packet.ok())
-      return packet.status().WithContext("object store at " + client_->socket_path_);
-    int fd = packet->fd;
-    if (packet->bytes == 0) {
-      return Status::Unavailable("the object store at " + client_->socket_path_ +
-                                 " closed the connection (did it exit?)");
+    while (true) {
+      auto packet = sp::Receive(client_->sock_, buffer);
+      if (!packet.ok()) {
+        return packet.status().WithContext("object store at " + client_->socket_path_);
+      }
+      if (packet->bytes == 0) {
+        return Status::Unavailable("the object store at " + client_->socket_path_ +
+                                   " closed the connection (did it exit?)");
+      }
+      bool stale = false;
+      Status st = Parse(buffer, packet->bytes, packet->fd, on_reply, &stale);
+      if (!stale) return st;
+      // A late reply to an earlier request that timed out: skip it.
     }
+  }
+
+ private:
+  Status Parse(kj::ArrayPtr<capnp::word> buffer, size_t bytes, int fd,
+               const std::function<Status(proto::StoreReply::Reader, int fd)>& on_reply,
+               bool* stale) {
     try {
-      capnp::FlatArrayMessageReader reader(buffer.slice(0, packet->bytes / sizeof(capnp::word)));
+      capnp::FlatArrayMessageReader reader(buffer.slice(0, bytes / sizeof(capnp::word)));
       auto reply = reader.getRoot<proto::StoreReply>();
+      if (reply.getRequestId() != request_.getRequestId()) {
+        if (fd >= 0) close(fd);
+        *stale = true;
+        return Status();
+      }
       if (reply.getCode() != 0) {
         if (fd >= 0) close(fd);
         return Status(static_cast<StatusCode>(reply.getCode()), reply.getMessage().cStr());
@@ -54,7 +71,6 @@ class StoreClientCall {
     }
   }
 
- private:
   StoreClient* client_;
   capnp::MallocMessageBuilder message_;
   proto::StoreRequest::Builder request_{nullptr};
@@ -118,8 +134,10 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
   c.setSize(size);
   c.setDurable(durable);
   MutableBuffer out;
-  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::StoreReply::Reader reply, int fd) -> Status {
+  bool created = false;
+  Status st = call.Run([&](proto::StoreReply::Reader reply, int fd) -> Status {
     if (fd >= 0) close(fd);
+    created = true;
     uint64_t offset = reply.getLocation().getOffset();
     uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t start = offset / page * page;
@@ -133,7 +151,15 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
     writable_[id] = Mapping{base, length};
     out = MutableBuffer{static_cast<uint8_t*>(base) + (offset - start), size, offset};
     return Status();
-  }));
+  });
+  if (!st.ok() && created) {
+    // The store made the object but this process cannot write it: give the space back.
+    StoreClientCall abort(this);
+    abort.request().setAbort(sp::IdBytes(id));
+    Status ignored = abort.Run(NoReplyBody);
+    (void)ignored;
+  }
+  if (!st.ok()) return st;
   return out;
 }
 

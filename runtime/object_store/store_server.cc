@@ -66,13 +66,11 @@ Result<std::unique_ptr<StoreServer>> StoreServer::Start(ObjectStore* store,
   unlink(socket_path.c_str());  // a stale file from a dead server
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Unavailable(std::string("socket: ") + std::strerror(errno));
-  mode_t old_mask = umask(0177);  // the socket file is born 0600
-  int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
-  int bind_errno = errno;
-  umask(old_mask);
-  if (rc != 0 || listen(fd, 128) != 0) {
-    Status st = Status::Unavailable("cannot listen on " + socket_path + ": " +
-                                    std::strerror(rc != 0 ? bind_errno : errno));
+  // Nobody can connect before listen(), so making the file 0600 in between leaves no window.
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      chmod(socket_path.c_str(), 0600) != 0 || listen(fd, 128) != 0) {
+    Status st =
+        Status::Unavailable("cannot listen on " + socket_path + ": " + std::strerror(errno));
     close(fd);
     return st;
   }
@@ -229,10 +227,10 @@ bool StoreServer::Handle(int fd, ClientId client, const uint8_t* bytes, size_t n
         Status st;
         switch (which) {
           case proto::StoreRequest::SEAL:
-            st = store_->Seal(*id);
+            st = store_->Seal(*id, client);
             break;
           case proto::StoreRequest::ABORT:
-            st = store_->Abort(*id);
+            st = store_->Abort(*id, client);
             break;
           case proto::StoreRequest::RELEASE:
             st = store_->Unpin(*id, client);
