@@ -12,16 +12,16 @@
 #include <random>
 #include <thread>
 
+#include "runtime/base/subprocess.h"
 #include "runtime/base/temp_dir.h"
 #include "runtime/object_store/store_client.h"
-#include "subprocess.h"
 
 namespace cumulus {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::Subprocess;
-using testing::WaitUntil;
+using cumulus::Subprocess;
+using cumulus::WaitUntil;
 
 const std::string kBin = CUMULUS_BIN_DIR;
 

@@ -1,5 +1,6 @@
-// Subprocess: runs a real program for a test, with pipes to its stdin and stdout, and bounded
-// waits on what it prints. Used by tests that start, kill and restart real processes.
+// Subprocess: runs a program (tests, demos, later the node daemon's workers) with pipes to its
+// stdin and stdout, and bounded waits on what it prints. Used by tests that start, kill and restart
+// real processes.
 #pragma once
 
 #include <fcntl.h>
@@ -13,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace cumulus::testing {
+namespace cumulus {
 
 class Subprocess {
  public:
@@ -112,4 +113,4 @@ bool WaitUntil(F condition, std::chrono::milliseconds timeout) {
   return true;
 }
 
-}  // namespace cumulus::testing
+}  // namespace cumulus

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Set up, build and run Cumulus on Debian 12.
+#
+#   scripts/dev.sh demo   install missing packages, build, run build/bin/object_store_demo
+#   scripts/dev.sh test   install missing packages, build, run the whole test suite (ctest)
+#
+# Packages are installed only when missing (needs root, or sudo). The build lives in build/ and is
+# configured once (Ninja, RelWithDebInfo); configure build/ yourself first to choose other options,
+# e.g. `cmake -S . -B build -G Ninja -DCUMULUS_CUDA=OFF`, and this script keeps them.
+set -euo pipefail
+
+usage() {
+  echo "usage: scripts/dev.sh demo|test  (demo: build and run the object store demo; test: build and run all tests)" >&2
+  exit 2
+}
+
+[[ $# -eq 1 ]] || usage
+mode="$1"
+case "$mode" in
+  demo | test) ;;
+  *) usage ;;
+esac
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build"
+
+step() { echo "==> $*"; }
+die() {
+  echo "==> error: $*" >&2
+  exit 1
+}
+
+# --- Debian packages -------------------------------------------------------------------------
+packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev capnproto libcapnp-dev librocksdb-dev
+  libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+
+if ((${#missing[@]} > 0)); then
+  if [[ $EUID -eq 0 ]]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    die "missing Debian packages: ${missing[*]} (run as root, or install them: apt-get install ${missing[*]})"
+  fi
+  command -v apt-get >/dev/null 2>&1 ||
+    die "missing Debian packages: ${missing[*]}, and apt-get is not available (Debian 12 is expected)"
+  step "installing missing packages: ${missing[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+else
+  step "all ${#packages[@]} Debian packages are installed"
+fi
+
+# --- configure and build ---------------------------------------------------------------------
+if [[ ! -f "$build/build.ninja" ]]; then
+  if [[ -f "$build/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build/CMakeCache.txt"; then
+    die "$build was configured with another CMake generator; remove it (rm -rf build) and run again"
+  fi
+  step "configuring $build (Ninja, RelWithDebInfo)"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+step "building with $(nproc) jobs"
+cmake --build "$build" -j "$(nproc)"
+
+# --- run -------------------------------------------------------------------------------------
+case "$mode" in
+  demo)
+    demo="$build/bin/object_store_demo"
+    [[ -x "$demo" ]] || die "$demo was not built"
+    step "running $demo"
+    "$demo"
+    ;;
+  test)
+    step "running the test suite (ctest)"
+    status=0
+    ctest --test-dir "$build" --output-on-failure -j 2 --timeout 300 || status=$?
+    if ((status == 0)); then
+      step "all tests passed"
+    else
+      step "tests failed (ctest exit status $status)"
+    fi
+    exit "$status"
+    ;;
+esac
