@@ -28,6 +28,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "Infeasible";
     case StatusCode::kInternal:
       return "Internal";
+    case StatusCode::kUnauthenticated:
+      return "Unauthenticated";
   }
   return "Unknown";
 }

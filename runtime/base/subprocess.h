@@ -18,13 +18,15 @@ namespace cumulus {
 
 class Subprocess {
  public:
-  explicit Subprocess(std::vector<std::string> argv) {
+  // With `merge_stderr`, the process's stderr goes to the same pipe as its stdout.
+  explicit Subprocess(std::vector<std::string> argv, bool merge_stderr = false) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
       dup2(in[0], STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);
+      if (merge_stderr) dup2(out[1], STDERR_FILENO);
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(a.data());
       args.push_back(nullptr);
@@ -72,6 +74,25 @@ class Subprocess {
       if (n <= 0) return std::nullopt;
       buffered_.append(buf, static_cast<size_t>(n));
     }
+  }
+
+  // Everything the process prints until it closes its output, or `timeout` passes.
+  std::string ReadAll(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{stdout_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(stdout_, buf, sizeof(buf));
+      if (n <= 0) break;
+      buffered_.append(buf, static_cast<size_t>(n));
+    }
+    std::string out;
+    out.swap(buffered_);
+    return out;
   }
 
   void CloseStdin() {

@@ -12,6 +12,10 @@ constexpr const char* kHelp = R"(cumulus - a distributed actor runtime for C++ M
 Usage: cumulus <command> [options]
 
 Commands:
+  start           start a head (--head) or a node that joins one (--address HOST:PORT)
+  status          show the cluster: nodes, their state, labels and resources
+  list nodes      list the cluster's nodes
+  stop            stop what 'cumulus start' started on this machine
   object-store    run or inspect a node's object store (shared memory + RocksDB)
 
 Options:
@@ -47,6 +51,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "object-store") return cumulus::cli::ObjectStoreCommand(rest);
+  if (cmd == "start") return cumulus::cli::StartCommand(rest);
+  if (cmd == "status") return cumulus::cli::StatusCommand(rest);
+  if (cmd == "list") return cumulus::cli::ListCommand(rest);
+  if (cmd == "stop") return cumulus::cli::StopCommand(rest);
   if (cmd.rfind("-", 0) == 0)
     return cumulus::cli::UsageError("unknown option '" + cmd + "'", "cumulus --help");
   return cumulus::cli::UsageError("unknown command '" + cmd + "'", "cumulus --help");

@@ -19,8 +19,8 @@ enum NodeState {
 
 struct NodeInfo {
   nodeId @0 :Data;                  # 16 bytes
-  address @1 :Text;                 # host:port of the node daemon
-  objectStoreAddress @2 :Text;      # host:port of the node's bulk object channel
+  address @1 :Text;                 # the node's IP as the head sees it (host:port once it listens)
+  objectStoreAddress @2 :Text;      # the node's object store socket (host:port for remote pulls later)
   resourcesTotal @3 :List(ResourceAmount);
   resourcesAvailable @4 :List(ResourceAmount);
   labels @5 :List(Label);
@@ -28,4 +28,8 @@ struct NodeInfo {
   registeredMicros @7 :Int64;
   lastHeartbeatMicros @8 :Int64;
   gpuIds @9 :List(UInt32);          # physical GPU ids this node owns
+  hostname @10 :Text;
+  deathReason @11 :Text;            # why the head declared it dead
+  deathMicros @12 :Int64;
+  pid @13 :Int32;                   # of the node daemon process
 }

@@ -28,6 +28,7 @@ enum class StatusCode : int {
   kResourceExhausted = 9,  // memory, disk or another capacity is used up
   kInfeasible = 10,        // no node could ever satisfy the request
   kInternal = 11,          // a bug in Cumulus: please report it
+  kUnauthenticated = 12,   // credentials are missing or wrong: nothing was done
 };
 
 // "InvalidArgument", "NotFound", ...
@@ -56,6 +57,9 @@ class [[nodiscard]] Status {
   }
   static Status Infeasible(std::string msg) { return {StatusCode::kInfeasible, std::move(msg)}; }
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+  static Status Unauthenticated(std::string msg) {
+    return {StatusCode::kUnauthenticated, std::move(msg)};
+  }
 
   bool ok() const { return state_ == nullptr; }
   StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }

@@ -1,0 +1,635 @@
+// cumulus start | status | list nodes | stop
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/base/logging.h"
+#include "runtime/base/parse.h"
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/local_state.h"
+#include "runtime/head/control_client.h"
+#include "runtime/head/head_server.h"
+#include "runtime/node/node_daemon.h"
+
+namespace cumulus::cli {
+
+namespace {
+
+constexpr const char* kStartHelp = R"(Usage:
+  cumulus start --head [--port 6380] [--bind 127.0.0.1] [--data-dir DIR]
+                       [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
+                       [--object-store-memory SIZE] [--block]
+  cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR]
+                       [--resources ...] [--labels ...] [--object-store-memory SIZE] [--block]
+
+--head starts the head (the control store, in RocksDB under the data dir) and a node on this
+machine. It creates the cluster's credentials (DATA_DIR/token, mode 0600) and prints how to hand
+them to other nodes and clients. --address starts a node that joins the head at HOST:PORT.
+
+  --port N                 head port (default 6380; 0 picks a free one)
+  --bind ADDR              the one address the head listens on (default 127.0.0.1: this machine
+                           only; use 0.0.0.0 or this machine's IP for nodes on other machines)
+  --data-dir DIR           head: control store and token (default STATE_DIR/head-PORT, or
+                           STATE_DIR/head with --port 0);
+                           node: its object store (default STATE_DIR/node-data)
+  --token-file FILE        node: the cluster token (or set CUMULUS_TOKEN)
+  --resources LIST         override detected resources (CPU, GPU, memory in bytes or K/M/G/T, custom)
+  --labels LIST            node labels, e.g. site=onprem,gpu_type=A100
+  --object-store-memory S  shared memory of the node's object store (default 30% of RAM)
+  --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N
+                           head only: how often nodes heartbeat (1000), the silence after which a
+                           node is DEAD (10000), and how long a node whose connection closed has to
+                           reconnect (2000)
+  --block                  stay in the foreground (for tests, systemd, containers, SLURM jobs);
+                           otherwise start in the background and return once ready
+
+STATE_DIR is $CUMULUS_STATE_DIR or /tmp/cumulus-<uid>. Logs of background processes go to
+DATA_DIR/logs/.
+)";
+
+constexpr const char* kStatusHelp = R"(Usage:
+  cumulus status [--address HOST:PORT] [--token-file FILE] [--json]
+  cumulus list nodes [--address HOST:PORT] [--token-file FILE] [--json]
+
+The address defaults to $CUMULUS_ADDRESS, then to the cluster started or joined on this machine;
+the token to $CUMULUS_TOKEN, then to that cluster's token file.
+)";
+
+constexpr const char* kStopHelp = R"(Usage:
+  cumulus stop
+
+Stops the heads and nodes that 'cumulus start' started on this machine (SIGTERM, then SIGKILL
+after 10 s).
+)";
+
+volatile sig_atomic_t g_unused = 0;
+
+using ReadyFn = std::function<void(const std::string&)>;
+
+// Runs `serve` in the foreground, or in a detached child whose output goes to `log_path`; returns
+// once `serve` reported "ok ..." or "error ..." through `ready`, with the exit code to use.
+int RunDetachable(bool block, const std::string& log_path, const std::function<int(ReadyFn)>& serve,
+                  const std::function<void(const std::string&)>& on_ready) {
+  if (block) {
+    return serve([&](const std::string& line) {
+      if (line.rfind("ok ", 0) == 0) {
+        on_ready(line.substr(3));
+      } else {
+        std::fprintf(stderr, "cumulus: %s\n", line.substr(line.find(' ') + 1).c_str());
+      }
+      std::fflush(stdout);
+    });
+  }
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "cumulus: pipe: %s\n", std::strerror(errno));
+    return 1;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "cumulus: fork: %s\n", std::strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    close(pipefd[0]);
+    setsid();
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, STDIN_FILENO);
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log >= 0) {
+      dup2(log, STDOUT_FILENO);
+      dup2(log, STDERR_FILENO);
+    }
+    int write_fd = pipefd[1];
+    int rc = serve([&](const std::string& line) {
+      std::string l = line + "\n";
+      ssize_t ignored = write(write_fd, l.data(), l.size());
+      (void)ignored;
+      close(write_fd);
+      write_fd = -1;
+    });
+    _exit(rc);
+  }
+  close(pipefd[1]);
+  std::string got;
+  char buf[512];
+  pollfd p{pipefd[0], POLLIN, 0};
+  auto deadline = SystemClock::Get().Now() + std::chrono::seconds(60);
+  while (got.find('\n') == std::string::npos) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SystemClock::Get().Now())
+            .count();
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    ssize_t n = read(pipefd[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(pipefd[0]);
+  std::string line = got.substr(0, got.find('\n'));
+  if (line.rfind("ok ", 0) == 0) {
+    on_ready(line.substr(3));
+    return 0;
+  }
+  if (line.rfind("error ", 0) == 0) {
+    std::fprintf(stderr, "cumulus: %s\n", line.substr(6).c_str());
+  } else {
+    kill(pid, SIGKILL);  // nothing is left half-started
+    std::fprintf(stderr, "cumulus: the background process did not start (see %s)\n",
+                 log_path.c_str());
+  }
+  return 1;
+}
+
+// Blocks SIGINT and SIGTERM (before any thread starts) and returns the set to sigwait on.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+Status ParseDurationMs(const Flags& flags, const std::string& name, Duration* out) {
+  if (!flags.Has(name)) return Status();
+  auto v = ParseBytes(flags.Get(name));  // plain non-negative integer
+  if (!v.ok() || *v == 0 || *v > 3'600'000 ||
+      flags.Get(name).find_first_not_of("0123456789") != std::string::npos) {
+    return Status::InvalidArgument("--" + name +
+                                   " must be a number of milliseconds between 1 and 3600000");
+  }
+  *out = std::chrono::milliseconds(*v);
+  return Status();
+}
+
+Status PrepareDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/logs", ec);
+  if (ec || access(dir.c_str(), W_OK) != 0) {
+    return Status::InvalidArgument("data dir " + dir + " is not writable" +
+                                   (ec ? " (" + ec.message() + ")" : "") +
+                                   "; choose another with --data-dir");
+  }
+  return Status();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+int StartHead(const Flags& flags) {
+  HeadOptions head;
+  if (flags.Has("port")) {
+    std::string p = flags.Get("port");
+    if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(p) > 65535) {
+      return UsageError("--port must be 0-65535, got '" + p + "'", "cumulus start --help");
+    }
+    head.port = static_cast<uint16_t>(std::stoi(p));
+  }
+  head.bind_host = flags.Get("bind", "127.0.0.1");
+  Status st = ParseDurationMs(flags, "heartbeat-interval-ms", &head.heartbeat_interval);
+  if (st.ok())
+    st = ParseDurationMs(flags, "heartbeat-timeout-ms", &head.membership.heartbeat_timeout);
+  if (st.ok())
+    st = ParseDurationMs(flags, "disconnect-grace-ms", &head.membership.disconnect_grace);
+  if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
+
+  NodeDaemonOptions node;
+  auto resources = ResourceSet::Parse(flags.Get("resources"));
+  if (!resources.ok())
+    return UsageError("--resources: " + resources.status().message(), "cumulus start --help");
+  auto labels = ParseLabels(flags.Get("labels"));
+  if (!labels.ok())
+    return UsageError("--labels: " + labels.status().message(), "cumulus start --help");
+  node.declared = *resources;
+  node.labels = *labels;
+  if (flags.Has("object-store-memory")) {
+    auto bytes = ParseBytes(flags.Get("object-store-memory"));
+    if (!bytes.ok())
+      return UsageError("--object-store-memory: " + bytes.status().message(),
+                        "cumulus start --help");
+    node.object_store_memory = *bytes;
+  }
+  head.data_dir = flags.Get(
+      "data-dir", StateDir() + (head.port ? "/head-" + std::to_string(head.port) : "/head"));
+  st = PrepareDir(head.data_dir);
+  if (!st.ok()) {
+    std::fprintf(stderr, "cumulus: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::string token_file = head.data_dir + "/token";
+  auto token = CreateOrLoadToken(token_file);
+  if (!token.ok()) {
+    std::fprintf(stderr, "cumulus: %s\n", token.status().message().c_str());
+    return 1;
+  }
+  head.token = *token;
+  node.token = *token;
+  node.data_dir = head.data_dir;
+  if (auto id = NodeId::FromHex(ReadFile(head.data_dir + "/node_id")); id.ok()) node.node_id = *id;
+
+  bool block = flags.Has("block");
+  std::string advertise_host = head.bind_host == "0.0.0.0" ? [] {
+    char h[256] = {0};
+    gethostname(h, sizeof(h) - 1);
+    return std::string(h);
+  }() : head.bind_host;
+
+  auto serve = [&](ReadyFn ready) -> int {
+    sigset_t stop = BlockStopSignals();
+    auto server = HeadServer::Start(head);
+    if (!server.ok()) {
+      ready("error cannot start the head: " + server.status().message());
+      return 1;
+    }
+    node.head =
+        HostPort{head.bind_host == "0.0.0.0" ? "127.0.0.1" : head.bind_host, (*server)->port()};
+    auto daemon = NodeDaemon::Start(node);
+    if (!daemon.ok()) {
+      ready("error cannot start the head's node: " + daemon.status().message());
+      return 1;
+    }
+    std::ofstream(head.data_dir + "/node_id") << (*daemon)->node_id().Hex() << "\n";
+    std::string address = advertise_host + ":" + std::to_string((*server)->port());
+    Status remembered = RememberCluster(address, token_file);
+    if (remembered.ok()) remembered = RememberProcess(getpid(), "head");
+    if (!remembered.ok())
+      CUMULUS_LOG(WARN) << "cannot remember the cluster locally: " << remembered;
+    ready("ok " + address + " " + (*server)->cluster_id() + " " + std::to_string(getpid()) + " " +
+          (*daemon)->resources().ToString());
+    int sig = 0;
+    sigwait(&stop, &sig);
+    CUMULUS_LOG(INFO) << "head stopping (signal " << sig << ")";
+    daemon->reset();
+    server->reset();
+    ForgetProcess(getpid());
+    return 0;
+  };
+  auto on_ready = [&](const std::string& info) {
+    std::istringstream in(info);
+    std::string address, cluster, pid, resources_text;
+    in >> address >> cluster >> pid >> resources_text;
+    std::printf("cumulus head ready address=%s token_file=%s pid=%s\n", address.c_str(),
+                token_file.c_str(), pid.c_str());
+    std::printf("Started the Cumulus head at %s (cluster %s, data dir %s).\n", address.c_str(),
+                cluster.c_str(), head.data_dir.c_str());
+    std::printf("It also runs a node with %s.\n", resources_text.c_str());
+    std::printf("Credentials: %s (mode 0600; whoever has it controls the cluster).\n",
+                token_file.c_str());
+    if (head.bind_host == "127.0.0.1" || head.bind_host == "localhost") {
+      std::printf(
+          "The head listens on %s only; to take nodes on other machines, restart it with --bind.\n",
+          head.bind_host.c_str());
+    }
+    std::printf("To add a node:  cumulus start --address %s --token-file %s\n", address.c_str(),
+                token_file.c_str());
+    std::printf("           or:  CUMULUS_TOKEN=$(cat %s) cumulus start --address %s\n",
+                token_file.c_str(), address.c_str());
+    std::printf("To see it:      cumulus status\nTo stop it:     cumulus stop\n");
+    std::fflush(stdout);
+  };
+  return RunDetachable(block, head.data_dir + "/logs/head.log", serve, on_ready);
+}
+
+int StartNode(const Flags& flags) {
+  NodeDaemonOptions node;
+  auto address = ParseHostPort(flags.Get("address"));
+  if (!address.ok())
+    return UsageError("--address: " + address.status().message(), "cumulus start --help");
+  node.head = *address;
+  for (const char* head_only :
+       {"port", "bind", "heartbeat-interval-ms", "heartbeat-timeout-ms", "disconnect-grace-ms"}) {
+    if (flags.Has(head_only)) {
+      return UsageError(std::string("--") + head_only + " is for 'start --head'",
+                        "cumulus start --help");
+    }
+  }
+  auto resources = ResourceSet::Parse(flags.Get("resources"));
+  if (!resources.ok())
+    return UsageError("--resources: " + resources.status().message(), "cumulus start --help");
+  auto labels = ParseLabels(flags.Get("labels"));
+  if (!labels.ok())
+    return UsageError("--labels: " + labels.status().message(), "cumulus start --help");
+  node.declared = *resources;
+  node.labels = *labels;
+  if (flags.Has("object-store-memory")) {
+    auto bytes = ParseBytes(flags.Get("object-store-memory"));
+    if (!bytes.ok())
+      return UsageError("--object-store-memory: " + bytes.status().message(),
+                        "cumulus start --help");
+    node.object_store_memory = *bytes;
+  }
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (!token.ok()) {
+    std::fprintf(stderr, "cumulus: %s\n", token.status().message().c_str());
+    return 1;
+  }
+  node.token = *token;
+  node.data_dir = flags.Get("data-dir", StateDir() + "/node-data");
+  Status st = PrepareDir(node.data_dir);
+  if (!st.ok()) {
+    std::fprintf(stderr, "cumulus: %s\n", st.message().c_str());
+    return 1;
+  }
+  auto serve = [&](ReadyFn ready) -> int {
+    sigset_t stop = BlockStopSignals();
+    auto daemon = NodeDaemon::Start(node);
+    if (!daemon.ok()) {
+      ready("error cannot join the cluster at " + node.head.ToString() + ": " +
+            daemon.status().message());
+      return 1;
+    }
+    Status remembered = RememberProcess(getpid(), "node");
+    if (remembered.ok() && !flags.Get("token-file").empty()) {
+      remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
+    }
+    if (!remembered.ok()) CUMULUS_LOG(WARN) << "cannot remember the node locally: " << remembered;
+    ready("ok " + (*daemon)->node_id().Hex() + " " + std::to_string(getpid()) + " " +
+          (*daemon)->resources().ToString());
+    int sig = 0;
+    sigwait(&stop, &sig);
+    CUMULUS_LOG(INFO) << "node stopping (signal " << sig << ")";
+    daemon->reset();
+    ForgetProcess(getpid());
+    return 0;
+  };
+  auto on_ready = [&](const std::string& info) {
+    std::istringstream in(info);
+    std::string id, pid, resources_text;
+    in >> id >> pid >> resources_text;
+    std::printf("cumulus node ready node_id=%s head=%s pid=%s\n", id.c_str(),
+                node.head.ToString().c_str(), pid.c_str());
+    std::printf("Joined the cluster at %s as node %s with %s.\n", node.head.ToString().c_str(),
+                id.c_str(), resources_text.c_str());
+    std::fflush(stdout);
+  };
+  return RunDetachable(flags.Has("block"),
+                       node.data_dir + "/logs/node-" + std::to_string(getpid()) + ".log", serve,
+                       on_ready);
+}
+
+// ---- status and list ----------------------------------------------------------------------------
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  char buf[64];
+  if (v == static_cast<double>(static_cast<int64_t>(v)))
+    std::snprintf(buf, sizeof(buf), "%" PRId64, static_cast<int64_t>(v));
+  else
+    std::snprintf(buf, sizeof(buf), "%.4f", v);
+  return buf;
+}
+
+std::string JsonResources(const ResourceSet& r) {
+  std::string out = "{";
+  for (auto& [name, units] : r.units()) {
+    if (out.size() > 1) out += ",";
+    out += JsonString(name) + ":" + JsonNumber(static_cast<double>(units) / ResourceSet::kUnit);
+  }
+  return out + "}";
+}
+
+std::string JsonNode(const NodeRecord& n) {
+  std::string labels = "{";
+  for (auto& [k, v] : n.labels) {
+    if (labels.size() > 1) labels += ",";
+    labels += JsonString(k) + ":" + JsonString(v);
+  }
+  labels += "}";
+  return "{\"node_id\":" + JsonString(n.id.Hex()) + ",\"address\":" + JsonString(n.address) +
+         ",\"hostname\":" + JsonString(n.hostname) +
+         ",\"state\":" + JsonString(n.state == NodeState::kAlive ? "ALIVE" : "DEAD") +
+         ",\"labels\":" + labels + ",\"resources_total\":" + JsonResources(n.total) +
+         ",\"resources_available\":" + JsonResources(n.available) +
+         ",\"object_store\":" + JsonString(n.object_store_address) +
+         ",\"pid\":" + std::to_string(n.pid) +
+         (n.state == NodeState::kDead ? ",\"death_reason\":" + JsonString(n.death_reason) : "") +
+         "}";
+}
+
+std::string Amount(const std::string& name, int64_t units) {
+  double v = static_cast<double>(units) / ResourceSet::kUnit;
+  char buf[64];
+  if (name == "memory")
+    std::snprintf(buf, sizeof(buf), "%.1fG", v / (1ull << 30));
+  else if (v == static_cast<double>(static_cast<int64_t>(v)))
+    std::snprintf(buf, sizeof(buf), "%" PRId64, static_cast<int64_t>(v));
+  else
+    std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+std::string UsedOfTotal(const ResourceSet& available, const ResourceSet& total) {
+  std::string out;
+  for (auto& [name, units] : total.units()) {
+    if (!out.empty()) out += ", ";
+    out += name + " " + Amount(name, units - available.GetUnits(name)) + "/" + Amount(name, units);
+  }
+  return out.empty() ? "-" : out;
+}
+
+Result<ClusterView> FetchStatus(const Flags& flags, HostPort* address) {
+  CUMULUS_ASSIGN_OR_RETURN(*address, ResolveAddress(flags.Get("address")));
+  CUMULUS_ASSIGN_OR_RETURN(std::string token, ResolveToken(flags.Get("token-file")));
+  ControlClientOptions o;
+  o.request_timeout = std::chrono::seconds(10);
+  CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(*address, token, o));
+  return client->GetClusterStatus();
+}
+
+int StatusOrList(const std::vector<std::string>& args, bool list) {
+  Flags flags({"address", "token-file"}, {"json"});
+  Status st = flags.Parse(args);
+  if (!st.ok())
+    return UsageError(st.message(), list ? "cumulus list --help" : "cumulus status --help");
+  HostPort address;
+  auto view = FetchStatus(flags, &address);
+  if (!view.ok()) {
+    std::fprintf(stderr, "cumulus: %s\n", view.status().ToString().c_str());
+    return 1;
+  }
+  ResourceSet total, available;
+  size_t alive = 0;
+  for (auto& n : view->nodes) {
+    if (n.state != NodeState::kAlive) continue;
+    ++alive;
+    total.Add(n.total);
+    available.Add(n.available);
+  }
+  if (flags.Has("json")) {
+    std::string out = "{";
+    if (!list)
+      out += "\"cluster_id\":" + JsonString(view->cluster_id) +
+             ",\"head\":" + JsonString(address.ToString()) + ",";
+    out += "\"nodes\":[";
+    for (size_t i = 0; i < view->nodes.size(); ++i)
+      out += (i ? "," : "") + JsonNode(view->nodes[i]);
+    out += "]";
+    if (!list) {
+      out += ",\"alive_nodes\":" + std::to_string(alive) +
+             ",\"resources_total\":" + JsonResources(total) +
+             ",\"resources_available\":" + JsonResources(available);
+    }
+    std::printf("%s}\n", out.c_str());
+    return 0;
+  }
+  if (!list)
+    std::printf("Cluster %s (head %s): %zu alive node(s), %zu in all\n", view->cluster_id.c_str(),
+                address.ToString().c_str(), alive, view->nodes.size());
+  std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", "NODE", "ADDRESS", "STATE", "LABELS",
+              "RESOURCES (used/total)");
+  for (auto& n : view->nodes) {
+    std::string labels = LabelsToString(n.labels);
+    std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
+                n.state == NodeState::kAlive ? "ALIVE" : "DEAD",
+                labels.empty() ? "-" : labels.c_str(),
+                n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
+                                             : n.death_reason.c_str());
+  }
+  if (!list) std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
+  return 0;
+}
+
+bool IsCumulusProcess(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string cmd;
+  std::getline(in, cmd, '\0');
+  return cmd.find("cumulus") != std::string::npos;
+}
+
+}  // namespace
+
+int StartCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kStartHelp, stdout);
+      return 0;
+    }
+  }
+  Flags flags({"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
+               "object-store-memory", "heartbeat-interval-ms", "heartbeat-timeout-ms",
+               "disconnect-grace-ms"},
+              {"head", "block"});
+  Status st = flags.Parse(args);
+  if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
+  if (flags.Has("head") == flags.Has("address")) {
+    return UsageError("start needs exactly one of --head or --address HOST:PORT",
+                      "cumulus start --help");
+  }
+  return flags.Has("head") ? StartHead(flags) : StartNode(flags);
+}
+
+int StatusCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kStatusHelp, stdout);
+      return 0;
+    }
+  }
+  return StatusOrList(args, false);
+}
+
+int ListCommand(const std::vector<std::string>& args) {
+  if (args.empty()) return UsageError("list needs what to list: nodes", "cumulus list --help");
+  if (args[0] == "-h" || args[0] == "--help") {
+    std::fputs(kStatusHelp, stdout);
+    return 0;
+  }
+  if (args[0] != "nodes") {
+    return UsageError("cannot list '" + args[0] + "' (this version lists: nodes)",
+                      "cumulus list --help");
+  }
+  return StatusOrList(std::vector<std::string>(args.begin() + 1, args.end()), true);
+}
+
+int StopCommand(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    if (args[0] == "-h" || args[0] == "--help") {
+      std::fputs(kStopHelp, stdout);
+      return 0;
+    }
+    return UsageError("stop takes no arguments", "cumulus stop --help");
+  }
+  auto processes = StartedProcesses();
+  if (processes.empty()) {
+    std::printf("Nothing to stop: no cumulus process was started on this machine (state in %s).\n",
+                StateDir().c_str());
+    return 0;
+  }
+  // Nodes first, then heads, so nodes do not spend their last seconds reconnecting.
+  std::stable_sort(processes.begin(), processes.end(),
+                   [](const StartedProcess& a, const StartedProcess& b) {
+                     return a.role == "node" && b.role != "node";
+                   });
+  int failures = 0;
+  for (auto& p : processes) {
+    if (kill(p.pid, 0) != 0 || !IsCumulusProcess(p.pid)) {
+      ForgetProcess(p.pid);  // already gone
+      continue;
+    }
+    kill(p.pid, SIGTERM);
+    bool gone = false;
+    for (int i = 0; i < 1000 && !gone; ++i) {  // up to 10 s
+      gone = kill(p.pid, 0) != 0;
+      if (!gone) usleep(10'000);
+    }
+    if (!gone) {
+      kill(p.pid, SIGKILL);
+      std::printf("Killed %s (pid %d): it did not stop within 10 s of SIGTERM.\n", p.role.c_str(),
+                  p.pid);
+    } else {
+      std::printf("Stopped %s (pid %d).\n", p.role.c_str(), p.pid);
+    }
+    ForgetProcess(p.pid);
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace cumulus::cli

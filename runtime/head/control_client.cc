@@ -1,0 +1,197 @@
+#include "runtime/head/control_client.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include "runtime/head/node_codec.h"
+#include "runtime/proto/control.capnp.h"
+
+namespace cumulus {
+
+// One request and its reply. REQUIRES: the client's mutex is held.
+class ControlClient::Call {
+ public:
+  explicit Call(ControlClient* c, Duration timeout) : c_(c), timeout_(timeout) {
+    request_ = message_.initRoot<proto::ControlRequest>();
+    request_.setRequestId(c->next_request_++);
+  }
+  proto::ControlRequest::Builder request() { return request_; }
+
+  Status Run(const std::function<Status(proto::ControlReply::Reader)>& on_reply) {
+    TimePoint deadline = SystemClock::Get().Now() + timeout_;
+    std::string where = "the head at " + c_->head_.ToString();
+    CUMULUS_RETURN_IF_ERROR(WriteFrame(c_->fd_, message_, deadline).WithContext(where));
+    while (true) {
+      auto words = ReadFrame(c_->fd_, c_->decoder_, deadline);
+      if (!words.ok()) return words.status().WithContext(where);
+      try {
+        capnp::ReaderOptions limits;
+        limits.traversalLimitInWords = words->size() + 1024;
+        capnp::FlatArrayMessageReader reader(*words, limits);
+        auto reply = reader.getRoot<proto::ControlReply>();
+        if (reply.getRequestId() != request_.getRequestId() && reply.getRequestId() != 0) {
+          continue;  // a late reply to an earlier request that timed out
+        }
+        if (reply.getCode() != 0) {
+          return Status(static_cast<StatusCode>(reply.getCode()), reply.getMessage().cStr());
+        }
+        return on_reply ? on_reply(reply) : Status();
+      } catch (const kj::Exception& e) {
+        return Status::Internal("malformed reply from " + where + ": " + e.getDescription().cStr());
+      }
+    }
+  }
+
+ private:
+  ControlClient* c_;
+  Duration timeout_;
+  capnp::MallocMessageBuilder message_;
+  proto::ControlRequest::Builder request_{nullptr};
+};
+
+Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const HostPort& head,
+                                                              const std::string& token,
+                                                              const ControlClientOptions& options) {
+  auto fd = ConnectTcp(head, options.connect_timeout);
+  if (!fd.ok()) {
+    return Status(fd.status().code(),
+                  "cannot reach the head: " + fd.status().message() +
+                      " (is it running? start one with 'cumulus start --head')");
+  }
+  std::unique_ptr<ControlClient> client(new ControlClient(*fd, head, options));
+  std::lock_guard<std::mutex> lock(client->mu_);
+  Call call(client.get(), options.connect_timeout);
+  auto hello = call.request().initHello();
+  hello.setToken(token);
+  hello.setRole(options.role);
+  hello.setProtocolVersion(proto::PROTOCOL_VERSION);
+  CUMULUS_RETURN_IF_ERROR(call.Run(nullptr));
+  return client;
+}
+
+ControlClient::~ControlClient() { close(fd_); }
+
+Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  EncodeNode(node, call.request().initRegisterNode());
+  Duration interval{};
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    interval = std::chrono::milliseconds(reply.getRegistered().getHeartbeatIntervalMs());
+    return Status();
+  }));
+  return interval;
+}
+
+Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& available) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  auto hb = call.request().initHeartbeat();
+  hb.setNodeId(capnp::Data::Reader(id.data(), NodeId::kSize));
+  auto list = hb.initResourcesAvailable(static_cast<unsigned>(available.units().size()));
+  unsigned i = 0;
+  for (auto& [name, units] : available.units()) {
+    list[i].setName(name);
+    list[i].setAmount(static_cast<double>(units) / ResourceSet::kUnit);
+    ++i;
+  }
+  bool known = false;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    known = reply.getHeartbeatAck().getKnown();
+    return Status();
+  }));
+  return known;
+}
+
+Result<ClusterView> ControlClient::GetClusterStatus() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  call.request().setClusterStatus();
+  ClusterView view;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) -> Status {
+    auto s = reply.getStatus();
+    view.cluster_id = s.getClusterId();
+    view.head_started_micros = s.getHeadStartedMicros();
+    view.heartbeats_received = s.getHeartbeatsReceived();
+    view.kv_waiters = s.getKvWaiters();
+    for (auto n : s.getNodes()) {
+      auto node = DecodeNode(n);
+      if (node.ok()) view.nodes.push_back(std::move(*node));
+    }
+    return Status();
+  }));
+  return view;
+}
+
+namespace {
+template <typename B>
+void SetKey(B b, const std::string& ns, const std::string& key) {
+  b.setNamespace(ns);
+  b.setKey(key);
+}
+std::string ValueOf(proto::ControlReply::Reader reply) {
+  auto v = reply.getValue();
+  return std::string(reinterpret_cast<const char*>(v.begin()), v.size());
+}
+}  // namespace
+
+Result<bool> ControlClient::KvPut(const std::string& ns, const std::string& key,
+                                  const std::string& value, bool overwrite) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  auto put = call.request().initKvPut();
+  SetKey(put, ns, key);
+  put.setValue(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+  put.setOverwrite(overwrite);
+  bool existed = false;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    existed = reply.getExisted();
+    return Status();
+  }));
+  return existed;
+}
+
+Result<std::string> ControlClient::KvGet(const std::string& ns, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  SetKey(call.request().initKvGet(), ns, key);
+  std::string value;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    value = ValueOf(reply);
+    return Status();
+  }));
+  return value;
+}
+
+Result<bool> ControlClient::KvDelete(const std::string& ns, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  SetKey(call.request().initKvDelete(), ns, key);
+  bool existed = false;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    existed = reply.getExisted();
+    return Status();
+  }));
+  return existed;
+}
+
+Result<std::string> ControlClient::KvWait(const std::string& ns, const std::string& key,
+                                          Duration timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, timeout + std::chrono::seconds(5));
+  auto w = call.request().initKvWait();
+  SetKey(w, ns, key);
+  w.setTimeoutMs(static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  std::string value;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    value = ValueOf(reply);
+    return Status();
+  }));
+  return value;
+}
+
+}  // namespace cumulus

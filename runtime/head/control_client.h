@@ -1,0 +1,72 @@
+// ControlClient: a blocking connection to the head, authenticated with the cluster token. Used by
+// node daemons, the command line and tests. Every call has a deadline. Thread-safe (calls are
+// serialized on the one connection).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cumulus/status.h"
+#include "runtime/base/clock.h"
+#include "runtime/head/membership.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+
+namespace cumulus {
+
+struct ControlClientOptions {
+  std::string role = "client";
+  Duration connect_timeout = std::chrono::seconds(5);
+  Duration request_timeout = std::chrono::seconds(30);
+};
+
+struct ClusterView {
+  std::string cluster_id;
+  int64_t head_started_micros = 0;
+  uint64_t heartbeats_received = 0;
+  uint32_t kv_waiters = 0;
+  std::vector<NodeRecord> nodes;
+};
+
+class ControlClient {
+ public:
+  // Connects and authenticates. Unavailable if the head cannot be reached; Unauthenticated if the
+  // token is wrong.
+  static Result<std::unique_ptr<ControlClient>> Connect(const HostPort& head,
+                                                        const std::string& token,
+                                                        const ControlClientOptions& options = {});
+  ~ControlClient();
+
+  // Registers (or re-registers) a node; returns the heartbeat interval the head wants.
+  Result<Duration> RegisterNode(const NodeRecord& node);
+  // False if the head does not know the node (it must register again).
+  Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available);
+  Result<ClusterView> GetClusterStatus();
+
+  // Returns whether the key existed before.
+  Result<bool> KvPut(const std::string& ns, const std::string& key, const std::string& value,
+                     bool overwrite = true);
+  Result<std::string> KvGet(const std::string& ns, const std::string& key);  // NotFound if absent
+  Result<bool> KvDelete(const std::string& ns, const std::string& key);
+  // Waits until the key exists; TimedOut after `timeout`.
+  Result<std::string> KvWait(const std::string& ns, const std::string& key, Duration timeout);
+
+  const HostPort& head() const { return head_; }
+  int fd() const { return fd_; }
+
+ private:
+  class Call;
+  ControlClient(int fd, HostPort head, ControlClientOptions options)
+      : fd_(fd), head_(std::move(head)), options_(std::move(options)) {}
+
+  int fd_;
+  HostPort head_;
+  ControlClientOptions options_;
+  FrameDecoder decoder_{64u << 20};
+  std::mutex mu_;
+  uint64_t next_request_ = 1;
+};
+
+}  // namespace cumulus

@@ -1,0 +1,49 @@
+// ControlStore: the head's durable tables in RocksDB, one key prefix per table. Values are
+// Cap'n Proto messages (or user bytes for the key-value table). Writes go through the WAL without
+// fsync: a head killed with SIGKILL loses nothing it acknowledged; a power loss may.
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cumulus/status.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace cumulus {
+
+enum class ControlTable : char {
+  kNodes = 'n',
+  kJobs = 'j',
+  kActors = 'a',
+  kPlacementGroups = 'p',
+  kNamedActors = 'N',
+  kKeyValue = 'k',  // key = namespace + '\0' + key
+  kMeta = 'M',      // the cluster's own facts (cluster id)
+};
+
+class ControlStore {
+ public:
+  static Result<std::unique_ptr<ControlStore>> Open(const std::string& path);
+  ~ControlStore();
+
+  Status Put(ControlTable table, const std::string& key, const std::string& value);
+  // nullopt if absent.
+  Result<std::optional<std::string>> Get(ControlTable table, const std::string& key);
+  Status Delete(ControlTable table, const std::string& key);
+  // Calls fn(key, value) for every record of `table`, in key order.
+  Status Scan(ControlTable table,
+              const std::function<void(const std::string&, const std::string&)>& fn);
+
+ private:
+  explicit ControlStore(std::unique_ptr<rocksdb::DB> db, std::string path);
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string path_;
+};
+
+}  // namespace cumulus

@@ -1,0 +1,597 @@
+#include "runtime/head/head_server.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <list>
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "runtime/base/logging.h"
+#include "runtime/head/control_store.h"
+#include "runtime/head/node_codec.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+#include "runtime/proto/control.capnp.h"
+
+namespace cumulus {
+
+namespace {
+
+constexpr uint32_t kUnauthenticatedFrameLimit = 4096;
+constexpr size_t kMaxQueuedOutput = 64u << 20;
+
+std::string KvKey(const std::string& ns, const std::string& key) { return ns + '\0' + key; }
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  urandom.read(raw.data(), static_cast<std::streamsize>(bytes));
+  if (!urandom) {  // no /dev/urandom: fall back to random_device
+    std::random_device rd;
+    for (auto& c : raw) c = static_cast<char>(rd());
+  }
+  return internal::ToHex(reinterpret_cast<const uint8_t*>(raw.data()), bytes);
+}
+
+}  // namespace
+
+bool TokensEqual(const std::string& a, const std::string& b) {
+  if (a.empty() || a.size() != b.size()) return false;  // token length is not a secret
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+Result<std::string> LoadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Unauthenticated("cannot read the cluster token file " + path);
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) return Status::Unauthenticated("the cluster token file " + path + " is empty");
+  return token;
+}
+
+Result<std::string> CreateOrLoadToken(const std::string& path) {
+  if (std::filesystem::exists(path)) return LoadToken(path);
+  std::string token = RandomHex(32);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Status::Unavailable("cannot create the cluster token file " + path + ": " +
+                               std::strerror(errno));
+  }
+  std::string line = token + "\n";
+  bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(fd);
+  if (!ok) return Status::Unavailable("cannot write the cluster token file " + path);
+  return token;
+}
+
+// The event loop: one thread, epoll over the listening socket and every connection.
+class HeadServer::Loop {
+ public:
+  Loop(HeadOptions options, HeadCounters& counters, std::unique_ptr<ControlStore> store,
+       int listen_fd, std::string cluster_id)
+      : options_(std::move(options)),
+        counters_(counters),
+        store_(std::move(store)),
+        membership_(options_.membership, SystemClock::Get()),
+        listen_fd_(listen_fd),
+        cluster_id_(std::move(cluster_id)) {
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    Watch(listen_fd_, EPOLLIN);
+    Watch(wake_, EPOLLIN);
+    started_micros_ = SystemClock::Get().WallMicros();
+  }
+  ~Loop() {
+    for (auto& [fd, c] : conns_) close(fd);
+    close(listen_fd_);
+    close(wake_);
+    close(epoll_);
+  }
+
+  Status Recover() {
+    size_t alive = 0, dead = 0;
+    Status st =
+        store_->Scan(ControlTable::kNodes, [&](const std::string&, const std::string& value) {
+          auto node = NodeFromBytes(value);
+          if (!node.ok()) {
+            CUMULUS_LOG(WARN) << "skipping an unreadable node record: " << node.status();
+            return;
+          }
+          (node->state == NodeState::kAlive ? alive : dead)++;
+          membership_.Recover(std::move(*node));
+        });
+    if (alive + dead > 0) {
+      CUMULUS_LOG(INFO) << "recovered " << alive << " alive and " << dead
+                        << " dead node records; alive nodes have "
+                        << std::chrono::duration_cast<std::chrono::seconds>(
+                               options_.membership.heartbeat_timeout)
+                               .count()
+                        << " s to re-register";
+    }
+    return st;
+  }
+
+  void Stop() {
+    uint64_t one = 1;
+    ssize_t ignored = write(wake_, &one, sizeof(one));
+    (void)ignored;
+  }
+
+  void Run() {
+    epoll_event events[256];
+    while (true) {
+      int n = epoll_wait(epoll_, events, 256, 100);
+      if (n < 0 && errno != EINTR) {
+        CUMULUS_LOG(ERROR) << "head: epoll_wait failed: " << std::strerror(errno);
+        return;
+      }
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        if (fd == wake_) return;
+        if (fd == listen_fd_) {
+          Accept();
+          continue;
+        }
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) continue;
+        if (events[i].events & EPOLLOUT) Flush(it->second);
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
+      }
+      Housekeeping();
+    }
+  }
+
+ private:
+  struct Conn {
+    int fd;
+    FrameDecoder decoder{kUnauthenticatedFrameLimit};
+    std::string out;
+    size_t out_off = 0;
+    bool authed = false;
+    bool want_write = false;
+    bool closing = false;  // close once the output is flushed
+    TimePoint accepted;
+    std::optional<NodeId> node;
+    std::string peer;
+    std::string role;
+  };
+  struct Waiter {
+    int fd;
+    uint64_t request_id;
+    std::string kv_key;
+    TimePoint deadline;
+  };
+
+  void Watch(int fd, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  void Accept() {
+    while (true) {
+      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      Conn c;
+      c.fd = fd;
+      c.accepted = SystemClock::Get().Now();
+      c.peer = PeerAddressOf(fd);
+      conns_.emplace(fd, std::move(c));
+      Watch(fd, EPOLLIN | EPOLLRDHUP);
+      counters_.connections++;
+    }
+  }
+
+  void Close(int fd) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    if (it->second.node) membership_.Disconnected(*it->second.node);
+    waiters_.remove_if([fd](const Waiter& w) { return w.fd == fd; });
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    close(fd);
+    conns_.erase(it);
+  }
+
+  void Read(int fd) {
+    char buf[65536];
+    while (true) {
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n == 0) {
+        Close(fd);
+        return;
+      }
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        Close(fd);
+        return;
+      }
+      Conn& c = conns_.at(fd);
+      if (c.closing) continue;  // discard input after a fatal error
+      c.decoder.Append(buf, static_cast<size_t>(n));
+      while (true) {
+        auto frame = c.decoder.Next();
+        if (!frame.ok()) {
+          counters_.protocol_errors++;
+          CUMULUS_LOG(WARN) << "head: closing connection from " << c.peer << ": " << frame.status();
+          Close(fd);
+          return;
+        }
+        if (!*frame) break;
+        Handle(c, **frame);
+        if (c.closing) break;
+      }
+      if (c.closing && c.out_off >= c.out.size()) {
+        Close(fd);
+        return;
+      }
+    }
+  }
+
+  void Send(Conn& c, capnp::MessageBuilder& message) {
+    c.out += EncodeFrame(message);
+    Flush(c);
+  }
+
+  void Flush(Conn& c) {
+    while (c.out_off < c.out.size()) {
+      ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_off += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      c.closing = true;  // the peer is gone; Read sees the close
+      c.out.clear();
+      c.out_off = 0;
+      return;
+    }
+    if (c.out_off >= c.out.size()) {
+      c.out.clear();
+      c.out_off = 0;
+    } else if (c.out.size() - c.out_off > kMaxQueuedOutput) {
+      CUMULUS_LOG(WARN) << "head: " << c.peer << " does not read its replies; closing it";
+      c.closing = true;
+      c.out.clear();
+      c.out_off = 0;
+    }
+    bool want = c.out_off < c.out.size();
+    if (want != c.want_write) {
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0);
+      ev.data.fd = c.fd;
+      epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
+      c.want_write = want;
+    }
+  }
+
+  // Sends an error reply; with `fatal` the connection closes after it.
+  void SendError(Conn& c, uint64_t request_id, const Status& st, bool fatal) {
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    reply.setCode(static_cast<uint16_t>(st.code()));
+    reply.setMessage(st.message());
+    Send(c, message);
+    if (fatal) c.closing = true;
+  }
+
+  void Handle(Conn& c, kj::Array<capnp::word>& words) {
+    uint64_t request_id = 0;
+    try {
+      capnp::ReaderOptions limits;
+      limits.traversalLimitInWords = options_.max_frame_bytes / sizeof(capnp::word) + 1024;
+      limits.nestingLimit = 16;
+      capnp::FlatArrayMessageReader reader(words, limits);
+      auto req = reader.getRoot<proto::ControlRequest>();
+      request_id = req.getRequestId();
+      if (!c.authed) {
+        if (req.which() != proto::ControlRequest::HELLO) {
+          counters_.auth_failures++;
+          SendError(c, request_id,
+                    Status::Unauthenticated(
+                        "authenticate first: the first request must carry the cluster token"),
+                    true);
+          return;
+        }
+        auto hello = req.getHello();
+        if (!TokensEqual(hello.getToken(), options_.token)) {
+          counters_.auth_failures++;
+          CUMULUS_LOG(WARN) << "head: refused a connection from " << c.peer
+                            << ": wrong cluster token";
+          SendError(
+              c, request_id,
+              Status::Unauthenticated("the cluster token is wrong: pass the head's token with "
+                                      "--token-file or CUMULUS_TOKEN"),
+              true);
+          return;
+        }
+        if (hello.getProtocolVersion() != proto::PROTOCOL_VERSION) {
+          SendError(c, request_id,
+                    Status::InvalidArgument("protocol version " +
+                                            std::to_string(hello.getProtocolVersion()) +
+                                            " is not supported by this head (it speaks " +
+                                            std::to_string(proto::PROTOCOL_VERSION) + ")"),
+                    true);
+          return;
+        }
+        c.authed = true;
+        c.role = hello.getRole();
+        c.decoder.set_max_frame_bytes(options_.max_frame_bytes);
+        ReplyOk(c, request_id);
+        return;
+      }
+      switch (req.which()) {
+        case proto::ControlRequest::HELLO:
+          ReplyOk(c, request_id);
+          return;
+        case proto::ControlRequest::REGISTER_NODE:
+          return HandleRegister(c, request_id, req.getRegisterNode());
+        case proto::ControlRequest::HEARTBEAT:
+          return HandleHeartbeat(c, request_id, req.getHeartbeat());
+        case proto::ControlRequest::CLUSTER_STATUS:
+          return HandleStatus(c, request_id);
+        case proto::ControlRequest::KV_PUT:
+          return HandleKvPut(c, request_id, req.getKvPut());
+        case proto::ControlRequest::KV_GET:
+        case proto::ControlRequest::KV_DELETE:
+          return HandleKvGetDelete(
+              c, request_id, req.which() == proto::ControlRequest::KV_DELETE,
+              req.which() == proto::ControlRequest::KV_DELETE ? req.getKvDelete() : req.getKvGet());
+        case proto::ControlRequest::KV_WAIT:
+          return HandleKvWait(c, request_id, req.getKvWait());
+        default:
+          SendError(c, request_id, Status::InvalidArgument("unknown control request"), false);
+          return;
+      }
+    } catch (const kj::Exception& e) {
+      counters_.protocol_errors++;
+      CUMULUS_LOG(WARN) << "head: malformed request from " << c.peer << " ("
+                        << e.getDescription().cStr() << "); closing it";
+      SendError(
+          c, request_id,
+          Status::InvalidArgument(std::string("malformed request: ") + e.getDescription().cStr()),
+          true);
+    }
+  }
+
+  void ReplyOk(Conn& c, uint64_t request_id) {
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::ControlReply>().setRequestId(request_id);
+    Send(c, message);
+  }
+
+  void Persist(const NodeId& id) {
+    const NodeRecord* node = membership_.Find(id);
+    if (!node) return;
+    Status st = store_->Put(ControlTable::kNodes, id.Binary(), NodeToBytes(*node));
+    if (!st.ok()) CUMULUS_LOG(ERROR) << "head: cannot persist node " << id << ": " << st;
+  }
+
+  void HandleRegister(Conn& c, uint64_t request_id, proto::NodeInfo::Reader info) {
+    auto node = DecodeNode(info);
+    if (!node.ok()) return SendError(c, request_id, node.status(), false);
+    node->address = c.peer;
+    bool known = membership_.Find(node->id) != nullptr;
+    Status st = membership_.Register(*node);
+    if (!st.ok()) return SendError(c, request_id, st, false);
+    if (c.node && *c.node != node->id) membership_.Disconnected(*c.node);
+    c.node = node->id;
+    Persist(node->id);
+    CUMULUS_LOG(INFO) << "node " << node->id << " " << (known ? "reconnected" : "joined")
+                      << " from " << c.peer << " (" << node->total.ToString() << ")";
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    auto r = reply.initRegistered();
+    r.setHeartbeatIntervalMs(static_cast<uint32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_interval)
+            .count()));
+    r.setClusterId(cluster_id_);
+    Send(c, message);
+  }
+
+  void HandleHeartbeat(Conn& c, uint64_t request_id, proto::Heartbeat::Reader hb) {
+    auto raw = hb.getNodeId();
+    bool known = false;
+    if (raw.size() == NodeId::kSize) {
+      NodeId id = NodeId::FromBinary(
+          std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
+      known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()));
+      if (known && !c.node) c.node = id;
+    }
+    counters_.heartbeats++;
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    reply.initHeartbeatAck().setKnown(known);
+    Send(c, message);
+  }
+
+  void HandleStatus(Conn& c, uint64_t request_id) {
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    auto s = reply.initStatus();
+    s.setClusterId(cluster_id_);
+    s.setHeadStartedMicros(started_micros_);
+    s.setHeartbeatsReceived(counters_.heartbeats.load());
+    s.setKvWaiters(static_cast<uint32_t>(waiters_.size()));
+    auto nodes = s.initNodes(static_cast<unsigned>(membership_.nodes().size()));
+    unsigned i = 0;
+    for (auto& [id, node] : membership_.nodes()) EncodeNode(node, nodes[i++]);
+    Send(c, message);
+  }
+
+  void HandleKvPut(Conn& c, uint64_t request_id, proto::KvPut::Reader put) {
+    std::string key = KvKey(put.getNamespace(), put.getKey());
+    auto existing = store_->Get(ControlTable::kKeyValue, key);
+    if (!existing.ok()) return SendError(c, request_id, existing.status(), false);
+    bool existed = existing->has_value();
+    if (!existed || put.getOverwrite()) {
+      auto v = put.getValue();
+      std::string value(reinterpret_cast<const char*>(v.begin()), v.size());
+      Status st = store_->Put(ControlTable::kKeyValue, key, value);
+      if (!st.ok()) return SendError(c, request_id, st, false);
+      WakeWaiters(key, value);
+    }
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    reply.setExisted(existed);
+    Send(c, message);
+  }
+
+  void HandleKvGetDelete(Conn& c, uint64_t request_id, bool is_delete, proto::KvKey::Reader k) {
+    std::string key = KvKey(k.getNamespace(), k.getKey());
+    auto existing = store_->Get(ControlTable::kKeyValue, key);
+    if (!existing.ok()) return SendError(c, request_id, existing.status(), false);
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    if (is_delete) {
+      if (existing->has_value()) {
+        Status st = store_->Delete(ControlTable::kKeyValue, key);
+        if (!st.ok()) return SendError(c, request_id, st, false);
+      }
+      reply.setExisted(existing->has_value());
+    } else {
+      if (!existing->has_value()) {
+        return SendError(c, request_id,
+                         Status::NotFound("key '" + std::string(k.getKey().cStr()) +
+                                          "' not found in namespace '" +
+                                          std::string(k.getNamespace().cStr()) + "'"),
+                         false);
+      }
+      reply.setValue(capnp::Data::Reader(reinterpret_cast<const uint8_t*>((*existing)->data()),
+                                         (*existing)->size()));
+    }
+    Send(c, message);
+  }
+
+  void HandleKvWait(Conn& c, uint64_t request_id, proto::KvWait::Reader w) {
+    std::string key = KvKey(w.getNamespace(), w.getKey());
+    auto existing = store_->Get(ControlTable::kKeyValue, key);
+    if (!existing.ok()) return SendError(c, request_id, existing.status(), false);
+    if (existing->has_value()) return SendValue(c, request_id, **existing);
+    waiters_.push_back(
+        Waiter{c.fd, request_id, key,
+               SystemClock::Get().Now() + std::chrono::milliseconds(w.getTimeoutMs())});
+  }
+
+  void SendValue(Conn& c, uint64_t request_id, const std::string& value) {
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    reply.setValue(
+        capnp::Data::Reader(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+    Send(c, message);
+  }
+
+  void WakeWaiters(const std::string& key, const std::string& value) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->kv_key != key) {
+        ++it;
+        continue;
+      }
+      auto conn = conns_.find(it->fd);
+      if (conn != conns_.end()) SendValue(conn->second, it->request_id, value);
+      it = waiters_.erase(it);
+    }
+  }
+
+  void Housekeeping() {
+    TimePoint now = SystemClock::Get().Now();
+    for (const NodeId& id : membership_.Tick()) {
+      const NodeRecord* node = membership_.Find(id);
+      CUMULUS_LOG(WARN) << "node " << id << " (" << node->address
+                        << ") is DEAD: " << node->death_reason;
+      Persist(id);
+    }
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->deadline > now) {
+        ++it;
+        continue;
+      }
+      auto conn = conns_.find(it->fd);
+      std::string key = it->kv_key.substr(it->kv_key.find('\0') + 1);
+      if (conn != conns_.end()) {
+        SendError(conn->second, it->request_id,
+                  Status::TimedOut("key '" + key + "' did not appear in time"), false);
+      }
+      it = waiters_.erase(it);
+    }
+    std::vector<int> stale;
+    for (auto& [fd, c] : conns_) {
+      if (!c.authed && now - c.accepted > options_.auth_timeout) stale.push_back(fd);
+    }
+    for (int fd : stale) {
+      counters_.auth_failures++;
+      Close(fd);
+    }
+  }
+
+  HeadOptions options_;
+  HeadCounters& counters_;
+  std::unique_ptr<ControlStore> store_;
+  Membership membership_;
+  int listen_fd_;
+  int epoll_ = -1;
+  int wake_ = -1;
+  std::string cluster_id_;
+  int64_t started_micros_ = 0;
+  std::unordered_map<int, Conn> conns_;
+  std::list<Waiter> waiters_;
+};
+
+Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("the head needs a data dir");
+  if (options.token.empty()) return Status::InvalidArgument("the head needs a cluster token");
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec || access(options.data_dir.c_str(), W_OK) != 0) {
+    return Status::InvalidArgument("data dir " + options.data_dir + " is not writable" +
+                                   (ec ? " (" + ec.message() + ")" : "") +
+                                   "; choose another with --data-dir");
+  }
+  CUMULUS_ASSIGN_OR_RETURN(auto store, ControlStore::Open(options.data_dir + "/control.db"));
+  CUMULUS_ASSIGN_OR_RETURN(auto cluster_id, store->Get(ControlTable::kMeta, "cluster_id"));
+  if (!cluster_id) {
+    cluster_id = RandomHex(8);
+    CUMULUS_RETURN_IF_ERROR(store->Put(ControlTable::kMeta, "cluster_id", *cluster_id));
+  }
+  uint16_t port = 0;
+  CUMULUS_ASSIGN_OR_RETURN(int listen_fd, ListenTcp(options.bind_host, options.port, &port));
+  std::unique_ptr<HeadServer> head(new HeadServer());
+  head->port_ = port;
+  head->cluster_id_ = *cluster_id;
+  head->loop_ =
+      std::make_unique<Loop>(options, head->counters_, std::move(store), listen_fd, *cluster_id);
+  CUMULUS_RETURN_IF_ERROR(head->loop_->Recover());
+  head->thread_ = std::thread([loop = head->loop_.get()] { loop->Run(); });
+  return head;
+}
+
+HeadServer::~HeadServer() {
+  if (loop_) loop_->Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace cumulus

@@ -1,0 +1,80 @@
+#include "runtime/head/membership.h"
+
+namespace cumulus {
+
+Status Membership::Register(NodeRecord node) {
+  auto it = nodes_.find(node.id);
+  if (it != nodes_.end() && it->second.state == NodeState::kDead) {
+    return Status::NotFound("node " + node.id.Hex() + " was declared dead (" +
+                            it->second.death_reason + "); it must rejoin with a new node id");
+  }
+  int64_t now_micros = clock_.WallMicros();
+  node.state = NodeState::kAlive;
+  node.registered_micros = it != nodes_.end() ? it->second.registered_micros : now_micros;
+  node.last_heartbeat_micros = now_micros;
+  node.death_micros = 0;
+  node.death_reason.clear();
+  nodes_[node.id] = node;
+  liveness_[node.id] = Liveness{clock_.Now(), std::nullopt};
+  return Status();
+}
+
+bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available) {
+  auto live = liveness_.find(id);
+  if (live == liveness_.end()) return false;
+  live->second.last_heartbeat = clock_.Now();
+  live->second.disconnected_at.reset();
+  NodeRecord& node = nodes_.at(id);
+  node.available = available;
+  node.last_heartbeat_micros = clock_.WallMicros();
+  return true;
+}
+
+void Membership::Disconnected(const NodeId& id) {
+  auto live = liveness_.find(id);
+  if (live != liveness_.end()) live->second.disconnected_at = clock_.Now();
+}
+
+void Membership::Recover(NodeRecord node) {
+  if (node.state == NodeState::kAlive) liveness_[node.id] = Liveness{clock_.Now(), std::nullopt};
+  nodes_[node.id] = std::move(node);
+}
+
+std::vector<NodeId> Membership::Tick() {
+  std::vector<NodeId> died;
+  TimePoint now = clock_.Now();
+  for (auto it = liveness_.begin(); it != liveness_.end();) {
+    const Liveness& l = it->second;
+    std::string reason;
+    if (l.disconnected_at && now - *l.disconnected_at >= options_.disconnect_grace) {
+      reason = "its connection to the head closed and it did not reconnect";
+    } else if (now - l.last_heartbeat >= options_.heartbeat_timeout) {
+      reason = "no heartbeat for " +
+               std::to_string(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(now - l.last_heartbeat)
+                       .count()) +
+               " ms";
+    }
+    if (reason.empty()) {
+      ++it;
+      continue;
+    }
+    NodeRecord& node = nodes_.at(it->first);
+    node.state = NodeState::kDead;
+    node.death_reason = reason;
+    node.death_micros = clock_.WallMicros();
+    node.available = ResourceSet();
+    died.push_back(it->first);
+    it = liveness_.erase(it);
+  }
+  return died;
+}
+
+const NodeRecord* Membership::Find(const NodeId& id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+size_t Membership::alive_count() const { return liveness_.size(); }
+
+}  // namespace cumulus

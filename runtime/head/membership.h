@@ -1,0 +1,79 @@
+// Membership: which nodes are in the cluster and whether they are alive. Pure logic over a Clock:
+// the head feeds it registrations, heartbeats and disconnections and calls Tick() periodically.
+//
+// A node is declared DEAD when
+//   - no heartbeat came for `heartbeat_timeout` (a hung node: SIGSTOP, a frozen VM), or
+//   - its connection closed and it did not come back within `disconnect_grace` (a killed node).
+// A dead node never comes back under the same id: it must register again with a new one (it may
+// have lost its workers and objects, so the cluster must not treat it as the same node).
+// Not thread-safe: the head's event loop owns it.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/base/clock.h"
+#include "scheduler/resources.h"
+
+namespace cumulus {
+
+enum class NodeState { kAlive, kDead };
+
+struct NodeRecord {
+  NodeId id;
+  std::string address;  // as the head sees it
+  std::string hostname;
+  std::string object_store_address;
+  ResourceSet total;
+  ResourceSet available;
+  Labels labels;
+  int32_t pid = 0;
+  NodeState state = NodeState::kAlive;
+  int64_t registered_micros = 0;
+  int64_t last_heartbeat_micros = 0;
+  int64_t death_micros = 0;
+  std::string death_reason;
+};
+
+struct MembershipOptions {
+  Duration heartbeat_timeout = std::chrono::seconds(10);  // silence that makes a node dead
+  Duration disconnect_grace = std::chrono::seconds(2);    // a closed connection's time to come back
+};
+
+class Membership {
+ public:
+  Membership(MembershipOptions options, Clock& clock) : options_(options), clock_(clock) {}
+
+  // Adds a node or resumes one that is alive (it reconnected). NotFound if the id was declared
+  // dead: the node must rejoin with a new id.
+  Status Register(NodeRecord node);
+  // Records a heartbeat. False if the node is unknown or dead (it should register again).
+  bool Heartbeat(const NodeId& id, const ResourceSet& available);
+  // The node's connection closed.
+  void Disconnected(const NodeId& id);
+  // A node read back from the control store after a head restart. Alive nodes get a full
+  // heartbeat timeout to reconnect.
+  void Recover(NodeRecord node);
+  // Declares dead the nodes whose time ran out; returns their ids.
+  std::vector<NodeId> Tick();
+
+  const NodeRecord* Find(const NodeId& id) const;
+  const std::map<NodeId, NodeRecord>& nodes() const { return nodes_; }
+  size_t alive_count() const;
+
+ private:
+  struct Liveness {
+    TimePoint last_heartbeat;
+    std::optional<TimePoint> disconnected_at;
+  };
+  MembershipOptions options_;
+  Clock& clock_;
+  std::map<NodeId, NodeRecord> nodes_;
+  std::map<NodeId, Liveness> liveness_;  // alive nodes only
+};
+
+}  // namespace cumulus

@@ -1,0 +1,87 @@
+#include "runtime/head/membership.h"
+
+#include <gtest/gtest.h>
+
+namespace cumulus {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+NodeRecord NewNode() {
+  NodeRecord n;
+  n.id = NodeId::FromRandom();
+  n.total = *ResourceSet::Parse("CPU=4");
+  n.available = n.total;
+  return n;
+}
+
+class MembershipTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  Membership m_{MembershipOptions{seconds(10), seconds(2)}, clock_};
+};
+
+TEST_F(MembershipTest, HeartbeatsKeepANodeAliveAndSilenceKillsIt) {
+  NodeRecord n = NewNode();
+  ASSERT_TRUE(m_.Register(n).ok());
+  for (int i = 0; i < 30; ++i) {
+    clock_.AdvanceTime(seconds(1));
+    ASSERT_TRUE(m_.Heartbeat(n.id, n.total));
+    ASSERT_TRUE(m_.Tick().empty());
+  }
+  clock_.AdvanceTime(milliseconds(9999));
+  EXPECT_TRUE(m_.Tick().empty());
+  clock_.AdvanceTime(milliseconds(1));
+  auto died = m_.Tick();
+  ASSERT_EQ(died.size(), 1u);
+  EXPECT_EQ(m_.Find(n.id)->state, NodeState::kDead);
+  EXPECT_NE(m_.Find(n.id)->death_reason.find("no heartbeat"), std::string::npos);
+  EXPECT_FALSE(m_.Heartbeat(n.id, n.total)) << "a dead node's heartbeat must be refused";
+  EXPECT_EQ(m_.alive_count(), 0u);
+}
+
+TEST_F(MembershipTest, AClosedConnectionHasAGracePeriod) {
+  NodeRecord a = NewNode(), b = NewNode();
+  ASSERT_TRUE(m_.Register(a).ok());
+  ASSERT_TRUE(m_.Register(b).ok());
+  m_.Disconnected(a.id);
+  m_.Disconnected(b.id);
+  clock_.AdvanceTime(seconds(1));
+  ASSERT_TRUE(m_.Register(b).ok());  // b reconnects in time
+  clock_.AdvanceTime(seconds(1));
+  auto died = m_.Tick();
+  ASSERT_EQ(died.size(), 1u);
+  EXPECT_EQ(died[0], a.id);
+  EXPECT_EQ(m_.Find(b.id)->state, NodeState::kAlive);
+}
+
+TEST_F(MembershipTest, ADeadNodeMustRejoinWithANewId) {
+  NodeRecord n = NewNode();
+  ASSERT_TRUE(m_.Register(n).ok());
+  clock_.AdvanceTime(seconds(11));
+  ASSERT_EQ(m_.Tick().size(), 1u);
+  Status st = m_.Register(n);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("new node id"), std::string::npos);
+  n.id = NodeId::FromRandom();
+  EXPECT_TRUE(m_.Register(n).ok());
+  EXPECT_EQ(m_.nodes().size(), 2u);
+  EXPECT_EQ(m_.alive_count(), 1u);
+}
+
+TEST_F(MembershipTest, RecoveredNodesGetAFullTimeoutToReconnect) {
+  NodeRecord alive = NewNode(), dead = NewNode();
+  dead.state = NodeState::kDead;
+  m_.Recover(alive);
+  m_.Recover(dead);
+  EXPECT_EQ(m_.alive_count(), 1u);
+  clock_.AdvanceTime(seconds(5));
+  EXPECT_TRUE(m_.Tick().empty());
+  ASSERT_TRUE(m_.Register(alive).ok());  // re-registers with the same id: no duplicate
+  EXPECT_EQ(m_.nodes().size(), 2u);
+  EXPECT_EQ(m_.Register(dead).code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace cumulus

@@ -1,0 +1,98 @@
+#include "runtime/head/node_codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstring>
+
+namespace cumulus {
+
+namespace {
+template <typename ListBuilder>
+void FillResources(const ResourceSet& r, ListBuilder list) {
+  unsigned i = 0;
+  for (auto& [name, units] : r.units()) {
+    list[i].setName(name);
+    list[i].setAmount(static_cast<double>(units) / ResourceSet::kUnit);
+    ++i;
+  }
+}
+}  // namespace
+
+ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in) {
+  ResourceSet r;
+  for (auto a : in) {
+    double amount = a.getAmount();
+    if (amount > 0 && amount < 9.0e14) r.Set(a.getName().cStr(), amount);
+  }
+  return r;
+}
+
+void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
+  out.setNodeId(capnp::Data::Reader(node.id.data(), NodeId::kSize));
+  out.setAddress(node.address);
+  out.setHostname(node.hostname);
+  out.setObjectStoreAddress(node.object_store_address);
+  FillResources(node.total,
+                out.initResourcesTotal(static_cast<unsigned>(node.total.units().size())));
+  FillResources(node.available,
+                out.initResourcesAvailable(static_cast<unsigned>(node.available.units().size())));
+  auto labels = out.initLabels(static_cast<unsigned>(node.labels.size()));
+  unsigned i = 0;
+  for (auto& [k, v] : node.labels) {
+    labels[i].setKey(k);
+    labels[i].setValue(v);
+    ++i;
+  }
+  out.setState(node.state == NodeState::kAlive ? proto::NodeState::ALIVE : proto::NodeState::DEAD);
+  out.setRegisteredMicros(node.registered_micros);
+  out.setLastHeartbeatMicros(node.last_heartbeat_micros);
+  out.setDeathReason(node.death_reason);
+  out.setDeathMicros(node.death_micros);
+  out.setPid(node.pid);
+}
+
+Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
+  NodeRecord node;
+  auto id = in.getNodeId();
+  if (id.size() != NodeId::kSize) {
+    return Status::InvalidArgument("node id must be " + std::to_string(NodeId::kSize) + " bytes");
+  }
+  node.id =
+      NodeId::FromBinary(std::string_view(reinterpret_cast<const char*>(id.begin()), id.size()));
+  if (node.id.IsNil()) return Status::InvalidArgument("node id must not be nil");
+  node.address = in.getAddress();
+  node.hostname = in.getHostname();
+  node.object_store_address = in.getObjectStoreAddress();
+  node.total = DecodeResources(in.getResourcesTotal());
+  node.available = DecodeResources(in.getResourcesAvailable());
+  for (auto l : in.getLabels()) node.labels[l.getKey()] = l.getValue();
+  node.state = in.getState() == proto::NodeState::ALIVE ? NodeState::kAlive : NodeState::kDead;
+  node.registered_micros = in.getRegisteredMicros();
+  node.last_heartbeat_micros = in.getLastHeartbeatMicros();
+  node.death_reason = in.getDeathReason();
+  node.death_micros = in.getDeathMicros();
+  node.pid = in.getPid();
+  return node;
+}
+
+std::string NodeToBytes(const NodeRecord& node) {
+  capnp::MallocMessageBuilder message;
+  EncodeNode(node, message.initRoot<proto::NodeInfo>());
+  auto words = capnp::messageToFlatArray(message);
+  return std::string(words.asChars().begin(), words.asChars().size());
+}
+
+Result<NodeRecord> NodeFromBytes(const std::string& bytes) {
+  if (bytes.size() % sizeof(capnp::word) != 0) return Status::Internal("corrupt node record");
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  try {
+    capnp::FlatArrayMessageReader reader(words);
+    return DecodeNode(reader.getRoot<proto::NodeInfo>());
+  } catch (const kj::Exception& e) {
+    return Status::Internal(std::string("corrupt node record: ") + e.getDescription().cStr());
+  }
+}
+
+}  // namespace cumulus

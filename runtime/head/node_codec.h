@@ -1,0 +1,16 @@
+// NodeRecord <-> proto::NodeInfo (runtime/proto/node.capnp).
+#pragma once
+
+#include "runtime/head/membership.h"
+#include "runtime/proto/node.capnp.h"
+
+namespace cumulus {
+
+void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out);
+Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in);
+ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in);
+// Serialized NodeInfo, as the control store keeps it.
+std::string NodeToBytes(const NodeRecord& node);
+Result<NodeRecord> NodeFromBytes(const std::string& bytes);
+
+}  // namespace cumulus

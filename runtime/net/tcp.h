@@ -1,0 +1,35 @@
+// TCP endpoints for the control plane: parsing HOST:PORT, listening on an explicit address, and
+// connecting with a deadline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cumulus/status.h"
+#include "runtime/base/clock.h"
+
+namespace cumulus {
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  std::string ToString() const { return host + ":" + std::to_string(port); }
+};
+
+// "127.0.0.1:6380", "localhost:6380". InvalidArgument naming the text if malformed.
+Result<HostPort> ParseHostPort(std::string_view text);
+
+// Listens on bind_host:port (port 0 picks a free one; *actual_port gets it). Errors name the
+// address: "port 6380 on 127.0.0.1 is already in use".
+Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* actual_port);
+
+// Connects within `timeout`. Unavailable (refused, unreachable) or TimedOut, naming the address.
+Result<int> ConnectTcp(const HostPort& address, Duration timeout);
+
+// The numeric address of the local end of a connected socket ("127.0.0.1").
+std::string LocalAddressOf(int fd);
+// The numeric address of the remote end of a connected socket.
+std::string PeerAddressOf(int fd);
+
+}  // namespace cumulus

@@ -1,0 +1,20 @@
+// What this machine has: CPUs (those this process may run on), memory, and GPUs (through the CUDA
+// runtime when Cumulus was built with CUDA and a driver is present).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "scheduler/resources.h"
+
+namespace cumulus {
+
+struct DetectedResources {
+  ResourceSet resources;  // CPU, memory (bytes), GPU when any
+  std::vector<uint32_t> gpu_ids;
+  std::string gpu_note;  // why no GPU was found, for the log
+};
+
+DetectedResources DetectResources();
+
+}  // namespace cumulus

@@ -1,0 +1,62 @@
+// NodeDaemon: one per machine (or per `cumulus start`). Owns the node's resources and its object
+// store, registers with the head and heartbeats. When the head goes away it keeps reconnecting and
+// re-registers under the same id; if the head declared it dead meanwhile, it rejoins with a new id.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/head/control_client.h"
+#include "runtime/net/tcp.h"
+#include "runtime/object_store/object_store.h"
+#include "runtime/object_store/store_server.h"
+#include "scheduler/resources.h"
+
+namespace cumulus {
+
+struct NodeDaemonOptions {
+  NodeId node_id;  // nil: a new random id (the head's own node reuses its id)
+  HostPort head;
+  std::string token;
+  ResourceSet declared;  // overrides what is detected (e.g. GPU=2 on a machine without GPUs)
+  Labels labels;
+  std::string data_dir;              // required: the node's object store lives here
+  uint64_t object_store_memory = 0;  // 0: 30% of RAM
+  Duration max_reconnect_backoff = std::chrono::seconds(2);
+};
+
+class NodeDaemon {
+ public:
+  // Detects resources, opens the object store and registers with the head. Fails with the head's
+  // error if it cannot be reached or refuses the node (wrong token).
+  static Result<std::unique_ptr<NodeDaemon>> Start(const NodeDaemonOptions& options);
+  ~NodeDaemon();  // stops heartbeating and closes the object store
+
+  NodeId node_id() const;
+  ResourceSet resources() const { return record_.total; }
+  const std::string& store_socket() const { return store_socket_; }
+
+ private:
+  NodeDaemon() = default;
+  Status Register();  // REQUIRES: mu_ held
+  void Run();
+
+  NodeDaemonOptions options_;
+  std::unique_ptr<ObjectStore> store_;
+  std::unique_ptr<StoreServer> store_server_;
+  std::string store_socket_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  NodeRecord record_;
+  std::unique_ptr<ControlClient> client_;
+  Duration heartbeat_interval_ = std::chrono::seconds(1);
+  std::thread thread_;
+};
+
+}  // namespace cumulus

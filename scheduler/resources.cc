@@ -1,0 +1,178 @@
+#include "scheduler/resources.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+namespace cumulus {
+
+namespace {
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+bool ValidName(std::string_view name, bool allow_colon) {
+  if (name.empty() || name.size() > 128) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
+        c != '/' && !(allow_colon && c == ':')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Parses a non-negative decimal with an optional binary size suffix; returns false if malformed.
+bool ParseAmount(std::string_view text, bool allow_suffix, double* out) {
+  if (text.empty()) return false;
+  std::string t(text);
+  double scale = 1;
+  if (allow_suffix) {
+    char last = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
+    if (t.size() > 1 && t.back() == 'B')
+      t.pop_back(), last = static_cast<char>(std::toupper(t.back()));
+    if (last == 'K')
+      scale = 1024.0;
+    else if (last == 'M')
+      scale = 1024.0 * 1024;
+    else if (last == 'G')
+      scale = 1024.0 * 1024 * 1024;
+    else if (last == 'T')
+      scale = 1024.0 * 1024 * 1024 * 1024;
+    if (scale != 1) t.pop_back();
+  }
+  if (t.empty()) return false;
+  for (char c : t) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return false;
+  }
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size() || !std::isfinite(v) || v < 0) return false;
+  *out = v * scale;
+  return *out < 9.0e14;  // keeps amount * kUnit inside int64
+}
+
+}  // namespace
+
+Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
+  ResourceSet out;
+  if (spec.empty()) return out;
+  for (std::string_view item : Split(spec, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("resource '" + std::string(item) +
+                                     "' must be NAME=AMOUNT (e.g. CPU=8,GPU=2,memory=32G)");
+    }
+    std::string name(item.substr(0, eq));
+    if (!ValidName(name, true)) {
+      return Status::InvalidArgument("'" + name + "' is not a valid resource name");
+    }
+    double amount = 0;
+    if (!ParseAmount(item.substr(eq + 1), name == "memory", &amount)) {
+      return Status::InvalidArgument("resource " + name + ": '" + std::string(item.substr(eq + 1)) +
+                                     "' is not a non-negative amount" +
+                                     (name == "memory" ? " (bytes, or with K/M/G/T)" : ""));
+    }
+    if (out.Has(name)) return Status::InvalidArgument("resource " + name + " is given twice");
+    out.Set(name, amount);
+  }
+  return out;
+}
+
+void ResourceSet::Set(const std::string& name, double amount) {
+  SetUnits(name, static_cast<int64_t>(std::llround(amount * kUnit)));
+}
+
+void ResourceSet::SetUnits(const std::string& name, int64_t units) {
+  if (units <= 0)
+    units_.erase(name);
+  else
+    units_[name] = units;
+}
+
+double ResourceSet::Get(const std::string& name) const {
+  return static_cast<double>(GetUnits(name)) / kUnit;
+}
+
+int64_t ResourceSet::GetUnits(const std::string& name) const {
+  auto it = units_.find(name);
+  return it == units_.end() ? 0 : it->second;
+}
+
+bool ResourceSet::Contains(const ResourceSet& demand) const {
+  for (auto& [name, units] : demand.units_) {
+    if (GetUnits(name) < units) return false;
+  }
+  return true;
+}
+
+void ResourceSet::Subtract(const ResourceSet& demand) {
+  for (auto& [name, units] : demand.units_) SetUnits(name, GetUnits(name) - units);
+}
+
+void ResourceSet::Add(const ResourceSet& other) {
+  for (auto& [name, units] : other.units_) SetUnits(name, GetUnits(name) + units);
+}
+
+void ResourceSet::Override(const ResourceSet& other) {
+  for (auto& [name, units] : other.units_) units_[name] = units;
+}
+
+std::string ResourceSet::ToString() const {
+  std::ostringstream os;
+  bool first = true;
+  for (auto& [name, units] : units_) {
+    if (!first) os << ',';
+    first = false;
+    os << name << '=';
+    if (units % kUnit == 0)
+      os << units / kUnit;
+    else
+      os << static_cast<double>(units) / kUnit;
+  }
+  return os.str();
+}
+
+Result<Labels> ParseLabels(std::string_view spec) {
+  Labels out;
+  if (spec.empty()) return out;
+  for (std::string_view item : Split(spec, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("label '" + std::string(item) +
+                                     "' must be KEY=VALUE (e.g. site=onprem)");
+    }
+    std::string key(item.substr(0, eq)), value(item.substr(eq + 1));
+    if (!ValidName(key, false))
+      return Status::InvalidArgument("'" + key + "' is not a valid label key");
+    if (!ValidName(value, false)) {
+      return Status::InvalidArgument("label " + key + ": '" + value +
+                                     "' is not a valid label value");
+    }
+    if (out.count(key)) return Status::InvalidArgument("label " + key + " is given twice");
+    out[key] = value;
+  }
+  return out;
+}
+
+std::string LabelsToString(const Labels& labels) {
+  std::string out;
+  for (auto& [k, v] : labels) {
+    if (!out.empty()) out += ',';
+    out += k + "=" + v;
+  }
+  return out;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,58 @@
+// Resources and labels: what a node offers and what work asks for. Pure values, no I/O.
+//
+// Amounts are kept in fixed point (1/10000 of a unit), so 0.5 GPU + 0.25 GPU + 0.25 GPU is exactly
+// one GPU: no floating-point drift across many allocations. "memory" is in bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "cumulus/status.h"
+
+namespace cumulus {
+
+class ResourceSet {
+ public:
+  static constexpr int64_t kUnit = 10000;
+
+  ResourceSet() = default;
+
+  // Parses "CPU=8,GPU=2,memory=32G,custom=4". Amounts are non-negative decimals; "memory" also
+  // takes a size suffix (K, M, G, T). Names are letters, digits, '_', '-', '.', '/' and ':'.
+  static Result<ResourceSet> Parse(std::string_view spec);
+
+  // REQUIRES: amount >= 0. Setting 0 removes the resource.
+  void Set(const std::string& name, double amount);
+  void SetUnits(const std::string& name, int64_t units);
+  double Get(const std::string& name) const;
+  int64_t GetUnits(const std::string& name) const;
+  bool Has(const std::string& name) const { return units_.count(name) > 0; }
+  bool empty() const { return units_.empty(); }
+
+  // True if every amount in `demand` is available here.
+  bool Contains(const ResourceSet& demand) const;
+  // REQUIRES: Contains(demand).
+  void Subtract(const ResourceSet& demand);
+  void Add(const ResourceSet& other);
+  // Every resource of `other` overrides the one here.
+  void Override(const ResourceSet& other);
+
+  const std::map<std::string, int64_t>& units() const { return units_; }
+  // "CPU=8,GPU=2,memory=34359738368"
+  std::string ToString() const;
+
+  bool operator==(const ResourceSet& o) const { return units_ == o.units_; }
+
+ private:
+  std::map<std::string, int64_t> units_;  // name -> amount * kUnit, only amounts > 0
+};
+
+using Labels = std::map<std::string, std::string>;
+
+// Parses "site=onprem,gpu_type=A100". Keys and values: letters, digits, '_', '-', '.', '/'.
+Result<Labels> ParseLabels(std::string_view spec);
+std::string LabelsToString(const Labels& labels);
+
+}  // namespace cumulus

@@ -1,0 +1,61 @@
+#include "scheduler/resources.h"
+
+#include <gtest/gtest.h>
+
+namespace cumulus {
+namespace {
+
+TEST(ResourceSetTest, ParsesUnitsAndSizes) {
+  auto r = ResourceSet::Parse("CPU=8,GPU=2,memory=32G,custom=4,TPU=0.5");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->Get("CPU"), 8);
+  EXPECT_EQ(r->Get("GPU"), 2);
+  EXPECT_EQ(r->Get("memory"), 32.0 * (1ull << 30));
+  EXPECT_EQ(r->Get("custom"), 4);
+  EXPECT_EQ(r->Get("TPU"), 0.5);
+  EXPECT_EQ(r->Get("absent"), 0);
+  EXPECT_TRUE(ResourceSet::Parse("").ok());
+}
+
+TEST(ResourceSetTest, RejectsMalformedSpecsWithTheCulprit) {
+  for (const char* bad : {"CPU", "CPU=-1", "CPU=abc", "=3", "CPU=1,CPU=2", "C PU=1", "GPU=1e400",
+                          "memory=12Q", "CPU=1,"}) {
+    auto r = ResourceSet::Parse(bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ResourceSet::Parse("CPU=x").status().message().find("'x'"), std::string::npos);
+}
+
+TEST(ResourceSetTest, FractionsAddUpExactly) {
+  ResourceSet node;
+  node.Set("GPU", 1);
+  ResourceSet quarter;
+  quarter.Set("GPU", 0.25);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(node.Contains(quarter));
+    node.Subtract(quarter);
+  }
+  EXPECT_FALSE(node.Contains(quarter));
+  EXPECT_FALSE(node.Has("GPU"));
+  node.Add(quarter);
+  EXPECT_EQ(node.Get("GPU"), 0.25);
+}
+
+TEST(ResourceSetTest, OverrideAndToString) {
+  ResourceSet detected = *ResourceSet::Parse("CPU=2,memory=1024");
+  detected.Override(*ResourceSet::Parse("GPU=2,CPU=8"));
+  EXPECT_EQ(detected.ToString(), "CPU=8,GPU=2,memory=1024");
+}
+
+TEST(LabelsTest, ParsesAndRejects) {
+  auto l = ParseLabels("site=onprem,gpu_type=A100");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->at("site"), "onprem");
+  EXPECT_EQ(LabelsToString(*l), "gpu_type=A100,site=onprem");
+  EXPECT_FALSE(ParseLabels("site").ok());
+  EXPECT_FALSE(ParseLabels("site=a b").ok());
+  EXPECT_FALSE(ParseLabels("site=a,site=b").ok());
+}
+
+}  // namespace
+}  // namespace cumulus

@@ -1,0 +1,396 @@
+// The control plane with real processes on loopback: `cumulus start --head --block`, nodes that
+// join it, SIGKILL, SIGSTOP, a head restart, wrong credentials and garbage on the port.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <capnp/serialize.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "runtime/base/subprocess.h"
+#include "runtime/base/temp_dir.h"
+#include "runtime/head/control_client.h"
+#include "runtime/head/head_server.h"
+#include "runtime/net/frame.h"
+#include "runtime/proto/control.capnp.h"
+
+namespace cumulus {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kCumulus = std::string(CUMULUS_BIN_DIR) + "/cumulus";
+
+std::string Field(const std::string& line, const std::string& key) {
+  size_t at = line.find(key + "=");
+  if (at == std::string::npos) return "";
+  at += key.size() + 1;
+  return line.substr(at, line.find(' ', at) - at);
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CUMULUS_STATE_DIR", (dir_.path() + "/state").c_str(), 1);
+    unsetenv("CUMULUS_ADDRESS");
+    unsetenv("CUMULUS_TOKEN");
+  }
+
+  std::unique_ptr<Subprocess> StartHead(const std::vector<std::string>& extra, int port = 0) {
+    std::vector<std::string> argv = {kCumulus,
+                                     "start",
+                                     "--head",
+                                     "--block",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--data-dir",
+                                     dir_.path() + "/head",
+                                     "--object-store-memory",
+                                     "64M"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<Subprocess>(argv);
+    auto ready = p->WaitForLine("cumulus head ready", 30s);
+    EXPECT_TRUE(ready) << "the head did not become ready";
+    if (ready) {
+      address_ = Field(*ready, "address");
+      token_file_ = Field(*ready, "token_file");
+      token_ = *LoadToken(token_file_);
+    }
+    return p;
+  }
+
+  std::unique_ptr<Subprocess> StartNode(const std::string& name,
+                                        const std::vector<std::string>& extra,
+                                        std::string* node_id) {
+    std::vector<std::string> argv = {kCumulus,
+                                     "start",
+                                     "--address",
+                                     address_,
+                                     "--token-file",
+                                     token_file_,
+                                     "--block",
+                                     "--data-dir",
+                                     dir_.path() + "/" + name,
+                                     "--object-store-memory",
+                                     "32M"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<Subprocess>(argv);
+    auto ready = p->WaitForLine("cumulus node ready", 30s);
+    EXPECT_TRUE(ready) << "node " << name << " did not become ready";
+    if (ready && node_id) *node_id = Field(*ready, "node_id");
+    return p;
+  }
+
+  std::unique_ptr<ControlClient> Client() {
+    auto c = ControlClient::Connect(*ParseHostPort(address_), token_);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  ClusterView Status() {
+    auto c = Client();
+    if (!c) return {};
+    auto v = c->GetClusterStatus();
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *v : ClusterView{};
+  }
+
+  const NodeRecord* Find(const ClusterView& v, const std::string& hex) {
+    for (auto& n : v.nodes) {
+      if (n.id.Hex() == hex) return &n;
+    }
+    return nullptr;
+  }
+
+  // Waits until node `hex` is in `state`; returns how long that took, or nullopt.
+  std::optional<std::chrono::milliseconds> WaitForState(const std::string& hex, NodeState state,
+                                                        std::chrono::milliseconds timeout) {
+    auto start = std::chrono::steady_clock::now();
+    bool ok = WaitUntil(
+        [&] {
+          ClusterView v = Status();
+          const NodeRecord* n = Find(v, hex);
+          return n && n->state == state;
+        },
+        timeout);
+    if (!ok) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  }
+
+  // Runs the cumulus command line; returns its exit status and fills its output.
+  int Cli(const std::vector<std::string>& args, std::string* output) {
+    std::vector<std::string> argv = {kCumulus};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Subprocess p(argv, /*merge_stderr=*/true);
+    *output = p.ReadAll(30s);
+    auto st = p.Wait(30s);
+    return st && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  }
+
+  TempDir dir_;
+  std::string address_, token_file_, token_;
+};
+
+TEST_F(ControlPlaneTest, HeadAndThreeNodesReportTheirLabelsAndResources) {
+  auto head = StartHead({"--resources", "CPU=1", "--labels", "site=onprem,role=head"});
+  std::string a, b, c;
+  auto n1 =
+      StartNode("n1", {"--resources", "CPU=8,GPU=2", "--labels", "site=onprem,gpu_type=A100"}, &a);
+  auto n2 = StartNode(
+      "n2", {"--resources", "CPU=4,GPU=1", "--labels", "site=cloud,instance=g5.xlarge"}, &b);
+  auto n3 = StartNode("n3", {"--resources", "CPU=2,custom=4", "--labels", "site=onprem"}, &c);
+  ClusterView v = Status();
+  ASSERT_EQ(v.nodes.size(), 4u);
+  const NodeRecord* gpu = Find(v, a);
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->state, NodeState::kAlive);
+  EXPECT_EQ(gpu->total.Get("CPU"), 8);
+  EXPECT_EQ(gpu->total.Get("GPU"), 2);
+  EXPECT_EQ(gpu->labels.at("gpu_type"), "A100");
+  EXPECT_EQ(Find(v, b)->labels.at("site"), "cloud");
+  EXPECT_EQ(Find(v, c)->total.Get("custom"), 4);
+  EXPECT_FALSE(Find(v, c)->total.Has("GPU"));
+
+  std::string json;
+  ASSERT_EQ(Cli({"status", "--json"}, &json), 0) << json;  // address and token from the state dir
+  EXPECT_EQ(Count(json, "\"state\":\"ALIVE\""), 4) << json;
+  EXPECT_EQ(Count(json, "\"node_id\":"), 4);
+  EXPECT_NE(json.find("\"labels\":{\"gpu_type\":\"A100\",\"site\":\"onprem\"}"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"resources_total\":{\"CPU\":8,\"GPU\":2,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"resources_available\":"), std::string::npos);
+  std::string table;
+  ASSERT_EQ(Cli({"list", "nodes"}, &table), 0);
+  EXPECT_EQ(Count(table, "ALIVE"), 4) << table;
+}
+
+TEST_F(ControlPlaneTest, AKilledNodeIsDeadWithinFiveSeconds) {
+  auto head = StartHead({});
+  std::string victim, survivor;
+  auto n1 = StartNode("n1", {}, &victim);
+  auto n2 = StartNode("n2", {}, &survivor);
+  n1->Kill(SIGKILL);
+  auto took = WaitForState(victim, NodeState::kDead, 5s);
+  ASSERT_TRUE(took) << "a SIGKILLed node was not reported DEAD within 5 s";
+  std::printf("SIGKILLed node reported DEAD after %lld ms\n",
+              static_cast<long long>(took->count()));
+  ClusterView v = Status();
+  EXPECT_EQ(Find(v, survivor)->state, NodeState::kAlive);
+  EXPECT_NE(Find(v, victim)->death_reason.find("connection"), std::string::npos);
+}
+
+TEST_F(ControlPlaneTest, AHungNodeIsDeadWithinFifteenSecondsAndComesBackAsNew) {
+  auto head = StartHead({});
+  std::string hung;
+  auto n1 = StartNode("n1", {}, &hung);
+  n1->Kill(SIGSTOP);
+  auto took = WaitForState(hung, NodeState::kDead, 15s);
+  ASSERT_TRUE(took) << "a SIGSTOPped node was not reported DEAD within 15 s";
+  std::printf("SIGSTOPped node reported DEAD after %lld ms\n",
+              static_cast<long long>(took->count()));
+  EXPECT_NE(Find(Status(), hung)->death_reason.find("no heartbeat"), std::string::npos);
+  n1->Kill(SIGCONT);
+  // It must rejoin under a new id: two node records of that process, the old one still DEAD.
+  ASSERT_TRUE(WaitUntil([&] { return Status().nodes.size() == 3; }, 10s))
+      << "the node did not rejoin";
+  ClusterView v = Status();
+  EXPECT_EQ(Find(v, hung)->state, NodeState::kDead);
+  int alive = 0;
+  for (auto& n : v.nodes) alive += n.state == NodeState::kAlive;
+  EXPECT_EQ(alive, 2);
+}
+
+TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
+  auto head = StartHead({});
+  std::string a, b;
+  auto n1 = StartNode("n1", {"--labels", "site=onprem"}, &a);
+  auto n2 = StartNode("n2", {"--labels", "site=cloud"}, &b);
+  ClusterView before = Status();
+  ASSERT_EQ(before.nodes.size(), 3u);
+  {
+    auto c = Client();
+    ASSERT_TRUE(c->KvPut("rendezvous", "nccl-id", std::string("\x01\x00\x02", 3)).ok());
+  }
+  int port = ParseHostPort(address_)->port;
+  head->Kill(SIGKILL);
+  ASSERT_TRUE(head->Wait(10s));
+  head = StartHead({}, port);
+  // Every node that was alive comes back under its own id (recovered records count as alive
+  // for a heartbeat timeout, so require a heartbeat that reached the new head); none is twice.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = Status();
+        int back = 0;
+        for (auto& n : v.nodes) {
+          back += n.state == NodeState::kAlive && n.last_heartbeat_micros > v.head_started_micros;
+        }
+        return back == 3;
+      },
+      15s))
+      << "nodes did not re-register with the restarted head";
+  ClusterView after = Status();
+  EXPECT_EQ(after.nodes.size(), 3u);
+  EXPECT_EQ(after.cluster_id, before.cluster_id);
+  for (auto& n : before.nodes) {
+    ASSERT_TRUE(Find(after, n.id.Hex())) << "node " << n.id << " is missing after the restart";
+    EXPECT_EQ(Find(after, n.id.Hex())->labels, n.labels);
+  }
+  auto c = Client();
+  auto value = c->KvGet("rendezvous", "nccl-id");
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, std::string("\x01\x00\x02", 3));
+}
+
+TEST_F(ControlPlaneTest, WrongCredentialsCanDoNothing) {
+  auto head = StartHead({});
+  HostPort hp = *ParseHostPort(address_);
+  auto bad = ControlClient::Connect(hp, std::string(64, 'f'));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kUnauthenticated);
+
+  // A node that skips the handshake and registers directly is refused and not listed.
+  int fd = *ConnectTcp(hp, 5s);
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<proto::ControlRequest>();
+  req.setRequestId(1);
+  auto info = req.initRegisterNode();
+  NodeId sneaky = NodeId::FromRandom();
+  info.setNodeId(capnp::Data::Reader(sneaky.data(), NodeId::kSize));
+  ASSERT_TRUE(WriteFrame(fd, m, SystemClock::Get().Now() + 5s).ok());
+  FrameDecoder decoder(1 << 20);
+  auto reply = ReadFrame(fd, decoder, SystemClock::Get().Now() + 5s);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  capnp::FlatArrayMessageReader reader(*reply);
+  EXPECT_EQ(reader.getRoot<proto::ControlReply>().getCode(),
+            static_cast<uint16_t>(StatusCode::kUnauthenticated));
+  auto after = ReadFrame(fd, decoder, SystemClock::Get().Now() + 5s);
+  EXPECT_EQ(after.status().code(), StatusCode::kUnavailable)
+      << "the head must close the connection";
+  close(fd);
+  EXPECT_FALSE(Find(Status(), sneaky.Hex()));
+
+  std::string bad_token = dir_.path() + "/bad-token";
+  { std::ofstream(bad_token) << std::string(64, '0') << "\n"; }
+  std::string out;
+  EXPECT_EQ(Cli({"status", "--token-file", bad_token}, &out), 1);
+  EXPECT_NE(out.find("cluster token is wrong"), std::string::npos) << out;
+  EXPECT_EQ(Cli({"start", "--address", address_, "--token-file", bad_token, "--block", "--data-dir",
+                 dir_.path() + "/intruder"},
+                &out),
+            1);
+  EXPECT_NE(out.find("cluster token is wrong"), std::string::npos) << out;
+  EXPECT_EQ(Status().nodes.size(), 1u) << "only the head's own node is in the cluster";
+}
+
+TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
+  auto head = StartHead({});
+  HostPort hp = *ParseHostPort(address_);
+  std::mt19937_64 rng(7);
+  std::vector<std::string> payloads = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                                       std::string("CMLS\xff\xff\xff\x7f", 8),
+                                       std::string("CMLS\x08\x00\x00\x00\x00\x00\x00\x00", 16)};
+  for (int i = 0; i < 50; ++i) {
+    std::string junk(1 + rng() % 5000, '\0');
+    for (auto& ch : junk) ch = static_cast<char>(rng());
+    payloads.push_back(junk);
+  }
+  for (auto& p : payloads) {
+    int fd = *ConnectTcp(hp, 5s);
+    send(fd, p.data(), p.size(), MSG_NOSIGNAL);
+    char buf[256];
+    recv(fd, buf, sizeof(buf), 0);  // an error reply, or the close; must not hang (the head closes)
+    close(fd);
+  }
+  // An authenticated client that then sends garbage loses only its own connection.
+  auto c = Client();
+  ASSERT_TRUE(c);
+  std::string junk = std::string("CMLS\x10\x00\x00\x00", 8) + std::string(16, '\xee');
+  send(c->fd(), junk.data(), junk.size(), MSG_NOSIGNAL);
+  EXPECT_TRUE(head->running());
+  ClusterView v = Status();
+  EXPECT_EQ(v.nodes.size(), 1u);
+  EXPECT_EQ(v.nodes[0].state, NodeState::kAlive);
+}
+
+TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
+  auto head = StartHead({});
+  auto waiter = Client();
+  auto putter = Client();
+  std::thread t([&] {
+    // Runs while the waiter blocks; the put is what ends the wait.
+    auto waited = waiter->KvWait("job1", "rank0-addr", 10s);
+    EXPECT_TRUE(waited.ok()) << waited.status();
+    if (waited.ok()) EXPECT_EQ(*waited, "10.0.0.1:1234");
+  });
+  ASSERT_TRUE(WaitUntil([&] { return Status().kv_waiters == 1; }, 10s))
+      << "the wait never reached the head";
+  auto existed = putter->KvPut("job1", "rank0-addr", "10.0.0.1:1234");
+  ASSERT_TRUE(existed.ok());
+  EXPECT_FALSE(*existed);
+  t.join();
+  EXPECT_EQ(putter->KvWait("job1", "absent", 200ms).status().code(), StatusCode::kTimedOut);
+  EXPECT_EQ(putter->KvGet("job1", "absent").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(*putter->KvDelete("job1", "rank0-addr"));
+  EXPECT_FALSE(*putter->KvPut("job1", "once", "a", /*overwrite=*/false));
+  EXPECT_TRUE(*putter->KvPut("job1", "once", "b", /*overwrite=*/false));
+  EXPECT_EQ(*putter->KvGet("job1", "once"), "a");
+}
+
+TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+  };
+  std::string file = dir_.path() + "/a-file";
+  { std::ofstream(file) << "x"; }
+  std::vector<Case> cases = {
+      {{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+      {{"start"}, 2, "exactly one of --head or --address"},
+      {{"start", "--head", "--address", "127.0.0.1:1"}, 2, "exactly one of --head or --address"},
+      {{"start", "--address", "nonsense"}, 2, "not a valid address"},
+      {{"start", "--head", "--port", "99999"}, 2, "--port must be 0-65535"},
+      {{"start", "--head", "--resources", "CPU=lots"}, 2, "'lots' is not a non-negative amount"},
+      {{"start", "--head", "--labels", "site"}, 2, "must be KEY=VALUE"},
+      {{"start", "--head", "--bogus"}, 2, "unknown flag '--bogus'"},
+      {{"start", "--head", "--block", "--port", "0", "--data-dir", file + "/sub"},
+       1,
+       "is not writable"},
+      {{"status", "--address", "127.0.0.1:1", "--token-file", file}, 1, "cannot reach the head"},
+      {{"status", "--address", "127.0.0.1:1"}, 1, "no cluster token"},
+      {{"list", "planets"}, 2, "cannot list 'planets'"},
+  };
+  for (auto& c : cases) {
+    std::string out;
+    int code = Cli(c.args, &out);
+    EXPECT_EQ(code, c.code) << "cumulus " << c.args[0] << "...: " << out;
+    EXPECT_NE(out.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << out;
+    EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
+  }
+  // A port in use: the second head fails clearly and leaves no process behind.
+  auto head = StartHead({});
+  std::string out;
+  int port = ParseHostPort(address_)->port;
+  EXPECT_EQ(
+      Cli({"start", "--head", "--port", std::to_string(port), "--data-dir", dir_.path() + "/head2"},
+          &out),
+      1);
+  EXPECT_NE(out.find("already in use"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace cumulus
