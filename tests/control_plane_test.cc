@@ -302,7 +302,7 @@ TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
   std::mt19937_64 rng(7);
   std::vector<std::string> payloads = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
                                        std::string("CMLS\xff\xff\xff\x7f", 8),
-                                       std::string("CMLS\x08\x00\x00\x00\x00\x00\x00\x00", 16)};
+                                       std::string("CMLS\x08\x00\x00\x00", 8) + std::string(8, '\0')};
   for (int i = 0; i < 50; ++i) {
     std::string junk(1 + rng() % 5000, '\0');
     for (auto& ch : junk) ch = static_cast<char>(rng());
@@ -334,7 +334,9 @@ TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
     // Runs while the waiter blocks; the put is what ends the wait.
     auto waited = waiter->KvWait("job1", "rank0-addr", 10s);
     EXPECT_TRUE(waited.ok()) << waited.status();
-    if (waited.ok()) EXPECT_EQ(*waited, "10.0.0.1:1234");
+    if (waited.ok()) {
+      EXPECT_EQ(*waited, "10.0.0.1:1234");
+    }
   });
   ASSERT_TRUE(WaitUntil([&] { return Status().kv_waiters == 1; }, 10s))
       << "the wait never reached the head";

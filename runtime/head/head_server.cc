@@ -275,7 +275,7 @@ class HeadServer::Loop {
     bool want = c.out_off < c.out.size();
     if (want != c.want_write) {
       epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0);
+      ev.events = EPOLLIN | EPOLLRDHUP | (want ? static_cast<uint32_t>(EPOLLOUT) : 0u);
       ev.data.fd = c.fd;
       epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
       c.want_write = want;
