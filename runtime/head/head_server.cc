@@ -152,7 +152,13 @@ class HeadServer::Loop {
         if (events[i].events & EPOLLOUT) Flush(it->second);
         if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
       }
-      Housekeeping();
+      // Liveness and timeouts scan every node and connection: do it on a fixed cadence, not per
+      // wakeup (with thousands of nodes the loop wakes thousands of times a second).
+      TimePoint now = SystemClock::Get().Now();
+      if (now - last_housekeeping_ >= std::chrono::milliseconds(50)) {
+        last_housekeeping_ = now;
+        Housekeeping();
+      }
     }
   }
 
@@ -557,6 +563,7 @@ class HeadServer::Loop {
   int wake_ = -1;
   std::string cluster_id_;
   int64_t started_micros_ = 0;
+  TimePoint last_housekeeping_{};
   std::unordered_map<int, Conn> conns_;
   std::list<Waiter> waiters_;
 };
