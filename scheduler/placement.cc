@@ -1,0 +1,298 @@
+#include "scheduler/placement.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace cumulus {
+
+namespace {
+
+std::vector<std::string_view> SplitComma(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string_view::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// How full `node` would be with `demand` on it: the largest used fraction over the resources the
+// demand asks for (or over all of them for an empty demand). 0 = idle, 1 = full.
+double LoadAfter(const NodeView& node, const ResourceSet& demand) {
+  double worst = 0;
+  const auto& names = demand.empty() ? node.total.units() : demand.units();
+  for (auto& [name, unused] : names) {
+    int64_t total = node.total.GetUnits(name);
+    if (total <= 0) continue;
+    int64_t used = total - node.available.GetUnits(name) + demand.GetUnits(name);
+    worst = std::max(worst, static_cast<double>(used) / static_cast<double>(total));
+  }
+  return worst;
+}
+
+// Why no node's total resources fit `demand` (for the infeasible message).
+std::string MissingReason(const std::vector<const NodeView*>& matching, const ResourceSet& demand) {
+  for (auto& [name, units] : demand.units()) {
+    int64_t best = 0;
+    for (const NodeView* n : matching) best = std::max(best, n->total.GetUnits(name));
+    if (best < units) {
+      ResourceSet asked, largest;
+      asked.SetUnits(name, units);
+      largest.SetUnits(name, best);
+      return "it asks for " + asked.ToString() + " but the largest matching node has " +
+             (best ? largest.ToString() : "no " + name);
+    }
+  }
+  return "no single matching node has all of " + demand.ToString();
+}
+
+}  // namespace
+
+bool LabelSelector::Matches(const Labels& labels) const {
+  for (auto& [k, v] : equals) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  for (auto& [k, v] : not_equals) {
+    auto it = labels.find(k);
+    if (it != labels.end() && it->second == v) return false;
+  }
+  return true;
+}
+
+std::string LabelSelector::ToString() const {
+  std::string out;
+  for (auto& [k, v] : equals) out += (out.empty() ? "" : ",") + k + "=" + v;
+  for (auto& [k, v] : not_equals) out += (out.empty() ? "" : ",") + k + "!=" + v;
+  return out;
+}
+
+Result<LabelSelector> ParseLabelSelector(std::string_view spec) {
+  LabelSelector sel;
+  if (spec.empty()) return sel;
+  for (std::string_view item : SplitComma(spec)) {
+    bool negate = false;
+    size_t op = item.find("!=");
+    if (op != std::string_view::npos) {
+      negate = true;
+    } else {
+      op = item.find('=');
+    }
+    if (op == std::string_view::npos || op == 0) {
+      return Status::InvalidArgument("label selector '" + std::string(item) +
+                                     "' must be KEY=VALUE or KEY!=VALUE");
+    }
+    std::string rewritten =
+        std::string(item.substr(0, op)) + "=" + std::string(item.substr(op + (negate ? 2 : 1)));
+    CUMULUS_ASSIGN_OR_RETURN(Labels one, ParseLabels(rewritten));
+    auto& target = negate ? sel.not_equals : sel.equals;
+    for (auto& [k, v] : one) {
+      if (target.count(k)) return Status::InvalidArgument("label selector repeats " + k);
+      target[k] = v;
+    }
+  }
+  return sel;
+}
+
+PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementRequest& req) {
+  PlacementDecision d;
+  std::vector<const NodeView*> matching, feasible, ready;
+  for (const NodeView& n : cluster.nodes) {
+    if (!n.alive || !req.labels.Matches(n.labels)) continue;
+    matching.push_back(&n);
+    if (!n.total.Contains(req.demand)) continue;
+    feasible.push_back(&n);
+    if (n.available.Contains(req.demand)) ready.push_back(&n);
+  }
+  if (matching.empty()) {
+    d.reason = req.labels.empty() ? "the cluster has no alive node"
+                                  : "no alive node has the labels " + req.labels.ToString();
+    return d;
+  }
+  if (feasible.empty()) {
+    d.reason = "no node can ever run it: " + MissingReason(matching, req.demand);
+    return d;
+  }
+
+  if (req.strategy == PlacementStrategy::kNodeAffinity) {
+    auto is_target = [&](const NodeView* n) { return n->id == req.affinity_node; };
+    auto target = std::find_if(feasible.begin(), feasible.end(), is_target);
+    if (target != feasible.end()) {
+      if (std::any_of(ready.begin(), ready.end(), is_target)) {
+        d.kind = PlacementDecision::kPlace;
+        d.node = req.affinity_node;
+        return d;
+      }
+      if (!req.affinity_soft) {
+        d.kind = PlacementDecision::kWait;
+        d.reason = "waiting for " + req.demand.ToString() + " to be free on node " +
+                   req.affinity_node.Hex();
+        return d;
+      }
+    } else if (!req.affinity_soft) {
+      d.reason = "node " + req.affinity_node.Hex() + " is not alive, does not match " +
+                 (req.labels.empty() ? std::string("the request") : req.labels.ToString()) +
+                 ", or is too small for " + req.demand.ToString();
+      return d;
+    }
+  }
+
+  if (ready.empty()) {
+    d.kind = PlacementDecision::kWait;
+    d.reason = "waiting for " + req.demand.ToString() + ": " + std::to_string(feasible.size()) +
+               " node(s) could run it, none has it free now";
+    return d;
+  }
+
+  const NodeView* choice = nullptr;
+  if (req.strategy != PlacementStrategy::kSpread) {
+    // Data locality first: the node that already holds the most argument bytes.
+    uint64_t most = 0;
+    for (const NodeView* n : ready) {
+      auto it = req.argument_bytes.find(n->id);
+      if (it != req.argument_bytes.end() && it->second > most) {
+        most = it->second;
+        choice = n;
+      }
+    }
+    if (!choice) {
+      for (const NodeView* n : ready) {
+        if (n->id == cluster.local_node) choice = n;
+      }
+    }
+  }
+  if (!choice) {
+    choice =
+        *std::min_element(ready.begin(), ready.end(), [&](const NodeView* a, const NodeView* b) {
+          double la = LoadAfter(*a, req.demand), lb = LoadAfter(*b, req.demand);
+          return la != lb ? la < lb : a->id < b->id;
+        });
+  }
+  d.kind = PlacementDecision::kPlace;
+  d.node = choice->id;
+  return d;
+}
+
+namespace {
+
+// Tries to place every bundle on `nodes` (whose `available` is the capacity to use). Returns the
+// node per bundle, or an empty vector.
+std::vector<NodeId> AssignBundles(std::vector<NodeView> nodes,
+                                  const std::vector<ResourceSet>& bundles, GroupStrategy strategy) {
+  std::vector<NodeId> out(bundles.size());
+  if (bundles.empty()) return out;
+  if (strategy == GroupStrategy::kStrictPack || strategy == GroupStrategy::kPack) {
+    ResourceSet sum;
+    for (auto& b : bundles) sum.Add(b);
+    const NodeView* best = nullptr;
+    for (auto& n : nodes) {
+      if (n.available.Contains(sum) && (!best || LoadAfter(n, sum) < LoadAfter(*best, sum)))
+        best = &n;
+    }
+    if (best) {
+      std::fill(out.begin(), out.end(), best->id);
+      return out;
+    }
+    if (strategy == GroupStrategy::kStrictPack) return {};
+  }
+  // Largest bundles first, each on a node chosen by the strategy.
+  std::vector<size_t> order(bundles.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return bundles[a].units().size() != bundles[b].units().size()
+               ? bundles[a].units().size() > bundles[b].units().size()
+               : bundles[a].ToString() > bundles[b].ToString();
+  });
+  std::map<NodeId, int> used;
+  for (size_t i : order) {
+    NodeView* best = nullptr;
+    for (auto& n : nodes) {
+      if (!n.available.Contains(bundles[i])) continue;
+      bool taken = used.count(n.id) > 0;
+      if (strategy == GroupStrategy::kStrictSpread && taken) continue;
+      if (!best) {
+        best = &n;
+        continue;
+      }
+      bool best_taken = used.count(best->id) > 0;
+      if (strategy == GroupStrategy::kPack) {
+        // Prefer a node already in the group, then the fullest that fits.
+        if (taken != best_taken) {
+          if (taken) best = &n;
+          continue;
+        }
+        if (LoadAfter(n, bundles[i]) > LoadAfter(*best, bundles[i])) best = &n;
+      } else {
+        // Prefer a node not in the group yet, then the least loaded.
+        if (taken != best_taken) {
+          if (!taken) best = &n;
+          continue;
+        }
+        if (LoadAfter(n, bundles[i]) < LoadAfter(*best, bundles[i])) best = &n;
+      }
+    }
+    if (!best) return {};
+    best->available.Subtract(bundles[i]);
+    used[best->id]++;
+    out[i] = best->id;
+  }
+  return out;
+}
+
+const char* GroupStrategyName(GroupStrategy s) {
+  switch (s) {
+    case GroupStrategy::kPack:
+      return "PACK";
+    case GroupStrategy::kSpread:
+      return "SPREAD";
+    case GroupStrategy::kStrictPack:
+      return "STRICT_PACK";
+    case GroupStrategy::kStrictSpread:
+      return "STRICT_SPREAD";
+  }
+  return "?";
+}
+
+}  // namespace
+
+PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
+                             const std::vector<ResourceSet>& bundles, GroupStrategy strategy,
+                             const LabelSelector& labels) {
+  PlacementDecision d;
+  std::vector<NodeView> now, ever;
+  for (const NodeView& n : cluster.nodes) {
+    if (!n.alive || !labels.Matches(n.labels)) continue;
+    now.push_back(n);
+    NodeView empty = n;
+    empty.available = n.total;
+    ever.push_back(empty);
+  }
+  if (ever.empty()) {
+    d.reason = labels.empty() ? "the cluster has no alive node"
+                              : "no alive node has the labels " + labels.ToString();
+    return d;
+  }
+  std::vector<NodeId> placed = AssignBundles(now, bundles, strategy);
+  if (!placed.empty() || bundles.empty()) {
+    d.kind = PlacementDecision::kPlace;
+    d.bundle_nodes = placed;
+    return d;
+  }
+  std::string what = std::to_string(bundles.size()) + " bundle(s) " + GroupStrategyName(strategy);
+  if (AssignBundles(ever, bundles, strategy).empty()) {
+    d.reason = "no node can ever hold " + what +
+               (strategy == GroupStrategy::kStrictSpread && bundles.size() > ever.size()
+                    ? ": it needs " + std::to_string(bundles.size()) +
+                          " distinct nodes, the cluster has " + std::to_string(ever.size())
+                    : ": the matching nodes are too small");
+    return d;
+  }
+  d.kind = PlacementDecision::kWait;
+  d.reason = "waiting for room for " + what + ": it fits the cluster, not what is free now";
+  return d;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,81 @@
+// Placement: where a task, an actor or a gang (placement group) should run, decided from a
+// snapshot of the cluster. Pure functions: no I/O, no clock, deterministic for a given snapshot,
+// so the node daemons, the head and the simulator in bench/ all run the same policy.
+//
+// Every decision is one of
+//   kPlace       run it on `node` (or the bundles on `bundle_nodes`) now;
+//   kWait        it fits the cluster but not the resources free now: queue it (pending demand);
+//   kInfeasible  no alive node could ever run it: fail at once with `reason`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "scheduler/resources.h"
+
+namespace cumulus {
+
+struct NodeView {
+  NodeId id;
+  ResourceSet total;
+  ResourceSet available;
+  Labels labels;
+  bool alive = true;
+};
+
+struct ClusterSnapshot {
+  std::vector<NodeView> nodes;
+  NodeId local_node;  // the node deciding (nil on the head)
+};
+
+// Label constraints: every `equals` pair must be on the node, no `not_equals` pair may be.
+struct LabelSelector {
+  Labels equals;
+  Labels not_equals;
+  bool Matches(const Labels& labels) const;
+  std::string ToString() const;  // "site=onprem,gpu_type!=T4"
+  bool empty() const { return equals.empty() && not_equals.empty(); }
+};
+// Parses "site=onprem,gpu_type!=T4".
+Result<LabelSelector> ParseLabelSelector(std::string_view spec);
+
+enum class PlacementStrategy {
+  kDefault,       // local node first; then the node holding most argument bytes; then least loaded
+  kSpread,        // the least loaded node
+  kNodeAffinity,  // `affinity_node` (if `affinity_soft`, elsewhere when it cannot run it)
+};
+
+struct PlacementRequest {
+  ResourceSet demand;
+  LabelSelector labels;
+  PlacementStrategy strategy = PlacementStrategy::kDefault;
+  NodeId affinity_node;
+  bool affinity_soft = false;
+  std::map<NodeId, uint64_t> argument_bytes;  // bytes of the task's arguments each node holds
+};
+
+struct PlacementDecision {
+  enum Kind { kPlace, kWait, kInfeasible };
+  Kind kind = kInfeasible;
+  NodeId node;                       // kPlace of a task or actor
+  std::vector<NodeId> bundle_nodes;  // kPlace of a placement group, one per bundle
+  std::string reason;                // kWait and kInfeasible: what is missing
+};
+
+PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementRequest& request);
+
+enum class GroupStrategy {
+  kPack,          // as few nodes as possible
+  kSpread,        // as many nodes as possible
+  kStrictPack,    // all bundles on one node, or wait
+  kStrictSpread,  // every bundle on a different node, or wait
+};
+// Places all bundles at once (a gang) or none of them.
+PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
+                             const std::vector<ResourceSet>& bundles, GroupStrategy strategy,
+                             const LabelSelector& labels = {});
+
+}  // namespace cumulus

@@ -1,0 +1,192 @@
+#include "scheduler/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+namespace cumulus {
+namespace {
+
+NodeView Node(const std::string& resources, const std::string& labels = "") {
+  NodeView n;
+  n.id = NodeId::FromRandom();
+  n.total = *ResourceSet::Parse(resources);
+  n.available = n.total;
+  n.labels = *ParseLabels(labels);
+  return n;
+}
+
+PlacementRequest Ask(const std::string& demand, const std::string& labels = "") {
+  PlacementRequest r;
+  r.demand = *ResourceSet::Parse(demand);
+  r.labels = *ParseLabelSelector(labels);
+  return r;
+}
+
+class PlacementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    onprem_gpu_ = Node("CPU=8,GPU=2", "site=onprem,gpu_type=A100");
+    cloud_gpu_ = Node("CPU=4,GPU=1", "site=cloud,gpu_type=A10G");
+    onprem_cpu_ = Node("CPU=16,custom=4", "site=onprem");
+    cluster_.nodes = {onprem_gpu_, cloud_gpu_, onprem_cpu_};
+    cluster_.local_node = onprem_cpu_.id;
+  }
+  NodeView onprem_gpu_, cloud_gpu_, onprem_cpu_;
+  ClusterSnapshot cluster_;
+};
+
+TEST_F(PlacementTest, LocalNodeFirstWhenItFits) {
+  auto d = PlaceTask(cluster_, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, onprem_cpu_.id);
+}
+
+TEST_F(PlacementTest, SpillsToANodeThatCanWhenLocalCannot) {
+  auto d = PlaceTask(cluster_, Ask("GPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_TRUE(d.node == onprem_gpu_.id || d.node == cloud_gpu_.id);
+  EXPECT_EQ(d.node, onprem_gpu_.id) << "GPU=1 of 2 loads the on-prem node less than 1 of 1";
+}
+
+TEST_F(PlacementTest, LabelsKeepWorkOffNodesThatDoNotMatch) {
+  auto d = PlaceTask(cluster_, Ask("GPU=1", "site=cloud"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, cloud_gpu_.id);
+  cluster_.nodes[0].available = *ResourceSet::Parse("CPU=8");  // on-prem GPUs busy
+  auto onprem_only = PlaceTask(cluster_, Ask("GPU=1", "site=onprem"));
+  EXPECT_EQ(onprem_only.kind, PlacementDecision::kWait)
+      << "data-sovereign work must not go to the cloud";
+  auto not_a10 = PlaceTask(cluster_, Ask("GPU=1", "gpu_type!=A10G"));
+  EXPECT_EQ(not_a10.kind, PlacementDecision::kWait);
+}
+
+TEST_F(PlacementTest, InfeasibleAtOnceWithTheReason) {
+  auto d = PlaceTask(cluster_, Ask("GPU=4"));
+  EXPECT_EQ(d.kind, PlacementDecision::kInfeasible);
+  EXPECT_NE(d.reason.find("asks for GPU=4 but the largest matching node has GPU=2"),
+            std::string::npos)
+      << d.reason;
+  auto labels = PlaceTask(cluster_, Ask("CPU=1", "site=mars"));
+  EXPECT_EQ(labels.kind, PlacementDecision::kInfeasible);
+  EXPECT_NE(labels.reason.find("site=mars"), std::string::npos);
+  auto custom = PlaceTask(cluster_, Ask("custom=1", "site=cloud"));
+  EXPECT_EQ(custom.kind, PlacementDecision::kInfeasible);
+  EXPECT_NE(custom.reason.find("no custom"), std::string::npos) << custom.reason;
+  cluster_.nodes[1].alive = false;
+  EXPECT_EQ(PlaceTask(cluster_, Ask("GPU=1", "site=cloud")).kind, PlacementDecision::kInfeasible)
+      << "a dead node can run nothing";
+}
+
+TEST_F(PlacementTest, FitsTheClusterButNotNowWaits) {
+  for (auto& n : cluster_.nodes) n.available = ResourceSet();
+  auto d = PlaceTask(cluster_, Ask("CPU=2"));
+  EXPECT_EQ(d.kind, PlacementDecision::kWait);
+  EXPECT_NE(d.reason.find("3 node(s) could run it"), std::string::npos) << d.reason;
+}
+
+TEST_F(PlacementTest, PrefersTheNodeHoldingTheArguments) {
+  auto r = Ask("CPU=1");
+  r.argument_bytes[onprem_gpu_.id] = 256u << 20;
+  r.argument_bytes[cloud_gpu_.id] = 1u << 20;
+  EXPECT_EQ(PlaceTask(cluster_, r).node, onprem_gpu_.id);
+  r.strategy = PlacementStrategy::kSpread;
+  EXPECT_EQ(PlaceTask(cluster_, r).node, onprem_cpu_.id)
+      << "spread ignores locality: least loaded wins";
+}
+
+TEST_F(PlacementTest, SpreadBalancesLoad) {
+  std::map<NodeId, int> count;
+  for (int i = 0; i < 12; ++i) {
+    auto r = Ask("CPU=1");
+    r.strategy = PlacementStrategy::kSpread;
+    auto d = PlaceTask(cluster_, r);
+    ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+    count[d.node]++;
+    for (auto& n : cluster_.nodes) {
+      if (n.id == d.node) n.available.Subtract(r.demand);
+    }
+  }
+  EXPECT_EQ(count.size(), 3u) << "spread must use every node";
+}
+
+TEST_F(PlacementTest, NodeAffinityHardAndSoft) {
+  auto r = Ask("CPU=1");
+  r.strategy = PlacementStrategy::kNodeAffinity;
+  r.affinity_node = cloud_gpu_.id;
+  EXPECT_EQ(PlaceTask(cluster_, r).node, cloud_gpu_.id);
+  cluster_.nodes[1].available = ResourceSet();
+  EXPECT_EQ(PlaceTask(cluster_, r).kind, PlacementDecision::kWait);
+  r.affinity_soft = true;
+  EXPECT_EQ(PlaceTask(cluster_, r).node, onprem_cpu_.id);
+  r.affinity_soft = false;
+  r.affinity_node = NodeId::FromRandom();
+  EXPECT_EQ(PlaceTask(cluster_, r).kind, PlacementDecision::kInfeasible);
+}
+
+TEST_F(PlacementTest, GroupStrategies) {
+  std::vector<ResourceSet> four(4, *ResourceSet::Parse("CPU=2"));
+  auto pack = PlaceGroup(cluster_, four, GroupStrategy::kStrictPack);
+  ASSERT_EQ(pack.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(std::set<NodeId>(pack.bundle_nodes.begin(), pack.bundle_nodes.end()).size(), 1u);
+
+  std::vector<ResourceSet> three(3, *ResourceSet::Parse("CPU=1"));
+  auto spread = PlaceGroup(cluster_, three, GroupStrategy::kStrictSpread);
+  ASSERT_EQ(spread.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(std::set<NodeId>(spread.bundle_nodes.begin(), spread.bundle_nodes.end()).size(), 3u);
+
+  std::vector<ResourceSet> five(5, *ResourceSet::Parse("CPU=1"));
+  auto too_many = PlaceGroup(cluster_, five, GroupStrategy::kStrictSpread);
+  EXPECT_EQ(too_many.kind, PlacementDecision::kInfeasible);
+  EXPECT_NE(too_many.reason.find("needs 5 distinct nodes, the cluster has 3"), std::string::npos)
+      << too_many.reason;
+  EXPECT_EQ(PlaceGroup(cluster_, five, GroupStrategy::kSpread).kind, PlacementDecision::kPlace);
+
+  std::vector<ResourceSet> gpus(3, *ResourceSet::Parse("GPU=1"));
+  auto gpu_pack = PlaceGroup(cluster_, gpus, GroupStrategy::kPack);
+  ASSERT_EQ(gpu_pack.kind, PlacementDecision::kPlace) << gpu_pack.reason;
+  EXPECT_EQ(PlaceGroup(cluster_, gpus, GroupStrategy::kStrictPack).kind,
+            PlacementDecision::kInfeasible);
+
+  for (auto& n : cluster_.nodes) n.available = ResourceSet();
+  EXPECT_EQ(PlaceGroup(cluster_, four, GroupStrategy::kStrictPack).kind, PlacementDecision::kWait);
+}
+
+// Whatever the cluster, a placed task fits the node's free resources, and a task is infeasible
+// exactly when no alive matching node's total could hold it.
+TEST(PlacementPropertyTest, NeverOvercommitsAndInfeasibleMeansImpossible) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 2000; ++round) {
+    ClusterSnapshot c;
+    int nodes = 1 + rng() % 6;
+    for (int i = 0; i < nodes; ++i) {
+      NodeView n =
+          Node("CPU=" + std::to_string(1 + rng() % 8) + ",GPU=" + std::to_string(rng() % 3),
+               rng() % 2 ? "site=onprem" : "site=cloud");
+      n.available.SetUnits("CPU", n.total.GetUnits("CPU") * (rng() % 3) / 2);
+      n.alive = rng() % 8 != 0;
+      c.nodes.push_back(n);
+    }
+    c.local_node = c.nodes[rng() % c.nodes.size()].id;
+    PlacementRequest r = Ask("CPU=" + std::to_string(1 + rng() % 6) + (rng() % 2 ? ",GPU=1" : ""),
+                             rng() % 3 ? "" : "site=onprem");
+    r.strategy = static_cast<PlacementStrategy>(rng() % 2);
+    PlacementDecision d = PlaceTask(c, r);
+    bool possible = false;
+    for (auto& n : c.nodes)
+      possible |= n.alive && r.labels.Matches(n.labels) && n.total.Contains(r.demand);
+    ASSERT_EQ(d.kind == PlacementDecision::kInfeasible, !possible) << d.reason;
+    if (d.kind == PlacementDecision::kPlace) {
+      auto it = std::find_if(c.nodes.begin(), c.nodes.end(),
+                             [&](const NodeView& n) { return n.id == d.node; });
+      ASSERT_NE(it, c.nodes.end());
+      EXPECT_TRUE(it->alive && it->available.Contains(r.demand) && r.labels.Matches(it->labels));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cumulus
