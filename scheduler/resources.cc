@@ -1,6 +1,7 @@
 #include "scheduler/resources.h"
 
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -84,8 +85,11 @@ Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
                                      "' is not a non-negative amount" +
                                      (name == "memory" ? " (bytes, or with K/M/G/T)" : ""));
     }
-    if (out.Has(name)) return Status::InvalidArgument("resource " + name + " is given twice");
+    if (out.Has(name) || out.zeros_.count(name)) {
+      return Status::InvalidArgument("resource " + name + " is given twice");
+    }
     out.Set(name, amount);
+    if (!out.Has(name)) out.zeros_[name] = true;
   }
   return out;
 }
@@ -122,11 +126,15 @@ void ResourceSet::Subtract(const ResourceSet& demand) {
 }
 
 void ResourceSet::Add(const ResourceSet& other) {
-  for (auto& [name, units] : other.units_) SetUnits(name, GetUnits(name) + units);
+  for (auto& [name, units] : other.units_) {
+    int64_t have = GetUnits(name);
+    SetUnits(name, have > INT64_MAX - units ? INT64_MAX : have + units);
+  }
 }
 
 void ResourceSet::Override(const ResourceSet& other) {
   for (auto& [name, units] : other.units_) units_[name] = units;
+  for (auto& [name, unused] : other.zeros_) units_.erase(name);
 }
 
 std::string ResourceSet::ToString() const {

@@ -35,8 +35,10 @@ class ResourceSet {
   bool Contains(const ResourceSet& demand) const;
   // REQUIRES: Contains(demand).
   void Subtract(const ResourceSet& demand);
+  // Saturates instead of overflowing (cluster totals of thousands of large nodes).
   void Add(const ResourceSet& other);
-  // Every resource of `other` overrides the one here.
+  // Every resource `other` names overrides the one here; one it names with amount 0 (as parsed
+  // from "CPU=0") removes it.
   void Override(const ResourceSet& other);
 
   const std::map<std::string, int64_t>& units() const { return units_; }
@@ -47,6 +49,7 @@ class ResourceSet {
 
  private:
   std::map<std::string, int64_t> units_;  // name -> amount * kUnit, only amounts > 0
+  std::map<std::string, bool> zeros_;     // names given explicitly as 0 (for Override)
 };
 
 using Labels = std::map<std::string, std::string>;

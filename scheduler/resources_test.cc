@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+
 namespace cumulus {
 namespace {
 
@@ -45,6 +47,16 @@ TEST(ResourceSetTest, OverrideAndToString) {
   ResourceSet detected = *ResourceSet::Parse("CPU=2,memory=1024");
   detected.Override(*ResourceSet::Parse("GPU=2,CPU=8"));
   EXPECT_EQ(detected.ToString(), "CPU=8,GPU=2,memory=1024");
+  detected.Override(*ResourceSet::Parse("CPU=0"));  // a head that runs no tasks
+  EXPECT_EQ(detected.ToString(), "GPU=2,memory=1024");
+  EXPECT_FALSE(ResourceSet::Parse("CPU=0,CPU=4").ok());
+}
+
+TEST(ResourceSetTest, TotalsSaturateInsteadOfOverflowing) {
+  ResourceSet big = *ResourceSet::Parse("memory=512G");
+  ResourceSet total;
+  for (int i = 0; i < 5000; ++i) total.Add(big);
+  EXPECT_EQ(total.GetUnits("memory"), INT64_MAX);
 }
 
 TEST(LabelsTest, ParsesAndRejects) {

@@ -1,9 +1,11 @@
 // The control plane with real processes on loopback: `cumulus start --head --block`, nodes that
 // join it, SIGKILL, SIGSTOP, a head restart, wrong credentials and garbage on the port.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <capnp/serialize.h>
@@ -216,11 +218,14 @@ TEST_F(ControlPlaneTest, AHungNodeIsDeadWithinFifteenSecondsAndComesBackAsNew) {
 
 TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   auto head = StartHead({});
-  std::string a, b;
+    std::string a, b, doomed;
   auto n1 = StartNode("n1", {"--labels", "site=onprem"}, &a);
   auto n2 = StartNode("n2", {"--labels", "site=cloud"}, &b);
+  auto n3 = StartNode("n3", {}, &doomed);
+  n3->Kill(SIGKILL);
+  ASSERT_TRUE(WaitForState(doomed, NodeState::kDead, 5s));
   ClusterView before = Status();
-  ASSERT_EQ(before.nodes.size(), 3u);
+  ASSERT_EQ(before.nodes.size(), 4u);
   {
     auto c = Client();
     ASSERT_TRUE(c->KvPut("rendezvous", "nccl-id", std::string("\x01\x00\x02", 3)).ok());
@@ -233,7 +238,7 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   // for a heartbeat timeout, so require a heartbeat that reached the new head); none is twice.
   ASSERT_TRUE(WaitUntil(
       [&] {
-        ClusterView v = Status();
+            ClusterView v = Status();
         int back = 0;
         for (auto& n : v.nodes) {
           back += n.state == NodeState::kAlive && n.last_heartbeat_micros > v.head_started_micros;
@@ -242,13 +247,17 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
       },
       15s))
       << "nodes did not re-register with the restarted head";
-  ClusterView after = Status();
-  EXPECT_EQ(after.nodes.size(), 3u);
+    ClusterView after = Status();
+  EXPECT_EQ(after.nodes.size(), 4u);
   EXPECT_EQ(after.cluster_id, before.cluster_id);
   for (auto& n : before.nodes) {
     ASSERT_TRUE(Find(after, n.id.Hex())) << "node " << n.id << " is missing after the restart";
     EXPECT_EQ(Find(after, n.id.Hex())->labels, n.labels);
   }
+  // The dead node's record came back from the control store, not from a re-registration.
+  const NodeRecord* dead = Find(after, doomed);
+  EXPECT_EQ(dead->state, NodeState::kDead);
+  EXPECT_EQ(dead->death_reason, Find(before, doomed)->death_reason);
   auto c = Client();
   auto value = c->KvGet("rendezvous", "nccl-id");
   ASSERT_TRUE(value.ok()) << value.status();
@@ -283,8 +292,9 @@ TEST_F(ControlPlaneTest, WrongCredentialsCanDoNothing) {
   close(fd);
   EXPECT_FALSE(Find(Status(), sneaky.Hex()));
 
-  std::string bad_token = dir_.path() + "/bad-token";
+    std::string bad_token = dir_.path() + "/bad-token";
   { std::ofstream(bad_token) << std::string(64, '0') << "\n"; }
+  chmod(bad_token.c_str(), 0600);
   std::string out;
   EXPECT_EQ(Cli({"status", "--token-file", bad_token}, &out), 1);
   EXPECT_NE(out.find("cluster token is wrong"), std::string::npos) << out;
@@ -296,33 +306,54 @@ TEST_F(ControlPlaneTest, WrongCredentialsCanDoNothing) {
   EXPECT_EQ(Status().nodes.size(), 1u) << "only the head's own node is in the cluster";
 }
 
+// True if the peer closes the connection within `timeout` (after any reply it sends first).
+bool ClosedByPeer(int fd, std::chrono::seconds timeout) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // block, bounded by SO_RCVTIMEO
+  timeval tv{static_cast<time_t>(timeout.count()), 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[4096];
+  while (true) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;  // EAGAIN: the head kept it open
+  }
+}
+
+std::string Framed(const std::string& body) {
+  std::string header("CMLS\0\0\0\0", 8);
+  uint32_t len = static_cast<uint32_t>(body.size());
+  std::memcpy(header.data() + 4, &len, 4);
+  return header + body;
+}
+
 TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
   auto head = StartHead({});
   HostPort hp = *ParseHostPort(address_);
   std::mt19937_64 rng(7);
-  std::vector<std::string> payloads = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
-                                       std::string("CMLS\xff\xff\xff\x7f", 8),
-                                       std::string("CMLS\x08\x00\x00\x00", 8) + std::string(8, '\0')};
-  for (int i = 0; i < 50; ++i) {
-    std::string junk(1 + rng() % 5000, '\0');
-    for (auto& ch : junk) ch = static_cast<char>(rng());
-    payloads.push_back(junk);
-  }
+  auto junk = [&](size_t n) {
+    std::string j(n, '\0');
+    for (auto& ch : j) ch = static_cast<char>(rng());
+    return j;
+  };
+  std::vector<std::string> payloads = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", std::string("CMLS\xff\xff\xff\x7f", 8),
+                                       Framed(std::string(8, '\0')), Framed(std::string(5000, 'x'))};
+  for (int i = 0; i < 40; ++i) payloads.push_back(junk(1 + rng() % 5000));
+  for (int i = 0; i < 40; ++i) payloads.push_back(Framed(junk(8 * (1 + rng() % 400))));  // past the magic
   for (auto& p : payloads) {
     int fd = *ConnectTcp(hp, 5s);
     send(fd, p.data(), p.size(), MSG_NOSIGNAL);
-    char buf[256];
-    recv(fd, buf, sizeof(buf), 0);  // an error reply, or the close; must not hang (the head closes)
+    EXPECT_TRUE(ClosedByPeer(fd, 7s)) << "the head kept a garbage connection open";
     close(fd);
   }
-  // An authenticated client that then sends garbage loses only its own connection.
+  // An authenticated client that then sends garbage loses its own connection and nothing else.
   auto c = Client();
   ASSERT_TRUE(c);
-  std::string junk = std::string("CMLS\x10\x00\x00\x00", 8) + std::string(16, '\xee');
-  send(c->fd(), junk.data(), junk.size(), MSG_NOSIGNAL);
+  std::string bad = Framed(std::string(16, '\xee'));
+  send(c->fd(), bad.data(), bad.size(), MSG_NOSIGNAL);
+  EXPECT_TRUE(ClosedByPeer(c->fd(), 7s));
   EXPECT_TRUE(head->running());
   ClusterView v = Status();
-  EXPECT_EQ(v.nodes.size(), 1u);
+  ASSERT_EQ(v.nodes.size(), 1u);
   EXPECT_EQ(v.nodes[0].state, NodeState::kAlive);
 }
 
@@ -358,21 +389,32 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
     int code;
     std::string says;
   };
-  std::string file = dir_.path() + "/a-file";
+    std::string file = dir_.path() + "/a-file";
   { std::ofstream(file) << "x"; }
+  std::string token = dir_.path() + "/token";
+  { std::ofstream(token) << std::string(64, 'a') << "\n"; }
+  chmod(token.c_str(), 0600);
   std::vector<Case> cases = {
       {{"frobnicate"}, 2, "unknown command 'frobnicate'"},
       {{"start"}, 2, "exactly one of --head or --address"},
       {{"start", "--head", "--address", "127.0.0.1:1"}, 2, "exactly one of --head or --address"},
       {{"start", "--address", "nonsense"}, 2, "not a valid address"},
-      {{"start", "--head", "--port", "99999"}, 2, "--port must be 0-65535"},
-      {{"start", "--head", "--resources", "CPU=lots"}, 2, "'lots' is not a non-negative amount"},
-      {{"start", "--head", "--labels", "site"}, 2, "must be KEY=VALUE"},
-      {{"start", "--head", "--bogus"}, 2, "unknown flag '--bogus'"},
-      {{"start", "--head", "--block", "--port", "0", "--data-dir", file + "/sub"},
+            {{"start", "--head", "--block", "--port", "99999"}, 2, "--port must be 0-65535"},
+      {{"start", "--head", "--block", "--resources", "CPU=lots"}, 2, "'lots' is not a non-negative amount"},
+      {{"start", "--head", "--block", "--resources", "GPU=0.5"}, 2, "GPU count must be a whole number"},
+      {{"start", "--head", "--block", "--labels", "site"}, 2, "must be KEY=VALUE"},
+      {{"start", "--head", "--block", "--bogus"}, 2, "unknown flag '--bogus'"},
+      {{"start", "--head", "--block", "--token-file", file}, 2, "--token-file is for 'start --address'"},
+      {{"start", "--head", "--block", "--heartbeat-interval-ms", "5000"}, 2, "more than twice"},
+      {{"start", "--head", "--block", "--port", "0", "--data-dir", file + "/sub"}, 1, "cannot create"},
+      {{"start", "--head", "--block", "--port", "0", "--bind", "10.255.255.1", "--data-dir", dir_.path() + "/b"},
        1,
-       "is not writable"},
-      {{"status", "--address", "127.0.0.1:1", "--token-file", file}, 1, "cannot reach the head"},
+       "not an address of this machine"},
+      {{"start", "--address", "127.0.0.1:1", "--token-file", file, "--block", "--data-dir", dir_.path() + "/n"},
+       1,
+       "must belong to you and be private"},
+      {{"status", "--address", "127.0.0.1:1", "--token-file", token}, 1, "cannot reach the head"},
+      {{"status", "--address", "127.0.0.1:1", "--token-file", file}, 1, "must belong to you and be private"},
       {{"status", "--address", "127.0.0.1:1"}, 1, "no cluster token"},
       {{"list", "planets"}, 2, "cannot list 'planets'"},
   };
@@ -383,15 +425,24 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
     EXPECT_NE(out.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << out;
     EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
   }
-  // A port in use: the second head fails clearly and leaves no process behind.
-  auto head = StartHead({});
+      // An unreachable head, with a proper token file.
   std::string out;
+  EXPECT_EQ(Cli({"start", "--address", "127.0.0.1:1", "--token-file", token, "--block", "--data-dir",
+                 dir_.path() + "/n"},
+                &out),
+            1);
+  EXPECT_NE(out.find("cannot reach the head"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/n/node-" )) << "no object store left behind";
+
+  // A port in use: the second head fails clearly and leaves no process and no files behind.
+  auto head = StartHead({});
   int port = ParseHostPort(address_)->port;
-  EXPECT_EQ(
-      Cli({"start", "--head", "--port", std::to_string(port), "--data-dir", dir_.path() + "/head2"},
-          &out),
-      1);
+  EXPECT_EQ(Cli({"start", "--head", "--port", std::to_string(port), "--data-dir", dir_.path() + "/head2"}, &out), 1);
   EXPECT_NE(out.find("already in use"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/head2")) << "a failed start must leave nothing behind";
+  size_t started = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir_.path() + "/state/pids")) started += !e.path().empty();
+  EXPECT_EQ(started, 1u) << "only the running head may be recorded as started";
 }
 
 }  // namespace

@@ -50,7 +50,16 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
 
   pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0 && !exit_status_; }
+    // True while the process has not exited (checks now, without waiting).
+  bool running() {
+    if (pid_ <= 0 || exit_status_) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exit_status_ = status;
+      return false;
+    }
+    return true;
+  }
 
   // Returns the next line the process prints that starts with `prefix`, or nullopt if the process
   // closed its stdout or `timeout` passed first.

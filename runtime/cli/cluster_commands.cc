@@ -64,8 +64,9 @@ constexpr const char* kStatusHelp = R"(Usage:
   cumulus status [--address HOST:PORT] [--token-file FILE] [--json]
   cumulus list nodes [--address HOST:PORT] [--token-file FILE] [--json]
 
-The address defaults to $CUMULUS_ADDRESS, then to the cluster started or joined on this machine;
-the token to $CUMULUS_TOKEN, then to that cluster's token file.
+The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
+machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined
+with.
 )";
 
 constexpr const char* kStopHelp = R"(Usage:
@@ -177,13 +178,21 @@ Status ParseDurationMs(const Flags& flags, const std::string& name, Duration* ou
   return Status();
 }
 
+// Creates (0700) or checks the data dir and its logs/. A data dir holds credentials: it must be
+// this user's and private.
 Status PrepareDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/logs", ec);
-  if (ec || access(dir.c_str(), W_OK) != 0) {
-    return Status::InvalidArgument("data dir " + dir + " is not writable" +
-                                   (ec ? " (" + ec.message() + ")" : "") +
-                                   "; choose another with --data-dir");
+  Status st = EnsurePrivateDir(dir);
+  if (st.ok()) st = EnsurePrivateDir(dir + "/logs");
+  if (st.ok() && access(dir.c_str(), W_OK) != 0) st = Status::InvalidArgument(dir + " is not writable");
+  if (!st.ok()) return Status::InvalidArgument("data dir: " + st.message() + "; choose another with --data-dir");
+  return Status();
+}
+
+// A node's GPU count must be whole: checked before anything starts.
+Status CheckWholeGpus(const ResourceSet& declared) {
+  if (declared.GetUnits("GPU") % ResourceSet::kUnit != 0) {
+    return Status::InvalidArgument("--resources: a node's GPU count must be a whole number (got GPU=" +
+                                   std::to_string(declared.Get("GPU")) + "); fractions are for requests");
   }
   return Status();
 }
@@ -206,11 +215,16 @@ int StartHead(const Flags& flags) {
     head.port = static_cast<uint16_t>(std::stoi(p));
   }
   head.bind_host = flags.Get("bind", "127.0.0.1");
+    if (flags.Has("token-file")) {
+    return UsageError("--token-file is for 'start --address' (the head creates the token)", "cumulus start --help");
+  }
   Status st = ParseDurationMs(flags, "heartbeat-interval-ms", &head.heartbeat_interval);
-  if (st.ok())
-    st = ParseDurationMs(flags, "heartbeat-timeout-ms", &head.membership.heartbeat_timeout);
-  if (st.ok())
-    st = ParseDurationMs(flags, "disconnect-grace-ms", &head.membership.disconnect_grace);
+  if (st.ok()) st = ParseDurationMs(flags, "heartbeat-timeout-ms", &head.membership.heartbeat_timeout);
+  if (st.ok()) st = ParseDurationMs(flags, "disconnect-grace-ms", &head.membership.disconnect_grace);
+  if (st.ok() && head.membership.heartbeat_timeout <= 2 * head.heartbeat_interval) {
+    st = Status::InvalidArgument("--heartbeat-timeout-ms must be more than twice --heartbeat-interval-ms, or "
+                                 "nodes would be declared dead between two heartbeats");
+  }
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
 
   NodeDaemonOptions node;
@@ -229,8 +243,15 @@ int StartHead(const Flags& flags) {
                         "cumulus start --help");
     node.object_store_memory = *bytes;
   }
-  head.data_dir = flags.Get(
-      "data-dir", StateDir() + (head.port ? "/head-" + std::to_string(head.port) : "/head"));
+    if (Status gpus = CheckWholeGpus(node.declared); !gpus.ok()) return UsageError(gpus.message(), "cumulus start --help");
+  if (!flags.Has("data-dir")) {
+    if (Status sd = EnsureStateDir(); !sd.ok()) {
+      std::fprintf(stderr, "cumulus: %s\n", sd.message().c_str());
+      return 1;
+    }
+  }
+  head.data_dir = flags.Get("data-dir", StateDir() + (head.port ? "/head-" + std::to_string(head.port) : "/head"));
+  bool data_dir_existed = std::filesystem::exists(head.data_dir);
   st = PrepareDir(head.data_dir);
   if (!st.ok()) {
     std::fprintf(stderr, "cumulus: %s\n", st.message().c_str());
@@ -307,7 +328,12 @@ int StartHead(const Flags& flags) {
     std::printf("To see it:      cumulus status\nTo stop it:     cumulus stop\n");
     std::fflush(stdout);
   };
-  return RunDetachable(block, head.data_dir + "/logs/head.log", serve, on_ready);
+    int rc = RunDetachable(block, head.data_dir + "/logs/head.log", serve, on_ready);
+  if (rc != 0 && !block && !data_dir_existed) {
+    std::error_code ec;
+    std::filesystem::remove_all(head.data_dir, ec);  // a failed start leaves nothing behind
+  }
+  return rc;
 }
 
 int StartNode(const Flags& flags) {
@@ -338,12 +364,19 @@ int StartNode(const Flags& flags) {
                         "cumulus start --help");
     node.object_store_memory = *bytes;
   }
+    if (Status gpus = CheckWholeGpus(node.declared); !gpus.ok()) return UsageError(gpus.message(), "cumulus start --help");
   auto token = ResolveToken(flags.Get("token-file"));
   if (!token.ok()) {
     std::fprintf(stderr, "cumulus: %s\n", token.status().message().c_str());
     return 1;
   }
   node.token = *token;
+    if (!flags.Has("data-dir")) {
+    if (Status sd = EnsureStateDir(); !sd.ok()) {
+      std::fprintf(stderr, "cumulus: %s\n", sd.message().c_str());
+      return 1;
+    }
+  }
   node.data_dir = flags.Get("data-dir", StateDir() + "/node-data");
   Status st = PrepareDir(node.data_dir);
   if (!st.ok()) {
@@ -358,10 +391,8 @@ int StartNode(const Flags& flags) {
             daemon.status().message());
       return 1;
     }
-    Status remembered = RememberProcess(getpid(), "node");
-    if (remembered.ok() && !flags.Get("token-file").empty()) {
-      remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
-    }
+        Status remembered = RememberProcess(getpid(), "node");
+    if (remembered.ok()) remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
     if (!remembered.ok()) CUMULUS_LOG(WARN) << "cannot remember the node locally: " << remembered;
     ready("ok " + (*daemon)->node_id().Hex() + " " + std::to_string(getpid()) + " " +
           (*daemon)->resources().ToString());
@@ -445,7 +476,7 @@ std::string JsonNode(const NodeRecord& n) {
   labels += "}";
   return "{\"node_id\":" + JsonString(n.id.Hex()) + ",\"address\":" + JsonString(n.address) +
          ",\"hostname\":" + JsonString(n.hostname) +
-         ",\"state\":" + JsonString(n.state == NodeState::kAlive ? "ALIVE" : "DEAD") +
+         ",\"state\":" + JsonString(NodeStateName(n.state)) +
          ",\"labels\":" + labels + ",\"resources_total\":" + JsonResources(n.total) +
          ",\"resources_available\":" + JsonResources(n.available) +
          ",\"object_store\":" + JsonString(n.object_store_address) +
@@ -485,6 +516,12 @@ Result<ClusterView> FetchStatus(const Flags& flags, HostPort* address) {
 }
 
 int StatusOrList(const std::vector<std::string>& args, bool list) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kStatusHelp, stdout);
+      return 0;
+    }
+  }
   Flags flags({"address", "token-file"}, {"json"});
   Status st = flags.Parse(args);
   if (!st.ok())
@@ -528,13 +565,23 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   for (auto& n : view->nodes) {
     std::string labels = LabelsToString(n.labels);
     std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
-                n.state == NodeState::kAlive ? "ALIVE" : "DEAD",
+                NodeStateName(n.state),
                 labels.empty() ? "-" : labels.c_str(),
                 n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
                                              : n.death_reason.c_str());
   }
   if (!list) std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
   return 0;
+}
+
+// Gone, or a zombie waiting to be reaped.
+bool Exited(int pid) {
+  if (kill(pid, 0) != 0) return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || (paren + 2 < line.size() && line[paren + 2] == 'Z');
 }
 
 bool IsCumulusProcess(int pid) {
@@ -610,18 +657,23 @@ int StopCommand(const std::vector<std::string>& args) {
                    });
   int failures = 0;
   for (auto& p : processes) {
-    if (kill(p.pid, 0) != 0 || !IsCumulusProcess(p.pid)) {
+        if (Exited(p.pid) || !IsCumulusProcess(p.pid)) {
       ForgetProcess(p.pid);  // already gone
       continue;
     }
-    kill(p.pid, SIGTERM);
+        if (kill(p.pid, SIGTERM) != 0) {
+      std::fprintf(stderr, "cumulus: cannot stop %s (pid %d): %s\n", p.role.c_str(), p.pid, std::strerror(errno));
+      ++failures;
+      continue;
+    }
     bool gone = false;
-    for (int i = 0; i < 1000 && !gone; ++i) {  // up to 10 s
-      gone = kill(p.pid, 0) != 0;
+    for (int i = 0; i < 1000 && !gone; ++i) {  // up to 10 s: a process exit has no descriptor to wait on
+      gone = Exited(p.pid);
       if (!gone) usleep(10'000);
     }
     if (!gone) {
       kill(p.pid, SIGKILL);
+      ++failures;
       std::printf("Killed %s (pid %d): it did not stop within 10 s of SIGTERM.\n", p.role.c_str(),
                   p.pid);
     } else {

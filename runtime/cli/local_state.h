@@ -15,7 +15,12 @@
 namespace cumulus::cli {
 
 std::string StateDir();
+// Creates the state dir 0700, or checks that the existing one is a directory (not a symlink) owned
+// by this user and private; refuses it otherwise, so another user cannot plant or read state.
 Status EnsureStateDir();
+// The same check for any directory that holds credentials (a head's data dir).
+Status EnsurePrivateDir(const std::string& dir);
+// `token_file` may be empty (the token came from CUMULUS_TOKEN): only the address is remembered.
 Status RememberCluster(const std::string& address, const std::string& token_file);
 Status RememberProcess(int pid, const std::string& role);
 void ForgetProcess(int pid);

@@ -21,12 +21,22 @@ class ControlClient::Call {
   proto::ControlRequest::Builder request() { return request_; }
 
   Status Run(const std::function<Status(proto::ControlReply::Reader)>& on_reply) {
-    TimePoint deadline = SystemClock::Get().Now() + timeout_;
+        TimePoint deadline = SystemClock::Get().Now() + timeout_;
     std::string where = "the head at " + c_->head_.ToString();
-    CUMULUS_RETURN_IF_ERROR(WriteFrame(c_->fd_, message_, deadline).WithContext(where));
+    if (c_->broken_) {
+      return Status::Unavailable("the connection to " + where + " broke in an earlier call; reconnect");
+    }
+    Status sent = WriteFrame(c_->fd_, message_, deadline);
+    if (!sent.ok()) {
+      c_->broken_ = true;  // part of a frame may be on the wire: nothing more can follow it
+      return sent.WithContext(where);
+    }
     while (true) {
       auto words = ReadFrame(c_->fd_, c_->decoder_, deadline);
-      if (!words.ok()) return words.status().WithContext(where);
+      if (!words.ok()) {
+        c_->broken_ = true;
+        return words.status().WithContext(where);
+      }
       try {
         capnp::ReaderOptions limits;
         limits.traversalLimitInWords = words->size() + 1024;

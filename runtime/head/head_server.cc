@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ namespace cumulus {
 namespace {
 
 constexpr uint32_t kUnauthenticatedFrameLimit = 4096;
+constexpr size_t kMaxUnauthenticated = 256;  // connections still owing their hello
 constexpr size_t kMaxQueuedOutput = 64u << 20;
 
 std::string KvKey(const std::string& ns, const std::string& key) { return ns + '\0' + key; }
@@ -55,6 +57,15 @@ bool TokensEqual(const std::string& a, const std::string& b) {
 }
 
 Result<std::string> LoadToken(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::Unauthenticated("cannot read the cluster token file " + path + ": " + std::strerror(errno));
+  }
+  if (st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+    return Status::Unauthenticated("the cluster token file " + path +
+                                   " must belong to you and be private (chmod 600 it): others could read or "
+                                   "have planted it");
+  }
   std::ifstream in(path);
   if (!in) return Status::Unauthenticated("cannot read the cluster token file " + path);
   std::string token;
@@ -112,7 +123,7 @@ class HeadServer::Loop {
             CUMULUS_LOG(WARN) << "skipping an unreadable node record: " << node.status();
             return;
           }
-          (node->state == NodeState::kAlive ? alive : dead)++;
+          (node->state == NodeState::kDead ? dead : alive)++;
           membership_.Recover(std::move(*node));
         });
     if (alive + dead > 0) {
@@ -150,12 +161,26 @@ class HeadServer::Loop {
         auto it = conns_.find(fd);
         if (it == conns_.end()) continue;
         if (events[i].events & EPOLLOUT) Flush(it->second);
-        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
+                if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
+        auto after = conns_.find(fd);
+        if (after != conns_.end() && after->second.closing && after->second.out_off >= after->second.out.size()) {
+          Close(fd);
+        }
       }
       // Liveness and timeouts scan every node and connection: do it on a fixed cadence, not per
       // wakeup (with thousands of nodes the loop wakes thousands of times a second).
-      TimePoint now = SystemClock::Get().Now();
-      if (now - last_housekeeping_ >= std::chrono::milliseconds(50)) {
+            TimePoint now = SystemClock::Get().Now();
+      if (accept_paused_until_ && now >= *accept_paused_until_) {
+        accept_paused_until_.reset();
+        Watch(listen_fd_, EPOLLIN);
+      }
+      // With a full batch more events are waiting (heartbeats among them): read those first.
+      if (n < 256 && now - last_housekeeping_ >= std::chrono::milliseconds(50)) {
+        // If the loop itself stalled (a paused VM, a slow disk), the silence was ours, not the
+        // nodes': do not count it against them.
+        if (last_housekeeping_ != TimePoint{} && now - last_housekeeping_ > std::chrono::seconds(1)) {
+          membership_.ForgiveStall(now - last_housekeeping_ - std::chrono::milliseconds(50));
+        }
         last_housekeeping_ = now;
         Housekeeping();
       }
@@ -183,6 +208,21 @@ class HeadServer::Loop {
     TimePoint deadline;
   };
 
+    // Logs refusals and garbage at most once a second, so a hostile peer cannot fill the disk.
+  void Complain(const std::string& what) {
+    TimePoint now = SystemClock::Get().Now();
+    if (now - last_complaint_ < std::chrono::seconds(1)) {
+      suppressed_complaints_++;
+      return;
+    }
+    CUMULUS_LOG(WARN) << "head: " << what
+                      << (suppressed_complaints_ ? " (and " + std::to_string(suppressed_complaints_) +
+                                                       " similar messages suppressed)"
+                                                 : std::string());
+    last_complaint_ = now;
+    suppressed_complaints_ = 0;
+  }
+
   void Watch(int fd, uint32_t events) {
     epoll_event ev{};
     ev.events = events;
@@ -190,10 +230,24 @@ class HeadServer::Loop {
     epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
   }
 
-  void Accept() {
+    void Accept() {
     while (true) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE) {
+          // Out of descriptors: stop accepting for a moment instead of spinning on the listener.
+          epoll_ctl(epoll_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+          accept_paused_until_ = SystemClock::Get().Now() + std::chrono::milliseconds(100);
+          Complain("out of file descriptors; not accepting connections for 100 ms");
+        }
+        return;
+      }
+      if (unauthenticated_ >= kMaxUnauthenticated) {
+        close(fd);  // too many connections that have not said hello: refuse more
+        Complain("too many unauthenticated connections; refusing new ones");
+        continue;
+      }
+      unauthenticated_++;
       Conn c;
       c.fd = fd;
       c.accepted = SystemClock::Get().Now();
@@ -204,10 +258,19 @@ class HeadServer::Loop {
     }
   }
 
-  void Close(int fd) {
+    void Close(int fd) {
     auto it = conns_.find(fd);
     if (it == conns_.end()) return;
-    if (it->second.node) membership_.Disconnected(*it->second.node);
+    if (!it->second.authed) unauthenticated_--;
+    if (it->second.node) {
+      // Only the connection a node registered on speaks for it: an old one closing late must
+      // not mark a reconnected node as gone.
+      auto owner = node_conn_.find(*it->second.node);
+      if (owner != node_conn_.end() && owner->second == fd) {
+        membership_.Disconnected(*it->second.node);
+        node_conn_.erase(owner);
+      }
+    }
     waiters_.remove_if([fd](const Waiter& w) { return w.fd == fd; });
     epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
     close(fd);
@@ -228,14 +291,14 @@ class HeadServer::Loop {
         Close(fd);
         return;
       }
-      Conn& c = conns_.at(fd);
-      if (c.closing) continue;  // discard input after a fatal error
+            Conn& c = conns_.at(fd);
+      if (c.closing) break;  // after a fatal error: stop reading; Run closes it once flushed
       c.decoder.Append(buf, static_cast<size_t>(n));
       while (true) {
         auto frame = c.decoder.Next();
         if (!frame.ok()) {
           counters_.protocol_errors++;
-          CUMULUS_LOG(WARN) << "head: closing connection from " << c.peer << ": " << frame.status();
+                    Complain("closing the connection from " + c.peer + ": " + frame.status().ToString());
           Close(fd);
           return;
         }
@@ -303,7 +366,7 @@ class HeadServer::Loop {
     uint64_t request_id = 0;
     try {
       capnp::ReaderOptions limits;
-      limits.traversalLimitInWords = options_.max_frame_bytes / sizeof(capnp::word) + 1024;
+      limits.traversalLimitInWords = words.size() + 64;  // work bounded by the bytes received
       limits.nestingLimit = 16;
       capnp::FlatArrayMessageReader reader(words, limits);
       auto req = reader.getRoot<proto::ControlRequest>();
@@ -320,8 +383,7 @@ class HeadServer::Loop {
         auto hello = req.getHello();
         if (!TokensEqual(hello.getToken(), options_.token)) {
           counters_.auth_failures++;
-          CUMULUS_LOG(WARN) << "head: refused a connection from " << c.peer
-                            << ": wrong cluster token";
+                    Complain("refused a connection from " + c.peer + ": wrong cluster token");
           SendError(
               c, request_id,
               Status::Unauthenticated("the cluster token is wrong: pass the head's token with "
@@ -338,7 +400,8 @@ class HeadServer::Loop {
                     true);
           return;
         }
-        c.authed = true;
+                c.authed = true;
+        unauthenticated_--;
         c.role = hello.getRole();
         c.decoder.set_max_frame_bytes(options_.max_frame_bytes);
         ReplyOk(c, request_id);
@@ -369,8 +432,7 @@ class HeadServer::Loop {
       }
     } catch (const kj::Exception& e) {
       counters_.protocol_errors++;
-      CUMULUS_LOG(WARN) << "head: malformed request from " << c.peer << " ("
-                        << e.getDescription().cStr() << "); closing it";
+            Complain("malformed request from " + c.peer + " (" + e.getDescription().cStr() + "); closing it");
       SendError(
           c, request_id,
           Status::InvalidArgument(std::string("malformed request: ") + e.getDescription().cStr()),
@@ -398,8 +460,9 @@ class HeadServer::Loop {
     bool known = membership_.Find(node->id) != nullptr;
     Status st = membership_.Register(*node);
     if (!st.ok()) return SendError(c, request_id, st, false);
-    if (c.node && *c.node != node->id) membership_.Disconnected(*c.node);
+        if (c.node && *c.node != node->id) membership_.Disconnected(*c.node);
     c.node = node->id;
+    node_conn_[node->id] = c.fd;
     Persist(node->id);
     CUMULUS_LOG(INFO) << "node " << node->id << " " << (known ? "reconnected" : "joined")
                       << " from " << c.peer << " (" << node->total.ToString() << ")";
@@ -421,7 +484,10 @@ class HeadServer::Loop {
       NodeId id = NodeId::FromBinary(
           std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
       known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()));
-      if (known && !c.node) c.node = id;
+            if (known && !c.node) {
+        c.node = id;
+        node_conn_[id] = c.fd;
+      }
     }
     counters_.heartbeats++;
     capnp::MallocMessageBuilder message;
@@ -563,14 +629,24 @@ class HeadServer::Loop {
   int wake_ = -1;
   std::string cluster_id_;
   int64_t started_micros_ = 0;
-  TimePoint last_housekeeping_{};
+    TimePoint last_housekeeping_{};
+  TimePoint last_complaint_{};
+  uint64_t suppressed_complaints_ = 0;
+  size_t unauthenticated_ = 0;
+  std::optional<TimePoint> accept_paused_until_;
+  std::unordered_map<NodeId, int> node_conn_;  // the connection each node registered on
   std::unordered_map<int, Conn> conns_;
   std::list<Waiter> waiters_;
 };
 
 Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("the head needs a data dir");
-  if (options.token.empty()) return Status::InvalidArgument("the head needs a cluster token");
+    if (options.token.empty()) return Status::InvalidArgument("the head needs a cluster token");
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;  // one descriptor per node: thousands of nodes need it
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec || access(options.data_dir.c_str(), W_OK) != 0) {
@@ -578,19 +654,29 @@ Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options
                                    (ec ? " (" + ec.message() + ")" : "") +
                                    "; choose another with --data-dir");
   }
-  CUMULUS_ASSIGN_OR_RETURN(auto store, ControlStore::Open(options.data_dir + "/control.db"));
-  CUMULUS_ASSIGN_OR_RETURN(auto cluster_id, store->Get(ControlTable::kMeta, "cluster_id"));
-  if (!cluster_id) {
-    cluster_id = RandomHex(8);
-    CUMULUS_RETURN_IF_ERROR(store->Put(ControlTable::kMeta, "cluster_id", *cluster_id));
-  }
+    // Listen first: a port in use or a bad --bind must not leave a new control store behind.
   uint16_t port = 0;
   CUMULUS_ASSIGN_OR_RETURN(int listen_fd, ListenTcp(options.bind_host, options.port, &port));
-  std::unique_ptr<HeadServer> head(new HeadServer());
+  auto opened = ControlStore::Open(options.data_dir + "/control.db");
+  if (!opened.ok()) {
+    close(listen_fd);
+    return opened.status();
+  }
+  auto store = std::move(*opened);
+    auto cluster_id = store->Get(ControlTable::kMeta, "cluster_id");
+  Status st = cluster_id.status();
+  if (st.ok() && !*cluster_id) {
+    *cluster_id = RandomHex(8);
+    st = store->Put(ControlTable::kMeta, "cluster_id", **cluster_id);
+  }
+  if (!st.ok()) {
+    close(listen_fd);
+    return st;
+  }
+    std::unique_ptr<HeadServer> head(new HeadServer());
   head->port_ = port;
-  head->cluster_id_ = *cluster_id;
-  head->loop_ =
-      std::make_unique<Loop>(options, head->counters_, std::move(store), listen_fd, *cluster_id);
+    head->cluster_id_ = **cluster_id;
+  head->loop_ = std::make_unique<Loop>(options, head->counters_, std::move(store), listen_fd, **cluster_id);
   CUMULUS_RETURN_IF_ERROR(head->loop_->Recover());
   head->thread_ = std::thread([loop = head->loop_.get()] { loop->Run(); });
   return head;

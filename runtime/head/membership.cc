@@ -2,6 +2,15 @@
 
 namespace cumulus {
 
+const char* NodeStateName(NodeState state) {
+  switch (state) {
+    case NodeState::kAlive: return "ALIVE";
+    case NodeState::kDead: return "DEAD";
+    case NodeState::kRecovering: return "RECOVERING";
+  }
+  return "?";
+}
+
 Status Membership::Register(NodeRecord node) {
   auto it = nodes_.find(node.id);
   if (it != nodes_.end() && it->second.state == NodeState::kDead) {
@@ -25,6 +34,7 @@ bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available) {
   live->second.last_heartbeat = clock_.Now();
   live->second.disconnected_at.reset();
   NodeRecord& node = nodes_.at(id);
+  node.state = NodeState::kAlive;
   node.available = available;
   node.last_heartbeat_micros = clock_.WallMicros();
   return true;
@@ -36,8 +46,18 @@ void Membership::Disconnected(const NodeId& id) {
 }
 
 void Membership::Recover(NodeRecord node) {
-  if (node.state == NodeState::kAlive) liveness_[node.id] = Liveness{clock_.Now(), std::nullopt};
+  if (node.state != NodeState::kDead) {
+    node.state = NodeState::kRecovering;
+    liveness_[node.id] = Liveness{clock_.Now(), std::nullopt};
+  }
   nodes_[node.id] = std::move(node);
+}
+
+void Membership::ForgiveStall(Duration d) {
+  for (auto& [id, l] : liveness_) {
+    l.last_heartbeat += d;
+    if (l.disconnected_at) *l.disconnected_at += d;
+  }
 }
 
 std::vector<NodeId> Membership::Tick() {
@@ -75,6 +95,10 @@ const NodeRecord* Membership::Find(const NodeId& id) const {
   return it == nodes_.end() ? nullptr : &it->second;
 }
 
-size_t Membership::alive_count() const { return liveness_.size(); }
+size_t Membership::alive_count() const {
+  size_t n = 0;
+  for (auto& [id, l] : liveness_) n += nodes_.at(id).state == NodeState::kAlive;
+  return n;
+}
 
 }  // namespace cumulus

@@ -21,7 +21,9 @@
 
 namespace cumulus {
 
-enum class NodeState { kAlive, kDead };
+// kRecovering: read back after a head restart, not yet heard from. Listed, but not counted as
+// alive (nor its resources) until it registers or heartbeats; dead if it does not in time.
+enum class NodeState { kAlive, kDead, kRecovering };
 
 struct NodeRecord {
   NodeId id;
@@ -31,6 +33,7 @@ struct NodeRecord {
   ResourceSet total;
   ResourceSet available;
   Labels labels;
+  std::vector<uint32_t> gpu_ids;  // physical ids of the node's GPUs
   int32_t pid = 0;
   NodeState state = NodeState::kAlive;
   int64_t registered_micros = 0;
@@ -43,6 +46,8 @@ struct MembershipOptions {
   Duration heartbeat_timeout = std::chrono::seconds(10);  // silence that makes a node dead
   Duration disconnect_grace = std::chrono::seconds(2);    // a closed connection's time to come back
 };
+
+const char* NodeStateName(NodeState state);  // "ALIVE", "DEAD", "RECOVERING"
 
 class Membership {
  public:
@@ -60,6 +65,8 @@ class Membership {
   void Recover(NodeRecord node);
   // Declares dead the nodes whose time ran out; returns their ids.
   std::vector<NodeId> Tick();
+  // The head itself was not running for `d` (its loop stalled): move every deadline by `d`.
+  void ForgiveStall(Duration d);
 
   const NodeRecord* Find(const NodeId& id) const;
   const std::map<NodeId, NodeRecord>& nodes() const { return nodes_; }

@@ -73,14 +73,33 @@ TEST_F(MembershipTest, ADeadNodeMustRejoinWithANewId) {
 TEST_F(MembershipTest, RecoveredNodesGetAFullTimeoutToReconnect) {
   NodeRecord alive = NewNode(), dead = NewNode();
   dead.state = NodeState::kDead;
-  m_.Recover(alive);
+    m_.Recover(alive);
   m_.Recover(dead);
-  EXPECT_EQ(m_.alive_count(), 1u);
+  EXPECT_EQ(m_.alive_count(), 0u) << "not alive until it is heard from";
+  EXPECT_EQ(m_.Find(alive.id)->state, NodeState::kRecovering);
   clock_.AdvanceTime(seconds(5));
   EXPECT_TRUE(m_.Tick().empty());
   ASSERT_TRUE(m_.Register(alive).ok());  // re-registers with the same id: no duplicate
+  EXPECT_EQ(m_.alive_count(), 1u);
   EXPECT_EQ(m_.nodes().size(), 2u);
   EXPECT_EQ(m_.Register(dead).code(), StatusCode::kNotFound);
+}
+
+TEST_F(MembershipTest, RecoveredNodesThatNeverReturnDie) {
+  NodeRecord gone = NewNode();
+  m_.Recover(gone);
+  clock_.AdvanceTime(seconds(10));
+  ASSERT_EQ(m_.Tick().size(), 1u);
+  EXPECT_EQ(m_.Find(gone.id)->state, NodeState::kDead);
+}
+
+TEST_F(MembershipTest, TheHeadsOwnStallIsForgiven) {
+  NodeRecord n = NewNode();
+  ASSERT_TRUE(m_.Register(n).ok());
+  clock_.AdvanceTime(seconds(30));  // the head was paused, not the node
+  m_.ForgiveStall(seconds(30));
+  EXPECT_TRUE(m_.Tick().empty());
+  EXPECT_TRUE(m_.Heartbeat(n.id, n.total));
 }
 
 }  // namespace

@@ -44,7 +44,11 @@ void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
     labels[i].setValue(v);
     ++i;
   }
-  out.setState(node.state == NodeState::kAlive ? proto::NodeState::ALIVE : proto::NodeState::DEAD);
+  out.setState(node.state == NodeState::kAlive  ? proto::NodeState::ALIVE
+               : node.state == NodeState::kDead ? proto::NodeState::DEAD
+                                                : proto::NodeState::RECOVERING);
+  auto gpus = out.initGpuIds(static_cast<unsigned>(node.gpu_ids.size()));
+  for (unsigned g = 0; g < node.gpu_ids.size(); ++g) gpus.set(g, node.gpu_ids[g]);
   out.setRegisteredMicros(node.registered_micros);
   out.setLastHeartbeatMicros(node.last_heartbeat_micros);
   out.setDeathReason(node.death_reason);
@@ -67,7 +71,10 @@ Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
   node.total = DecodeResources(in.getResourcesTotal());
   node.available = DecodeResources(in.getResourcesAvailable());
   for (auto l : in.getLabels()) node.labels[l.getKey()] = l.getValue();
-  node.state = in.getState() == proto::NodeState::ALIVE ? NodeState::kAlive : NodeState::kDead;
+  node.state = in.getState() == proto::NodeState::ALIVE  ? NodeState::kAlive
+               : in.getState() == proto::NodeState::DEAD ? NodeState::kDead
+                                                         : NodeState::kRecovering;
+  for (uint32_t g : in.getGpuIds()) node.gpu_ids.push_back(g);
   node.registered_micros = in.getRegisteredMicros();
   node.last_heartbeat_micros = in.getLastHeartbeatMicros();
   node.death_reason = in.getDeathReason();

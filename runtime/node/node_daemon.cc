@@ -1,5 +1,6 @@
 #include "runtime/node/node_daemon.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,19 +11,30 @@
 
 namespace cumulus {
 
+namespace {
+ControlClientOptions NodeClientOptions() {
+  ControlClientOptions o;
+  o.role = "node";
+  o.request_timeout = std::chrono::seconds(3);
+  return o;
+}
+}  // namespace
+
 Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("the node needs a data dir");
-  std::unique_ptr<NodeDaemon> d(new NodeDaemon());
-  d->options_ = options;
-  DetectedResources detected = DetectResources();
-  if (!detected.gpu_note.empty() && !options.declared.Has("GPU")) {
-    CUMULUS_LOG(INFO) << "node: " << detected.gpu_note;
-  }
-  ResourceSet total = detected.resources;
-
   if (options.declared.GetUnits("GPU") % ResourceSet::kUnit != 0) {
     return Status::InvalidArgument("a node's GPU count must be a whole number (got " +
                                    std::to_string(options.declared.Get("GPU")) + ")");
+  }
+  std::unique_ptr<NodeDaemon> d(new NodeDaemon());
+  d->options_ = options;
+
+  // Authenticate before creating anything: a wrong token or an unreachable head leaves nothing.
+  CUMULUS_ASSIGN_OR_RETURN(d->client_, ControlClient::Connect(options.head, options.token, NodeClientOptions()));
+
+  DetectedResources detected = DetectResources();
+  if (!detected.gpu_note.empty() && !options.declared.Has("GPU")) {
+    CUMULUS_LOG(INFO) << "node: " << detected.gpu_note;
   }
   d->record_.id = options.node_id.IsNil() ? NodeId::FromRandom() : options.node_id;
   d->record_.labels = options.labels;
@@ -31,28 +43,38 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   gethostname(host, sizeof(host) - 1);
   d->record_.hostname = host;
 
-  // The object store lives in a directory of its own per node process.
-  std::string store_dir = options.data_dir + "/node-" + std::to_string(getpid());
+  // The object store lives in a directory of its own per node process, removed when it stops.
+  d->store_dir_ = options.data_dir + "/node-" + std::to_string(getpid());
   ObjectStoreOptions store_options;
-  store_options.directory = store_dir;
+  store_options.directory = d->store_dir_;
   store_options.memory_capacity = options.object_store_memory;
   CUMULUS_ASSIGN_OR_RETURN(d->store_, ObjectStore::Open(store_options));
-  // Memory for tasks is what the object store does not take; declared resources override all.
-  total.SetUnits("memory",
-                 std::max<int64_t>(0, total.GetUnits("memory") -
-                                          static_cast<int64_t>(d->store_->Stats().capacity_bytes) *
-                                              ResourceSet::kUnit));
-  total.Override(options.declared);
-  d->record_.total = total;
-  d->record_.available = total;
-  d->store_socket_ = store_dir + "/store.sock";
+  d->store_socket_ = d->store_dir_ + "/store.sock";
   CUMULUS_ASSIGN_OR_RETURN(d->store_server_, StoreServer::Start(d->store_.get(), d->store_socket_));
   d->record_.object_store_address = d->store_socket_;
 
-  {
-    std::lock_guard<std::mutex> lock(d->mu_);
-    CUMULUS_RETURN_IF_ERROR(d->Register());
+  // Memory for tasks is what the object store does not take; declared resources override all.
+  ResourceSet total = detected.resources;
+  total.SetUnits("memory",
+                 std::max<int64_t>(0, total.GetUnits("memory") -
+                                          static_cast<int64_t>(d->store_->Stats().capacity_bytes) * ResourceSet::kUnit));
+  total.Override(options.declared);
+  d->record_.total = total;
+  d->record_.available = total;
+    if (options.declared.Has("GPU")) {  // declared GPUs (e.g. to test scheduling): ids 0..n-1
+    for (int64_t g = 0; g < total.GetUnits("GPU") / ResourceSet::kUnit; ++g) {
+      d->record_.gpu_ids.push_back(static_cast<uint32_t>(g));
+    }
+  } else if (total.Has("GPU")) {
+    d->record_.gpu_ids = detected.gpu_ids;
   }
+
+  Status registered = d->Register();
+  if (!registered.ok()) {
+    d->Cleanup();
+    return registered;
+  }
+  d->active_fd_ = d->client_->fd();
   d->thread_ = std::thread([p = d.get()] { p->Run(); });
   return d;
 }
@@ -61,11 +83,22 @@ NodeDaemon::~NodeDaemon() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    // Unblock a heartbeat or registration in flight: it fails at once and Run sees stop_.
+    if (active_fd_ >= 0) shutdown(active_fd_, SHUT_RDWR);
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  Cleanup();
+}
+
+void NodeDaemon::Cleanup() {
+  client_.reset();
   store_server_.reset();
   store_.reset();
+  if (!store_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(store_dir_, ec);
+  }
 }
 
 NodeId NodeDaemon::node_id() const {
@@ -74,60 +107,71 @@ NodeId NodeDaemon::node_id() const {
 }
 
 Status NodeDaemon::Register() {
-  if (!client_) {
-    ControlClientOptions o;
-    o.role = "node";
-    o.request_timeout = std::chrono::seconds(3);
-    CUMULUS_ASSIGN_OR_RETURN(client_, ControlClient::Connect(options_.head, options_.token, o));
-  }
+  // Runs on the daemon's thread (or in Start, before it exists): record_ changes only here.
   auto interval = client_->RegisterNode(record_);
   if (!interval.ok() && interval.status().code() == StatusCode::kNotFound) {
     // The head declared this node dead while it was away: join again as a new node.
     NodeId old = record_.id;
-    record_.id = NodeId::FromRandom();
-    CUMULUS_LOG(WARN) << "node " << old << " was declared dead by the head; rejoining as "
-                      << record_.id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      record_.id = NodeId::FromRandom();
+    }
+    CUMULUS_LOG(WARN) << "node " << old << " was declared dead by the head; rejoining as " << record_.id;
     interval = client_->RegisterNode(record_);
   }
-  if (!interval.ok()) {
-    client_.reset();
-    return interval.status();
-  }
+  if (!interval.ok()) return interval.status();
   heartbeat_interval_ = std::max<Duration>(*interval, std::chrono::milliseconds(10));
   return Status();
 }
 
+void NodeDaemon::SetClient(std::unique_ptr<ControlClient> client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  client_ = std::move(client);
+  active_fd_ = client_ ? client_->fd() : -1;
+}
+
 void NodeDaemon::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
   Duration backoff = std::chrono::milliseconds(50);
   while (true) {
-    Duration wait = client_ ? heartbeat_interval_ : backoff;
-    // A timed wait is the heartbeat schedule; Stop() wakes it at once.
-    if (cv_.wait_for(lock, wait, [this] { return stop_; })) return;
+    {
+      // A timed wait is the heartbeat schedule; the destructor wakes it at once.
+      std::unique_lock<std::mutex> lock(mu_);
+      Duration wait = client_ ? heartbeat_interval_ : backoff;
+      if (cv_.wait_for(lock, wait, [this] { return stop_; })) return;
+    }
+    // Network calls run without the lock.
     if (!client_) {
-      Status st = Register();
-      if (!st.ok()) {
-        if (st.code() == StatusCode::kUnauthenticated) {
-          CUMULUS_LOG(ERROR) << "node: the head refused this node: " << st;
+      auto client = ControlClient::Connect(options_.head, options_.token, NodeClientOptions());
+      if (client.ok()) {
+        SetClient(std::move(*client));
+        Status st = Register();
+        if (st.ok()) {
+          CUMULUS_LOG(INFO) << "node " << record_.id << ": connected to the head at " << options_.head.ToString();
+          backoff = std::chrono::milliseconds(50);
+          continue;
         }
-        backoff = std::min<Duration>(backoff * 2, options_.max_reconnect_backoff);
-        continue;
+        SetClient(nullptr);
+        client = st;
       }
-      CUMULUS_LOG(INFO) << "node " << record_.id << ": connected to the head at "
-                        << options_.head.ToString();
-      backoff = std::chrono::milliseconds(50);
+      if (client.status().code() == StatusCode::kUnauthenticated) {
+        CUMULUS_LOG(ERROR) << "node: the head refused this node: " << client.status();
+      }
+      // Stay well under the head's disconnect grace (2 s by default).
+      backoff = std::min<Duration>(backoff * 2, options_.max_reconnect_backoff);
       continue;
     }
     auto known = client_->Heartbeat(record_.id, record_.available);
     if (!known.ok()) {
-      CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status()
-                        << "); reconnecting";
-      client_.reset();
+      CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status() << "); reconnecting";
+      SetClient(nullptr);
       continue;
     }
     if (!*known) {
       Status st = Register();
-      if (!st.ok()) CUMULUS_LOG(WARN) << "node: re-registering failed: " << st;
+      if (!st.ok()) {
+        CUMULUS_LOG(WARN) << "node: re-registering failed: " << st;
+        SetClient(nullptr);
+      }
     }
   }
 }

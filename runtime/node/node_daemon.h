@@ -27,7 +27,7 @@ struct NodeDaemonOptions {
   Labels labels;
   std::string data_dir;              // required: the node's object store lives here
   uint64_t object_store_memory = 0;  // 0: 30% of RAM
-  Duration max_reconnect_backoff = std::chrono::seconds(2);
+  Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
 };
 
 class NodeDaemon {
@@ -43,18 +43,22 @@ class NodeDaemon {
 
  private:
   NodeDaemon() = default;
-  Status Register();  // REQUIRES: mu_ held
+  Status Register();  // on the daemon's thread (or in Start): the only writer of record_
+  void SetClient(std::unique_ptr<ControlClient> client);
+  void Cleanup();
   void Run();
 
   NodeDaemonOptions options_;
   std::unique_ptr<ObjectStore> store_;
   std::unique_ptr<StoreServer> store_server_;
   std::string store_socket_;
-  mutable std::mutex mu_;
+  std::string store_dir_;
+  mutable std::mutex mu_;  // guards stop_, record_.id for readers, client_ swaps and active_fd_
   std::condition_variable cv_;
   bool stop_ = false;
   NodeRecord record_;
-  std::unique_ptr<ControlClient> client_;
+  std::unique_ptr<ControlClient> client_;  // used by the daemon's thread only
+  int active_fd_ = -1;
   Duration heartbeat_interval_ = std::chrono::seconds(1);
   std::thread thread_;
 };

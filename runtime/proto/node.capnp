@@ -15,6 +15,7 @@ struct Label {
 enum NodeState {
   alive @0;
   dead @1;
+  recovering @2;   # read back by a restarted head, not yet heard from
 }
 
 struct NodeInfo {
