@@ -33,11 +33,18 @@
 using namespace cumulus;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
+using cumulus::Subprocess;
 
 namespace {
 
+Subprocess* g_head = nullptr;  // killed on failure, so no head outlives the benchmark
+
 void Die(const std::string& what) {
   std::fprintf(stderr, "bench_control_plane: %s\n", what.c_str());
+  if (g_head) {
+    g_head->Kill(SIGKILL);
+    g_head->Wait(std::chrono::seconds(10));
+  }
   std::exit(1);
 }
 
@@ -130,6 +137,7 @@ RunResult RunOne(int n, double window_s) {
   Subprocess head({SelfDir() + "/cumulus", "start", "--head", "--block", "--port", "0",
                    "--data-dir", dir.path() + "/head", "--object-store-memory", "16M",
                    "--resources", "CPU=1"});
+  g_head = &head;
   auto ready = head.WaitForLine("cumulus head ready", 30s);
   if (!ready) Die("the head did not start");
   auto field = [&](const std::string& key) {
@@ -142,8 +150,20 @@ RunResult RunOne(int n, double window_s) {
   int ep = epoll_create1(EPOLL_CLOEXEC);
   std::vector<SimNode> nodes(n);
   int errors = 0;
-  // Connect, authenticate and register every node (pipelined per connection).
+  // Connect, authenticate and register every node (pipelined per connection), in waves of 200 as
+  // a fleet reconnecting to a restarted head would: the head caps connections that have not
+  // authenticated yet.
+  int pending = 0;
+  epoll_event events[512];
+  auto reg_deadline = Steady::now() + 60s;
+  auto drain_until = [&](int left) {
+    while (pending > left && Steady::now() < reg_deadline) {
+      int k = epoll_wait(ep, events, 512, 1000);
+      for (int e = 0; e < k; ++e) pending -= Drain(nodes[events[e].data.u32], &errors);
+    }
+  };
   for (int i = 0; i < n; ++i) {
+    if (i % 200 == 0) drain_until(0);
     SimNode& s = nodes[i];
     auto fd = ConnectTcp(address, 5s);
     if (!fd.ok()) Die("connect: " + fd.status().ToString());
@@ -168,14 +188,9 @@ RunResult RunOne(int n, double window_s) {
     ev.events = EPOLLIN;
     ev.data.u32 = static_cast<uint32_t>(i);
     epoll_ctl(ep, EPOLL_CTL_ADD, s.fd, &ev);
+    pending += 2;
   }
-  int pending = 2 * n;
-  epoll_event events[512];
-  auto reg_deadline = Steady::now() + 60s;
-  while (pending > 0 && Steady::now() < reg_deadline) {
-    int k = epoll_wait(ep, events, 512, 1000);
-    for (int i = 0; i < k; ++i) pending -= Drain(nodes[events[i].data.u32], &errors);
-  }
+  drain_until(0);
   if (pending > 0) Die("not every node registered in 60 s");
 
   auto status_client = ControlClient::Connect(address, token);
@@ -251,6 +266,7 @@ RunResult RunOne(int n, double window_s) {
   close(ep);
   head.Kill(SIGTERM);
   head.Wait(20s);
+  g_head = nullptr;
   std::sort(status_ms.begin(), status_ms.end());
   return RunResult{
       n,     cpu / elapsed, hbs / elapsed, static_cast<double>(n), status_ms[status_ms.size() / 2],

@@ -31,7 +31,7 @@ namespace cumulus {
 namespace {
 
 constexpr uint32_t kUnauthenticatedFrameLimit = 4096;
-constexpr size_t kMaxUnauthenticated = 256;  // connections still owing their hello
+constexpr size_t kMaxUnauthenticated = 1024;  // connections still owing their hello
 constexpr size_t kMaxQueuedOutput = 64u << 20;
 
 std::string KvKey(const std::string& ns, const std::string& key) { return ns + '\0' + key; }
@@ -59,12 +59,14 @@ bool TokensEqual(const std::string& a, const std::string& b) {
 Result<std::string> LoadToken(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    return Status::Unauthenticated("cannot read the cluster token file " + path + ": " + std::strerror(errno));
+    return Status::Unauthenticated("cannot read the cluster token file " + path + ": " +
+                                   std::strerror(errno));
   }
   if (st.st_uid != getuid() || (st.st_mode & 077) != 0) {
-    return Status::Unauthenticated("the cluster token file " + path +
-                                   " must belong to you and be private (chmod 600 it): others could read or "
-                                   "have planted it");
+    return Status::Unauthenticated(
+        "the cluster token file " + path +
+        " must belong to you and be private (chmod 600 it): others could read or "
+        "have planted it");
   }
   std::ifstream in(path);
   if (!in) return Status::Unauthenticated("cannot read the cluster token file " + path);
@@ -161,15 +163,16 @@ class HeadServer::Loop {
         auto it = conns_.find(fd);
         if (it == conns_.end()) continue;
         if (events[i].events & EPOLLOUT) Flush(it->second);
-                if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
         auto after = conns_.find(fd);
-        if (after != conns_.end() && after->second.closing && after->second.out_off >= after->second.out.size()) {
+        if (after != conns_.end() && after->second.closing &&
+            after->second.out_off >= after->second.out.size()) {
           Close(fd);
         }
       }
       // Liveness and timeouts scan every node and connection: do it on a fixed cadence, not per
       // wakeup (with thousands of nodes the loop wakes thousands of times a second).
-            TimePoint now = SystemClock::Get().Now();
+      TimePoint now = SystemClock::Get().Now();
       if (accept_paused_until_ && now >= *accept_paused_until_) {
         accept_paused_until_.reset();
         Watch(listen_fd_, EPOLLIN);
@@ -178,7 +181,8 @@ class HeadServer::Loop {
       if (n < 256 && now - last_housekeeping_ >= std::chrono::milliseconds(50)) {
         // If the loop itself stalled (a paused VM, a slow disk), the silence was ours, not the
         // nodes': do not count it against them.
-        if (last_housekeeping_ != TimePoint{} && now - last_housekeeping_ > std::chrono::seconds(1)) {
+        if (last_housekeeping_ != TimePoint{} &&
+            now - last_housekeeping_ > std::chrono::seconds(1)) {
           membership_.ForgiveStall(now - last_housekeeping_ - std::chrono::milliseconds(50));
         }
         last_housekeeping_ = now;
@@ -208,7 +212,7 @@ class HeadServer::Loop {
     TimePoint deadline;
   };
 
-    // Logs refusals and garbage at most once a second, so a hostile peer cannot fill the disk.
+  // Logs refusals and garbage at most once a second, so a hostile peer cannot fill the disk.
   void Complain(const std::string& what) {
     TimePoint now = SystemClock::Get().Now();
     if (now - last_complaint_ < std::chrono::seconds(1)) {
@@ -216,9 +220,10 @@ class HeadServer::Loop {
       return;
     }
     CUMULUS_LOG(WARN) << "head: " << what
-                      << (suppressed_complaints_ ? " (and " + std::to_string(suppressed_complaints_) +
-                                                       " similar messages suppressed)"
-                                                 : std::string());
+                      << (suppressed_complaints_
+                              ? " (and " + std::to_string(suppressed_complaints_) +
+                                    " similar messages suppressed)"
+                              : std::string());
     last_complaint_ = now;
     suppressed_complaints_ = 0;
   }
@@ -230,7 +235,7 @@ class HeadServer::Loop {
     epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
   }
 
-    void Accept() {
+  void Accept() {
     while (true) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {
@@ -258,7 +263,7 @@ class HeadServer::Loop {
     }
   }
 
-    void Close(int fd) {
+  void Close(int fd) {
     auto it = conns_.find(fd);
     if (it == conns_.end()) return;
     if (!it->second.authed) unauthenticated_--;
@@ -291,14 +296,14 @@ class HeadServer::Loop {
         Close(fd);
         return;
       }
-            Conn& c = conns_.at(fd);
+      Conn& c = conns_.at(fd);
       if (c.closing) break;  // after a fatal error: stop reading; Run closes it once flushed
       c.decoder.Append(buf, static_cast<size_t>(n));
       while (true) {
         auto frame = c.decoder.Next();
         if (!frame.ok()) {
           counters_.protocol_errors++;
-                    Complain("closing the connection from " + c.peer + ": " + frame.status().ToString());
+          Complain("closing the connection from " + c.peer + ": " + frame.status().ToString());
           Close(fd);
           return;
         }
@@ -383,7 +388,7 @@ class HeadServer::Loop {
         auto hello = req.getHello();
         if (!TokensEqual(hello.getToken(), options_.token)) {
           counters_.auth_failures++;
-                    Complain("refused a connection from " + c.peer + ": wrong cluster token");
+          Complain("refused a connection from " + c.peer + ": wrong cluster token");
           SendError(
               c, request_id,
               Status::Unauthenticated("the cluster token is wrong: pass the head's token with "
@@ -400,7 +405,7 @@ class HeadServer::Loop {
                     true);
           return;
         }
-                c.authed = true;
+        c.authed = true;
         unauthenticated_--;
         c.role = hello.getRole();
         c.decoder.set_max_frame_bytes(options_.max_frame_bytes);
@@ -432,7 +437,8 @@ class HeadServer::Loop {
       }
     } catch (const kj::Exception& e) {
       counters_.protocol_errors++;
-            Complain("malformed request from " + c.peer + " (" + e.getDescription().cStr() + "); closing it");
+      Complain("malformed request from " + c.peer + " (" + e.getDescription().cStr() +
+               "); closing it");
       SendError(
           c, request_id,
           Status::InvalidArgument(std::string("malformed request: ") + e.getDescription().cStr()),
@@ -460,7 +466,7 @@ class HeadServer::Loop {
     bool known = membership_.Find(node->id) != nullptr;
     Status st = membership_.Register(*node);
     if (!st.ok()) return SendError(c, request_id, st, false);
-        if (c.node && *c.node != node->id) membership_.Disconnected(*c.node);
+    if (c.node && *c.node != node->id) membership_.Disconnected(*c.node);
     c.node = node->id;
     node_conn_[node->id] = c.fd;
     Persist(node->id);
@@ -484,7 +490,7 @@ class HeadServer::Loop {
       NodeId id = NodeId::FromBinary(
           std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
       known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()));
-            if (known && !c.node) {
+      if (known && !c.node) {
         c.node = id;
         node_conn_[id] = c.fd;
       }
@@ -629,7 +635,7 @@ class HeadServer::Loop {
   int wake_ = -1;
   std::string cluster_id_;
   int64_t started_micros_ = 0;
-    TimePoint last_housekeeping_{};
+  TimePoint last_housekeeping_{};
   TimePoint last_complaint_{};
   uint64_t suppressed_complaints_ = 0;
   size_t unauthenticated_ = 0;
@@ -641,7 +647,7 @@ class HeadServer::Loop {
 
 Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("the head needs a data dir");
-    if (options.token.empty()) return Status::InvalidArgument("the head needs a cluster token");
+  if (options.token.empty()) return Status::InvalidArgument("the head needs a cluster token");
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = files.rlim_max;  // one descriptor per node: thousands of nodes need it
@@ -654,7 +660,7 @@ Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options
                                    (ec ? " (" + ec.message() + ")" : "") +
                                    "; choose another with --data-dir");
   }
-    // Listen first: a port in use or a bad --bind must not leave a new control store behind.
+  // Listen first: a port in use or a bad --bind must not leave a new control store behind.
   uint16_t port = 0;
   CUMULUS_ASSIGN_OR_RETURN(int listen_fd, ListenTcp(options.bind_host, options.port, &port));
   auto opened = ControlStore::Open(options.data_dir + "/control.db");
@@ -663,7 +669,7 @@ Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options
     return opened.status();
   }
   auto store = std::move(*opened);
-    auto cluster_id = store->Get(ControlTable::kMeta, "cluster_id");
+  auto cluster_id = store->Get(ControlTable::kMeta, "cluster_id");
   Status st = cluster_id.status();
   if (st.ok() && !*cluster_id) {
     *cluster_id = RandomHex(8);
@@ -673,10 +679,11 @@ Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options
     close(listen_fd);
     return st;
   }
-    std::unique_ptr<HeadServer> head(new HeadServer());
+  std::unique_ptr<HeadServer> head(new HeadServer());
   head->port_ = port;
-    head->cluster_id_ = **cluster_id;
-  head->loop_ = std::make_unique<Loop>(options, head->counters_, std::move(store), listen_fd, **cluster_id);
+  head->cluster_id_ = **cluster_id;
+  head->loop_ =
+      std::make_unique<Loop>(options, head->counters_, std::move(store), listen_fd, **cluster_id);
   CUMULUS_RETURN_IF_ERROR(head->loop_->Recover());
   head->thread_ = std::thread([loop = head->loop_.get()] { loop->Run(); });
   return head;

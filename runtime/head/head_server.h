@@ -3,9 +3,9 @@
 //
 // Every connection must first authenticate with the cluster token (a wrong one: Unauthenticated;
 // another protocol version: InvalidArgument); until it does, it can do nothing, may send at most
-// one frame of 4 KiB, and is closed after `auth_timeout`. At most 256 connections may be waiting
-// to authenticate. Garbage (bad magic, oversized or malformed frames) closes that connection and
-// nothing else; refusals are logged at most once a second.
+// one frame of 4 KiB, and is closed after `auth_timeout`. At most 1,024 connections may be
+// waiting to authenticate. Garbage (bad magic, oversized or malformed frames) closes that
+// connection and nothing else; refusals are logged at most once a second.
 //
 // Restarted on the same data dir, the head reads back its tables: nodes that were alive get a
 // heartbeat timeout to re-register under their ids, so no node is reported twice.
