@@ -183,16 +183,32 @@ Status ParseDurationMs(const Flags& flags, const std::string& name, Duration* ou
 Status PrepareDir(const std::string& dir) {
   Status st = EnsurePrivateDir(dir);
   if (st.ok()) st = EnsurePrivateDir(dir + "/logs");
-  if (st.ok() && access(dir.c_str(), W_OK) != 0) st = Status::InvalidArgument(dir + " is not writable");
-  if (!st.ok()) return Status::InvalidArgument("data dir: " + st.message() + "; choose another with --data-dir");
+  if (st.ok() && access(dir.c_str(), W_OK) != 0)
+    st = Status::InvalidArgument(dir + " is not writable");
+  if (!st.ok())
+    return Status::InvalidArgument("data dir: " + st.message() +
+                                   "; choose another with --data-dir");
   return Status();
 }
 
-// A node's GPU count must be whole: checked before anything starts.
-Status CheckWholeGpus(const ResourceSet& declared) {
-  if (declared.GetUnits("GPU") % ResourceSet::kUnit != 0) {
-    return Status::InvalidArgument("--resources: a node's GPU count must be a whole number (got GPU=" +
-                                   std::to_string(declared.Get("GPU")) + "); fractions are for requests");
+// The flags every node takes (the head runs one too): --resources, --labels,
+// --object-store-memory. Checked before anything starts.
+Status ParseNodeFlags(const Flags& flags, NodeDaemonOptions* node) {
+  auto resources = ResourceSet::Parse(flags.Get("resources"));
+  if (!resources.ok()) return resources.status().WithContext("--resources");
+  if (resources->GetUnits("GPU") % ResourceSet::kUnit != 0) {
+    return Status::InvalidArgument(
+        "--resources: a node's GPU count must be a whole number (got GPU=" +
+        std::to_string(resources->Get("GPU")) + "); fractions are for requests");
+  }
+  auto labels = ParseLabels(flags.Get("labels"));
+  if (!labels.ok()) return labels.status().WithContext("--labels");
+  node->declared = *resources;
+  node->labels = *labels;
+  if (flags.Has("object-store-memory")) {
+    auto bytes = ParseBytes(flags.Get("object-store-memory"));
+    if (!bytes.ok()) return bytes.status().WithContext("--object-store-memory");
+    node->object_store_memory = *bytes;
   }
   return Status();
 }
@@ -215,42 +231,33 @@ int StartHead(const Flags& flags) {
     head.port = static_cast<uint16_t>(std::stoi(p));
   }
   head.bind_host = flags.Get("bind", "127.0.0.1");
-    if (flags.Has("token-file")) {
-    return UsageError("--token-file is for 'start --address' (the head creates the token)", "cumulus start --help");
+  if (flags.Has("token-file")) {
+    return UsageError("--token-file is for 'start --address' (the head creates the token)",
+                      "cumulus start --help");
   }
   Status st = ParseDurationMs(flags, "heartbeat-interval-ms", &head.heartbeat_interval);
-  if (st.ok()) st = ParseDurationMs(flags, "heartbeat-timeout-ms", &head.membership.heartbeat_timeout);
-  if (st.ok()) st = ParseDurationMs(flags, "disconnect-grace-ms", &head.membership.disconnect_grace);
+  if (st.ok())
+    st = ParseDurationMs(flags, "heartbeat-timeout-ms", &head.membership.heartbeat_timeout);
+  if (st.ok())
+    st = ParseDurationMs(flags, "disconnect-grace-ms", &head.membership.disconnect_grace);
   if (st.ok() && head.membership.heartbeat_timeout <= 2 * head.heartbeat_interval) {
-    st = Status::InvalidArgument("--heartbeat-timeout-ms must be more than twice --heartbeat-interval-ms, or "
-                                 "nodes would be declared dead between two heartbeats");
+    st = Status::InvalidArgument(
+        "--heartbeat-timeout-ms must be more than twice --heartbeat-interval-ms, or "
+        "nodes would be declared dead between two heartbeats");
   }
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
 
   NodeDaemonOptions node;
-  auto resources = ResourceSet::Parse(flags.Get("resources"));
-  if (!resources.ok())
-    return UsageError("--resources: " + resources.status().message(), "cumulus start --help");
-  auto labels = ParseLabels(flags.Get("labels"));
-  if (!labels.ok())
-    return UsageError("--labels: " + labels.status().message(), "cumulus start --help");
-  node.declared = *resources;
-  node.labels = *labels;
-  if (flags.Has("object-store-memory")) {
-    auto bytes = ParseBytes(flags.Get("object-store-memory"));
-    if (!bytes.ok())
-      return UsageError("--object-store-memory: " + bytes.status().message(),
-                        "cumulus start --help");
-    node.object_store_memory = *bytes;
-  }
-    if (Status gpus = CheckWholeGpus(node.declared); !gpus.ok()) return UsageError(gpus.message(), "cumulus start --help");
+  if (Status st = ParseNodeFlags(flags, &node); !st.ok())
+    return UsageError(st.message(), "cumulus start --help");
   if (!flags.Has("data-dir")) {
     if (Status sd = EnsureStateDir(); !sd.ok()) {
       std::fprintf(stderr, "cumulus: %s\n", sd.message().c_str());
       return 1;
     }
   }
-  head.data_dir = flags.Get("data-dir", StateDir() + (head.port ? "/head-" + std::to_string(head.port) : "/head"));
+  head.data_dir = flags.Get(
+      "data-dir", StateDir() + (head.port ? "/head-" + std::to_string(head.port) : "/head"));
   bool data_dir_existed = std::filesystem::exists(head.data_dir);
   st = PrepareDir(head.data_dir);
   if (!st.ok()) {
@@ -328,7 +335,7 @@ int StartHead(const Flags& flags) {
     std::printf("To see it:      cumulus status\nTo stop it:     cumulus stop\n");
     std::fflush(stdout);
   };
-    int rc = RunDetachable(block, head.data_dir + "/logs/head.log", serve, on_ready);
+  int rc = RunDetachable(block, head.data_dir + "/logs/head.log", serve, on_ready);
   if (rc != 0 && !block && !data_dir_existed) {
     std::error_code ec;
     std::filesystem::remove_all(head.data_dir, ec);  // a failed start leaves nothing behind
@@ -349,29 +356,15 @@ int StartNode(const Flags& flags) {
                         "cumulus start --help");
     }
   }
-  auto resources = ResourceSet::Parse(flags.Get("resources"));
-  if (!resources.ok())
-    return UsageError("--resources: " + resources.status().message(), "cumulus start --help");
-  auto labels = ParseLabels(flags.Get("labels"));
-  if (!labels.ok())
-    return UsageError("--labels: " + labels.status().message(), "cumulus start --help");
-  node.declared = *resources;
-  node.labels = *labels;
-  if (flags.Has("object-store-memory")) {
-    auto bytes = ParseBytes(flags.Get("object-store-memory"));
-    if (!bytes.ok())
-      return UsageError("--object-store-memory: " + bytes.status().message(),
-                        "cumulus start --help");
-    node.object_store_memory = *bytes;
-  }
-    if (Status gpus = CheckWholeGpus(node.declared); !gpus.ok()) return UsageError(gpus.message(), "cumulus start --help");
+  if (Status st = ParseNodeFlags(flags, &node); !st.ok())
+    return UsageError(st.message(), "cumulus start --help");
   auto token = ResolveToken(flags.Get("token-file"));
   if (!token.ok()) {
     std::fprintf(stderr, "cumulus: %s\n", token.status().message().c_str());
     return 1;
   }
   node.token = *token;
-    if (!flags.Has("data-dir")) {
+  if (!flags.Has("data-dir")) {
     if (Status sd = EnsureStateDir(); !sd.ok()) {
       std::fprintf(stderr, "cumulus: %s\n", sd.message().c_str());
       return 1;
@@ -391,8 +384,9 @@ int StartNode(const Flags& flags) {
             daemon.status().message());
       return 1;
     }
-        Status remembered = RememberProcess(getpid(), "node");
-    if (remembered.ok()) remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
+    Status remembered = RememberProcess(getpid(), "node");
+    if (remembered.ok())
+      remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
     if (!remembered.ok()) CUMULUS_LOG(WARN) << "cannot remember the node locally: " << remembered;
     ready("ok " + (*daemon)->node_id().Hex() + " " + std::to_string(getpid()) + " " +
           (*daemon)->resources().ToString());
@@ -476,8 +470,8 @@ std::string JsonNode(const NodeRecord& n) {
   labels += "}";
   return "{\"node_id\":" + JsonString(n.id.Hex()) + ",\"address\":" + JsonString(n.address) +
          ",\"hostname\":" + JsonString(n.hostname) +
-         ",\"state\":" + JsonString(NodeStateName(n.state)) +
-         ",\"labels\":" + labels + ",\"resources_total\":" + JsonResources(n.total) +
+         ",\"state\":" + JsonString(NodeStateName(n.state)) + ",\"labels\":" + labels +
+         ",\"resources_total\":" + JsonResources(n.total) +
          ",\"resources_available\":" + JsonResources(n.available) +
          ",\"object_store\":" + JsonString(n.object_store_address) +
          ",\"pid\":" + std::to_string(n.pid) +
@@ -565,8 +559,7 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   for (auto& n : view->nodes) {
     std::string labels = LabelsToString(n.labels);
     std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
-                NodeStateName(n.state),
-                labels.empty() ? "-" : labels.c_str(),
+                NodeStateName(n.state), labels.empty() ? "-" : labels.c_str(),
                 n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
                                              : n.death_reason.c_str());
   }
@@ -657,17 +650,19 @@ int StopCommand(const std::vector<std::string>& args) {
                    });
   int failures = 0;
   for (auto& p : processes) {
-        if (Exited(p.pid) || !IsCumulusProcess(p.pid)) {
+    if (Exited(p.pid) || !IsCumulusProcess(p.pid)) {
       ForgetProcess(p.pid);  // already gone
       continue;
     }
-        if (kill(p.pid, SIGTERM) != 0) {
-      std::fprintf(stderr, "cumulus: cannot stop %s (pid %d): %s\n", p.role.c_str(), p.pid, std::strerror(errno));
+    if (kill(p.pid, SIGTERM) != 0) {
+      std::fprintf(stderr, "cumulus: cannot stop %s (pid %d): %s\n", p.role.c_str(), p.pid,
+                   std::strerror(errno));
       ++failures;
       continue;
     }
     bool gone = false;
-    for (int i = 0; i < 1000 && !gone; ++i) {  // up to 10 s: a process exit has no descriptor to wait on
+    for (int i = 0; i < 1000 && !gone;
+         ++i) {  // up to 10 s: a process exit has no descriptor to wait on
       gone = Exited(p.pid);
       if (!gone) usleep(10'000);
     }

@@ -14,6 +14,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <list>
 #include <memory>
@@ -99,6 +100,20 @@ class ObjectBuffer {
   uint64_t size_ = 0;
   std::function<void()> release_;
 };
+
+// Create + copy + Seal on anything with the store's Create/Seal/Abort (ObjectStore, StoreClient);
+// aborts the object if sealing fails.
+template <typename Store>
+Status PutBytes(Store& store, const ObjectId& id, const void* data, uint64_t size, bool durable) {
+  CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buf, store.Create(id, size, durable));
+  if (size > 0) std::memcpy(buf.data, data, size);
+  Status st = store.Seal(id);
+  if (!st.ok()) {
+    Status ignored = store.Abort(id);
+    (void)ignored;
+  }
+  return st;
+}
 
 class ObjectStore {
  public:

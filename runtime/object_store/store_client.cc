@@ -188,14 +188,7 @@ Status StoreClient::Abort(const ObjectId& id) {
 }
 
 Status StoreClient::Put(const ObjectId& id, const void* data, uint64_t size, bool durable) {
-  CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buf, Create(id, size, durable));
-  if (size > 0) std::memcpy(buf.data, data, size);
-  Status st = Seal(id);
-  if (!st.ok()) {
-    Status ignored = Abort(id);
-    (void)ignored;
-  }
-  return st;
+  return PutBytes(*this, id, data, size, durable);
 }
 
 Result<ObjectBuffer> StoreClient::Get(const ObjectId& id) {
