@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "cluster_fixture.h"
 #include "runtime/base/subprocess.h"
 #include "runtime/base/temp_dir.h"
 #include "runtime/head/control_client.h"
@@ -26,126 +27,7 @@
 namespace cumulus {
 namespace {
 
-using namespace std::chrono_literals;
-
-const std::string kCumulus = std::string(CUMULUS_BIN_DIR) + "/cumulus";
-
-std::string Field(const std::string& line, const std::string& key) {
-  size_t at = line.find(key + "=");
-  if (at == std::string::npos) return "";
-  at += key.size() + 1;
-  return line.substr(at, line.find(' ', at) - at);
-}
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-class ControlPlaneTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    setenv("CUMULUS_STATE_DIR", (dir_.path() + "/state").c_str(), 1);
-    unsetenv("CUMULUS_ADDRESS");
-    unsetenv("CUMULUS_TOKEN");
-  }
-
-  std::unique_ptr<Subprocess> StartHead(const std::vector<std::string>& extra, int port = 0) {
-    std::vector<std::string> argv = {kCumulus,
-                                     "start",
-                                     "--head",
-                                     "--block",
-                                     "--port",
-                                     std::to_string(port),
-                                     "--data-dir",
-                                     dir_.path() + "/head",
-                                     "--object-store-memory",
-                                     "64M"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    auto p = std::make_unique<Subprocess>(argv);
-    auto ready = p->WaitForLine("cumulus head ready", 30s);
-    EXPECT_TRUE(ready) << "the head did not become ready";
-    if (ready) {
-      address_ = Field(*ready, "address");
-      token_file_ = Field(*ready, "token_file");
-      token_ = *LoadToken(token_file_);
-    }
-    return p;
-  }
-
-  std::unique_ptr<Subprocess> StartNode(const std::string& name,
-                                        const std::vector<std::string>& extra,
-                                        std::string* node_id) {
-    std::vector<std::string> argv = {kCumulus,
-                                     "start",
-                                     "--address",
-                                     address_,
-                                     "--token-file",
-                                     token_file_,
-                                     "--block",
-                                     "--data-dir",
-                                     dir_.path() + "/" + name,
-                                     "--object-store-memory",
-                                     "32M"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    auto p = std::make_unique<Subprocess>(argv);
-    auto ready = p->WaitForLine("cumulus node ready", 30s);
-    EXPECT_TRUE(ready) << "node " << name << " did not become ready";
-    if (ready && node_id) *node_id = Field(*ready, "node_id");
-    return p;
-  }
-
-  std::unique_ptr<ControlClient> Client() {
-    auto c = ControlClient::Connect(*ParseHostPort(address_), token_);
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? std::move(*c) : nullptr;
-  }
-
-  ClusterView Status() {
-    auto c = Client();
-    if (!c) return {};
-    auto v = c->GetClusterStatus();
-    EXPECT_TRUE(v.ok()) << v.status();
-    return v.ok() ? *v : ClusterView{};
-  }
-
-  const NodeRecord* Find(const ClusterView& v, const std::string& hex) {
-    for (auto& n : v.nodes) {
-      if (n.id.Hex() == hex) return &n;
-    }
-    return nullptr;
-  }
-
-  // Waits until node `hex` is in `state`; returns how long that took, or nullopt.
-  std::optional<std::chrono::milliseconds> WaitForState(const std::string& hex, NodeState state,
-                                                        std::chrono::milliseconds timeout) {
-    auto start = std::chrono::steady_clock::now();
-    bool ok = WaitUntil(
-        [&] {
-          ClusterView v = Status();
-          const NodeRecord* n = Find(v, hex);
-          return n && n->state == state;
-        },
-        timeout);
-    if (!ok) return std::nullopt;
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 start);
-  }
-
-  // Runs the cumulus command line; returns its exit status and fills its output.
-  int Cli(const std::vector<std::string>& args, std::string* output) {
-    std::vector<std::string> argv = {kCumulus};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Subprocess p(argv, /*merge_stderr=*/true);
-    *output = p.ReadAll(30s);
-    auto st = p.Wait(30s);
-    return st && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
-  }
-
-  TempDir dir_;
-  std::string address_, token_file_, token_;
-};
+using ControlPlaneTest = ClusterTest;
 
 TEST_F(ControlPlaneTest, HeadAndThreeNodesReportTheirLabelsAndResources) {
   auto head = StartHead({"--resources", "CPU=1", "--labels", "site=onprem,role=head"});
@@ -155,7 +37,7 @@ TEST_F(ControlPlaneTest, HeadAndThreeNodesReportTheirLabelsAndResources) {
   auto n2 = StartNode(
       "n2", {"--resources", "CPU=4,GPU=1", "--labels", "site=cloud,instance=g5.xlarge"}, &b);
   auto n3 = StartNode("n3", {"--resources", "CPU=2,custom=4", "--labels", "site=onprem"}, &c);
-  ClusterView v = Status();
+  ClusterView v = View();
   ASSERT_EQ(v.nodes.size(), 4u);
   const NodeRecord* gpu = Find(v, a);
   ASSERT_TRUE(gpu);
@@ -190,7 +72,7 @@ TEST_F(ControlPlaneTest, AKilledNodeIsDeadWithinFiveSeconds) {
   ASSERT_TRUE(took) << "a SIGKILLed node was not reported DEAD within 5 s";
   std::printf("SIGKILLed node reported DEAD after %lld ms\n",
               static_cast<long long>(took->count()));
-  ClusterView v = Status();
+  ClusterView v = View();
   EXPECT_EQ(Find(v, survivor)->state, NodeState::kAlive);
   EXPECT_NE(Find(v, victim)->death_reason.find("connection"), std::string::npos);
 }
@@ -204,12 +86,12 @@ TEST_F(ControlPlaneTest, AHungNodeIsDeadWithinFifteenSecondsAndComesBackAsNew) {
   ASSERT_TRUE(took) << "a SIGSTOPped node was not reported DEAD within 15 s";
   std::printf("SIGSTOPped node reported DEAD after %lld ms\n",
               static_cast<long long>(took->count()));
-  EXPECT_NE(Find(Status(), hung)->death_reason.find("no heartbeat"), std::string::npos);
+  EXPECT_NE(Find(View(), hung)->death_reason.find("no heartbeat"), std::string::npos);
   n1->Kill(SIGCONT);
   // It must rejoin under a new id: two node records of that process, the old one still DEAD.
-  ASSERT_TRUE(WaitUntil([&] { return Status().nodes.size() == 3; }, 10s))
+  ASSERT_TRUE(WaitUntil([&] { return View().nodes.size() == 3; }, 10s))
       << "the node did not rejoin";
-  ClusterView v = Status();
+  ClusterView v = View();
   EXPECT_EQ(Find(v, hung)->state, NodeState::kDead);
   int alive = 0;
   for (auto& n : v.nodes) alive += n.state == NodeState::kAlive;
@@ -218,13 +100,13 @@ TEST_F(ControlPlaneTest, AHungNodeIsDeadWithinFifteenSecondsAndComesBackAsNew) {
 
 TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   auto head = StartHead({});
-    std::string a, b, doomed;
+  std::string a, b, doomed;
   auto n1 = StartNode("n1", {"--labels", "site=onprem"}, &a);
   auto n2 = StartNode("n2", {"--labels", "site=cloud"}, &b);
   auto n3 = StartNode("n3", {}, &doomed);
   n3->Kill(SIGKILL);
   ASSERT_TRUE(WaitForState(doomed, NodeState::kDead, 5s));
-  ClusterView before = Status();
+  ClusterView before = View();
   ASSERT_EQ(before.nodes.size(), 4u);
   {
     auto c = Client();
@@ -238,7 +120,7 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   // for a heartbeat timeout, so require a heartbeat that reached the new head); none is twice.
   ASSERT_TRUE(WaitUntil(
       [&] {
-            ClusterView v = Status();
+        ClusterView v = View();
         int back = 0;
         for (auto& n : v.nodes) {
           back += n.state == NodeState::kAlive && n.last_heartbeat_micros > v.head_started_micros;
@@ -247,7 +129,7 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
       },
       15s))
       << "nodes did not re-register with the restarted head";
-    ClusterView after = Status();
+  ClusterView after = View();
   EXPECT_EQ(after.nodes.size(), 4u);
   EXPECT_EQ(after.cluster_id, before.cluster_id);
   for (auto& n : before.nodes) {
@@ -290,9 +172,9 @@ TEST_F(ControlPlaneTest, WrongCredentialsCanDoNothing) {
   EXPECT_EQ(after.status().code(), StatusCode::kUnavailable)
       << "the head must close the connection";
   close(fd);
-  EXPECT_FALSE(Find(Status(), sneaky.Hex()));
+  EXPECT_FALSE(Find(View(), sneaky.Hex()));
 
-    std::string bad_token = dir_.path() + "/bad-token";
+  std::string bad_token = dir_.path() + "/bad-token";
   { std::ofstream(bad_token) << std::string(64, '0') << "\n"; }
   chmod(bad_token.c_str(), 0600);
   std::string out;
@@ -303,7 +185,7 @@ TEST_F(ControlPlaneTest, WrongCredentialsCanDoNothing) {
                 &out),
             1);
   EXPECT_NE(out.find("cluster token is wrong"), std::string::npos) << out;
-  EXPECT_EQ(Status().nodes.size(), 1u) << "only the head's own node is in the cluster";
+  EXPECT_EQ(View().nodes.size(), 1u) << "only the head's own node is in the cluster";
 }
 
 // True if the peer closes the connection within `timeout` (after any reply it sends first).
@@ -335,10 +217,12 @@ TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
     for (auto& ch : j) ch = static_cast<char>(rng());
     return j;
   };
-  std::vector<std::string> payloads = {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", std::string("CMLS\xff\xff\xff\x7f", 8),
-                                       Framed(std::string(8, '\0')), Framed(std::string(5000, 'x'))};
+  std::vector<std::string> payloads = {
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n", std::string("CMLS\xff\xff\xff\x7f", 8),
+      Framed(std::string(8, '\0')), Framed(std::string(5000, 'x'))};
   for (int i = 0; i < 40; ++i) payloads.push_back(junk(1 + rng() % 5000));
-  for (int i = 0; i < 40; ++i) payloads.push_back(Framed(junk(8 * (1 + rng() % 400))));  // past the magic
+  for (int i = 0; i < 40; ++i)
+    payloads.push_back(Framed(junk(8 * (1 + rng() % 400))));  // past the magic
   for (auto& p : payloads) {
     int fd = *ConnectTcp(hp, 5s);
     send(fd, p.data(), p.size(), MSG_NOSIGNAL);
@@ -352,7 +236,7 @@ TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
   send(c->fd(), bad.data(), bad.size(), MSG_NOSIGNAL);
   EXPECT_TRUE(ClosedByPeer(c->fd(), 7s));
   EXPECT_TRUE(head->running());
-  ClusterView v = Status();
+  ClusterView v = View();
   ASSERT_EQ(v.nodes.size(), 1u);
   EXPECT_EQ(v.nodes[0].state, NodeState::kAlive);
 }
@@ -369,7 +253,7 @@ TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
       EXPECT_EQ(*waited, "10.0.0.1:1234");
     }
   });
-  ASSERT_TRUE(WaitUntil([&] { return Status().kv_waiters == 1; }, 10s))
+  ASSERT_TRUE(WaitUntil([&] { return View().kv_waiters == 1; }, 10s))
       << "the wait never reached the head";
   auto existed = putter->KvPut("job1", "rank0-addr", "10.0.0.1:1234");
   ASSERT_TRUE(existed.ok());
@@ -389,7 +273,7 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
     int code;
     std::string says;
   };
-    std::string file = dir_.path() + "/a-file";
+  std::string file = dir_.path() + "/a-file";
   { std::ofstream(file) << "x"; }
   std::string token = dir_.path() + "/token";
   { std::ofstream(token) << std::string(64, 'a') << "\n"; }
@@ -399,22 +283,34 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
       {{"start"}, 2, "exactly one of --head or --address"},
       {{"start", "--head", "--address", "127.0.0.1:1"}, 2, "exactly one of --head or --address"},
       {{"start", "--address", "nonsense"}, 2, "not a valid address"},
-            {{"start", "--head", "--block", "--port", "99999"}, 2, "--port must be 0-65535"},
-      {{"start", "--head", "--block", "--resources", "CPU=lots"}, 2, "'lots' is not a non-negative amount"},
-      {{"start", "--head", "--block", "--resources", "GPU=0.5"}, 2, "GPU count must be a whole number"},
+      {{"start", "--head", "--block", "--port", "99999"}, 2, "--port must be 0-65535"},
+      {{"start", "--head", "--block", "--resources", "CPU=lots"},
+       2,
+       "'lots' is not a non-negative amount"},
+      {{"start", "--head", "--block", "--resources", "GPU=0.5"},
+       2,
+       "GPU count must be a whole number"},
       {{"start", "--head", "--block", "--labels", "site"}, 2, "must be KEY=VALUE"},
       {{"start", "--head", "--block", "--bogus"}, 2, "unknown flag '--bogus'"},
-      {{"start", "--head", "--block", "--token-file", file}, 2, "--token-file is for 'start --address'"},
+      {{"start", "--head", "--block", "--token-file", file},
+       2,
+       "--token-file is for 'start --address'"},
       {{"start", "--head", "--block", "--heartbeat-interval-ms", "5000"}, 2, "more than twice"},
-      {{"start", "--head", "--block", "--port", "0", "--data-dir", file + "/sub"}, 1, "cannot create"},
-      {{"start", "--head", "--block", "--port", "0", "--bind", "10.255.255.1", "--data-dir", dir_.path() + "/b"},
+      {{"start", "--head", "--block", "--port", "0", "--data-dir", file + "/sub"},
+       1,
+       "cannot create"},
+      {{"start", "--head", "--block", "--port", "0", "--bind", "10.255.255.1", "--data-dir",
+        dir_.path() + "/b"},
        1,
        "not an address of this machine"},
-      {{"start", "--address", "127.0.0.1:1", "--token-file", file, "--block", "--data-dir", dir_.path() + "/n"},
+      {{"start", "--address", "127.0.0.1:1", "--token-file", file, "--block", "--data-dir",
+        dir_.path() + "/n"},
        1,
        "must belong to you and be private"},
       {{"status", "--address", "127.0.0.1:1", "--token-file", token}, 1, "cannot reach the head"},
-      {{"status", "--address", "127.0.0.1:1", "--token-file", file}, 1, "must belong to you and be private"},
+      {{"status", "--address", "127.0.0.1:1", "--token-file", file},
+       1,
+       "must belong to you and be private"},
       {{"status", "--address", "127.0.0.1:1"}, 1, "no cluster token"},
       {{"list", "planets"}, 2, "cannot list 'planets'"},
   };
@@ -425,23 +321,28 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
     EXPECT_NE(out.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << out;
     EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
   }
-      // An unreachable head, with a proper token file.
+  // An unreachable head, with a proper token file.
   std::string out;
-  EXPECT_EQ(Cli({"start", "--address", "127.0.0.1:1", "--token-file", token, "--block", "--data-dir",
-                 dir_.path() + "/n"},
+  EXPECT_EQ(Cli({"start", "--address", "127.0.0.1:1", "--token-file", token, "--block",
+                 "--data-dir", dir_.path() + "/n"},
                 &out),
             1);
   EXPECT_NE(out.find("cannot reach the head"), std::string::npos) << out;
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/n/node-" )) << "no object store left behind";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/n/node-")) << "no object store left behind";
 
   // A port in use: the second head fails clearly and leaves no process and no files behind.
   auto head = StartHead({});
   int port = ParseHostPort(address_)->port;
-  EXPECT_EQ(Cli({"start", "--head", "--port", std::to_string(port), "--data-dir", dir_.path() + "/head2"}, &out), 1);
+  EXPECT_EQ(
+      Cli({"start", "--head", "--port", std::to_string(port), "--data-dir", dir_.path() + "/head2"},
+          &out),
+      1);
   EXPECT_NE(out.find("already in use"), std::string::npos) << out;
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/head2")) << "a failed start must leave nothing behind";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/head2"))
+      << "a failed start must leave nothing behind";
   size_t started = 0;
-  for (auto& e : std::filesystem::directory_iterator(dir_.path() + "/state/pids")) started += !e.path().empty();
+  for (auto& e : std::filesystem::directory_iterator(dir_.path() + "/state/pids"))
+    started += !e.path().empty();
   EXPECT_EQ(started, 1u) << "only the running head may be recorded as started";
 }
 

@@ -32,7 +32,7 @@ constexpr const char* kStartHelp = R"(Usage:
   cumulus start --head [--port 6380] [--bind 127.0.0.1] [--data-dir DIR]
                        [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
                        [--object-store-memory SIZE] [--block]
-  cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR]
+  cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
                        [--resources ...] [--labels ...] [--object-store-memory SIZE] [--block]
 
 --head starts the head (the control store, in RocksDB under the data dir) and a node on this
@@ -40,8 +40,9 @@ machine. It creates the cluster's credentials (DATA_DIR/token, mode 0600) and pr
 them to other nodes and clients. --address starts a node that joins the head at HOST:PORT.
 
   --port N                 head port (default 6380; 0 picks a free one)
-  --bind ADDR              the one address the head listens on (default 127.0.0.1: this machine
-                           only; use 0.0.0.0 or this machine's IP for nodes on other machines)
+    --bind ADDR              the one address the head (and each node's object channel, from which
+                           other nodes pull objects) listens on (default 127.0.0.1: this machine
+                           only; use this machine's IP or 0.0.0.0 for a multi-machine cluster)
   --data-dir DIR           head: control store and token (default STATE_DIR/head-PORT, or
                            STATE_DIR/head with --port 0);
                            node: its object store (default STATE_DIR/node-data)
@@ -291,6 +292,7 @@ int StartHead(const Flags& flags) {
     }
     node.head =
         HostPort{head.bind_host == "0.0.0.0" ? "127.0.0.1" : head.bind_host, (*server)->port()};
+    node.bind_host = head.bind_host;
     auto daemon = NodeDaemon::Start(node);
     if (!daemon.ok()) {
       ready("error cannot start the head's node: " + daemon.status().message());
@@ -349,8 +351,9 @@ int StartNode(const Flags& flags) {
   if (!address.ok())
     return UsageError("--address: " + address.status().message(), "cumulus start --help");
   node.head = *address;
+  node.bind_host = flags.Get("bind", "127.0.0.1");
   for (const char* head_only :
-       {"port", "bind", "heartbeat-interval-ms", "heartbeat-timeout-ms", "disconnect-grace-ms"}) {
+       {"port", "heartbeat-interval-ms", "heartbeat-timeout-ms", "disconnect-grace-ms"}) {
     if (flags.Has(head_only)) {
       return UsageError(std::string("--") + head_only + " is for 'start --head'",
                         "cumulus start --help");
@@ -389,7 +392,8 @@ int StartNode(const Flags& flags) {
       remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
     if (!remembered.ok()) CUMULUS_LOG(WARN) << "cannot remember the node locally: " << remembered;
     ready("ok " + (*daemon)->node_id().Hex() + " " + std::to_string(getpid()) + " " +
-          (*daemon)->resources().ToString());
+          (*daemon)->resources().ToString() + " " + (*daemon)->store_socket() + " " +
+          (*daemon)->transfer_address());
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "node stopping (signal " << sig << ")";
@@ -399,10 +403,11 @@ int StartNode(const Flags& flags) {
   };
   auto on_ready = [&](const std::string& info) {
     std::istringstream in(info);
-    std::string id, pid, resources_text;
-    in >> id >> pid >> resources_text;
-    std::printf("cumulus node ready node_id=%s head=%s pid=%s\n", id.c_str(),
-                node.head.ToString().c_str(), pid.c_str());
+    std::string id, pid, resources_text, store_socket, transfer;
+    in >> id >> pid >> resources_text >> store_socket >> transfer;
+    std::printf("cumulus node ready node_id=%s head=%s pid=%s store_socket=%s transfer=%s\n",
+                id.c_str(), node.head.ToString().c_str(), pid.c_str(), store_socket.c_str(),
+                transfer.c_str());
     std::printf("Joined the cluster at %s as node %s with %s.\n", node.head.ToString().c_str(),
                 id.c_str(), resources_text.c_str());
     std::fflush(stdout);

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -59,6 +60,13 @@ Result<std::optional<kj::Array<capnp::word>>> FrameDecoder::Next() {
     consumed_ = 0;
   }
   return std::optional<kj::Array<capnp::word>>(std::move(words));
+}
+
+size_t FrameDecoder::Take(char* out, size_t n) {
+  size_t k = std::min(n, buffered());
+  std::memcpy(out, buffer_.data() + consumed_, k);
+  consumed_ += k;
+  return k;
 }
 
 Status WriteFrame(int fd, capnp::MessageBuilder& message, TimePoint deadline) {

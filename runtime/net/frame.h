@@ -31,6 +31,9 @@ class FrameDecoder {
   // if the stream is not Cumulus frames (bad magic, length over the limit or not whole words).
   Result<std::optional<kj::Array<capnp::word>>> Next();
   size_t buffered() const { return buffer_.size() - consumed_; }
+  // Moves up to `n` buffered bytes that follow the last frame into `out` (raw data that came in
+  // the same read as a frame); returns how many.
+  size_t Take(char* out, size_t n);
 
  private:
   uint32_t max_;

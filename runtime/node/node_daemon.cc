@@ -30,7 +30,8 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   d->options_ = options;
 
   // Authenticate before creating anything: a wrong token or an unreachable head leaves nothing.
-  CUMULUS_ASSIGN_OR_RETURN(d->client_, ControlClient::Connect(options.head, options.token, NodeClientOptions()));
+  CUMULUS_ASSIGN_OR_RETURN(
+      d->client_, ControlClient::Connect(options.head, options.token, NodeClientOptions()));
 
   DetectedResources detected = DetectResources();
   if (!detected.gpu_note.empty() && !options.declared.Has("GPU")) {
@@ -51,17 +52,23 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   CUMULUS_ASSIGN_OR_RETURN(d->store_, ObjectStore::Open(store_options));
   d->store_socket_ = d->store_dir_ + "/store.sock";
   CUMULUS_ASSIGN_OR_RETURN(d->store_server_, StoreServer::Start(d->store_.get(), d->store_socket_));
-  d->record_.object_store_address = d->store_socket_;
+  CUMULUS_ASSIGN_OR_RETURN(
+      d->transfer_server_,
+      ObjectTransferServer::Start(d->store_.get(), options.bind_host, 0, options.token));
+  std::string advertise =
+      options.bind_host == "0.0.0.0" ? LocalAddressOf(d->client_->fd()) : options.bind_host;
+  d->record_.object_store_address = advertise + ":" + std::to_string(d->transfer_server_->port());
 
   // Memory for tasks is what the object store does not take; declared resources override all.
   ResourceSet total = detected.resources;
   total.SetUnits("memory",
                  std::max<int64_t>(0, total.GetUnits("memory") -
-                                          static_cast<int64_t>(d->store_->Stats().capacity_bytes) * ResourceSet::kUnit));
+                                          static_cast<int64_t>(d->store_->Stats().capacity_bytes) *
+                                              ResourceSet::kUnit));
   total.Override(options.declared);
   d->record_.total = total;
   d->record_.available = total;
-    if (options.declared.Has("GPU")) {  // declared GPUs (e.g. to test scheduling): ids 0..n-1
+  if (options.declared.Has("GPU")) {  // declared GPUs (e.g. to test scheduling): ids 0..n-1
     for (int64_t g = 0; g < total.GetUnits("GPU") / ResourceSet::kUnit; ++g) {
       d->record_.gpu_ids.push_back(static_cast<uint32_t>(g));
     }
@@ -93,6 +100,7 @@ NodeDaemon::~NodeDaemon() {
 
 void NodeDaemon::Cleanup() {
   client_.reset();
+  transfer_server_.reset();
   store_server_.reset();
   store_.reset();
   if (!store_dir_.empty()) {
@@ -116,7 +124,8 @@ Status NodeDaemon::Register() {
       std::lock_guard<std::mutex> lock(mu_);
       record_.id = NodeId::FromRandom();
     }
-    CUMULUS_LOG(WARN) << "node " << old << " was declared dead by the head; rejoining as " << record_.id;
+    CUMULUS_LOG(WARN) << "node " << old << " was declared dead by the head; rejoining as "
+                      << record_.id;
     interval = client_->RegisterNode(record_);
   }
   if (!interval.ok()) return interval.status();
@@ -146,7 +155,8 @@ void NodeDaemon::Run() {
         SetClient(std::move(*client));
         Status st = Register();
         if (st.ok()) {
-          CUMULUS_LOG(INFO) << "node " << record_.id << ": connected to the head at " << options_.head.ToString();
+          CUMULUS_LOG(INFO) << "node " << record_.id << ": connected to the head at "
+                            << options_.head.ToString();
           backoff = std::chrono::milliseconds(50);
           continue;
         }
@@ -162,7 +172,8 @@ void NodeDaemon::Run() {
     }
     auto known = client_->Heartbeat(record_.id, record_.available);
     if (!known.ok()) {
-      CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status() << "); reconnecting";
+      CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status()
+                        << "); reconnecting";
       SetClient(nullptr);
       continue;
     }

@@ -15,6 +15,7 @@
 #include "runtime/net/tcp.h"
 #include "runtime/object_store/object_store.h"
 #include "runtime/object_store/store_server.h"
+#include "runtime/transfer/object_transfer.h"
 #include "scheduler/resources.h"
 
 namespace cumulus {
@@ -25,7 +26,9 @@ struct NodeDaemonOptions {
   std::string token;
   ResourceSet declared;  // overrides what is detected (e.g. GPU=2 on a machine without GPUs)
   Labels labels;
-  std::string data_dir;              // required: the node's object store lives here
+  std::string data_dir;  // required: the node's object store lives here
+  std::string bind_host =
+      "127.0.0.1";                   // where the node's object channel listens (other nodes pull)
   uint64_t object_store_memory = 0;  // 0: 30% of RAM
   Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
 };
@@ -40,6 +43,8 @@ class NodeDaemon {
   NodeId node_id() const;
   ResourceSet resources() const { return record_.total; }
   const std::string& store_socket() const { return store_socket_; }
+  // host:port other nodes pull this node's objects from.
+  const std::string& transfer_address() const { return record_.object_store_address; }
 
  private:
   NodeDaemon() = default;
@@ -51,6 +56,7 @@ class NodeDaemon {
   NodeDaemonOptions options_;
   std::unique_ptr<ObjectStore> store_;
   std::unique_ptr<StoreServer> store_server_;
+  std::unique_ptr<ObjectTransferServer> transfer_server_;
   std::string store_socket_;
   std::string store_dir_;
   mutable std::mutex mu_;  // guards stop_, record_.id for readers, client_ swaps and active_fd_

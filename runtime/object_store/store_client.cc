@@ -122,7 +122,7 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const std::string& soc
 }
 
 StoreClient::~StoreClient() {
-  for (auto& [id, m] : writable_) munmap(m.base, m.length);
+  if (writable_base_) munmap(writable_base_, region_->size());
   close(sock_);  // the store releases our pins and aborts our unsealed objects
 }
 
@@ -139,17 +139,21 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
     if (fd >= 0) close(fd);
     created = true;
     uint64_t offset = reply.getLocation().getOffset();
-    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    uint64_t start = offset / page * page;
-    size_t length = static_cast<size_t>(offset + std::max<uint64_t>(size, 1) - start);
-    void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, region_->fd(),
-                      static_cast<off_t>(start));
-    if (base == MAP_FAILED) {
-      return Status::Unavailable(std::string("mapping a new object writable: ") +
-                                 std::strerror(errno));
+    if (offset + size > region_->size()) {
+      return Status::Internal("the object store returned a location outside its region");
     }
-    writable_[id] = Mapping{base, length};
-    out = MutableBuffer{static_cast<uint8_t*>(base) + (offset - start), size, offset};
+    if (!writable_base_) {
+      // One writable mapping of the whole region, made on first use and kept: pages a writer has
+      // touched stay mapped, so writing a large object costs no page faults the second time.
+      void* base =
+          mmap(nullptr, region_->size(), PROT_READ | PROT_WRITE, MAP_SHARED, region_->fd(), 0);
+      if (base == MAP_FAILED) {
+        return Status::Unavailable(std::string("mapping the object store writable: ") +
+                                   std::strerror(errno));
+      }
+      writable_base_ = static_cast<uint8_t*>(base);
+    }
+    out = MutableBuffer{writable_base_ + offset, size, offset};
     return Status();
   });
   if (!st.ok() && created) {
@@ -163,25 +167,15 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
   return out;
 }
 
-void StoreClient::Unmap(const ObjectId& id) {
-  auto it = writable_.find(id);
-  if (it == writable_.end()) return;
-  munmap(it->second.base, it->second.length);
-  writable_.erase(it);
-}
-
 Status StoreClient::Seal(const ObjectId& id) {
   std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setSeal(sp::IdBytes(id));
-  Status st = call.Run(NoReplyBody);
-  if (st.ok()) Unmap(id);
-  return st;
+  return call.Run(NoReplyBody);
 }
 
 Status StoreClient::Abort(const ObjectId& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Unmap(id);
   StoreClientCall call(this);
   call.request().setAbort(sp::IdBytes(id));
   return call.Run(NoReplyBody);

@@ -1,7 +1,10 @@
 // StoreClient: how a worker or driver process uses its node's object store (see StoreServer).
 //
 // Get returns a view straight into the store's shared memory, mapped read-only into this process:
-// no bytes are copied. Create returns a writable view of the new object's space; Seal publishes it.
+// no bytes are copied. Create returns a writable view of the new object's space (through a
+// writable mapping of the region made on the first Create); Seal publishes it. The read-only
+// mapping guards readers against stray writes through a view; it is not a security boundary
+// between processes of the same user (the socket's 0600 mode is).
 // The client must outlive the ObjectBuffers it returns. Thread-safe (requests are serialized).
 #pragma once
 
@@ -45,14 +48,9 @@ class StoreClient {
   const std::string& store_incarnation() const { return incarnation_; }
 
  private:
-  struct Mapping {
-    void* base;
-    size_t length;
-  };
   StoreClient(int sock, std::string socket_path)
       : sock_(sock), socket_path_(std::move(socket_path)) {}
   Status Release(const ObjectId& id);
-  void Unmap(const ObjectId& id);
 
   int sock_;
   std::string socket_path_;
@@ -60,7 +58,7 @@ class StoreClient {
   std::string incarnation_;
   std::mutex mu_;
   uint64_t next_request_ = 1;
-  std::unordered_map<ObjectId, Mapping> writable_;  // objects this client is writing
+  uint8_t* writable_base_ = nullptr;  // the region mapped writable, once this client writes
   friend class StoreClientCall;
 };
 

@@ -1,0 +1,278 @@
+#include "runtime/transfer/object_transfer.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/base/logging.h"
+#include "runtime/head/head_server.h"
+#include "runtime/net/frame.h"
+#include "runtime/object_store/store_protocol.h"
+#include "runtime/proto/transfer.capnp.h"
+
+namespace cumulus {
+
+namespace {
+
+constexpr size_t kMaxConnections = 64;
+constexpr uint32_t kMaxRequestBytes = 4096;
+
+int MillisUntil(TimePoint deadline) {
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SystemClock::Get().Now());
+  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+}
+
+// Moves `n` bytes; waits at most `idle` for each bit of progress.
+Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle) {
+  uint64_t off = 0;
+  while (off < n) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - off, 8u << 20));
+    ssize_t k = send(fd, data + off, chunk, MSG_NOSIGNAL);
+    if (k > 0) {
+      off += static_cast<uint64_t>(k);
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, MillisUntil(SystemClock::Get().Now() + idle)) <= 0) {
+        return Status::TimedOut("the receiver stopped reading");
+      }
+      continue;
+    }
+    return Status::Unavailable(std::string("connection lost while sending: ") +
+                               std::strerror(errno));
+  }
+  return Status();
+}
+
+Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle) {
+  uint64_t off = 0;
+  while (off < n) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - off, 8u << 20));
+    ssize_t k = recv(fd, out + off, chunk, 0);
+    if (k > 0) {
+      off += static_cast<uint64_t>(k);
+      continue;
+    }
+    if (k == 0) {
+      return Status::Unavailable("the sending node closed the connection after " +
+                                 std::to_string(off) + " of " + std::to_string(n) + " bytes");
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, MillisUntil(SystemClock::Get().Now() + idle)) <= 0) {
+        return Status::TimedOut(
+            "no bytes from the sending node for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) + " s");
+      }
+      continue;
+    }
+    return Status::Unavailable(std::string("connection lost while receiving: ") +
+                               std::strerror(errno));
+  }
+  return Status();
+}
+
+void Reply(int fd, const Status& st, uint64_t size) {
+  capnp::MallocMessageBuilder m;
+  auto r = m.initRoot<proto::TransferReply>();
+  r.setCode(static_cast<uint16_t>(st.code()));
+  r.setMessage(st.message());
+  r.setSize(size);
+  Status ignored = WriteFrame(fd, m, SystemClock::Get().Now() + std::chrono::seconds(10));
+  (void)ignored;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectTransferServer>> ObjectTransferServer::Start(
+    ObjectStore* store, const std::string& bind_host, uint16_t port, const std::string& token) {
+  if (token.empty())
+    return Status::InvalidArgument("the object transfer server needs the cluster token");
+  std::unique_ptr<ObjectTransferServer> s(new ObjectTransferServer());
+  s->store_ = store;
+  s->token_ = token;
+  CUMULUS_ASSIGN_OR_RETURN(s->listen_fd_, ListenTcp(bind_host, port, &s->port_));
+  if (pipe2(s->wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    close(s->listen_fd_);
+    return Status::Unavailable(std::string("pipe: ") + std::strerror(errno));
+  }
+  s->accept_thread_ = std::thread([p = s.get()] { p->AcceptLoop(); });
+  return s;
+}
+
+ObjectTransferServer::~ObjectTransferServer() {
+  stopping_ = true;
+  char c = 'x';
+  ssize_t ignored = write(wake_[1], &c, 1);
+  (void)ignored;
+  if (accept_thread_.joinable()) accept_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : conn_fds_) shutdown(fd, SHUT_RDWR);  // ends transfers in flight
+  }
+  for (auto& t : conn_threads_) {
+    if (t.joinable()) t.join();
+  }
+  close(listen_fd_);
+  close(wake_[0]);
+  close(wake_[1]);
+}
+
+void ObjectTransferServer::AcceptLoop() {
+  while (!stopping_) {
+    pollfd fds[2] = {{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[0].revents) return;
+    if (!(fds[1].revents & POLLIN)) continue;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    // Reap finished connections (their fd slot is -1).
+    for (size_t i = 0; i < conn_threads_.size();) {
+      if (conn_fds_[i] < 0) {
+        conn_threads_[i].join();
+        conn_threads_.erase(conn_threads_.begin() + static_cast<long>(i));
+        conn_fds_.erase(conn_fds_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (conn_fds_.size() >= kMaxConnections) {
+      close(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    conn_fds_.push_back(fd);
+    conn_threads_.emplace_back([this, fd] { Serve(fd); });
+  }
+}
+
+void ObjectTransferServer::Serve(int fd) {
+  FrameDecoder decoder(kMaxRequestBytes);
+  bool authed = false;
+  ClientId client = next_client_++;
+  while (!stopping_) {
+    // Unauthenticated peers get 5 s to say hello; authenticated ones may idle for a while.
+    auto deadline =
+        SystemClock::Get().Now() + (authed ? std::chrono::seconds(300) : std::chrono::seconds(5));
+    auto words = ReadFrame(fd, decoder, deadline);
+    if (!words.ok()) break;
+    try {
+      capnp::ReaderOptions limits;
+      limits.traversalLimitInWords = words->size() + 64;
+      capnp::FlatArrayMessageReader reader(*words, limits);
+      auto req = reader.getRoot<proto::TransferRequest>();
+      if (!authed) {
+        if (req.which() != proto::TransferRequest::HELLO || !TokensEqual(req.getHello(), token_)) {
+          Reply(fd, Status::Unauthenticated("the cluster token is wrong or missing"), 0);
+          break;
+        }
+        authed = true;
+        Reply(fd, Status(), 0);
+        continue;
+      }
+      if (req.which() != proto::TransferRequest::PULL) {
+        Reply(fd, Status::InvalidArgument("unknown transfer request"), 0);
+        break;
+      }
+      auto id = store_protocol::ParseObjectId(req.getPull());
+      if (!id.ok()) {
+        Reply(fd, id.status(), 0);
+        continue;
+      }
+      auto view = store_->Pin(*id, client);  // held until the bytes are sent
+      if (!view.ok()) {
+        Reply(fd, view.status(), 0);
+        continue;
+      }
+      Reply(fd, Status(), view->size);
+      Status st = SendAll(fd, view->data, view->size, std::chrono::seconds(30));
+      Status ignored = store_->Unpin(*id, client);
+      (void)ignored;
+      if (!st.ok()) break;
+      bytes_sent_ += view->size;
+    } catch (const kj::Exception& e) {
+      Reply(fd,
+            Status::InvalidArgument(std::string("malformed transfer request: ") +
+                                    e.getDescription().cStr()),
+            0);
+      break;
+    }
+  }
+  store_->ReleaseClient(client);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int& f : conn_fds_) {
+    if (f == fd) f = -1;
+  }
+  close(fd);
+}
+
+namespace {
+// Reads one reply frame; returns its status, and the size it announces.
+Status ReadReply(int fd, FrameDecoder& decoder, Duration timeout, uint64_t* size) {
+  CUMULUS_ASSIGN_OR_RETURN(auto words, ReadFrame(fd, decoder, SystemClock::Get().Now() + timeout));
+  try {
+    capnp::FlatArrayMessageReader reader(words);
+    auto r = reader.getRoot<proto::TransferReply>();
+    if (size) *size = r.getSize();
+    return Status(static_cast<StatusCode>(r.getCode()), r.getMessage().cStr());
+  } catch (const kj::Exception& e) {
+    return Status::Internal(std::string("malformed transfer reply: ") + e.getDescription().cStr());
+  }
+}
+}  // namespace
+
+Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
+                  const PullTarget& target, const PullOptions& options) {
+  std::string where = "pulling object " + id.Hex() + " from " + from.ToString();
+  auto fd = ConnectTcp(from, options.connect_timeout);
+  if (!fd.ok()) return fd.status().WithContext(where);
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{*fd};
+  FrameDecoder decoder(64u << 10);
+  TimePoint deadline = SystemClock::Get().Now() + options.connect_timeout;
+  {
+    capnp::MallocMessageBuilder m;
+    m.initRoot<proto::TransferRequest>().setHello(token);
+    CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, m, deadline).WithContext(where));
+    CUMULUS_RETURN_IF_ERROR(
+        ReadReply(*fd, decoder, options.connect_timeout, nullptr).WithContext(where));
+  }
+  {
+    capnp::MallocMessageBuilder m;
+    m.initRoot<proto::TransferRequest>().setPull(store_protocol::IdBytes(id));
+    CUMULUS_RETURN_IF_ERROR(
+        WriteFrame(*fd, m, SystemClock::Get().Now() + options.idle_timeout).WithContext(where));
+  }
+  uint64_t size = 0;
+  CUMULUS_RETURN_IF_ERROR(ReadReply(*fd, decoder, options.idle_timeout, &size).WithContext(where));
+  CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buf, target.create(id, size));
+  // Bytes that arrived with the reply frame, then the rest straight into shared memory.
+  size_t early = decoder.Take(reinterpret_cast<char*>(buf.data), size);
+  Status st = RecvAll(*fd, buf.data + early, size - early, options.idle_timeout);
+  if (st.ok()) st = target.seal(id);
+  if (!st.ok()) {
+    Status ignored = target.abort(id);
+    (void)ignored;
+    return st.WithContext(where);
+  }
+  return Status();
+}
+
+}  // namespace cumulus

@@ -1,0 +1,81 @@
+// The bulk byte channel that moves objects between nodes: a Get on one node pulls an object that
+// lives in another node's store over TCP, straight from the sender's shared memory into the
+// receiver's (no copy in user space on either side, no control-plane messages in the way).
+//
+// Each node runs an ObjectTransferServer on its --bind address. Connections must authenticate with
+// the cluster token first. A pull pins the object while its bytes stream, so it cannot be evicted
+// or freed mid-transfer; spilled objects are restored first.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/net/tcp.h"
+#include "runtime/object_store/object_store.h"
+
+namespace cumulus {
+
+class ObjectTransferServer {
+ public:
+  // Serves `store` (which must outlive the server) on bind_host:port (0 picks a port).
+  static Result<std::unique_ptr<ObjectTransferServer>> Start(ObjectStore* store,
+                                                             const std::string& bind_host,
+                                                             uint16_t port,
+                                                             const std::string& token);
+  ~ObjectTransferServer();  // stops accepting and ends every transfer in flight
+
+  uint16_t port() const { return port_; }
+  uint64_t bytes_sent() const { return bytes_sent_.load(); }
+
+ private:
+  ObjectTransferServer() = default;
+  void AcceptLoop();
+  void Serve(int fd);
+
+  ObjectStore* store_ = nullptr;
+  std::string token_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> next_client_{1ull << 40};  // pins are held under these client ids
+  std::mutex mu_;
+  std::vector<int> conn_fds_;
+  std::vector<std::thread> conn_threads_;
+  std::atomic<bool> stopping_{false};
+  std::thread accept_thread_;
+};
+
+// Where a pulled object goes: anything with the store's Create/Seal/Abort (ObjectStore on the node
+// itself, StoreClient from another local process).
+struct PullTarget {
+  std::function<Result<MutableBuffer>(const ObjectId&, uint64_t)> create;
+  std::function<Status(const ObjectId&)> seal;
+  std::function<Status(const ObjectId&)> abort;
+};
+template <typename Store>
+PullTarget PullInto(Store& store) {
+  return PullTarget{[&store](const ObjectId& id, uint64_t size) { return store.Create(id, size); },
+                    [&store](const ObjectId& id) { return store.Seal(id); },
+                    [&store](const ObjectId& id) { return store.Abort(id); }};
+}
+
+struct PullOptions {
+  Duration connect_timeout = std::chrono::seconds(5);
+  Duration idle_timeout = std::chrono::seconds(30);  // no byte for this long: TimedOut
+};
+
+// Copies object `id` from the node serving at `from` into `target`. On any failure the partial
+// object is aborted: the target never holds a sealed, incomplete object.
+Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
+                  const PullTarget& target, const PullOptions& options = {});
+
+}  // namespace cumulus

@@ -1,0 +1,143 @@
+// ClusterTest: a fixture that starts real `cumulus` head and node processes on loopback (with
+// --block, so the test owns them) and talks to them as a client would.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/base/subprocess.h"
+#include "runtime/base/temp_dir.h"
+#include "runtime/head/control_client.h"
+#include "runtime/head/head_server.h"
+
+namespace cumulus {
+
+using namespace std::chrono_literals;
+
+inline const std::string kCumulus = std::string(CUMULUS_BIN_DIR) + "/cumulus";
+
+inline std::string Field(const std::string& line, const std::string& key) {
+  size_t at = line.find(key + "=");
+  if (at == std::string::npos) return "";
+  at += key.size() + 1;
+  return line.substr(at, line.find(' ', at) - at);
+}
+
+inline int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CUMULUS_STATE_DIR", (dir_.path() + "/state").c_str(), 1);
+    unsetenv("CUMULUS_ADDRESS");
+    unsetenv("CUMULUS_TOKEN");
+  }
+
+  std::unique_ptr<Subprocess> StartHead(const std::vector<std::string>& extra, int port = 0) {
+    std::vector<std::string> argv = {kCumulus,
+                                     "start",
+                                     "--head",
+                                     "--block",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--data-dir",
+                                     dir_.path() + "/head",
+                                     "--object-store-memory",
+                                     "64M"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<Subprocess>(argv);
+    auto ready = p->WaitForLine("cumulus head ready", 30s);
+    EXPECT_TRUE(ready) << "the head did not become ready";
+    if (ready) {
+      address_ = Field(*ready, "address");
+      token_file_ = Field(*ready, "token_file");
+      token_ = *LoadToken(token_file_);
+    }
+    return p;
+  }
+
+  std::unique_ptr<Subprocess> StartNode(const std::string& name,
+                                        const std::vector<std::string>& extra, std::string* node_id,
+                                        std::string* ready_line = nullptr) {
+    std::vector<std::string> argv = {kCumulus,
+                                     "start",
+                                     "--address",
+                                     address_,
+                                     "--token-file",
+                                     token_file_,
+                                     "--block",
+                                     "--data-dir",
+                                     dir_.path() + "/" + name,
+                                     "--object-store-memory",
+                                     "32M"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<Subprocess>(argv);
+    auto ready = p->WaitForLine("cumulus node ready", 30s);
+    EXPECT_TRUE(ready) << "node " << name << " did not become ready";
+    if (ready && node_id) *node_id = Field(*ready, "node_id");
+    if (ready && ready_line) *ready_line = *ready;
+    return p;
+  }
+
+  std::unique_ptr<ControlClient> Client() {
+    auto c = ControlClient::Connect(*ParseHostPort(address_), token_);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  ClusterView View() {
+    auto c = Client();
+    if (!c) return {};
+    auto v = c->GetClusterStatus();
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *v : ClusterView{};
+  }
+
+  const NodeRecord* Find(const ClusterView& v, const std::string& hex) {
+    for (auto& n : v.nodes) {
+      if (n.id.Hex() == hex) return &n;
+    }
+    return nullptr;
+  }
+
+  // Waits until node `hex` is in `state`; returns how long that took, or nullopt.
+  std::optional<std::chrono::milliseconds> WaitForState(const std::string& hex, NodeState state,
+                                                        std::chrono::milliseconds timeout) {
+    auto start = std::chrono::steady_clock::now();
+    bool ok = WaitUntil(
+        [&] {
+          ClusterView v = View();
+          const NodeRecord* n = Find(v, hex);
+          return n && n->state == state;
+        },
+        timeout);
+    if (!ok) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  }
+
+  // Runs the cumulus command line; returns its exit status and fills its output.
+  int Cli(const std::vector<std::string>& args, std::string* output) {
+    std::vector<std::string> argv = {kCumulus};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Subprocess p(argv, /*merge_stderr=*/true);
+    *output = p.ReadAll(30s);
+    auto st = p.Wait(30s);
+    return st && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  }
+
+  TempDir dir_;
+  std::string address_, token_file_, token_;
+};
+
+}  // namespace cumulus
