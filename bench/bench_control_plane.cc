@@ -48,13 +48,6 @@ void Die(const std::string& what) {
   std::exit(1);
 }
 
-std::string SelfDir() {
-  char self[4096] = {0};
-  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return ".";
-  std::string s(self);
-  return s.substr(0, s.rfind('/'));
-}
-
 // CPU seconds (user + system) the process has used.
 double CpuSeconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -134,7 +127,7 @@ struct RunResult {
 RunResult RunOne(int n, double window_s) {
   TempDir dir("bench-cp");
   setenv("CUMULUS_STATE_DIR", (dir.path() + "/state").c_str(), 1);
-  Subprocess head({SelfDir() + "/cumulus", "start", "--head", "--block", "--port", "0",
+  Subprocess head({ExecutableDir() + "/cumulus", "start", "--head", "--block", "--port", "0",
                    "--data-dir", dir.path() + "/head", "--object-store-memory", "16M",
                    "--resources", "CPU=1"});
   g_head = &head;

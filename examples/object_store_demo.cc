@@ -23,13 +23,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string SelfDir() {
-  char self[4096] = {0};
-  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return ".";
-  std::string s(self);
-  return s.substr(0, s.rfind('/'));
-}
-
 std::vector<uint8_t> Content(int i, size_t size) {
   std::vector<uint8_t> v(size);
   uint64_t x = 0x9E3779B97F4A7C15ull * (i + 1);
@@ -73,8 +66,9 @@ int Reader(const std::string& socket, int argc, char** argv) {
 }
 
 std::unique_ptr<Subprocess> StartStore(const std::string& dir) {
-  auto p = std::make_unique<Subprocess>(std::vector<std::string>{
-      SelfDir() + "/cumulus", "object-store", "serve", "--dir", dir + "/store", "--memory", "64M"});
+  auto p = std::make_unique<Subprocess>(
+      std::vector<std::string>{ExecutableDir() + "/cumulus", "object-store", "serve", "--dir",
+                               dir + "/store", "--memory", "64M"});
   auto ready = p->WaitForLine("object store ready", 20s);
   if (!ready) return nullptr;
   std::printf("  %s\n", ready->c_str());
@@ -98,7 +92,8 @@ int main(int argc, char** argv) {
   const int kObjects = 40;
   const size_t kSize = 4 << 20;
   std::printf("2. writing %d objects of 4 MiB (%d MiB in all)\n", kObjects, kObjects * 4);
-  std::vector<std::string> reader_args = {SelfDir() + "/object_store_demo", "--reader", socket};
+  std::vector<std::string> reader_args = {ExecutableDir() + "/object_store_demo", "--reader",
+                                          socket};
   for (int i = 0; i < kObjects; ++i) {
     ObjectId id = ObjectId::FromPut(TaskId::ForDriver(JobId::FromInt(1)), i + 1);
     auto data = Content(i, kSize);

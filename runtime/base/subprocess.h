@@ -50,7 +50,7 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
 
   pid_t pid() const { return pid_; }
-    // True while the process has not exited (checks now, without waiting).
+  // True while the process has not exited (checks now, without waiting).
   bool running() {
     if (pid_ <= 0 || exit_status_) return false;
     int status = 0;
@@ -131,6 +131,14 @@ class Subprocess {
   std::string buffered_;
   std::optional<int> exit_status_;
 };
+
+// The directory of the running executable (build/bin for our programs).
+inline std::string ExecutableDir() {
+  char self[4096] = {0};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return ".";
+  std::string s(self);
+  return s.substr(0, s.rfind('/'));
+}
 
 // Calls `condition` until it returns true or `timeout` passes; returns its last value.
 template <typename F>

@@ -55,20 +55,25 @@ Status EnsurePrivateDir(const std::string& dir) {
     return Status::InvalidArgument("cannot create " + dir + ": " + std::strerror(errno));
   }
   struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) return Status::InvalidArgument("cannot inspect " + dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(dir + " is not a directory (a symlink or a file?)");
+  if (lstat(dir.c_str(), &st) != 0)
+    return Status::InvalidArgument("cannot inspect " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return Status::InvalidArgument(dir + " is not a directory (a symlink or a file?)");
   if (st.st_uid != getuid()) {
-    return Status::InvalidArgument(dir + " belongs to another user; it could hold planted credentials. "
+    return Status::InvalidArgument(dir +
+                                   " belongs to another user; it could hold planted credentials. "
                                    "Choose another directory");
   }
   if ((st.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
-    return Status::InvalidArgument("cannot make " + dir + " private (chmod 700): " + std::strerror(errno));
+    return Status::InvalidArgument("cannot make " + dir +
+                                   " private (chmod 700): " + std::strerror(errno));
   }
   return Status();
 }
 
 Status EnsureStateDir() {
-  CUMULUS_RETURN_IF_ERROR(EnsurePrivateDir(StateDir()).WithContext("state dir (set CUMULUS_STATE_DIR to move it)"));
+  CUMULUS_RETURN_IF_ERROR(
+      EnsurePrivateDir(StateDir()).WithContext("state dir (set CUMULUS_STATE_DIR to move it)"));
   return EnsurePrivateDir(StateDir() + "/pids");
 }
 

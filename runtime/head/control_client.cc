@@ -21,10 +21,11 @@ class ControlClient::Call {
   proto::ControlRequest::Builder request() { return request_; }
 
   Status Run(const std::function<Status(proto::ControlReply::Reader)>& on_reply) {
-        TimePoint deadline = SystemClock::Get().Now() + timeout_;
+    TimePoint deadline = SystemClock::Get().Now() + timeout_;
     std::string where = "the head at " + c_->head_.ToString();
     if (c_->broken_) {
-      return Status::Unavailable("the connection to " + where + " broke in an earlier call; reconnect");
+      return Status::Unavailable("the connection to " + where +
+                                 " broke in an earlier call; reconnect");
     }
     Status sent = WriteFrame(c_->fd_, message_, deadline);
     if (!sent.ok()) {

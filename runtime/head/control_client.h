@@ -65,7 +65,7 @@ class ControlClient {
   HostPort head_;
   ControlClientOptions options_;
   FrameDecoder decoder_{64u << 20};
-    std::mutex mu_;
+  std::mutex mu_;
   uint64_t next_request_ = 1;
   bool broken_ = false;  // a write or read failed midway: the stream is no longer in sync
 };

@@ -4,9 +4,12 @@ namespace cumulus {
 
 const char* NodeStateName(NodeState state) {
   switch (state) {
-    case NodeState::kAlive: return "ALIVE";
-    case NodeState::kDead: return "DEAD";
-    case NodeState::kRecovering: return "RECOVERING";
+    case NodeState::kAlive:
+      return "ALIVE";
+    case NodeState::kDead:
+      return "DEAD";
+    case NodeState::kRecovering:
+      return "RECOVERING";
   }
   return "?";
 }

@@ -73,7 +73,7 @@ TEST_F(MembershipTest, ADeadNodeMustRejoinWithANewId) {
 TEST_F(MembershipTest, RecoveredNodesGetAFullTimeoutToReconnect) {
   NodeRecord alive = NewNode(), dead = NewNode();
   dead.state = NodeState::kDead;
-    m_.Recover(alive);
+  m_.Recover(alive);
   m_.Recover(dead);
   EXPECT_EQ(m_.alive_count(), 0u) << "not alive until it is heard from";
   EXPECT_EQ(m_.Find(alive.id)->state, NodeState::kRecovering);

@@ -1,5 +1,7 @@
 #include "runtime/net/frame.h"
 
+#include "runtime/net/tcp.h"
+
 #include <capnp/serialize.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -71,24 +73,9 @@ size_t FrameDecoder::Take(char* out, size_t n) {
 
 Status WriteFrame(int fd, capnp::MessageBuilder& message, TimePoint deadline) {
   std::string frame = EncodeFrame(message);
-  size_t off = 0;
-  while (off < frame.size()) {
-    ssize_t n = send(fd, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      int ms = MillisUntil(deadline);
-      if (ms == 0 || poll(&p, 1, ms) == 0) return Status::TimedOut("sending a request timed out");
-      continue;
-    }
-    return Status::Unavailable(std::string("connection lost while sending: ") +
-                               std::strerror(errno));
-  }
-  return Status();
+  Duration left = deadline - SystemClock::Get().Now();
+  return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
+                 std::max<Duration>(left, std::chrono::milliseconds(1)));
 }
 
 Result<kj::Array<capnp::word>> ReadFrame(int fd, FrameDecoder& decoder, TimePoint deadline) {

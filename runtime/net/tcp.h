@@ -27,6 +27,11 @@ Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* act
 // Connects within `timeout`. Unavailable (refused, unreachable) or TimedOut, naming the address.
 Result<int> ConnectTcp(const HostPort& address, Duration timeout);
 
+// Sends / receives exactly `n` bytes on a (non-blocking) socket, waiting at most `idle` for each
+// bit of progress: TimedOut when the peer stalls, Unavailable when the connection breaks.
+Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle);
+Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle);
+
 // The numeric address of the local end of a connected socket ("127.0.0.1").
 std::string LocalAddressOf(int fd);
 // The numeric address of the remote end of a connected socket.

@@ -26,65 +26,6 @@ namespace {
 constexpr size_t kMaxConnections = 64;
 constexpr uint32_t kMaxRequestBytes = 4096;
 
-int MillisUntil(TimePoint deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SystemClock::Get().Now());
-  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
-}
-
-// Moves `n` bytes; waits at most `idle` for each bit of progress.
-Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle) {
-  uint64_t off = 0;
-  while (off < n) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - off, 8u << 20));
-    ssize_t k = send(fd, data + off, chunk, MSG_NOSIGNAL);
-    if (k > 0) {
-      off += static_cast<uint64_t>(k);
-      continue;
-    }
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      if (poll(&p, 1, MillisUntil(SystemClock::Get().Now() + idle)) <= 0) {
-        return Status::TimedOut("the receiver stopped reading");
-      }
-      continue;
-    }
-    return Status::Unavailable(std::string("connection lost while sending: ") +
-                               std::strerror(errno));
-  }
-  return Status();
-}
-
-Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle) {
-  uint64_t off = 0;
-  while (off < n) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - off, 8u << 20));
-    ssize_t k = recv(fd, out + off, chunk, 0);
-    if (k > 0) {
-      off += static_cast<uint64_t>(k);
-      continue;
-    }
-    if (k == 0) {
-      return Status::Unavailable("the sending node closed the connection after " +
-                                 std::to_string(off) + " of " + std::to_string(n) + " bytes");
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, MillisUntil(SystemClock::Get().Now() + idle)) <= 0) {
-        return Status::TimedOut(
-            "no bytes from the sending node for " +
-            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) + " s");
-      }
-      continue;
-    }
-    return Status::Unavailable(std::string("connection lost while receiving: ") +
-                               std::strerror(errno));
-  }
-  return Status();
-}
-
 void Reply(int fd, const Status& st, uint64_t size) {
   capnp::MallocMessageBuilder m;
   auto r = m.initRoot<proto::TransferReply>();
