@@ -41,12 +41,17 @@ Result<std::vector<uint32_t>> GpuAssignment::Acquire(int64_t units) {
   return std::vector<uint32_t>{id};
 }
 
-void GpuAssignment::Release(const std::vector<uint32_t>& ids, int64_t units) {
+Status GpuAssignment::Release(const std::vector<uint32_t>& ids, int64_t units) {
   int64_t each = ids.size() > 1 ? ResourceSet::kUnit : units;
   for (uint32_t id : ids) {
     auto it = free_.find(id);
-    if (it != free_.end()) it->second = std::min<int64_t>(ResourceSet::kUnit, it->second + each);
+    if (it == free_.end() || it->second + each > ResourceSet::kUnit) {
+      return Status::InvalidArgument("releasing more of GPU " + std::to_string(id) +
+                                     " than is held");
+    }
   }
+  for (uint32_t id : ids) free_[id] += each;
+  return Status();
 }
 
 int64_t GpuAssignment::free_units() const {

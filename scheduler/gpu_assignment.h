@@ -22,8 +22,9 @@ class GpuAssignment {
   // given out. InvalidArgument for a request over 1 GPU that is not whole; ResourceExhausted if
   // it does not fit now.
   Result<std::vector<uint32_t>> Acquire(int64_t units);
-  // Gives back what Acquire(units) returned.
-  void Release(const std::vector<uint32_t>& ids, int64_t units);
+  // Gives back what Acquire(units) returned. InvalidArgument (and nothing changes) if that is more
+  // than is held on those devices: a double or mismatched release must not free someone else's GPU.
+  Status Release(const std::vector<uint32_t>& ids, int64_t units);
 
   int64_t free_units() const;
   // "0,2"

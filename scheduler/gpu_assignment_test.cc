@@ -20,7 +20,9 @@ TEST(GpuAssignmentTest, WholeGpusAreExclusiveAndDisjoint) {
   EXPECT_EQ(all.size(), 4u) << "every actor sees its own GPUs";
   EXPECT_EQ(g.Acquire(kGpu).status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(GpuAssignment::VisibleDevices(*a), "0,1");
-  g.Release(*a, 2 * kGpu);
+  ASSERT_TRUE(g.Release(*a, 2 * kGpu).ok());
+  EXPECT_EQ(g.free_units(), 2 * kGpu);
+  EXPECT_EQ(g.Release(*a, 2 * kGpu).code(), StatusCode::kInvalidArgument) << "a double release";
   EXPECT_EQ(g.free_units(), 2 * kGpu);
 }
 
@@ -34,7 +36,7 @@ TEST(GpuAssignmentTest, FractionsShareADeviceAndLeaveWholeOnesFree) {
   ASSERT_TRUE(whole.ok());
   EXPECT_NE(*whole, *q1);
   EXPECT_EQ(g.Acquire(kGpu / 10).status().code(), StatusCode::kResourceExhausted);
-  g.Release(*half, kGpu / 2);
+  ASSERT_TRUE(g.Release(*half, kGpu / 2).ok());
   EXPECT_TRUE(g.Acquire(kGpu / 2).ok());
   EXPECT_EQ(g.Acquire(3 * kGpu / 2).status().code(), StatusCode::kInvalidArgument);
 }
@@ -61,7 +63,7 @@ TEST(GpuAssignmentTest, RandomAcquireReleaseNeverOversubscribes) {
       size_t k = rng() % held.size();
       int64_t each = held[k].first.size() > 1 ? kGpu : held[k].second;
       for (uint32_t id : held[k].first) used[id] -= each;
-      g.Release(held[k].first, held[k].second);
+      ASSERT_TRUE(g.Release(held[k].first, held[k].second).ok());
       held.erase(held.begin() + static_cast<long>(k));
     }
   }

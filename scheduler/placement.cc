@@ -198,14 +198,21 @@ std::vector<NodeId> AssignBundles(std::vector<NodeView> nodes,
     }
     if (strategy == GroupStrategy::kStrictPack) return {};
   }
-  // Largest bundles first, each on a node chosen by the strategy.
+  // Largest bundles first (by their largest share of the biggest node's total), each on a node
+  // chosen by the strategy.
+  auto share = [&](const ResourceSet& bundle) {
+    double worst = 0;
+    for (auto& [name, units] : bundle.units()) {
+      int64_t biggest = 0;
+      for (auto& n : nodes) biggest = std::max(biggest, n.total.GetUnits(name));
+      worst = std::max(worst, biggest > 0 ? static_cast<double>(units) / biggest : 1e9);
+    }
+    return worst;
+  };
   std::vector<size_t> order(bundles.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return bundles[a].units().size() != bundles[b].units().size()
-               ? bundles[a].units().size() > bundles[b].units().size()
-               : bundles[a].ToString() > bundles[b].ToString();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return share(bundles[a]) > share(bundles[b]); });
   std::map<NodeId, int> used;
   for (size_t i : order) {
     NodeView* best = nullptr;
@@ -282,12 +289,28 @@ PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
     return d;
   }
   std::string what = std::to_string(bundles.size()) + " bundle(s) " + GroupStrategyName(strategy);
-  if (AssignBundles(ever, bundles, strategy).empty()) {
-    d.reason = "no node can ever hold " + what +
-               (strategy == GroupStrategy::kStrictSpread && bundles.size() > ever.size()
-                    ? ": it needs " + std::to_string(bundles.size()) +
-                          " distinct nodes, the cluster has " + std::to_string(ever.size())
-                    : ": the matching nodes are too small");
+  // Infeasible only when a necessary condition fails; a greedy packing that misses is not proof.
+  std::string impossible;
+  for (const ResourceSet& b : bundles) {
+    bool fits_somewhere = std::any_of(ever.begin(), ever.end(),
+                                      [&](const NodeView& n) { return n.total.Contains(b); });
+    if (!fits_somewhere) impossible = "no matching node can ever hold a bundle of " + b.ToString();
+  }
+  if (impossible.empty() && strategy == GroupStrategy::kStrictPack) {
+    ResourceSet sum;
+    for (auto& b : bundles) sum.Add(b);
+    if (!std::any_of(ever.begin(), ever.end(),
+                     [&](const NodeView& n) { return n.total.Contains(sum); })) {
+      impossible = "no matching node can ever hold all of " + sum.ToString();
+    }
+  }
+  if (impossible.empty() && strategy == GroupStrategy::kStrictSpread &&
+      bundles.size() > ever.size()) {
+    impossible = "it needs " + std::to_string(bundles.size()) +
+                 " distinct nodes, the cluster has " + std::to_string(ever.size());
+  }
+  if (!impossible.empty()) {
+    d.reason = "no node can ever hold " + what + ": " + impossible;
     return d;
   }
   d.kind = PlacementDecision::kWait;

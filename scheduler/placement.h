@@ -43,7 +43,7 @@ struct LabelSelector {
 Result<LabelSelector> ParseLabelSelector(std::string_view spec);
 
 enum class PlacementStrategy {
-  kDefault,       // local node first; then the node holding most argument bytes; then least loaded
+  kDefault,       // the node holding most argument bytes; else the local node; else least loaded
   kSpread,        // the least loaded node
   kNodeAffinity,  // `affinity_node` (if `affinity_soft`, elsewhere when it cannot run it)
 };

@@ -188,5 +188,87 @@ TEST(PlacementPropertyTest, NeverOvercommitsAndInfeasibleMeansImpossible) {
   }
 }
 
+TEST_F(PlacementTest, UnequalBundlesAreOrderedBySizeNotByText) {
+  ClusterSnapshot c;
+  NodeView a = Node("CPU=10"), b = Node("CPU=9");
+  c.nodes = {a, b};
+  std::vector<ResourceSet> bundles = {*ResourceSet::Parse("CPU=10"), *ResourceSet::Parse("CPU=9")};
+  for (GroupStrategy s :
+       {GroupStrategy::kSpread, GroupStrategy::kStrictSpread, GroupStrategy::kPack}) {
+    auto d = PlaceGroup(c, bundles, s);
+    ASSERT_EQ(d.kind, PlacementDecision::kPlace) << d.reason;
+    EXPECT_EQ(d.bundle_nodes[0], a.id);
+    EXPECT_EQ(d.bundle_nodes[1], b.id);
+  }
+}
+
+// On small clusters, compare with brute force over every assignment of bundles to nodes: a group
+// that some assignment fits (on total resources) is never called infeasible, and a placed group
+// respects its strategy and the free resources.
+TEST(PlacementPropertyTest, GroupsAgreeWithBruteForce) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 3000; ++round) {
+    ClusterSnapshot c;
+    int nodes = 1 + rng() % 3;
+    for (int i = 0; i < nodes; ++i) {
+      NodeView n =
+          Node("CPU=" + std::to_string(1 + rng() % 8) + ",GPU=" + std::to_string(rng() % 3));
+      n.available.SetUnits("CPU", n.total.GetUnits("CPU") * (rng() % 3) / 2);
+      c.nodes.push_back(n);
+    }
+    std::vector<ResourceSet> bundles;
+    int count = 1 + rng() % 3;
+    for (int i = 0; i < count; ++i) {
+      bundles.push_back(*ResourceSet::Parse("CPU=" + std::to_string(1 + rng() % 6) +
+                                            (rng() % 3 ? "" : ",GPU=1")));
+    }
+    auto strategy = static_cast<GroupStrategy>(rng() % 4);
+    // Brute force on totals.
+    bool possible = false;
+    std::vector<int> assign(count, 0);
+    while (true) {
+      std::vector<ResourceSet> room;
+      for (auto& n : c.nodes) room.push_back(n.total);
+      bool ok = true;
+      std::set<int> distinct(assign.begin(), assign.end());
+      if (strategy == GroupStrategy::kStrictPack && distinct.size() > 1) ok = false;
+      if (strategy == GroupStrategy::kStrictSpread && static_cast<int>(distinct.size()) < count)
+        ok = false;
+      for (int i = 0; ok && i < count; ++i) {
+        if (!room[assign[i]].Contains(bundles[i]))
+          ok = false;
+        else
+          room[assign[i]].Subtract(bundles[i]);
+      }
+      possible |= ok;
+      int k = 0;
+      while (k < count && ++assign[k] == nodes) assign[k++] = 0;
+      if (k == count) break;
+    }
+    PlacementDecision d = PlaceGroup(c, bundles, strategy);
+    if (possible) {
+      ASSERT_NE(d.kind, PlacementDecision::kInfeasible) << d.reason;
+    }
+    if (d.kind == PlacementDecision::kPlace) {
+      ASSERT_EQ(d.bundle_nodes.size(), bundles.size());
+      std::map<NodeId, ResourceSet> free;
+      for (auto& n : c.nodes) free[n.id] = n.available;
+      for (size_t i = 0; i < bundles.size(); ++i) {
+        ASSERT_TRUE(free[d.bundle_nodes[i]].Contains(bundles[i])) << "overcommitted";
+        free[d.bundle_nodes[i]].Subtract(bundles[i]);
+      }
+      std::set<NodeId> used(d.bundle_nodes.begin(), d.bundle_nodes.end());
+      if (strategy == GroupStrategy::kStrictPack) {
+        EXPECT_EQ(used.size(), 1u);
+      }
+      if (strategy == GroupStrategy::kStrictSpread) {
+        EXPECT_EQ(used.size(), bundles.size());
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cumulus

@@ -65,6 +65,28 @@ TEST(SerializationTest, WrongTypeTruncatedOrTrailingBytesAreClearErrors) {
   std::memcpy(bomb.data() + 8, &huge, 8);
   EXPECT_FALSE(Deserialize<std::string>(bomb).ok());
   EXPECT_FALSE(Deserialize<std::string>("").ok());
+
+  // A vector of big elements with a forged count: fails on the bytes, allocates nothing like 8 GB.
+  using Big = std::vector<std::array<double, 1024>>;
+  std::string forged = Serialize(Big(1));
+  uint64_t million = 1'000'000;
+  std::memcpy(forged.data() + 8, &million, 8);
+  forged.append(1 << 20, '\0');
+  EXPECT_FALSE(Deserialize<Big>(forged).ok());
+  std::string doubles = Serialize(std::vector<double>(4, 1.0));
+  uint64_t too_many = 1ull << 40;
+  std::memcpy(doubles.data() + 8, &too_many, 8);
+  EXPECT_FALSE(Deserialize<std::vector<double>>(doubles).ok());
+}
+
+TEST(SerializationTest, BoolsAreStrict) {
+  EXPECT_EQ(*Deserialize<std::vector<bool>>(Serialize(std::vector<bool>{true, false, true})),
+            (std::vector<bool>{true, false, true}));
+  std::string b = Serialize(true);
+  b.back() = 7;
+  auto bad = Deserialize<bool>(b);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("a bool byte is 7"), std::string::npos) << bad.status();
 }
 
 }  // namespace

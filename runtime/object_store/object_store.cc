@@ -121,6 +121,7 @@ Result<MutableBuffer> ObjectStore::Create(const ObjectId& id, uint64_t size, boo
   e.offset = offset;
   e.creator = client;
   objects_.emplace(id, e);
+  client_creating_[client].insert(id);
   return MutableBuffer{region_->data() + offset, size, offset};
 }
 
@@ -177,8 +178,16 @@ void ObjectStore::TouchLocked(const ObjectId& id, Entry& e) {
   e.in_lru = true;
 }
 
+void ObjectStore::ForgetCreatingLocked(const ObjectId& id, ClientId creator) {
+  auto c = client_creating_.find(creator);
+  if (c == client_creating_.end()) return;
+  c->second.erase(id);
+  if (c->second.empty()) client_creating_.erase(c);
+}
+
 void ObjectStore::FreeLocked(std::unordered_map<ObjectId, Entry>::iterator it) {
   Entry& e = it->second;
+  if (!e.sealed) ForgetCreatingLocked(it->first, e.creator);
   if (e.in_lru) lru_.erase(e.lru);
   if (e.in_memory) allocator_.Free(e.offset, e.size);
   if (e.on_disk) {
@@ -207,6 +216,7 @@ Status ObjectStore::Seal(const ObjectId& id, ClientId client) {
     e.on_disk = true;
   }
   e.sealed = true;
+  ForgetCreatingLocked(id, e.creator);
   if (e.pins == 0) TouchLocked(id, e);
   return Status();
 }
@@ -324,10 +334,14 @@ void ObjectStore::ReleaseClient(ClientId client) {
       }
     }
   }
-  for (auto it = objects_.begin(); it != objects_.end();) {
-    auto next = std::next(it);
-    if (!it->second.sealed && it->second.creator == client) FreeLocked(it);
-    it = next;
+  auto creating = client_creating_.find(client);
+  if (creating != client_creating_.end()) {
+    std::vector<ObjectId> unsealed(creating->second.begin(), creating->second.end());
+    for (const ObjectId& id : unsealed) {
+      auto it = objects_.find(id);
+      if (it != objects_.end() && !it->second.sealed) FreeLocked(it);
+    }
+    client_creating_.erase(client);
   }
 }
 

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
@@ -183,6 +184,7 @@ class ObjectStore {
   Result<uint64_t> AllocateLocked(const ObjectId& for_id, uint64_t size);
   Status SpillLocked(const ObjectId& id, Entry& e);
   void FreeLocked(std::unordered_map<ObjectId, Entry>::iterator it);
+  void ForgetCreatingLocked(const ObjectId& id, ClientId creator);
   void TouchLocked(const ObjectId& id, Entry& e);
   void PinLocked(const ObjectId& id, Entry& e, ClientId client);
   Status UnpinLocked(const ObjectId& id, ClientId client);
@@ -197,6 +199,8 @@ class ObjectStore {
   std::unordered_map<ObjectId, Entry> objects_;
   std::list<ObjectId> lru_;  // front: least recently used
   std::unordered_map<ClientId, std::unordered_map<ObjectId, int>> client_pins_;
+  std::unordered_map<ClientId, std::unordered_set<ObjectId>>
+      client_creating_;  // unsealed, by creator
   ObjectStoreStats counters_;
 };
 

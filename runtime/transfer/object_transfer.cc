@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "runtime/base/logging.h"
 #include "runtime/head/head_server.h"
@@ -24,16 +25,17 @@ namespace cumulus {
 namespace {
 
 constexpr size_t kMaxConnections = 64;
+constexpr int kMaxUnauthenticated = 16;  // of those, still owing their hello
+constexpr uint64_t kSendChunk = 64u << 20;
 constexpr uint32_t kMaxRequestBytes = 4096;
 
-void Reply(int fd, const Status& st, uint64_t size) {
+Status Reply(int fd, const Status& st, uint64_t size) {
   capnp::MallocMessageBuilder m;
   auto r = m.initRoot<proto::TransferReply>();
   r.setCode(static_cast<uint16_t>(st.code()));
   r.setMessage(st.message());
   r.setSize(size);
-  Status ignored = WriteFrame(fd, m, SystemClock::Get().Now() + std::chrono::seconds(10));
-  (void)ignored;
+  return WriteFrame(fd, m, SystemClock::Get().Now() + std::chrono::seconds(10));
 }
 
 }  // namespace
@@ -47,8 +49,8 @@ Result<std::unique_ptr<ObjectTransferServer>> ObjectTransferServer::Start(
   s->token_ = token;
   CUMULUS_ASSIGN_OR_RETURN(s->listen_fd_, ListenTcp(bind_host, port, &s->port_));
   if (pipe2(s->wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    close(s->listen_fd_);
-    return Status::Unavailable(std::string("pipe: ") + std::strerror(errno));
+    return Status::Unavailable(std::string("pipe: ") +
+                               std::strerror(errno));  // ~ closes listen_fd_
   }
   s->accept_thread_ = std::thread([p = s.get()] { p->AcceptLoop(); });
   return s;
@@ -57,8 +59,10 @@ Result<std::unique_ptr<ObjectTransferServer>> ObjectTransferServer::Start(
 ObjectTransferServer::~ObjectTransferServer() {
   stopping_ = true;
   char c = 'x';
-  ssize_t ignored = write(wake_[1], &c, 1);
-  (void)ignored;
+  if (wake_[1] >= 0) {
+    ssize_t ignored = write(wake_[1], &c, 1);
+    (void)ignored;
+  }
   if (accept_thread_.joinable()) accept_thread_.join();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -67,19 +71,30 @@ ObjectTransferServer::~ObjectTransferServer() {
   for (auto& t : conn_threads_) {
     if (t.joinable()) t.join();
   }
-  close(listen_fd_);
-  close(wake_[0]);
-  close(wake_[1]);
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_[0] >= 0) close(wake_[0]);
+  if (wake_[1] >= 0) close(wake_[1]);
 }
 
 void ObjectTransferServer::AcceptLoop() {
   while (!stopping_) {
     pollfd fds[2] = {{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) {
+      CUMULUS_LOG(ERROR) << "object transfer server: poll failed (" << std::strerror(errno)
+                         << "); no longer accepting pulls";
+      return;
+    }
     if (fds[0].revents) return;
     if (!(fds[1].revents & POLLIN)) continue;
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: the connection stays queued, so wait instead of spinning on it.
+        pollfd wake{wake_[0], POLLIN, 0};
+        poll(&wake, 1, 100);
+      }
+      continue;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     // Reap finished connections (their fd slot is -1).
     for (size_t i = 0; i < conn_threads_.size();) {
@@ -97,14 +112,25 @@ void ObjectTransferServer::AcceptLoop() {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    conn_fds_.push_back(fd);
-    conn_threads_.emplace_back([this, fd] { Serve(fd); });
+    try {
+      std::thread t([this, fd] { Serve(fd); });
+      conn_fds_.push_back(fd);
+      conn_threads_.push_back(std::move(t));
+    } catch (const std::system_error&) {
+      close(fd);  // no thread to serve it (thread limit): refuse this one
+    }
   }
 }
 
 void ObjectTransferServer::Serve(int fd) {
   FrameDecoder decoder(kMaxRequestBytes);
   bool authed = false;
+  if (unauthenticated_++ >= kMaxUnauthenticated) {
+    // Slots are for transfers: a crowd of connections that never authenticate cannot hold them.
+    unauthenticated_--;
+    FinishConnection(fd);
+    return;
+  }
   ClientId client = next_client_++;
   while (!stopping_) {
     // Unauthenticated peers get 5 s to say hello; authenticated ones may idle for a while.
@@ -119,45 +145,66 @@ void ObjectTransferServer::Serve(int fd) {
       auto req = reader.getRoot<proto::TransferRequest>();
       if (!authed) {
         if (req.which() != proto::TransferRequest::HELLO || !TokensEqual(req.getHello(), token_)) {
-          Reply(fd, Status::Unauthenticated("the cluster token is wrong or missing"), 0);
+          Status ignored =
+              Reply(fd, Status::Unauthenticated("the cluster token is wrong or missing"), 0);
+          (void)ignored;
           break;
         }
         authed = true;
-        Reply(fd, Status(), 0);
+        unauthenticated_--;
+        if (!Reply(fd, Status(), 0).ok()) break;
         continue;
       }
       if (req.which() != proto::TransferRequest::PULL) {
-        Reply(fd, Status::InvalidArgument("unknown transfer request"), 0);
+        Status ignored = Reply(fd, Status::InvalidArgument("unknown transfer request"), 0);
+        (void)ignored;
         break;
       }
       auto id = store_protocol::ParseObjectId(req.getPull());
       if (!id.ok()) {
-        Reply(fd, id.status(), 0);
+        if (!Reply(fd, id.status(), 0).ok()) break;
         continue;
       }
       auto view = store_->Pin(*id, client);  // held until the bytes are sent
       if (!view.ok()) {
-        Reply(fd, view.status(), 0);
+        if (!Reply(fd, view.status(), 0).ok()) break;
         continue;
       }
-      Reply(fd, Status(), view->size);
-      Status st = SendAll(fd, view->data, view->size, std::chrono::seconds(30));
+      Status st = Reply(fd, Status(), view->size);
+      // A reader that trickles cannot keep the object pinned forever: the whole transfer must
+      // go at 10 MB/s or better (plus 30 s), whatever the per-chunk progress.
+      TimePoint end = SystemClock::Get().Now() + std::chrono::seconds(30) +
+                      std::chrono::milliseconds(view->size / 10'000);
+      for (uint64_t off = 0; st.ok() && off < view->size; off += kSendChunk) {
+        if (SystemClock::Get().Now() > end) {
+          st = Status::TimedOut("the puller reads too slowly");
+          break;
+        }
+        st = SendAll(fd, view->data + off, std::min<uint64_t>(kSendChunk, view->size - off),
+                     std::chrono::seconds(30));
+      }
       Status ignored = store_->Unpin(*id, client);
       (void)ignored;
       if (!st.ok()) break;
       bytes_sent_ += view->size;
     } catch (const kj::Exception& e) {
-      Reply(fd,
-            Status::InvalidArgument(std::string("malformed transfer request: ") +
-                                    e.getDescription().cStr()),
-            0);
+      Status ignored = Reply(fd,
+                             Status::InvalidArgument(std::string("malformed transfer request: ") +
+                                                     e.getDescription().cStr()),
+                             0);
+      (void)ignored;
       break;
     }
   }
+  if (!authed) unauthenticated_--;
   store_->ReleaseClient(client);
+  FinishConnection(fd);
+}
+
+void ObjectTransferServer::FinishConnection(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   for (int& f : conn_fds_) {
-    if (f == fd) f = -1;
+    if (f == fd) f = -1;  // the accept loop joins this thread later
   }
   close(fd);
 }

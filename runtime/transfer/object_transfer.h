@@ -3,8 +3,13 @@
 // receiver's (no copy in user space on either side, no control-plane messages in the way).
 //
 // Each node runs an ObjectTransferServer on its --bind address. Connections must authenticate with
-// the cluster token first. A pull pins the object while its bytes stream, so it cannot be evicted
-// or freed mid-transfer; spilled objects are restored first.
+// the cluster token first (at most 16 of the 64 connection slots may be waiting to). A pull pins
+// the object while its bytes stream, so it cannot be evicted or freed mid-transfer; spilled
+// objects are restored first; a puller slower than 10 MB/s is cut off so pins cannot be held
+// hostage.
+//
+// Limits: authentication is one-way (the puller proves the token; the server does not prove
+// itself) and the bytes carry no end-to-end checksum beyond TCP's; both belong with TLS.
 #pragma once
 
 #include <atomic>
@@ -39,6 +44,7 @@ class ObjectTransferServer {
   ObjectTransferServer() = default;
   void AcceptLoop();
   void Serve(int fd);
+  void FinishConnection(int fd);
 
   ObjectStore* store_ = nullptr;
   std::string token_;
@@ -51,6 +57,7 @@ class ObjectTransferServer {
   std::vector<int> conn_fds_;
   std::vector<std::thread> conn_threads_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> unauthenticated_{0};
   std::thread accept_thread_;
 };
 

@@ -12,9 +12,11 @@
 //     CUMULUS_SERIALIZE(pixels, label)
 //   };
 //
-// Every encoded value starts with a fingerprint of its type, so reading bytes as the wrong type is
-// an InvalidArgument naming both types, never garbage. The format is for processes running the
-// same program build (the job's shipped binary), not a long-term storage format.
+// Every encoded value starts with a fingerprint of its type (a hash of its name as the compiler
+// spells it), so reading bytes as the wrong type is an InvalidArgument, never garbage. Two types
+// of the same name in different anonymous namespaces share a fingerprint, and fingerprints differ
+// between compilers: the format is for processes running the same program build (the job's
+// shipped binary), not a long-term storage format.
 #pragma once
 
 #include <array>
@@ -126,9 +128,23 @@ struct FieldReader {
 }  // namespace internal
 
 template <typename T>
-struct Serializer<T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>>> {
+struct Serializer<T, std::enable_if_t<(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) ||
+                                      std::is_enum_v<T>>> {
   static void Write(Writer& w, const T& v) { w.Raw(v); }
   static bool Read(Reader& r, T* v) { return r.Raw(v); }
+};
+
+// A bool is one byte, 0 or 1: any other byte is an error, not undefined behaviour.
+template <>
+struct Serializer<bool> {
+  static void Write(Writer& w, const bool& v) { w.Raw<uint8_t>(v ? 1 : 0); }
+  static bool Read(Reader& r, bool* v) {
+    uint8_t b = 0;
+    if (!r.Raw(&b)) return false;
+    if (b > 1) return r.FailWith("a bool byte is " + std::to_string(b));
+    *v = b == 1;
+    return true;
+  }
 };
 
 template <>
@@ -148,9 +164,10 @@ struct Serializer<std::string> {
 
 template <typename T>
 struct Serializer<std::vector<T>> {
+  static constexpr bool kFlat = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
   static void Write(Writer& w, const std::vector<T>& v) {
     w.Raw<uint64_t>(v.size());
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (kFlat) {
       w.Bytes(v.data(), v.size() * sizeof(T));
     } else {
       for (const T& e : v) Serializer<T>::Write(w, e);
@@ -159,13 +176,19 @@ struct Serializer<std::vector<T>> {
   static bool Read(Reader& r, std::vector<T>* v) {
     uint64_t n = 0;
     if (!r.Raw(&n)) return false;
-    if (n > r.remaining()) return r.Fail(n);  // every element takes at least one byte
-    v->resize(n);
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (kFlat) {
+      if (n > r.remaining() / sizeof(T)) return r.Fail(n * sizeof(T));
+      v->resize(n);
       return r.Bytes(v->data(), n * sizeof(T));
     } else {
-      for (T& e : *v) {
+      // Grow as elements really arrive: a forged count cannot make us allocate for them up front.
+      if (n > r.remaining()) return r.Fail(n);  // every element takes at least one byte
+      v->clear();
+      v->reserve(std::min<uint64_t>(n, 1024));
+      for (uint64_t i = 0; i < n; ++i) {
+        T e{};
         if (!Serializer<T>::Read(r, &e)) return false;
+        v->push_back(std::move(e));
       }
       return true;
     }
