@@ -7,18 +7,6 @@ namespace cumulus {
 
 namespace {
 
-std::vector<std::string_view> SplitComma(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string_view::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // How full `node` would be with `demand` on it: the largest used fraction over the resources the
 // demand asks for (or over all of them for an empty demand). 0 = idle, 1 = full.
 double LoadAfter(const NodeView& node, const ResourceSet& demand) {
@@ -73,7 +61,7 @@ std::string LabelSelector::ToString() const {
 Result<LabelSelector> ParseLabelSelector(std::string_view spec) {
   LabelSelector sel;
   if (spec.empty()) return sel;
-  for (std::string_view item : SplitComma(spec)) {
+  for (std::string_view item : SplitList(spec, ',')) {
     bool negate = false;
     size_t op = item.find("!=");
     if (op != std::string_view::npos) {

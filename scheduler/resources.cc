@@ -11,18 +11,6 @@ namespace cumulus {
 
 namespace {
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string_view::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 bool ValidName(std::string_view name, bool allow_colon) {
   if (name.empty() || name.size() > 128) return false;
   for (char c : name) {
@@ -66,10 +54,22 @@ bool ParseAmount(std::string_view text, bool allow_suffix, double* out) {
 
 }  // namespace
 
+std::vector<std::string_view> SplitList(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
   ResourceSet out;
   if (spec.empty()) return out;
-  for (std::string_view item : Split(spec, ',')) {
+  for (std::string_view item : SplitList(spec, ',')) {
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       return Status::InvalidArgument("resource '" + std::string(item) +
@@ -155,7 +155,7 @@ std::string ResourceSet::ToString() const {
 Result<Labels> ParseLabels(std::string_view spec) {
   Labels out;
   if (spec.empty()) return out;
-  for (std::string_view item : Split(spec, ',')) {
+  for (std::string_view item : SplitList(spec, ',')) {
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       return Status::InvalidArgument("label '" + std::string(item) +

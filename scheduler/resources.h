@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cumulus/status.h"
 
@@ -53,6 +54,10 @@ class ResourceSet {
 };
 
 using Labels = std::map<std::string, std::string>;
+
+// Splits "a,b,,c" at `sep` into {"a", "b", "", "c"} (empty items are kept, for the parsers to
+// reject).
+std::vector<std::string_view> SplitList(std::string_view s, char sep);
 
 // Parses "site=onprem,gpu_type=A100". Keys and values: letters, digits, '_', '-', '.', '/'.
 Result<Labels> ParseLabels(std::string_view spec);

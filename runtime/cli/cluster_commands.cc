@@ -77,8 +77,6 @@ Stops the heads and nodes that 'cumulus start' started on this machine (SIGTERM,
 after 10 s).
 )";
 
-volatile sig_atomic_t g_unused = 0;
-
 using ReadyFn = std::function<void(const std::string&)>;
 
 // Runs `serve` in the foreground, or in a detached child whose output goes to `log_path`; returns

@@ -33,8 +33,6 @@ serve   Runs a node object store in the foreground until SIGINT or SIGTERM. Obje
 stats   Prints the store's usage.
 )";
 
-volatile sig_atomic_t g_stop = 0;
-
 int Serve(const std::vector<std::string>& args) {
   Flags flags({"dir", "socket", "memory"}, {"prefault"});
   Status st = flags.Parse(args);

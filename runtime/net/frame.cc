@@ -22,11 +22,6 @@ uint32_t GetU32(const char* p) {
   for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
   return v;
 }
-int MillisUntil(TimePoint deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SystemClock::Get().Now());
-  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
-}
 }  // namespace
 
 std::string EncodeFrame(capnp::MessageBuilder& message) {

@@ -130,14 +130,11 @@ Result<int> ConnectTcp(const HostPort& address, Duration timeout) {
   return fd;
 }
 
-namespace {
 int MillisUntil(TimePoint deadline) {
   auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SystemClock::Get().Now());
   return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
 }
-
-}  // namespace
 
 Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle) {
   uint64_t off = 0;

@@ -27,6 +27,9 @@ Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* act
 // Connects within `timeout`. Unavailable (refused, unreachable) or TimedOut, naming the address.
 Result<int> ConnectTcp(const HostPort& address, Duration timeout);
 
+// Milliseconds from now until `deadline`, at least 0 (for poll).
+int MillisUntil(TimePoint deadline);
+
 // Sends / receives exactly `n` bytes on a (non-blocking) socket, waiting at most `idle` for each
 // bit of progress: TimedOut when the peer stalls, Unavailable when the connection breaks.
 Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle);
