@@ -30,6 +30,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "Internal";
     case StatusCode::kUnauthenticated:
       return "Unauthenticated";
+    case StatusCode::kTaskFailed:
+      return "TaskFailed";
   }
   return "Unknown";
 }

@@ -97,7 +97,9 @@ Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
   return interval;
 }
 
-Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& available) {
+Result<bool> ControlClient::Heartbeat(
+    const NodeId& id, const ResourceSet& available,
+    const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand) {
   std::lock_guard<std::mutex> lock(mu_);
   Call call(this, options_.request_timeout);
   auto hb = call.request().initHeartbeat();
@@ -109,6 +111,7 @@ Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& avail
     list[i].setAmount(static_cast<double>(units) / ResourceSet::kUnit);
     ++i;
   }
+  EncodeDemand(pending_demand, hb.initPendingDemand(static_cast<unsigned>(pending_demand.size())));
   bool known = false;
   CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
     known = reply.getHeartbeatAck().getKnown();

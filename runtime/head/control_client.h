@@ -42,7 +42,8 @@ class ControlClient {
   // Registers (or re-registers) a node; returns the heartbeat interval the head wants.
   Result<Duration> RegisterNode(const NodeRecord& node);
   // False if the head does not know the node (it must register again).
-  Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available);
+  Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available,
+                         const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand = {});
   Result<ClusterView> GetClusterStatus();
 
   // Returns whether the key existed before.

@@ -489,7 +489,8 @@ class HeadServer::Loop {
     if (raw.size() == NodeId::kSize) {
       NodeId id = NodeId::FromBinary(
           std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
-      known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()));
+      known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()),
+                                    DecodeDemand(hb.getPendingDemand()));
       if (known && !c.node) {
         c.node = id;
         node_conn_[id] = c.fd;

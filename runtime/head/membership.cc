@@ -31,7 +31,8 @@ Status Membership::Register(NodeRecord node) {
   return Status();
 }
 
-bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available) {
+bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available,
+                           std::vector<std::pair<ResourceSet, uint32_t>> pending_demand) {
   auto live = liveness_.find(id);
   if (live == liveness_.end()) return false;
   live->second.last_heartbeat = clock_.Now();
@@ -39,6 +40,7 @@ bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available) {
   NodeRecord& node = nodes_.at(id);
   node.state = NodeState::kAlive;
   node.available = available;
+  node.pending_demand = std::move(pending_demand);
   node.last_heartbeat_micros = clock_.WallMicros();
   return true;
 }

@@ -40,6 +40,9 @@ struct NodeRecord {
   int64_t last_heartbeat_micros = 0;
   int64_t death_micros = 0;
   std::string death_reason;
+  std::string core_address;  // host:port where other nodes send tasks
+  std::string core_socket;   // Unix socket where drivers on that machine connect
+  std::vector<std::pair<ResourceSet, uint32_t>> pending_demand;  // shape, how many wait
 };
 
 struct MembershipOptions {
@@ -57,7 +60,8 @@ class Membership {
   // dead: the node must rejoin with a new id.
   Status Register(NodeRecord node);
   // Records a heartbeat. False if the node is unknown or dead (it should register again).
-  bool Heartbeat(const NodeId& id, const ResourceSet& available);
+  bool Heartbeat(const NodeId& id, const ResourceSet& available,
+                 std::vector<std::pair<ResourceSet, uint32_t>> pending_demand = {});
   // The node's connection closed.
   void Disconnected(const NodeId& id);
   // A node read back from the control store after a head restart. Alive nodes get a full

@@ -19,6 +19,25 @@ void FillResources(const ResourceSet& r, ListBuilder list) {
 }
 }  // namespace
 
+void EncodeResources(const ResourceSet& r, capnp::List<proto::ResourceAmount>::Builder out) {
+  FillResources(r, out);
+}
+
+void EncodeDemand(const std::vector<std::pair<ResourceSet, uint32_t>>& demand,
+                  capnp::List<proto::Demand>::Builder out) {
+  for (unsigned i = 0; i < demand.size(); ++i) {
+    FillResources(demand[i].first,
+                  out[i].initResources(static_cast<unsigned>(demand[i].first.units().size())));
+    out[i].setCount(demand[i].second);
+  }
+}
+
+std::vector<std::pair<ResourceSet, uint32_t>> DecodeDemand(capnp::List<proto::Demand>::Reader in) {
+  std::vector<std::pair<ResourceSet, uint32_t>> out;
+  for (auto d : in) out.emplace_back(DecodeResources(d.getResources()), d.getCount());
+  return out;
+}
+
 ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in) {
   ResourceSet r;
   for (auto a : in) {
@@ -54,6 +73,10 @@ void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
   out.setDeathReason(node.death_reason);
   out.setDeathMicros(node.death_micros);
   out.setPid(node.pid);
+  out.setCoreAddress(node.core_address);
+  out.setCoreSocket(node.core_socket);
+  EncodeDemand(node.pending_demand,
+               out.initPendingDemand(static_cast<unsigned>(node.pending_demand.size())));
 }
 
 Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
@@ -80,6 +103,9 @@ Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
   node.death_reason = in.getDeathReason();
   node.death_micros = in.getDeathMicros();
   node.pid = in.getPid();
+  node.core_address = in.getCoreAddress();
+  node.core_socket = in.getCoreSocket();
+  node.pending_demand = DecodeDemand(in.getPendingDemand());
   return node;
 }
 

@@ -9,6 +9,10 @@ namespace cumulus {
 void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out);
 Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in);
 ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in);
+void EncodeResources(const ResourceSet& r, capnp::List<proto::ResourceAmount>::Builder out);
+void EncodeDemand(const std::vector<std::pair<ResourceSet, uint32_t>>& demand,
+                  capnp::List<proto::Demand>::Builder out);
+std::vector<std::pair<ResourceSet, uint32_t>> DecodeDemand(capnp::List<proto::Demand>::Reader in);
 // Serialized NodeInfo, as the control store keeps it.
 std::string NodeToBytes(const NodeRecord& node);
 Result<NodeRecord> NodeFromBytes(const std::string& bytes);

@@ -76,11 +76,38 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
     d->record_.gpu_ids = detected.gpu_ids;
   }
 
+  TaskRouterOptions router;
+  router.node_id = d->record_.id;
+  router.socket_path = d->store_dir_ + "/core.sock";
+  router.bind_host = options.bind_host;
+  router.token = options.token;
+  router.head = options.head;
+  router.store = d->store_.get();
+  router.store_socket = d->store_socket_;
+  router.transfer_address = d->record_.object_store_address;
+  router.work_dir = d->store_dir_;
+  router.total = total;
+  router.labels = options.labels;
+  router.gpu_ids = d->record_.gpu_ids;
+  auto started = TaskRouter::Start(router);
+  if (!started.ok()) {
+    d->Cleanup();
+    return started.status();
+  }
+  d->router_ = std::move(*started);
+  d->record_.core_address = d->router_->core_address();
+  d->record_.core_socket = d->router_->socket_path();
+  if (options.bind_host == "0.0.0.0") {
+    d->record_.core_address =
+        advertise + d->record_.core_address.substr(d->record_.core_address.rfind(':'));
+  }
+
   Status registered = d->Register();
   if (!registered.ok()) {
     d->Cleanup();
     return registered;
   }
+  if (auto view = d->client_->GetClusterStatus(); view.ok()) d->router_->UpdateView(view->nodes);
   d->active_fd_ = d->client_->fd();
   d->thread_ = std::thread([p = d.get()] { p->Run(); });
   return d;
@@ -100,6 +127,7 @@ NodeDaemon::~NodeDaemon() {
 
 void NodeDaemon::Cleanup() {
   client_.reset();
+  router_.reset();  // kills the workers before their store goes
   transfer_server_.reset();
   store_server_.reset();
   store_.reset();
@@ -124,6 +152,7 @@ Status NodeDaemon::Register() {
       std::lock_guard<std::mutex> lock(mu_);
       record_.id = NodeId::FromRandom();
     }
+    if (router_) router_->SetNodeId(record_.id);
     CUMULUS_LOG(WARN) << "node " << old << " was declared dead by the head; rejoining as "
                       << record_.id;
     interval = client_->RegisterNode(record_);
@@ -170,7 +199,10 @@ void NodeDaemon::Run() {
       backoff = std::min<Duration>(backoff * 2, options_.max_reconnect_backoff);
       continue;
     }
-    auto known = client_->Heartbeat(record_.id, record_.available);
+    if (router_) record_.available = router_->Available();
+    auto known = client_->Heartbeat(
+        record_.id, record_.available,
+        router_ ? router_->PendingDemand() : std::vector<std::pair<ResourceSet, uint32_t>>());
     if (!known.ok()) {
       CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status()
                         << "); reconnecting";
@@ -183,7 +215,11 @@ void NodeDaemon::Run() {
         CUMULUS_LOG(WARN) << "node: re-registering failed: " << st;
         SetClient(nullptr);
       }
+      continue;
     }
+    // The other nodes as the head sees them: where to spill work.
+    auto view = client_->GetClusterStatus();
+    if (view.ok() && router_) router_->UpdateView(view->nodes);
   }
 }
 

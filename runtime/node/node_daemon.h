@@ -11,6 +11,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/core/task_router.h"
 #include "runtime/head/control_client.h"
 #include "runtime/net/tcp.h"
 #include "runtime/object_store/object_store.h"
@@ -45,6 +46,10 @@ class NodeDaemon {
   const std::string& store_socket() const { return store_socket_; }
   // host:port other nodes pull this node's objects from.
   const std::string& transfer_address() const { return record_.object_store_address; }
+  // Unix socket where drivers and workers on this machine connect (core protocol).
+  const std::string& core_socket() const { return router_->socket_path(); }
+  // host:port where other nodes send tasks.
+  const std::string& core_address() const { return record_.core_address; }
 
  private:
   NodeDaemon() = default;
@@ -57,6 +62,7 @@ class NodeDaemon {
   std::unique_ptr<ObjectStore> store_;
   std::unique_ptr<StoreServer> store_server_;
   std::unique_ptr<ObjectTransferServer> transfer_server_;
+  std::unique_ptr<TaskRouter> router_;
   std::string store_socket_;
   std::string store_dir_;
   mutable std::mutex mu_;  // guards stop_, record_.id for readers, client_ swaps and active_fd_

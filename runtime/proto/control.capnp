@@ -30,6 +30,7 @@ struct Hello {
 struct Heartbeat {
   nodeId @0 :Data;
   resourcesAvailable @1 :List(Node.ResourceAmount);
+  pendingDemand @2 :List(Node.Demand);
 }
 
 struct KvKey {

@@ -33,4 +33,12 @@ struct NodeInfo {
   deathReason @11 :Text;            # why the head declared it dead
   deathMicros @12 :Int64;
   pid @13 :Int32;                   # of the node daemon process
+  coreAddress @14 :Text;            # host:port where other nodes send tasks
+  pendingDemand @15 :List(Demand);  # work queued on this node that cannot run yet
+  coreSocket @16 :Text;             # Unix socket for drivers on the node's machine
+}
+
+struct Demand {
+  resources @0 :List(ResourceAmount);   # one task's or actor's shape
+  count @1 :UInt32;                     # how many wait with that shape
 }

@@ -3,11 +3,18 @@
 $import "/capnp/c++.capnp".namespace("cumulus::proto");
 using Node = import "node.capnp";
 
+struct ObjectLocation {
+  nodeId @0 :Data;            # 16 bytes: the node whose store holds the object
+  transferAddress @1 :Text;   # host:port of that node's object channel
+  size @2 :UInt64;
+}
+
 struct TaskArg {
   union {
     inline @0 :Data;      # small serialized value
-    objectRef @1 :Data;   # 28-byte object id; the task waits for it
+    objectRef @1 :Data;   # 28-byte object id; the owner resolved it: it is sealed at `location`
   }
+  location @2 :ObjectLocation;
 }
 
 enum SchedulingStrategy {
@@ -35,4 +42,25 @@ struct TaskSpec {
   bundleIndex @15 :Int32;
   ownerAddress @16 :Text;                    # who holds the results' references
   name @17 :Text;                            # actor name for GetActor, if any
+  hops @18 :UInt32;                          # times a node forwarded it (spillback happens once)
+  labelNotEqual @19 :List(Node.Label);       # selector terms key!=value
+  affinitySoft @20 :Bool;
+}
+
+struct ReturnObject {
+  objectId @0 :Data;
+  union {
+    inline @1 :Data;                 # the serialized value
+    stored @2 :ObjectLocation;       # too large to travel inline: it waits in that node's store
+  }
+}
+
+struct TaskResult {
+  taskId @0 :Data;
+  code @1 :UInt16;                   # cumulus::StatusCode; 0: the returns are set
+  message @2 :Text;
+  returns @3 :List(ReturnObject);
+  nodeId @4 :Data;                   # where it ran (or failed)
+  actorAddress @5 :Text;             # actor creation: host:port for direct calls
+  workerPid @6 :Int32;
 }

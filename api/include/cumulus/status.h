@@ -29,6 +29,7 @@ enum class StatusCode : int {
   kInfeasible = 10,        // no node could ever satisfy the request
   kInternal = 11,          // a bug in Cumulus: please report it
   kUnauthenticated = 12,   // credentials are missing or wrong: nothing was done
+  kTaskFailed = 13,        // remote code threw: the message names the function, node and what()
 };
 
 // "InvalidArgument", "NotFound", ...
@@ -60,6 +61,7 @@ class [[nodiscard]] Status {
   static Status Unauthenticated(std::string msg) {
     return {StatusCode::kUnauthenticated, std::move(msg)};
   }
+  static Status TaskFailed(std::string msg) { return {StatusCode::kTaskFailed, std::move(msg)}; }
 
   bool ok() const { return state_ == nullptr; }
   StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }

@@ -1,0 +1,78 @@
+// The type-erased core behind the templates of cumulus/api.h: one per process (driver or worker).
+// Users do not call this directly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+
+namespace cumulus {
+namespace internal {
+
+struct ArgData {
+  bool is_ref = false;
+  ObjectId ref;       // is_ref
+  std::string value;  // !is_ref: the serialized value
+};
+
+struct CallOptions {
+  std::map<std::string, double> resources;  // unset: CPU=1 for tasks, nothing for actors
+  bool resources_set = false;
+  std::string label_selector;  // "site=onprem,gpu_type!=T4"
+  std::string name;            // actors: the name GetActor finds
+  int max_retries = -2;        // -2: the default (tasks 3, actor methods 0); -1: forever
+  int max_restarts = 0;        // actors
+  int strategy = 0;            // 0 default, 1 spread, 2 node affinity
+  NodeId affinity_node;
+  bool affinity_soft = false;
+  std::string placement_group;  // binary id; empty: none
+  int bundle_index = -1;
+};
+
+// A read-only view of an object's bytes, valid while the Payload lives.
+struct Payload {
+  std::string_view bytes;
+  std::shared_ptr<void> keep;  // owns what `bytes` points into
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  // Submission never fails synchronously: a bad request makes the returned object fail, and Get
+  // reports why.
+  virtual ObjectId SubmitTask(const std::string& function, std::vector<ArgData> args,
+                              const CallOptions& options) = 0;
+  virtual ActorId CreateActor(const std::string& factory, const std::string& class_name,
+                              std::vector<ArgData> args, const CallOptions& options) = 0;
+  virtual ObjectId SubmitActorTask(const ActorId& actor, const std::string& method,
+                                   std::vector<ArgData> args, const CallOptions& options) = 0;
+  // timeout_ms < 0: no limit.
+  virtual Result<Payload> Get(const ObjectId& id, int64_t timeout_ms) = 0;
+  virtual Result<ObjectId> Put(std::string bytes) = 0;
+  // ready[i] for each id; returns when `num_ready` are ready (or failed) or at the timeout.
+  virtual std::vector<bool> Wait(const std::vector<ObjectId>& ids, size_t num_ready,
+                                 int64_t timeout_ms) = 0;
+  virtual void AddRef(const ObjectId& id) = 0;
+  virtual void RemoveRef(const ObjectId& id) = 0;
+  virtual Status Cancel(const ObjectId& id) = 0;
+  virtual Status KillActor(const ActorId& actor) = 0;
+  // The actor's id and its class (typeid name).
+  virtual Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) = 0;
+  virtual Result<std::string> CreatePlacementGroup(
+      const std::vector<std::map<std::string, double>>& bundles, int strategy,
+      int64_t timeout_ms) = 0;
+  virtual Status RemovePlacementGroup(const std::string& id) = 0;
+  virtual NodeId node_id() const = 0;
+};
+
+// The process's runtime; null before Init and after Shutdown.
+Runtime* CurrentRuntime();
+
+}  // namespace internal
+}  // namespace cumulus

@@ -1,0 +1,58 @@
+// Remote tasks: run functions on the cluster, chain them through ObjectRefs, share a large value
+// with Put, and see a remote exception come back to Get.
+//
+//   build/bin/tasks                         # on an embedded cluster
+//   CUMULUS_ADDRESS=127.0.0.1:6380 build/bin/tasks   # on a running one
+#include <cumulus/cumulus.h>
+
+#include <cstdio>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+int Square(int x) { return x * x; }
+
+int Add(int a, int b) { return a + b; }
+
+double Mean(std::vector<double> values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+int Divide(int a, int b) {
+  if (b == 0) throw std::domain_error("division by zero");
+  return a / b;
+}
+
+CUMULUS_REMOTE(Square, Add, Mean, Divide);
+
+int main(int argc, char** argv) {
+  if (cumulus::Status st = cumulus::Init(argc, argv); !st.ok()) {
+    std::fprintf(stderr, "cannot start cumulus: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  // Many tasks at once; Get collects them in order.
+  std::vector<cumulus::ObjectRef<int>> squares;
+  for (int i = 0; i < 100; ++i) squares.push_back(cumulus::Task(Square).Remote(i));
+  std::vector<int> values = cumulus::Get(squares);
+  std::printf("sum of squares 0..99 = %d\n", std::accumulate(values.begin(), values.end(), 0));
+
+  // A chain: each task runs when its argument is ready, on the value.
+  cumulus::ObjectRef<int> a = cumulus::Task(Square).Remote(3);
+  cumulus::ObjectRef<int> b = cumulus::Task(Square).Remote(4);
+  cumulus::ObjectRef<int> c = cumulus::Task(Add).Remote(a, b);
+  std::printf("3^2 + 4^2 = %d\n", cumulus::Get(c));
+
+  // A large value stored once and passed by reference.
+  std::vector<double> big(1 << 20, 2.0);
+  cumulus::ObjectRef<std::vector<double>> ref = cumulus::Put(big);
+  std::printf("mean of 1Mi values = %.1f\n", cumulus::Get(cumulus::Task(Mean).Remote(ref)));
+
+  // An exception in remote code comes back to Get, naming the function and the node.
+  try {
+    cumulus::Get(cumulus::Task(Divide).Remote(1, 0));
+  } catch (const cumulus::Error& e) {
+    std::printf("remote error: %s\n", e.what());
+  }
+  cumulus::Shutdown();
+  return 0;
+}

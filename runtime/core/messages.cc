@@ -1,0 +1,95 @@
+#include "runtime/core/messages.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/head/node_codec.h"
+
+namespace cumulus {
+
+std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words) {
+  auto bytes = words.asChars();
+  std::string out(kFrameHeaderBytes + bytes.size(), '\0');
+  uint32_t magic = kFrameMagic;
+  uint32_t len = static_cast<uint32_t>(bytes.size());
+  std::memcpy(out.data(), &magic, 4);
+  std::memcpy(out.data() + 4, &len, 4);
+  std::memcpy(out.data() + kFrameHeaderBytes, bytes.begin(), bytes.size());
+  return out;
+}
+
+TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
+  TaskRequirements r;
+  r.demand = DecodeResources(spec.getResources());
+  for (auto l : spec.getLabelSelector()) r.labels.equals[l.getKey()] = l.getValue();
+  for (auto l : spec.getLabelNotEqual()) r.labels.not_equals[l.getKey()] = l.getValue();
+  switch (spec.getStrategy()) {
+    case proto::SchedulingStrategy::SPREAD:
+      r.strategy = PlacementStrategy::kSpread;
+      break;
+    case proto::SchedulingStrategy::NODE_AFFINITY:
+      r.strategy = PlacementStrategy::kNodeAffinity;
+      r.affinity_node = IdFrom<NodeId>(spec.getAffinityNodeId());
+      r.affinity_soft = spec.getAffinitySoft();
+      break;
+    default:
+      break;
+  }
+  for (auto a : spec.getArgs()) {
+    if (a.isObjectRef() && a.hasLocation()) {
+      NodeId node = IdFrom<NodeId>(a.getLocation().getNodeId());
+      if (!node.IsNil()) r.argument_bytes[node] += a.getLocation().getSize();
+    }
+  }
+  if (spec.getPlacementGroupId().size() > 0) {
+    auto pg = spec.getPlacementGroupId();
+    r.placement_group.assign(reinterpret_cast<const char*>(pg.begin()), pg.size());
+    r.bundle_index = spec.getBundleIndex();
+  }
+  return r;
+}
+
+Result<int> ListenUnix(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return Status::InvalidArgument("socket path too long: " + path);
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status::Unavailable(std::string("socket: ") + std::strerror(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  unlink(path.c_str());
+  mode_t old = umask(0177);  // the socket file is created 0600
+  int rc = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  umask(old);
+  if (rc != 0 || listen(fd, 512) != 0) {
+    int e = errno;
+    close(fd);
+    return Status::Unavailable("cannot listen on " + path + ": " + std::strerror(e));
+  }
+  return fd;
+}
+
+Result<int> ConnectUnix(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return Status::InvalidArgument("socket path too long: " + path);
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Unavailable(std::string("socket: ") + std::strerror(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int e = errno;
+    close(fd);
+    return Status::Unavailable("cannot connect to the node at " + path + ": " + std::strerror(e));
+  }
+  return fd;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,1116 @@
+#include "runtime/core/task_router.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <list>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "runtime/base/logging.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+#include "runtime/head/node_codec.h"
+#include "runtime/transfer/object_transfer.h"
+#include "scheduler/gpu_assignment.h"
+#include "scheduler/placement.h"
+
+extern char** environ;
+
+namespace cumulus {
+
+namespace {
+
+constexpr auto kWorkerStartTimeout = std::chrono::seconds(30);
+constexpr auto kIdleWorkerLifetime = std::chrono::seconds(60);
+constexpr auto kUnreachablePenalty = std::chrono::seconds(5);
+
+using Words = kj::Array<capnp::word>;
+
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended";
+}
+
+std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Status& st) {
+  capnp::MallocMessageBuilder message;
+  auto r = message.initRoot<proto::CoreMessage>().initTaskResult();
+  r.setTaskId(DataOf(task));
+  r.setCode(static_cast<uint16_t>(st.code()));
+  r.setMessage(st.message());
+  r.setNodeId(DataOf(node));
+  return EncodeFrame(message);
+}
+
+}  // namespace
+
+class TaskRouter::Impl {
+ public:
+  explicit Impl(const TaskRouterOptions& o) : options_(o), gpus_(o.gpu_ids) {
+    node_id_ = o.node_id;
+    available_ = o.total;
+    size_t cpus = static_cast<size_t>(o.total.GetUnits("CPU") / ResourceSet::kUnit);
+    max_task_workers_ = o.max_task_workers ? o.max_task_workers : std::max<size_t>(4, 2 * cpus);
+  }
+
+  Status Start() {
+    CUMULUS_ASSIGN_OR_RETURN(unix_fd_, ListenUnix(options_.socket_path));
+    CUMULUS_ASSIGN_OR_RETURN(tcp_fd_, ListenTcp(options_.bind_host, 0, &tcp_port_));
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return Status::Internal("pipe failed");
+    Watch(unix_fd_, kListenUnixTag);
+    Watch(tcp_fd_, kListenTcpTag);
+    Watch(wake_[0], kWakeTag);
+    thread_ = std::thread([this] { Loop(); });
+    return Status();
+  }
+
+  ~Impl() {
+    stop_ = true;
+    char c = 1;
+    (void)!write(wake_[1], &c, 1);
+    if (thread_.joinable()) thread_.join();
+    for (auto& [id, w] : workers_) {
+      if (w.pid > 0) {
+        kill(w.pid, SIGKILL);
+        waitpid(w.pid, nullptr, 0);
+      }
+    }
+    for (auto& [id, c] : conns_) close(c.fd);
+    for (int fd : {unix_fd_, tcp_fd_, epoll_, wake_[0], wake_[1]}) {
+      if (fd >= 0) close(fd);
+    }
+    unlink(options_.socket_path.c_str());
+  }
+
+  std::string core_address() const { return options_.bind_host + ":" + std::to_string(tcp_port_); }
+  const std::string& socket_path() const { return options_.socket_path; }
+
+  void UpdateView(const std::vector<NodeRecord>& nodes) {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    shared_view_ = nodes;
+    view_dirty_ = true;
+    char c = 1;
+    (void)!write(wake_[1], &c, 1);
+  }
+  void SetNodeId(const NodeId& id) {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    new_node_id_ = id;
+    view_dirty_ = true;
+  }
+  ResourceSet Available() const {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    return shared_available_;
+  }
+  std::vector<std::pair<ResourceSet, uint32_t>> PendingDemand() const {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    return shared_pending_;
+  }
+
+ private:
+  static constexpr uint64_t kListenUnixTag = 1, kListenTcpTag = 2, kWakeTag = 3;
+  static constexpr uint64_t kFirstConnId = 16;
+
+  enum class Role { kUnknown, kDriver, kWorker, kPeer };
+
+  struct Conn {
+    uint64_t id = 0;
+    int fd = -1;
+    bool tcp = false;
+    Role role = Role::kUnknown;
+    FrameDecoder decoder{kMaxCoreFrameBytes};
+    std::string out;
+    size_t out_pos = 0;
+    bool want_write = false;
+    JobId job;        // drivers
+    WorkerId worker;  // workers
+    NodeId peer;      // peers
+    bool closed = false;
+  };
+
+  struct Task {
+    TaskId id;
+    JobId job;
+    std::string frame;  // the submitTask frame as it arrived: forwarded or sent to a worker as is
+    TaskRequirements req;
+    std::string function;
+    bool actor_creation = false;
+    int max_retries = 3;
+    uint32_t attempt = 0;
+    uint32_t hops = 0;
+    uint64_t origin = 0;  // the connection its result goes back to
+    enum State { kQueued, kForwarded, kOnWorker } state = kQueued;
+    NodeId forwarded_to;
+    WorkerId worker;
+    bool cancelled = false;
+    std::string class_key;
+  };
+
+  struct Worker {
+    WorkerId id;
+    pid_t pid = -1;
+    JobId job;
+    std::string key;  // job + visible devices: which leases it can take
+    uint64_t conn = 0;
+    TimePoint started;
+    TimePoint idle_since;
+    bool is_actor = false;
+    bool leased = false;
+    ResourceSet lease;
+    std::vector<uint32_t> gpu_ids;
+    std::string lease_class;
+    std::deque<TaskId> assigned;  // in the order sent; the front one runs
+    bool blocked = false;
+  };
+
+  // ---- event loop --------------------------------------------------------------------------
+
+  void Watch(int fd, uint64_t tag, uint32_t events = EPOLLIN) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = tag;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  void Loop() {
+    epoll_event events[256];
+    TimePoint last_housekeeping = SystemClock::Get().Now();
+    while (!stop_) {
+      int n = epoll_wait(epoll_, events, 256, 50);
+      for (int i = 0; i < n; ++i) {
+        uint64_t tag = events[i].data.u64;
+        if (tag == kWakeTag) {
+          char buf[64];
+          while (read(wake_[0], buf, sizeof(buf)) > 0) {
+          }
+        } else if (tag == kListenUnixTag) {
+          Accept(unix_fd_, false);
+        } else if (tag == kListenTcpTag) {
+          Accept(tcp_fd_, true);
+        } else {
+          auto it = conns_.find(tag);
+          if (it == conns_.end()) continue;
+          if (events[i].events & EPOLLOUT) Flush(it->second);
+          if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadFrom(tag);
+        }
+      }
+      if (stop_) break;
+      ApplySharedUpdates();
+      TimePoint now = SystemClock::Get().Now();
+      if (now - last_housekeeping > std::chrono::milliseconds(50)) {
+        last_housekeeping = now;
+        Housekeeping(now);
+      }
+      if (schedule_dirty_) Schedule();
+      FlushAll();
+      ReapClosed();
+    }
+  }
+
+  void Accept(int listen_fd, bool tcp) {
+    while (true) {
+      int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      if (tcp) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      }
+      AddConn(fd, tcp);
+    }
+  }
+
+  Conn& AddConn(int fd, bool tcp) {
+    uint64_t id = next_conn_++;
+    Conn& c = conns_[id];
+    c.id = id;
+    c.fd = fd;
+    c.tcp = tcp;
+    Watch(fd, id);
+    return c;
+  }
+
+  void ReadFrom(uint64_t conn_id) {
+    Conn& c = conns_.at(conn_id);
+    char buf[65536];
+    for (int rounds = 0; rounds < 16; ++rounds) {
+      ssize_t got = read(c.fd, buf, sizeof(buf));
+      if (got > 0) {
+        c.decoder.Append(buf, static_cast<size_t>(got));
+        if (static_cast<size_t>(got) < sizeof(buf)) break;
+        continue;
+      }
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      Close(c, got == 0 ? "closed" : std::strerror(errno));
+      return;
+    }
+    while (!c.closed) {
+      auto frame = c.decoder.Next();
+      if (!frame.ok()) {
+        Close(c, "sent a malformed frame: " + frame.status().message());
+        return;
+      }
+      if (!*frame) break;
+      Words words = std::move(**frame);
+      try {
+        capnp::ReaderOptions ro;
+        ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
+        capnp::FlatArrayMessageReader reader(words, ro);
+        Handle(c, reader.getRoot<proto::CoreMessage>(), words);
+      } catch (const kj::Exception& e) {
+        Close(c, std::string("sent a malformed message: ") + e.getDescription().cStr());
+      }
+    }
+  }
+
+  void Send(Conn& c, std::string frame) {
+    if (c.closed) return;
+    if (c.out_pos == c.out.size()) {
+      c.out.clear();
+      c.out_pos = 0;
+    }
+    c.out.append(frame);
+    dirty_out_.insert(c.id);
+  }
+  void SendTo(uint64_t conn_id, std::string frame) {
+    auto it = conns_.find(conn_id);
+    if (it != conns_.end()) Send(it->second, std::move(frame));
+  }
+
+  void Flush(Conn& c) {
+    while (c.out_pos < c.out.size()) {
+      ssize_t n = send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_pos += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      Close(c, "write failed");
+      return;
+    }
+    bool pending = c.out_pos < c.out.size();
+    if (!pending) {
+      c.out.clear();
+      c.out_pos = 0;
+    }
+    if (pending != c.want_write) {
+      c.want_write = pending;
+      epoll_event ev{};
+      ev.events = EPOLLIN | (pending ? EPOLLOUT : 0);
+      ev.data.u64 = c.id;
+      epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
+    }
+  }
+
+  void FlushAll() {
+    auto ids = std::move(dirty_out_);
+    dirty_out_.clear();
+    for (uint64_t id : ids) {
+      auto it = conns_.find(id);
+      if (it != conns_.end() && !it->second.closed) Flush(it->second);
+    }
+  }
+
+  // ---- messages ----------------------------------------------------------------------------
+
+  void Handle(Conn& c, proto::CoreMessage::Reader msg, const Words& words) {
+    if (c.role == Role::kUnknown) {
+      if (!msg.isHello()) return Close(c, "did not start with hello");
+      return HandleHello(c, msg.getHello());
+    }
+    switch (msg.which()) {
+      case proto::CoreMessage::SUBMIT_TASK:
+        return HandleSubmit(c, msg.getSubmitTask(), words);
+      case proto::CoreMessage::TASK_RESULT:
+        return HandleResult(c, msg.getTaskResult(), words);
+      case proto::CoreMessage::FREE_OBJECTS:
+        return HandleFree(c, msg.getFreeObjects());
+      case proto::CoreMessage::CANCEL_TASK:
+        return HandleCancel(IdFrom<TaskId>(msg.getCancelTask()));
+      case proto::CoreMessage::JOB_FINISHED:
+        return EndJob(IdFrom<JobId>(msg.getJobFinished()), /*tell_peers=*/false);
+      case proto::CoreMessage::WORKER_BLOCKED:
+        return HandleBlocked(c, msg.getWorkerBlocked());
+      default:
+        CUMULUS_LOG(WARN) << "node: ignoring an unexpected message on a core connection";
+    }
+  }
+
+  void HandleHello(Conn& c, proto::CoreHello::Reader h) {
+    std::string role = h.getRole();
+    if (c.tcp) {
+      // Over TCP only other nodes, and only with the cluster token.
+      std::string token = h.getToken();
+      if (role != "peer" || token.size() != options_.token.size() ||
+          !std::equal(token.begin(), token.end(), options_.token.begin())) {
+        return Close(c, "refused: a TCP core connection must be a node with the cluster token");
+      }
+      c.role = Role::kPeer;
+      c.peer = IdFrom<NodeId>(h.getNodeId());
+      if (!c.peer.IsNil() && !peers_.count(c.peer)) peers_[c.peer] = c.id;
+      return;
+    }
+    if (role == "worker") {
+      WorkerId wid = IdFrom<WorkerId>(h.getWorkerId());
+      auto it = workers_.find(wid);
+      if (it == workers_.end()) return Close(c, "unknown worker id");
+      c.role = Role::kWorker;
+      c.worker = wid;
+      Worker& w = it->second;
+      w.conn = c.id;
+      auto startup = SystemClock::Get().Now() - w.started;
+      CUMULUS_LOG(DEBUG) << "node: worker " << w.pid << " ready after "
+                         << std::chrono::duration_cast<std::chrono::microseconds>(startup).count()
+                         << " us";
+      SendHelloAck(c);
+      for (const TaskId& t : w.assigned) {
+        auto task = tasks_.find(t);
+        if (task != tasks_.end()) Send(c, task->second.frame);
+      }
+      return;
+    } else if (role == "driver") {
+      c.role = Role::kDriver;
+      c.job = IdFrom<JobId>(h.getJobId());
+    } else {
+      return Close(c, "unknown role '" + role + "'");
+    }
+    SendHelloAck(c);
+  }
+
+  void SendHelloAck(Conn& c) {
+    capnp::MallocMessageBuilder message;
+    auto ack = message.initRoot<proto::CoreMessage>().initHelloAck();
+    ack.setNodeId(DataOf(node_id_));
+    ack.setTransferAddress(options_.transfer_address);
+    ack.setStoreSocket(options_.store_socket);
+    Send(c, EncodeFrame(message));
+  }
+
+  void HandleSubmit(Conn& c, proto::TaskSpec::Reader spec, const Words& words) {
+    Task t;
+    t.id = IdFrom<TaskId>(spec.getTaskId());
+    if (t.id.IsNil() || tasks_.count(t.id)) {
+      if (!t.id.IsNil()) return;  // a duplicate: the first copy's result answers it
+      return Close(c, "submitted a task without a valid id");
+    }
+    t.job = IdFrom<JobId>(spec.getJobId());
+    t.frame = FrameOfWords(words);
+    t.req = RequirementsOf(spec);
+    t.function = spec.getFunctionName();
+    t.actor_creation = spec.getActorCreation();
+    t.max_retries = spec.getMaxRetries();
+    t.hops = spec.getHops();
+    t.origin = c.id;
+    t.class_key = t.req.demand.ToString() + "|" + t.req.labels.ToString() + "|" +
+                  std::to_string(static_cast<int>(t.req.strategy)) + "|" +
+                  t.req.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
+    if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
+    TaskId id = t.id;
+    tasks_.emplace(id, std::move(t));
+    queue_.push_back(id);
+    schedule_dirty_ = true;
+  }
+
+  void HandleResult(Conn& c, proto::TaskResult::Reader result, const Words& words) {
+    TaskId id = IdFrom<TaskId>(result.getTaskId());
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return;  // cancelled or already answered
+    Task& t = it->second;
+    if (c.role == Role::kWorker) {
+      auto w = workers_.find(c.worker);
+      if (w == workers_.end()) return;
+      if (!w->second.assigned.empty() && w->second.assigned.front() == id) {
+        w->second.assigned.pop_front();
+      } else {
+        auto& a = w->second.assigned;
+        a.erase(std::remove(a.begin(), a.end(), id), a.end());
+      }
+      if (t.actor_creation && result.getCode() != 0) {
+        // The constructor failed; the worker exits by itself. Its resources go when it does.
+      }
+      MaybeReleaseLease(w->second);
+    } else if (c.role == Role::kPeer) {
+      // A result for a task this node forwarded: credit the peer's view optimistically.
+      auto v = view_.find(t.forwarded_to);
+      if (v != view_.end() && !t.actor_creation) {
+        v->second.available.Add(t.req.demand);
+        if (!v->second.total.Contains(v->second.available)) v->second.available = v->second.total;
+      }
+    } else {
+      return;
+    }
+    SendTo(t.origin, FrameOfWords(words));
+    tasks_.erase(it);
+    schedule_dirty_ = true;
+  }
+
+  void HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries) {
+    // Each entry: 28-byte object id + 16-byte node id of the store holding it.
+    std::map<NodeId, std::vector<std::string>> remote;
+    for (auto e : entries) {
+      if (e.size() != ObjectId::kSize + NodeId::kSize) continue;
+      const char* p = reinterpret_cast<const char*>(e.begin());
+      ObjectId obj = ObjectId::FromBinary(std::string_view(p, ObjectId::kSize));
+      NodeId node = NodeId::FromBinary(std::string_view(p + ObjectId::kSize, NodeId::kSize));
+      if (node == node_id_ || c.role == Role::kPeer) {
+        (void)options_.store->Delete(obj);
+      } else {
+        remote[node].emplace_back(p, e.size());
+      }
+    }
+    for (auto& [node, list] : remote) {
+      uint64_t peer = PeerConn(node);
+      if (!peer) continue;
+      capnp::MallocMessageBuilder message;
+      auto out = message.initRoot<proto::CoreMessage>().initFreeObjects(
+          static_cast<unsigned>(list.size()));
+      for (unsigned i = 0; i < list.size(); ++i) {
+        out.set(i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(list[i].data()),
+                                       list[i].size()));
+      }
+      SendTo(peer, EncodeFrame(message));
+    }
+  }
+
+  void HandleCancel(const TaskId& id) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return;
+    Task& t = it->second;
+    switch (t.state) {
+      case Task::kQueued:
+        queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+        FailTask(id, Status::Cancelled("task " + t.function + " was cancelled before it ran"));
+        break;
+      case Task::kForwarded: {
+        uint64_t peer = PeerConn(t.forwarded_to);
+        if (peer) {
+          capnp::MallocMessageBuilder message;
+          message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(id));
+          SendTo(peer, EncodeFrame(message));
+        }
+        break;
+      }
+      case Task::kOnWorker: {
+        auto w = workers_.find(t.worker);
+        t.cancelled = true;
+        if (w != workers_.end() && w->second.pid > 0) {
+          // The worker may be deep in user code: only killing it stops it for sure.
+          kill(w->second.pid, SIGKILL);
+        }
+        break;
+      }
+    }
+  }
+
+  void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b) {
+    if (c.role != Role::kWorker) return;
+    auto w = workers_.find(c.worker);
+    if (w == workers_.end()) return;
+    w->second.blocked = b.getBlocked();
+    // Tasks queued behind a task that waits on other tasks could deadlock it: run them elsewhere.
+    for (auto raw : b.getReturned()) {
+      TaskId id = IdFrom<TaskId>(raw);
+      auto& a = w->second.assigned;
+      a.erase(std::remove(a.begin(), a.end(), id), a.end());
+      auto t = tasks_.find(id);
+      if (t != tasks_.end()) {
+        t->second.state = Task::kQueued;
+        queue_.push_front(id);
+      }
+    }
+    schedule_dirty_ = true;
+  }
+
+  // ---- scheduling --------------------------------------------------------------------------
+
+  void ApplySharedUpdates() {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    if (!new_node_id_.IsNil()) {
+      node_id_ = new_node_id_;
+      new_node_id_ = NodeId();
+    }
+    if (view_dirty_) {
+      view_dirty_ = false;
+      view_.clear();
+      for (auto& n : shared_view_) {
+        if (n.id == node_id_) continue;
+        NodeView v;
+        v.id = n.id;
+        v.total = n.total;
+        v.available = n.available;
+        v.labels = n.labels;
+        v.alive = n.state == NodeState::kAlive;
+        view_[n.id] = v;
+        core_addresses_[n.id] = n.core_address;
+      }
+      schedule_dirty_ = true;
+    }
+  }
+
+  ClusterSnapshot Snapshot(TimePoint now) {
+    ClusterSnapshot s;
+    s.local_node = node_id_;
+    NodeView self;
+    self.id = node_id_;
+    self.total = options_.total;
+    self.available = available_;
+    self.labels = options_.labels;
+    s.nodes.push_back(self);
+    for (auto& [id, v] : view_) {
+      auto bad = unreachable_until_.find(id);
+      if (bad != unreachable_until_.end() && bad->second > now) continue;
+      s.nodes.push_back(v);
+    }
+    return s;
+  }
+
+  void Schedule() {
+    schedule_dirty_ = false;
+    TimePoint now = SystemClock::Get().Now();
+    ClusterSnapshot snap = Snapshot(now);
+    std::set<std::string> blocked;
+    std::map<std::string, std::pair<ResourceSet, uint32_t>> pending;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      auto found = tasks_.find(*it);
+      if (found == tasks_.end()) {
+        it = queue_.erase(it);
+        continue;
+      }
+      Task& t = found->second;
+      if (blocked.count(t.class_key)) {
+        auto& p = pending[t.class_key];
+        p.first = t.req.demand;
+        p.second++;
+        ++it;
+        continue;
+      }
+      PlacementRequest req;
+      req.demand = t.req.demand;
+      req.labels = t.req.labels;
+      req.strategy = t.req.strategy;
+      req.affinity_node = t.req.affinity_node;
+      req.affinity_soft = t.req.affinity_soft;
+      req.argument_bytes = t.req.argument_bytes;
+      if (t.hops > 0) {  // forwarded here: run here or wait here, never bounce again
+        req.strategy = PlacementStrategy::kNodeAffinity;
+        req.affinity_node = node_id_;
+        req.affinity_soft = false;
+      }
+      snap.nodes[0].available = available_;
+      PlacementDecision d = PlaceTask(snap, req);
+      bool done = false;
+      if (d.kind == PlacementDecision::kInfeasible) {
+        TaskId id = t.id;
+        it = queue_.erase(it);
+        FailTask(id, Status::Infeasible((t.actor_creation ? "actor " : "task ") + t.function +
+                                        " can never run: " + d.reason));
+        continue;
+      }
+      if (d.kind == PlacementDecision::kPlace && d.node == node_id_) {
+        done = StartOnNewLease(t, now);
+      }
+      if (!done && !t.actor_creation) done = Pipeline(t);
+      if (!done && d.kind == PlacementDecision::kPlace && d.node != node_id_) {
+        done = Forward(t, d.node, now);
+        if (done) {
+          for (auto& n : snap.nodes) {
+            if (n.id == d.node && n.available.Contains(t.req.demand))
+              n.available.Subtract(t.req.demand);
+          }
+          auto v = view_.find(d.node);
+          if (v != view_.end() && v->second.available.Contains(t.req.demand)) {
+            v->second.available.Subtract(t.req.demand);
+          }
+        }
+      }
+      if (done) {
+        it = queue_.erase(it);
+      } else {
+        blocked.insert(t.class_key);
+        auto& p = pending[t.class_key];
+        p.first = t.req.demand;
+        p.second++;
+        ++it;
+      }
+    }
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    shared_available_ = available_;
+    shared_pending_.clear();
+    for (auto& [k, p] : pending) shared_pending_.push_back(p);
+  }
+
+  bool StartOnNewLease(Task& t, TimePoint now) {
+    if (!available_.Contains(t.req.demand)) return false;
+    int64_t gpu_units = t.req.demand.GetUnits("GPU");
+    std::vector<uint32_t> gpu_ids;
+    if (gpu_units > 0) {
+      auto got = gpus_.Acquire(gpu_units);
+      if (!got.ok()) return false;
+      gpu_ids = *got;
+    }
+    std::string devices = GpuAssignment::VisibleDevices(gpu_ids);
+    std::string key = t.job.Hex() + "/" + devices;
+    Worker* w = nullptr;
+    bool fresh_needed = t.actor_creation && gpu_units > 0;
+    if (!fresh_needed) {
+      for (auto& [id, cand] : workers_) {
+        if (!cand.leased && !cand.is_actor && cand.key == key) {
+          w = &cand;
+          break;
+        }
+      }
+    }
+    if (!w) {
+      if (!t.actor_creation && gpu_units == 0 && TaskWorkerCount() >= max_task_workers_) {
+        return false;  // wait for a worker to come free
+      }
+      auto spawned = Spawn(t.job, key, devices, now);
+      if (!spawned.ok()) {
+        if (gpu_units > 0) (void)gpus_.Release(gpu_ids, gpu_units);
+        TaskId id = t.id;
+        // Leave the queue entry: Schedule erases it because we report it done.
+        FailTask(id, Status(spawned.status().code(), "cannot start a worker for " + t.function +
+                                                         ": " + spawned.status().message()));
+        return true;
+      }
+      w = *spawned;
+    }
+    available_.Subtract(t.req.demand);
+    w->leased = true;
+    w->lease = t.req.demand;
+    w->gpu_ids = gpu_ids;
+    w->lease_class = t.class_key;
+    w->is_actor = t.actor_creation;
+    Assign(*w, t);
+    return true;
+  }
+
+  bool Pipeline(Task& t) {
+    Worker* best = nullptr;
+    for (auto& [id, w] : workers_) {
+      if (w.leased && !w.is_actor && !w.blocked && w.lease_class == t.class_key && w.job == t.job &&
+          w.assigned.size() < options_.pipeline_depth &&
+          (!best || w.assigned.size() < best->assigned.size())) {
+        best = &w;
+      }
+    }
+    if (!best) return false;
+    Assign(*best, t);
+    return true;
+  }
+
+  void Assign(Worker& w, Task& t) {
+    t.state = Task::kOnWorker;
+    t.worker = w.id;
+    w.assigned.push_back(t.id);
+    if (w.conn) SendTo(w.conn, t.frame);  // else sent when the worker says hello
+  }
+
+  bool Forward(Task& t, const NodeId& node, TimePoint now) {
+    uint64_t peer = PeerConn(node);
+    if (!peer) {
+      unreachable_until_[node] = now + kUnreachablePenalty;
+      schedule_dirty_ = true;
+      return false;
+    }
+    // Mark the spec as forwarded once (hops = 1) so the other node does not pass it on again.
+    Words words = kj::heapArray<capnp::word>((t.frame.size() - kFrameHeaderBytes) / 8);
+    std::memcpy(words.begin(), t.frame.data() + kFrameHeaderBytes, words.size() * 8);
+    capnp::FlatArrayMessageReader reader(words);
+    capnp::MallocMessageBuilder message;
+    message.setRoot(reader.getRoot<proto::CoreMessage>());
+    message.getRoot<proto::CoreMessage>().getSubmitTask().setHops(t.hops + 1);
+    SendTo(peer, EncodeFrame(message));
+    t.state = Task::kForwarded;
+    t.forwarded_to = node;
+    return true;
+  }
+
+  size_t TaskWorkerCount() const {
+    size_t n = 0;
+    for (auto& [id, w] : workers_) n += w.is_actor ? 0 : 1;
+    return n;
+  }
+
+  void MaybeReleaseLease(Worker& w) {
+    if (w.is_actor || !w.assigned.empty() || !w.leased) return;
+    ReleaseLease(w);
+    w.idle_since = SystemClock::Get().Now();
+  }
+
+  void ReleaseLease(Worker& w) {
+    if (!w.leased) return;
+    available_.Add(w.lease);
+    int64_t gpu_units = w.lease.GetUnits("GPU");
+    if (gpu_units > 0) (void)gpus_.Release(w.gpu_ids, gpu_units);
+    w.leased = false;
+    w.lease = ResourceSet();
+    w.gpu_ids.clear();
+    w.lease_class.clear();
+    schedule_dirty_ = true;
+  }
+
+  void FailTask(const TaskId& id, const Status& st) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return;
+    SendTo(it->second.origin, ErrorResultFrame(id, node_id_, st));
+    tasks_.erase(it);
+  }
+
+  // ---- peers -------------------------------------------------------------------------------
+
+  uint64_t PeerConn(const NodeId& node) {
+    auto it = peers_.find(node);
+    if (it != peers_.end() && conns_.count(it->second) && !conns_[it->second].closed) {
+      return it->second;
+    }
+    auto addr = core_addresses_.find(node);
+    if (addr == core_addresses_.end() || addr->second.empty()) return 0;
+    auto hp = ParseHostPort(addr->second);
+    if (!hp.ok()) return 0;
+    auto fd = ConnectTcp(*hp, std::chrono::seconds(1));
+    if (!fd.ok()) {
+      CUMULUS_LOG(WARN) << "node: cannot reach node " << node << " at " << addr->second << ": "
+                        << fd.status();
+      return 0;
+    }
+    int flags = fcntl(*fd, F_GETFL);
+    fcntl(*fd, F_SETFL, flags | O_NONBLOCK);
+    Conn& c = AddConn(*fd, true);
+    c.role = Role::kPeer;
+    c.peer = node;
+    peers_[node] = c.id;
+    capnp::MallocMessageBuilder message;
+    auto h = message.initRoot<proto::CoreMessage>().initHello();
+    h.setRole("peer");
+    h.setToken(options_.token);
+    h.setNodeId(DataOf(node_id_));
+    h.setPid(getpid());
+    Send(c, EncodeFrame(message));
+    return c.id;
+  }
+
+  // ---- workers -----------------------------------------------------------------------------
+
+  Result<std::string> JobProgram(const JobId& job) {
+    auto cached = programs_.find(job);
+    if (cached != programs_.end()) return cached->second;
+    if (!head_) {
+      ControlClientOptions o;
+      o.role = "node-router";
+      o.request_timeout = std::chrono::seconds(10);
+      CUMULUS_ASSIGN_OR_RETURN(head_, ControlClient::Connect(options_.head, options_.token, o));
+    }
+    auto raw = head_->KvGet(kJobsNamespace, job.Hex());
+    if (!raw.ok()) {
+      if (raw.status().code() != StatusCode::kNotFound) head_.reset();
+      return Status(raw.status().code(), "job " + job.Hex() + " is not registered with the head (" +
+                                             raw.status().message() + ")");
+    }
+    CUMULUS_ASSIGN_OR_RETURN(JobRecord record, Deserialize<JobRecord>(*raw));
+    std::string dir = options_.work_dir + "/jobs";
+    std::filesystem::create_directories(dir);
+    std::string base = record.argv.empty()
+                           ? std::string("program")
+                           : std::filesystem::path(record.argv[0]).filename().string();
+    if (base.empty() || base == "." || base == "..") base = "program";
+    std::filesystem::create_directories(dir + "/" + record.binary_hash);
+    std::string path = dir + "/" + record.binary_hash + "/" + base;
+    if (!std::filesystem::exists(path)) {
+      CUMULUS_ASSIGN_OR_RETURN(ObjectId obj, ObjectId::FromHex(record.binary_object));
+      bool pulled = false;
+      if (!options_.store->Contains(obj)) {
+        CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
+        CUMULUS_RETURN_IF_ERROR(PullObject(from, options_.token, obj, PullInto(*options_.store)));
+        pulled = true;
+      }
+      {
+        CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer bytes, options_.store->Get(obj));
+        std::string tmp = path + ".tmp";
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        f.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+        f.close();
+        if (!f) return Status::ResourceExhausted("cannot write the job's program to " + tmp);
+        chmod(tmp.c_str(), 0700);
+        std::filesystem::rename(tmp, path);
+      }
+      if (pulled) (void)options_.store->Delete(obj);
+    }
+    programs_[job] = path;
+    program_argv_[job] = record.argv;
+    return path;
+  }
+
+  Result<Worker*> Spawn(const JobId& job, const std::string& key, const std::string& devices,
+                        TimePoint now) {
+    CUMULUS_ASSIGN_OR_RETURN(std::string program, JobProgram(job));
+    WorkerId wid = WorkerId::FromRandom();
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+      std::string_view kv(*e);
+      if (kv.rfind("CUMULUS_", 0) == 0 || kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) continue;
+      env_strings.emplace_back(kv);
+    }
+    env_strings.push_back("CUMULUS_WORKER_ID=" + wid.Hex());
+    env_strings.push_back("CUMULUS_JOB_ID=" + job.Hex());
+    env_strings.push_back("CUMULUS_NODE_SOCKET=" + options_.socket_path);
+    env_strings.push_back("CUMULUS_STORE_SOCKET=" + options_.store_socket);
+    env_strings.push_back("CUMULUS_NODE_ID=" + node_id_.Hex());
+    env_strings.push_back("CUMULUS_TRANSFER_ADDRESS=" + options_.transfer_address);
+    env_strings.push_back("CUMULUS_BIND_HOST=" + options_.bind_host);
+    env_strings.push_back("CUMULUS_HEAD=" + options_.head.ToString());
+    env_strings.push_back("CUMULUS_TOKEN=" + options_.token);
+    env_strings.push_back("CUDA_VISIBLE_DEVICES=" + devices);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = program_argv_[job];
+    if (args.empty()) args.push_back(program);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), envp.data());
+    if (rc != 0) return Status::Unavailable("cannot start " + program + ": " + std::strerror(rc));
+    Worker& w = workers_[wid];
+    w.id = wid;
+    w.pid = pid;
+    w.job = job;
+    w.key = key;
+    w.started = now;
+    w.idle_since = now;
+    return &w;
+  }
+
+  void WorkerGone(const WorkerId& wid, const std::string& why) {
+    auto it = workers_.find(wid);
+    if (it == workers_.end()) return;
+    Worker& w = it->second;
+    if (w.conn) {
+      auto c = conns_.find(w.conn);
+      if (c != conns_.end() && !c->second.closed) {
+        c->second.worker = WorkerId();  // detach so Close does not come back here
+        Close(c->second, "worker gone");
+      }
+    }
+    bool first = true;
+    for (const TaskId& id : w.assigned) {
+      auto t = tasks_.find(id);
+      if (t == tasks_.end()) continue;
+      Task& task = t->second;
+      if (task.cancelled) {
+        FailTask(id, Status::Cancelled("task " + task.function + " was cancelled while running"));
+      } else if (task.actor_creation) {
+        FailTask(id, Status::ActorDied("the worker of actor " + task.function + " died (" + why +
+                                       ") on node " + node_id_.Hex()));
+      } else if (!first) {
+        task.state = Task::kQueued;  // had not started: not an attempt
+        queue_.push_front(id);
+      } else if (task.max_retries < 0 || static_cast<int>(task.attempt) < task.max_retries) {
+        task.attempt++;
+        task.state = Task::kQueued;
+        CUMULUS_LOG(WARN) << "node: the worker running " << task.function << " " << why
+                          << "; retrying (attempt " << task.attempt + 1 << ")";
+        queue_.push_back(id);
+      } else {
+        FailTask(id, Status::Unavailable("the worker running task " + task.function + " " + why +
+                                         " on node " + node_id_.Hex() + "; no retries left"));
+      }
+      first = false;
+    }
+    w.assigned.clear();
+    ReleaseLease(w);
+    if (w.pid > 0) zombies_.push_back(w.pid);
+    workers_.erase(it);
+    schedule_dirty_ = true;
+  }
+
+  void EndJob(const JobId& job, bool tell_peers) {
+    if (job.IsNil()) return;
+    std::vector<WorkerId> doomed;
+    for (auto& [id, w] : workers_) {
+      if (w.job == job) doomed.push_back(id);
+    }
+    for (auto& id : doomed) {
+      Worker& w = workers_[id];
+      if (w.pid > 0) kill(w.pid, SIGKILL);
+      for (auto& t : w.assigned) tasks_.erase(t);  // their owner is gone
+      w.assigned.clear();
+      WorkerGone(id, "ended with its job");
+    }
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      it = it->second.job == job ? tasks_.erase(it) : std::next(it);
+    }
+    programs_.erase(job);
+    if (!tell_peers) return;
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().setJobFinished(DataOf(job));
+    std::string frame = EncodeFrame(message);
+    for (auto& [id, v] : view_) {
+      if (!v.alive) continue;
+      if (uint64_t peer = PeerConn(id)) SendTo(peer, frame);
+    }
+  }
+
+  void Housekeeping(TimePoint now) {
+    // Reap exited workers (and notice those that died before connecting).
+    for (auto it = zombies_.begin(); it != zombies_.end();) {
+      it = waitpid(*it, nullptr, WNOHANG) != 0 ? zombies_.erase(it) : std::next(it);
+    }
+    std::vector<std::pair<WorkerId, std::string>> gone;
+    for (auto& [id, w] : workers_) {
+      if (w.pid <= 0) continue;
+      int status = 0;
+      pid_t r = waitpid(w.pid, &status, WNOHANG);
+      if (r == w.pid) {
+        w.pid = -1;
+        gone.emplace_back(id, DescribeExit(status));
+      } else if (!w.conn && now - w.started > kWorkerStartTimeout) {
+        kill(w.pid, SIGKILL);
+      } else if (!w.leased && !w.is_actor && w.assigned.empty() &&
+                 now - w.idle_since > kIdleWorkerLifetime) {
+        kill(w.pid, SIGKILL);
+      }
+    }
+    for (auto& [id, why] : gone) WorkerGone(id, why);
+  }
+
+  void Close(Conn& c, const std::string& why) {
+    if (c.closed) return;
+    c.closed = true;
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+    shutdown(c.fd, SHUT_RDWR);
+    closed_.push_back(c.id);
+    if (c.role == Role::kWorker && !c.worker.IsNil()) {
+      auto w = workers_.find(c.worker);
+      if (w != workers_.end()) {
+        w->second.conn = 0;
+        int status = 0;
+        std::string what = "closed its connection";
+        if (w->second.pid > 0) {
+          // It is usually exiting already; give it a moment, then make sure.
+          pid_t r = 0;
+          for (int i = 0; i < 20 && (r = waitpid(w->second.pid, &status, WNOHANG)) == 0; ++i) {
+            usleep(5000);
+          }
+          if (r == 0) {
+            kill(w->second.pid, SIGKILL);
+            r = waitpid(w->second.pid, &status, 0);
+          }
+          if (r == w->second.pid) {
+            w->second.pid = -1;
+            what = DescribeExit(status);
+          }
+        }
+        WorkerGone(c.worker, what);
+      }
+    } else if (c.role == Role::kDriver) {
+      // Its queued tasks have nobody to answer to; its job's workers go away.
+      EndJob(c.job, /*tell_peers=*/true);
+    } else if (c.role == Role::kPeer) {
+      if (peers_.count(c.peer) && peers_[c.peer] == c.id) peers_.erase(c.peer);
+      // Tasks forwarded there come back here to be placed again.
+      for (auto& [id, t] : tasks_) {
+        if (t.state == Task::kForwarded && t.forwarded_to == c.peer) {
+          t.state = Task::kQueued;
+          queue_.push_back(id);
+          schedule_dirty_ = true;
+        }
+      }
+      unreachable_until_[c.peer] = SystemClock::Get().Now() + kUnreachablePenalty;
+    } else if (c.role == Role::kUnknown && c.tcp) {
+      CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
+    }
+    if (c.role != Role::kUnknown && why != "closed" && why != "worker gone") {
+      CUMULUS_LOG(WARN) << "node: closed a core connection: " << why;
+    }
+  }
+
+  void ReapClosed() {
+    for (uint64_t id : closed_) {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;
+      close(it->second.fd);
+      conns_.erase(it);
+    }
+    closed_.clear();
+  }
+
+  TaskRouterOptions options_;
+  NodeId node_id_;
+  GpuAssignment gpus_;
+  ResourceSet available_;
+  size_t max_task_workers_ = 4;
+
+  int unix_fd_ = -1, tcp_fd_ = -1, epoll_ = -1;
+  int wake_[2] = {-1, -1};
+  uint16_t tcp_port_ = 0;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+
+  // Loop-thread state.
+  std::unordered_map<uint64_t, Conn> conns_;
+  uint64_t next_conn_ = kFirstConnId;
+  std::set<uint64_t> dirty_out_;
+  std::vector<uint64_t> closed_;
+  std::unordered_map<TaskId, Task> tasks_;
+  std::list<TaskId> queue_;
+  bool schedule_dirty_ = false;
+  std::unordered_map<WorkerId, Worker> workers_;
+  std::vector<pid_t> zombies_;
+  std::map<NodeId, NodeView> view_;
+  std::map<NodeId, std::string> core_addresses_;
+  std::map<NodeId, TimePoint> unreachable_until_;
+  std::map<NodeId, uint64_t> peers_;
+  std::map<JobId, std::string> programs_;
+  std::map<JobId, std::vector<std::string>> program_argv_;
+  std::unique_ptr<ControlClient> head_;
+
+  // Shared with the daemon's heartbeat thread.
+  mutable std::mutex shared_mu_;
+  std::vector<NodeRecord> shared_view_;
+  bool view_dirty_ = false;
+  NodeId new_node_id_;
+  ResourceSet shared_available_;
+  std::vector<std::pair<ResourceSet, uint32_t>> shared_pending_;
+
+  friend class TaskRouter;
+};
+
+TaskRouter::TaskRouter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TaskRouter::~TaskRouter() = default;
+
+Result<std::unique_ptr<TaskRouter>> TaskRouter::Start(const TaskRouterOptions& options) {
+  if (!options.store) return Status::InvalidArgument("the task router needs the node's store");
+  auto impl = std::make_unique<Impl>(options);
+  impl->shared_available_ = options.total;
+  CUMULUS_RETURN_IF_ERROR(impl->Start());
+  return std::unique_ptr<TaskRouter>(new TaskRouter(std::move(impl)));
+}
+
+std::string TaskRouter::core_address() const { return impl_->core_address(); }
+const std::string& TaskRouter::socket_path() const { return impl_->socket_path(); }
+void TaskRouter::UpdateView(const std::vector<NodeRecord>& nodes) { impl_->UpdateView(nodes); }
+void TaskRouter::SetNodeId(const NodeId& id) { impl_->SetNodeId(id); }
+ResourceSet TaskRouter::Available() const { return impl_->Available(); }
+std::vector<std::pair<ResourceSet, uint32_t>> TaskRouter::PendingDemand() const {
+  return impl_->PendingDemand();
+}
+
+}  // namespace cumulus

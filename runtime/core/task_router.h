@@ -1,0 +1,72 @@
+// TaskRouter: the node's half of running tasks and actors. One epoll thread that
+//   - accepts drivers and workers on a Unix socket (core.sock, 0600) and other nodes on TCP
+//     (cluster token first);
+//   - places each submitted task with scheduler/placement.h over a snapshot: this node's exact
+//     free resources plus the head's view of the others. Local first; otherwise it forwards the
+//     task once to a node that can run it (spillback); work that fits the cluster but not now
+//     waits here and is reported as pending demand; work no node could run fails at once;
+//   - keeps a pool of worker processes per job (the job's program, fetched once per node from
+//     the driver's node over the object channel), leases them to tasks, pipelines small tasks of
+//     one shape onto a leased worker, and starts a dedicated worker per actor with
+//     CUDA_VISIBLE_DEVICES set to the GPUs it was given;
+//   - routes each result back the way its task came;
+//   - retries a task whose worker died (up to its max_retries), frees objects, cancels tasks,
+//     and ends a job's workers when its driver disconnects.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/head/membership.h"
+#include "runtime/net/tcp.h"
+#include "runtime/object_store/object_store.h"
+#include "scheduler/resources.h"
+
+namespace cumulus {
+
+struct TaskRouterOptions {
+  NodeId node_id;
+  std::string socket_path;  // core.sock
+  std::string bind_host = "127.0.0.1";
+  std::string token;
+  HostPort head;
+  ObjectStore* store = nullptr;  // the node's store; must outlive the router
+  std::string store_socket;
+  std::string transfer_address;
+  std::string work_dir;  // job programs are cached here
+  ResourceSet total;
+  Labels labels;
+  std::vector<uint32_t> gpu_ids;
+  size_t max_task_workers = 0;  // 0: max(4, 2 x CPUs)
+  size_t pipeline_depth = 16;   // tasks queued on one leased worker
+};
+
+class TaskRouter {
+ public:
+  static Result<std::unique_ptr<TaskRouter>> Start(const TaskRouterOptions& options);
+  ~TaskRouter();  // kills the workers it started
+
+  // host:port where other nodes connect.
+  std::string core_address() const;
+  const std::string& socket_path() const;
+
+  // From the node daemon's heartbeat thread.
+  void UpdateView(const std::vector<NodeRecord>& nodes);
+  void SetNodeId(const NodeId& id);
+  ResourceSet Available() const;
+  std::vector<std::pair<ResourceSet, uint32_t>> PendingDemand() const;
+
+  class Impl;
+
+ private:
+  explicit TaskRouter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cumulus

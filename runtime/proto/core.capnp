@@ -1,0 +1,43 @@
+@0xc4b1f0e7a9d35e21;
+# The task protocol (frames: runtime/net/frame.h). Connections:
+#   driver or worker <-> its node   Unix socket core.sock (0600, in a 0700 directory)
+#   node <-> node                   TCP, `hello` with the cluster token first
+#   caller -> actor's worker        TCP (direct actor calls), `hello` with the cluster token first
+$import "/capnp/c++.capnp".namespace("cumulus::proto");
+using Task = import "task.capnp";
+
+struct CoreHello {
+  token @0 :Text;            # TCP connections only
+  role @1 :Text;             # "driver", "worker", "peer", "caller"
+  workerId @2 :Data;         # role worker: the id the node gave it at spawn
+  jobId @3 :Data;            # role driver: the job it runs
+  pid @4 :Int32;
+  nodeId @5 :Data;           # role peer: who is calling
+}
+
+struct CoreHelloAck {
+  code @0 :UInt16;
+  message @1 :Text;
+  nodeId @2 :Data;
+  transferAddress @3 :Text;
+  storeSocket @4 :Text;
+}
+
+struct WorkerBlocked {
+  blocked @0 :Bool;                  # false: running again
+  returned @1 :List(Data);           # task ids it queued but had not started: schedule elsewhere
+}
+
+struct CoreMessage {
+  union {
+    hello @0 :CoreHello;
+    helloAck @1 :CoreHelloAck;
+    submitTask @2 :Task.TaskSpec;     # owner->node, node->node, node->worker, caller->actor
+    taskResult @3 :Task.TaskResult;   # the way back
+    freeObjects @4 :List(Data);       # owner->node(->node): delete these stored objects
+    cancelTask @5 :Data;              # owner->node(->node): task id
+    jobFinished @6 :Data;             # job id: its workers and actors go away
+    killActor @7 :Data;               # caller->actor: actor id; the worker exits
+    workerBlocked @8 :WorkerBlocked;  # worker->node
+  }
+}

@@ -1,0 +1,1369 @@
+#include "workers/core_worker.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "cumulus/internal/registry.h"
+#include "cumulus/remote.h"
+#include "runtime/base/logging.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+#include "runtime/head/node_codec.h"
+#include "runtime/object_store/store_client.h"
+#include "runtime/transfer/object_transfer.h"
+#include "scheduler/placement.h"
+
+namespace cumulus {
+
+namespace {
+
+using Words = kj::Array<capnp::word>;
+
+std::string StatusFrameError(const Status& st) { return st.ToString(); }
+
+// A bounded blocking write of a whole frame.
+Status WriteAll(int fd, const std::string& frame) {
+  return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
+                 std::chrono::seconds(30));
+}
+
+void SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+struct ActorNameRecord {
+  std::string actor_id;  // hex
+  std::string class_name;
+  std::string address;
+  CUMULUS_SERIALIZE(actor_id, class_name, address)
+};
+
+}  // namespace
+
+class CoreWorkerImpl : public CoreWorker {
+ public:
+  explicit CoreWorkerImpl(const CoreWorkerOptions& o) : options_(o) {
+    is_worker_ = !o.worker_id.IsNil();
+    job_ = o.job;
+    driver_task_ = TaskId::ForDriver(job_);
+  }
+  ~CoreWorkerImpl() override { Stop(); }
+
+  Status Connect() {
+    CUMULUS_ASSIGN_OR_RETURN(node_fd_, ConnectUnix(options_.node_socket));
+    capnp::MallocMessageBuilder message;
+    auto h = message.initRoot<proto::CoreMessage>().initHello();
+    h.setRole(is_worker_ ? "worker" : "driver");
+    if (is_worker_) h.setWorkerId(DataOf(options_.worker_id));
+    h.setJobId(DataOf(job_));
+    h.setPid(getpid());
+    CUMULUS_RETURN_IF_ERROR(WriteAll(node_fd_, EncodeFrame(message)));
+    FrameDecoder decoder(kMaxCoreFrameBytes);
+    CUMULUS_ASSIGN_OR_RETURN(
+        auto words,
+        ReadFrame(node_fd_, decoder, SystemClock::Get().Now() + std::chrono::seconds(10)));
+    {
+      capnp::FlatArrayMessageReader reader(words);
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (!msg.isHelloAck()) return Status::Internal("the node did not acknowledge the hello");
+      auto ack = msg.getHelloAck();
+      node_id_ = IdFrom<NodeId>(ack.getNodeId());
+      transfer_address_ = ack.getTransferAddress();
+      store_socket_ = ack.getStoreSocket();
+    }
+    StoreClientOptions so;
+    so.name = is_worker_ ? "worker" : "driver";
+    CUMULUS_ASSIGN_OR_RETURN(store_, StoreClient::Connect(store_socket_, so));
+    node_conn_ = AddConn(node_fd_, std::move(decoder));
+    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return Status::Internal("pipe failed");
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    WatchFd(wake_[0], kWakeTag);
+    WatchFd(node_fd_, node_conn_);
+    reader_ = std::thread([this] { ReadLoop(); });
+    return Status();
+  }
+
+  // ---- Runtime: submission ------------------------------------------------------------------
+
+  ObjectId SubmitTask(const std::string& function, std::vector<internal::ArgData> args,
+                      const internal::CallOptions& options) override {
+    TaskId task = TaskId::ForNormalTask(job_);
+    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
+    std::unique_lock<std::mutex> lock(mu_);
+    NewObject(ret);
+    auto pending = std::make_unique<PendingTask>();
+    pending->id = task;
+    pending->ret = ret;
+    pending->function = function;
+    pending->args = std::move(args);
+    pending->options = options;
+    if (!pending->options.resources_set) pending->options.resources = {{"CPU", 1}};
+    pending->max_retries = options.max_retries == -2 ? 3 : options.max_retries;
+    Enqueue(std::move(pending));
+    return ret;
+  }
+
+  ActorId CreateActor(const std::string& factory, const std::string& class_name,
+                      std::vector<internal::ArgData> args,
+                      const internal::CallOptions& options) override {
+    ActorId actor = ActorId::Of(job_);
+    TaskId task = TaskId::ForActorTask(actor);
+    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
+    std::unique_lock<std::mutex> lock(mu_);
+    ActorEntry& a = actors_[actor];
+    a.id = actor;
+    a.class_name = class_name;
+    a.factory = factory;
+    a.owned = true;
+    a.name = options.name;
+    a.creation_task = task;
+    if (!options.name.empty()) {
+      lock.unlock();
+      Status reserved = ReserveName(options.name, actor, class_name);
+      lock.lock();
+      if (!reserved.ok()) {
+        MarkActorDead(actors_[actor], reserved);
+        return actor;
+      }
+    }
+    NewObject(ret);
+    objects_[ret].refs = 0;  // nobody holds the creation result: freed once it arrives
+    auto pending = std::make_unique<PendingTask>();
+    pending->id = task;
+    pending->ret = ret;
+    pending->function = factory;
+    pending->args = std::move(args);
+    pending->options = options;
+    pending->actor_creation = true;
+    pending->actor = actor;
+    pending->max_retries = 0;
+    Enqueue(std::move(pending));
+    return actor;
+  }
+
+  ObjectId SubmitActorTask(const ActorId& actor, const std::string& method,
+                           std::vector<internal::ArgData> args,
+                           const internal::CallOptions& options) override {
+    TaskId task = TaskId::ForActorTask(actor);
+    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
+    std::unique_lock<std::mutex> lock(mu_);
+    NewObject(ret);
+    auto it = actors_.find(actor);
+    if (it == actors_.end()) {
+      FailObject(ret, Status::NotFound("actor " + actor.Hex() + " is unknown to this process"));
+      return ret;
+    }
+    auto pending = std::make_unique<PendingTask>();
+    pending->id = task;
+    pending->ret = ret;
+    pending->function = method;
+    pending->args = std::move(args);
+    pending->options = options;
+    pending->actor = actor;
+    pending->actor_call = true;
+    it->second.queue.push_back(task);
+    Enqueue(std::move(pending));
+    return ret;
+  }
+
+  // ---- Runtime: objects --------------------------------------------------------------------
+
+  Result<internal::Payload> Get(const ObjectId& id, int64_t timeout_ms) override {
+    TimePoint deadline = timeout_ms < 0
+                             ? TimePoint::max()
+                             : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = objects_.find(id);
+    if (it == objects_.end()) {
+      return Status::NotFound("object " + id.Hex() +
+                              " is not owned by this process (or was freed)");
+    }
+    if (it->second.state == ObjectEntry::kPending) {
+      BlockedGuard blocked(this, lock);
+      bool done = WaitUntil(lock, deadline, [&] {
+        auto e = objects_.find(id);
+        return e == objects_.end() || e->second.state != ObjectEntry::kPending;
+      });
+      if (!done) {
+        return Status::TimedOut("Get of object " + id.Hex() + " (result of " +
+                                DescribeProducer(id) + ") timed out after " +
+                                std::to_string(timeout_ms) + " ms");
+      }
+      it = objects_.find(id);
+      if (it == objects_.end()) return Status::NotFound("object " + id.Hex() + " was freed");
+    }
+    ObjectEntry& e = it->second;
+    if (e.state == ObjectEntry::kFailed) return e.error;
+    if (e.inline_value) {
+      auto keep = e.inline_value;
+      return internal::Payload{std::string_view(*keep), keep};
+    }
+    // In a store: this node's, or another node's (pull it here first).
+    NodeId where = e.node;
+    std::string from = e.transfer;
+    bool pulled = where != node_id_;
+    if (pulled) e.local_copy = true;
+    lock.unlock();
+    CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer buffer, FetchFromStore(id, pulled, from));
+    auto holder = std::make_shared<ObjectBuffer>(std::move(buffer));
+    std::string_view view(reinterpret_cast<const char*>(holder->data()), holder->size());
+    return internal::Payload{view, holder};
+  }
+
+  Result<ObjectId> Put(std::string bytes) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ObjectId id = ObjectId::FromPut(CurrentTaskLocked(), ++put_index_);
+    NewObject(id);
+    ObjectEntry& e = objects_[id];
+    if (bytes.size() <= kMaxInlineResultBytes) {
+      e.state = ObjectEntry::kReady;
+      e.inline_value = std::make_shared<std::string>(std::move(bytes));
+      return id;
+    }
+    lock.unlock();
+    Status st = store_->Put(id, bytes.data(), bytes.size());
+    lock.lock();
+    auto it = objects_.find(id);
+    if (!st.ok()) {
+      if (it != objects_.end()) objects_.erase(it);
+      return st;
+    }
+    it->second.state = ObjectEntry::kReady;
+    it->second.stored = true;
+    it->second.node = node_id_;
+    it->second.transfer = transfer_address_;
+    it->second.size = bytes.size();
+    return id;
+  }
+
+  std::vector<bool> Wait(const std::vector<ObjectId>& ids, size_t num_ready,
+                         int64_t timeout_ms) override {
+    TimePoint deadline = timeout_ms < 0
+                             ? TimePoint::max()
+                             : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
+    std::vector<bool> ready(ids.size(), false);
+    num_ready = std::min(num_ready, ids.size());
+    std::unique_lock<std::mutex> lock(mu_);
+    auto count = [&] {
+      size_t n = 0;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        auto it = objects_.find(ids[i]);
+        ready[i] = it == objects_.end() || it->second.state != ObjectEntry::kPending;
+        n += ready[i] ? 1 : 0;
+      }
+      return n;
+    };
+    if (count() < num_ready) {
+      BlockedGuard blocked(this, lock);
+      WaitUntil(lock, deadline, [&] { return count() >= num_ready; });
+    }
+    count();
+    return ready;
+  }
+
+  void AddRef(const ObjectId& id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = objects_.find(id);
+    if (it != objects_.end()) it->second.refs++;
+  }
+
+  void RemoveRef(const ObjectId& id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return;
+    it->second.refs--;
+    MaybeFree(it);
+    FlushFrees();
+  }
+
+  Status Cancel(const ObjectId& id) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    TaskId task = id.Task();
+    auto it = tasks_.find(task);
+    if (it == tasks_.end()) return Status();  // finished already (or never ours)
+    PendingTask& t = *it->second;
+    if (t.actor_call)
+      return Status::InvalidArgument("actor calls cannot be cancelled; kill the actor");
+    if (!t.sent) {
+      Status st = Status::Cancelled("task " + t.function + " was cancelled before it ran");
+      FinishTask(task, &st, nullptr);
+      return Status();
+    }
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
+    return SendToNodeLocked(EncodeFrame(message));
+  }
+
+  // ---- Runtime: actors ---------------------------------------------------------------------
+
+  Status KillActor(const ActorId& actor) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = actors_.find(actor);
+    if (it == actors_.end()) return Status::NotFound("actor " + actor.Hex() + " is unknown here");
+    ActorEntry& a = it->second;
+    if (a.state == ActorEntry::kDead) return Status();
+    if (a.conn) {
+      capnp::MallocMessageBuilder message;
+      message.initRoot<proto::CoreMessage>().setKillActor(DataOf(actor));
+      (void)SendOnConnLocked(a.conn, EncodeFrame(message));
+    } else if (a.state == ActorEntry::kPending) {
+      a.kill_when_created = true;
+    }
+    MarkActorDead(a, Status::ActorDied("actor " + a.factory + " (" + actor.Hex() +
+                                       ") was killed by its handle"));
+    return Status();
+  }
+
+  Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) override {
+    CUMULUS_RETURN_IF_ERROR(EnsureHead());
+    auto raw = head_->KvGet(kActorsNamespace, name);
+    if (!raw.ok()) {
+      if (raw.status().code() == StatusCode::kNotFound) {
+        return Status::NotFound("no actor is named '" + name + "'");
+      }
+      return raw.status();
+    }
+    CUMULUS_ASSIGN_OR_RETURN(ActorNameRecord rec, Deserialize<ActorNameRecord>(*raw));
+    CUMULUS_ASSIGN_OR_RETURN(ActorId id, ActorId::FromHex(rec.actor_id));
+    std::unique_lock<std::mutex> lock(mu_);
+    ActorEntry& a = actors_[id];
+    if (a.id.IsNil()) {
+      a.id = id;
+      a.class_name = rec.class_name;
+      a.factory = name;
+      a.owned = false;
+      if (rec.address.empty()) {
+        // Registered but not created yet: wait for its owner to publish the address.
+        lock.unlock();
+        auto full = head_->KvWait(kActorsNamespace, name + "/address", std::chrono::seconds(30));
+        lock.lock();
+        if (!full.ok()) {
+          MarkActorDead(a, Status::Unavailable("actor '" + name +
+                                               "' did not start: " + full.status().message()));
+          return std::make_pair(id, rec.class_name);
+        }
+        rec.address = *full;
+      }
+      Status st = ConnectActorLocked(a, rec.address);
+      if (!st.ok()) MarkActorDead(a, Status::ActorDied("actor '" + name + "': " + st.message()));
+    }
+    return std::make_pair(id, rec.class_name);
+  }
+
+  Result<std::string> CreatePlacementGroup(
+      const std::vector<std::map<std::string, double>>& bundles, int strategy,
+      int64_t timeout_ms) override {
+    return Status::Unavailable("placement groups are not available yet");
+  }
+  Status RemovePlacementGroup(const std::string& id) override {
+    return Status::Unavailable("placement groups are not available yet");
+  }
+
+  NodeId node_id() const override { return node_id_; }
+  std::string transfer_address() const override { return transfer_address_; }
+
+  Status PutRaw(const ObjectId& id, const std::string& bytes) override {
+    CUMULUS_RETURN_IF_ERROR(store_->Put(id, bytes.data(), bytes.size()));
+    std::lock_guard<std::mutex> lock(mu_);
+    ObjectEntry& e = objects_[id];
+    e = ObjectEntry();
+    e.state = ObjectEntry::kReady;
+    e.stored = true;
+    e.node = node_id_;
+    e.transfer = transfer_address_;
+    e.size = bytes.size();
+    return Status();
+  }
+
+  // ---- worker side -------------------------------------------------------------------------
+
+  void RunWorkerLoop() override {
+    while (true) {
+      Execution next;
+      {
+        std::unique_lock<std::mutex> lock(exec_mu_);
+        exec_cv_.wait(lock, [&] { return !exec_queue_.empty() || node_gone_; });
+        if (exec_queue_.empty()) return;
+        next = std::move(exec_queue_.front());
+        exec_queue_.pop_front();
+      }
+      Execute(next);
+    }
+  }
+
+  void Stop() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    // Objects this process owns are freed where they live.
+    for (auto& [id, e] : objects_) {
+      if (e.stored) free_batch_.push_back(id.Binary() + e.node.Binary());
+      if (e.local_copy) local_copies_.push_back(id);
+    }
+    objects_.clear();
+    FlushFrees();
+    // Owned actors end with their owner; named ones leave the registry.
+    for (auto& [id, a] : actors_) {
+      if (!a.owned) continue;
+      if (a.conn && a.state == ActorEntry::kAlive) {
+        capnp::MallocMessageBuilder message;
+        message.initRoot<proto::CoreMessage>().setKillActor(DataOf(id));
+        (void)SendOnConnLocked(a.conn, EncodeFrame(message));
+      }
+      if (!a.name.empty() && head_) {
+        (void)head_->KvDelete(kActorsNamespace, a.name);
+        (void)head_->KvDelete(kActorsNamespace, a.name + "/address");
+      }
+    }
+    lock.unlock();
+    stop_ = true;
+    char c = 1;
+    (void)!write(wake_[1], &c, 1);
+    if (reader_.joinable()) reader_.join();
+    lock.lock();
+    for (auto& [id, conn] : conns_) close(conn.fd);
+    conns_.clear();
+    if (epoll_ >= 0) close(epoll_);
+    for (int fd : wake_) {
+      if (fd >= 0) close(fd);
+    }
+    epoll_ = wake_[0] = wake_[1] = -1;
+    if (listen_fd_ >= 0) close(listen_fd_);
+    listen_fd_ = -1;
+    cv_.notify_all();
+  }
+
+ private:
+  static constexpr uint64_t kWakeTag = 1, kListenTag = 2;
+
+  struct ObjectEntry {
+    enum State { kPending, kReady, kFailed } state = kPending;
+    int refs = 1;
+    int task_refs = 0;
+    std::shared_ptr<std::string> inline_value;
+    bool stored = false;
+    NodeId node;
+    std::string transfer;
+    uint64_t size = 0;
+    bool local_copy = false;
+    Status error;
+    std::vector<TaskId> waiting;  // tasks whose argument this is
+  };
+
+  struct PendingTask {
+    TaskId id;
+    ObjectId ret;
+    std::string function;
+    std::vector<internal::ArgData> args;
+    internal::CallOptions options;
+    int max_retries = 0;
+    bool actor_creation = false;
+    bool actor_call = false;
+    ActorId actor;
+    int unresolved = 0;
+    bool sent = false;
+    std::vector<ObjectId> held;  // argument objects this task keeps alive
+  };
+
+  struct ActorEntry {
+    ActorId id;
+    std::string class_name;
+    std::string factory;
+    std::string name;
+    bool owned = false;
+    enum State { kPending, kAlive, kDead } state = kPending;
+    Status death;
+    uint64_t conn = 0;
+    TaskId creation_task;
+    std::deque<TaskId> queue;  // calls not sent yet, in order
+    std::set<TaskId> in_flight;
+    bool kill_when_created = false;
+  };
+
+  struct Conn {
+    int fd = -1;
+    FrameDecoder decoder{kMaxCoreFrameBytes};
+    ActorId actor;        // caller side: the actor at the other end
+    bool caller = false;  // worker side: an actor caller
+    bool authenticated = false;
+  };
+
+  struct Execution {
+    Words words;
+    uint64_t reply_conn = 0;
+  };
+
+  // While the current task waits in Get or Wait, tasks queued behind it on this worker could be
+  // the ones it waits for: hand them back to the node, and say so.
+  class BlockedGuard {
+   public:
+    BlockedGuard(CoreWorkerImpl* w, std::unique_lock<std::mutex>& lock) : w_(w) {
+      if (!w_->is_worker_ || !w_->executing_) return;
+      active_ = true;
+      w_->NotifyBlocked(true);
+    }
+    ~BlockedGuard() {
+      if (active_) w_->NotifyBlocked(false);
+    }
+
+   private:
+    CoreWorkerImpl* w_;
+    bool active_ = false;
+  };
+
+  template <typename Pred>
+  bool WaitUntil(std::unique_lock<std::mutex>& lock, TimePoint deadline, Pred pred) {
+    while (!pred()) {
+      if (stopped_) return pred();
+      if (deadline == TimePoint::max()) {
+        cv_.wait(lock);
+      } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        return pred();
+      }
+    }
+    return true;
+  }
+
+  TaskId CurrentTaskLocked() const { return current_task_.IsNil() ? driver_task_ : current_task_; }
+
+  void NewObject(const ObjectId& id) {
+    ObjectEntry& e = objects_[id];
+    e = ObjectEntry();
+  }
+
+  std::string DescribeProducer(const ObjectId& id) {
+    auto t = tasks_.find(id.Task());
+    return t == tasks_.end() ? "a finished task" : "task " + t->second->function;
+  }
+
+  // Resolves the arguments of a new task, or parks it until they are ready. REQUIRES: mu_.
+  void Enqueue(std::unique_ptr<PendingTask> task) {
+    PendingTask& t = *task;
+    TaskId id = t.id;
+    tasks_[id] = std::move(task);
+    if (stopped_) {
+      Status st = Status::Unavailable("cumulus was shut down");
+      FinishTask(id, &st, nullptr);
+      return;
+    }
+    for (auto& arg : t.args) {
+      if (!arg.is_ref) continue;
+      auto it = objects_.find(arg.ref);
+      if (it == objects_.end()) {
+        Status st =
+            Status::InvalidArgument("an argument of " + t.function + " is object " + arg.ref.Hex() +
+                                    ", which this process does not own (or freed)");
+        FinishTask(id, &st, nullptr);
+        return;
+      }
+      it->second.task_refs++;
+      t.held.push_back(arg.ref);
+      if (it->second.state == ObjectEntry::kPending) {
+        t.unresolved++;
+        it->second.waiting.push_back(id);
+      }
+    }
+    if (t.unresolved == 0) Dispatch(t);
+  }
+
+  // All arguments are ready: send (normal tasks, actor creation) or queue on the actor.
+  void Dispatch(PendingTask& t) {
+    // An argument that failed fails the task, naming it.
+    for (size_t i = 0; i < t.args.size(); ++i) {
+      if (!t.args[i].is_ref) continue;
+      auto& e = objects_.at(t.args[i].ref);
+      if (e.state == ObjectEntry::kFailed) {
+        Status st(e.error.code(), "argument " + std::to_string(i) + " of " + t.function +
+                                      " failed: " + e.error.message());
+        FinishTask(t.id, &st, nullptr);
+        return;
+      }
+    }
+    if (t.actor_call) {
+      PumpActor(actors_[t.actor]);
+      return;
+    }
+    std::string frame;
+    Status st = BuildSpec(t, &frame);
+    if (st.ok()) st = SendToNodeLocked(frame);
+    if (!st.ok()) {
+      FinishTask(t.id, &st, nullptr);
+      return;
+    }
+    t.sent = true;
+  }
+
+  void PumpActor(ActorEntry& a) {
+    if (a.state == ActorEntry::kDead) {
+      while (!a.queue.empty()) {
+        TaskId id = a.queue.front();
+        a.queue.pop_front();
+        Status st = a.death;
+        FinishTask(id, &st, nullptr);
+      }
+      return;
+    }
+    if (a.state != ActorEntry::kAlive) return;
+    while (!a.queue.empty()) {
+      auto it = tasks_.find(a.queue.front());
+      if (it == tasks_.end()) {
+        a.queue.pop_front();
+        continue;
+      }
+      PendingTask& t = *it->second;
+      if (t.unresolved > 0) return;  // keep the order: later calls wait for this one
+      std::string frame;
+      Status st = BuildSpec(t, &frame);
+      a.queue.pop_front();
+      if (st.ok()) st = SendOnConnLocked(a.conn, frame);
+      if (!st.ok()) {
+        FinishTask(t.id, &st, nullptr);
+        continue;
+      }
+      t.sent = true;
+      a.in_flight.insert(t.id);
+    }
+  }
+
+  Status BuildSpec(PendingTask& t, std::string* frame) {
+    capnp::MallocMessageBuilder message;
+    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+    spec.setTaskId(DataOf(t.id));
+    spec.setJobId(DataOf(job_));
+    spec.setFunctionName(t.function);
+    spec.setNumReturns(1);
+    spec.setMaxRetries(t.max_retries);
+    spec.setActorCreation(t.actor_creation);
+    if (!t.actor.IsNil()) spec.setActorId(DataOf(t.actor));
+    spec.setMaxRestarts(t.options.max_restarts);
+    spec.setName(t.options.name);
+    auto args = spec.initArgs(static_cast<unsigned>(t.args.size()));
+    for (unsigned i = 0; i < t.args.size(); ++i) {
+      auto& a = t.args[i];
+      if (!a.is_ref) {
+        args[i].setInline(
+            capnp::Data::Reader(reinterpret_cast<const uint8_t*>(a.value.data()), a.value.size()));
+        continue;
+      }
+      auto& e = objects_.at(a.ref);
+      if (e.inline_value) {
+        args[i].setInline(capnp::Data::Reader(
+            reinterpret_cast<const uint8_t*>(e.inline_value->data()), e.inline_value->size()));
+      } else {
+        args[i].setObjectRef(DataOf(a.ref));
+        auto loc = args[i].initLocation();
+        loc.setNodeId(DataOf(e.node));
+        loc.setTransferAddress(e.transfer);
+        loc.setSize(e.size);
+      }
+    }
+    if (!t.actor_call) {
+      ResourceSet demand;
+      for (auto& [name, amount] : t.options.resources) {
+        if (amount < 0) {
+          return Status::InvalidArgument("resource " + name + " of " + t.function +
+                                         " is negative: " + std::to_string(amount));
+        }
+        if (amount > 0) demand.Set(name, amount);
+      }
+      if (demand.GetUnits("GPU") > ResourceSet::kUnit &&
+          demand.GetUnits("GPU") % ResourceSet::kUnit != 0) {
+        return Status::InvalidArgument(t.function + " asks for " +
+                                       std::to_string(demand.Get("GPU")) +
+                                       " GPUs: more than one GPU must be a whole number");
+      }
+      EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
+      if (!t.options.label_selector.empty()) {
+        auto sel = ParseLabelSelector(t.options.label_selector);
+        if (!sel.ok()) return sel.status();
+        auto eq = spec.initLabelSelector(static_cast<unsigned>(sel->equals.size()));
+        unsigned i = 0;
+        for (auto& [k, v] : sel->equals) {
+          eq[i].setKey(k);
+          eq[i].setValue(v);
+          ++i;
+        }
+        auto ne = spec.initLabelNotEqual(static_cast<unsigned>(sel->not_equals.size()));
+        i = 0;
+        for (auto& [k, v] : sel->not_equals) {
+          ne[i].setKey(k);
+          ne[i].setValue(v);
+          ++i;
+        }
+      }
+      switch (t.options.strategy) {
+        case 1:
+          spec.setStrategy(proto::SchedulingStrategy::SPREAD);
+          break;
+        case 2:
+          if (t.options.affinity_node.IsNil()) {
+            return Status::InvalidArgument("node affinity for " + t.function + " names no node");
+          }
+          spec.setStrategy(proto::SchedulingStrategy::NODE_AFFINITY);
+          spec.setAffinityNodeId(DataOf(t.options.affinity_node));
+          spec.setAffinitySoft(t.options.affinity_soft);
+          break;
+        default:
+          break;
+      }
+      if (!t.options.placement_group.empty()) {
+        return Status::Unavailable("placement groups are not available yet");
+      }
+    }
+    *frame = EncodeFrame(message);
+    return Status();
+  }
+
+  // Ends a task: its return object becomes ready (result) or failed (error). REQUIRES: mu_.
+  void FinishTask(const TaskId& id, const Status* error, proto::TaskResult::Reader* result) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return;
+    std::unique_ptr<PendingTask> t = std::move(it->second);
+    tasks_.erase(it);
+    if (t->actor_call) {
+      auto a = actors_.find(t->actor);
+      if (a != actors_.end()) a->second.in_flight.erase(id);
+    }
+    if (t->actor_creation) {
+      ActorEntry& a = actors_[t->actor];
+      if (error) {
+        MarkActorDead(a, Status::ActorDied("actor " + t->function + " (" + t->actor.Hex() +
+                                           ") could not be created: " + error->ToString()));
+      } else {
+        std::string address = result->getActorAddress();
+        Status st = ConnectActorLocked(a, address);
+        if (st.ok() && a.kill_when_created) {
+          capnp::MallocMessageBuilder message;
+          message.initRoot<proto::CoreMessage>().setKillActor(DataOf(a.id));
+          (void)SendOnConnLocked(a.conn, EncodeFrame(message));
+        } else if (!st.ok()) {
+          MarkActorDead(a, Status::ActorDied("actor " + t->function + ": " + st.message()));
+        } else if (!a.name.empty() && head_) {
+          (void)head_->KvPut(kActorsNamespace, a.name + "/address", address);
+          ActorNameRecord rec{a.id.Hex(), a.class_name, address};
+          (void)head_->KvPut(kActorsNamespace, a.name, Serialize(rec));
+        }
+      }
+    }
+    auto obj = objects_.find(t->ret);
+    if (obj != objects_.end()) {
+      ObjectEntry& e = obj->second;
+      if (error) {
+        e.state = ObjectEntry::kFailed;
+        e.error = *error;
+      } else {
+        e.state = ObjectEntry::kReady;
+        auto returns = result->getReturns();
+        if (returns.size() != 1) {
+          e.state = ObjectEntry::kFailed;
+          e.error = Status::Internal("task " + t->function + " returned " +
+                                     std::to_string(returns.size()) + " values, expected 1");
+        } else if (returns[0].isInline()) {
+          auto d = returns[0].getInline();
+          e.inline_value =
+              std::make_shared<std::string>(reinterpret_cast<const char*>(d.begin()), d.size());
+        } else {
+          auto loc = returns[0].getStored();
+          e.stored = true;
+          e.node = IdFrom<NodeId>(loc.getNodeId());
+          e.transfer = loc.getTransferAddress();
+          e.size = loc.getSize();
+        }
+      }
+      ResolveWaiters(t->ret, e);
+      MaybeFree(obj);
+    }
+    for (const ObjectId& held : t->held) {
+      auto h = objects_.find(held);
+      if (h == objects_.end()) continue;
+      h->second.task_refs--;
+      MaybeFree(h);
+    }
+    FlushFrees();
+    cv_.notify_all();
+  }
+
+  void FailObject(const ObjectId& id, const Status& st) {
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return;
+    it->second.state = ObjectEntry::kFailed;
+    it->second.error = st;
+    ResolveWaiters(id, it->second);
+    cv_.notify_all();
+  }
+
+  void ResolveWaiters(const ObjectId& id, ObjectEntry& e) {
+    auto waiting = std::move(e.waiting);
+    e.waiting.clear();
+    for (const TaskId& tid : waiting) {
+      auto t = tasks_.find(tid);
+      if (t == tasks_.end()) continue;
+      if (--t->second->unresolved == 0) Dispatch(*t->second);
+    }
+  }
+
+  void MaybeFree(std::unordered_map<ObjectId, ObjectEntry>::iterator it) {
+    ObjectEntry& e = it->second;
+    if (e.refs > 0 || e.task_refs > 0 || e.state == ObjectEntry::kPending) return;
+    if (e.stored) {
+      free_batch_.push_back(it->first.Binary() + e.node.Binary());
+      if (e.local_copy) local_copies_.push_back(it->first);
+    }
+    objects_.erase(it);
+  }
+
+  void FlushFrees() {
+    if (free_batch_.size() >= 1 || !local_copies_.empty()) {
+      if (!free_batch_.empty()) {
+        capnp::MallocMessageBuilder message;
+        auto list = message.initRoot<proto::CoreMessage>().initFreeObjects(
+            static_cast<unsigned>(free_batch_.size()));
+        for (unsigned i = 0; i < free_batch_.size(); ++i) {
+          list.set(i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(free_batch_[i].data()),
+                                          free_batch_[i].size()));
+        }
+        (void)SendToNodeLocked(EncodeFrame(message));
+        free_batch_.clear();
+      }
+      for (auto& id : local_copies_) (void)store_->Delete(id);
+      local_copies_.clear();
+    }
+  }
+
+  void MarkActorDead(ActorEntry& a, const Status& why) {
+    if (a.state == ActorEntry::kDead) return;
+    a.state = ActorEntry::kDead;
+    a.death = why;
+    std::vector<TaskId> in_flight(a.in_flight.begin(), a.in_flight.end());
+    a.in_flight.clear();
+    for (auto& id : in_flight) {
+      Status st = why;
+      FinishTask(id, &st, nullptr);
+    }
+    PumpActor(a);
+    cv_.notify_all();
+  }
+
+  Status ConnectActorLocked(ActorEntry& a, const std::string& address) {
+    CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+    CUMULUS_ASSIGN_OR_RETURN(int fd, ConnectTcp(hp, std::chrono::seconds(5)));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    capnp::MallocMessageBuilder message;
+    auto h = message.initRoot<proto::CoreMessage>().initHello();
+    h.setRole("caller");
+    h.setToken(options_.token);
+    h.setPid(getpid());
+    Status st = WriteAll(fd, EncodeFrame(message));
+    if (!st.ok()) {
+      close(fd);
+      return st;
+    }
+    uint64_t id = AddConn(fd, FrameDecoder(kMaxCoreFrameBytes));
+    conns_[id].actor = a.id;
+    a.conn = id;
+    a.state = ActorEntry::kAlive;
+    WatchFd(fd, id);
+    PumpActor(a);
+    return Status();
+  }
+
+  Status ReserveName(const std::string& name, const ActorId& id, const std::string& class_name) {
+    CUMULUS_RETURN_IF_ERROR(EnsureHead());
+    ActorNameRecord rec{id.Hex(), class_name, ""};
+    auto existed = head_->KvPut(kActorsNamespace, name, Serialize(rec), /*overwrite=*/false);
+    if (!existed.ok()) return existed.status();
+    if (*existed) return Status::AlreadyExists("an actor named '" + name + "' already exists");
+    return Status();
+  }
+
+  Status EnsureHead() {
+    std::lock_guard<std::mutex> lock(head_mu_);
+    if (head_) return Status();
+    ControlClientOptions o;
+    o.role = is_worker_ ? "worker" : "driver";
+    o.request_timeout = std::chrono::seconds(35);
+    CUMULUS_ASSIGN_OR_RETURN(head_, ControlClient::Connect(options_.head, options_.token, o));
+    return Status();
+  }
+
+  // Reads an object from this node's store, pulling it from `from` first if asked.
+  Result<ObjectBuffer> FetchFromStore(const ObjectId& id, bool pull, const std::string& from) {
+    if (pull) {
+      auto have = store_->Contains(id);
+      if (!have.ok()) return have.status();
+      if (!*have) {
+        CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(from));
+        Status st = PullObject(hp, options_.token, id, PullInto(*store_));
+        if (!st.ok() && st.code() != StatusCode::kAlreadyExists) {
+          return Status(st.code() == StatusCode::kNotFound ? StatusCode::kObjectLost : st.code(),
+                        "cannot fetch object " + id.Hex() + " from " + from + ": " + st.message());
+        }
+      }
+    }
+    // Another thread of this process may be pulling it: its Get becomes possible once sealed.
+    for (int attempt = 0;; ++attempt) {
+      auto got = store_->Get(id);
+      if (got.ok() || got.status().code() != StatusCode::kUnavailable || attempt > 3000) {
+        if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
+          return Status::ObjectLost("object " + id.Hex() + " is no longer in the store of node " +
+                                    node_id_.Hex());
+        }
+        return got;
+      }
+      usleep(1000);
+    }
+  }
+
+  // ---- connections -------------------------------------------------------------------------
+
+  uint64_t AddConn(int fd, FrameDecoder decoder) {
+    uint64_t id = next_conn_++;
+    Conn& c = conns_[id];
+    c.fd = fd;
+    c.decoder = std::move(decoder);
+    return id;
+  }
+
+  void WatchFd(int fd, uint64_t tag) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  Status SendToNodeLocked(const std::string& frame) { return SendOnConnLocked(node_conn_, frame); }
+
+  Status SendOnConnLocked(uint64_t conn, const std::string& frame) {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) return Status::Unavailable("the connection is closed");
+    std::lock_guard<std::mutex> w(write_mu_);
+    Status st = WriteAll(it->second.fd, frame);
+    if (!st.ok()) {
+      return Status::Unavailable(std::string(conn == node_conn_ ? "the node" : "the actor") +
+                                 " cannot be reached: " + st.message());
+    }
+    return st;
+  }
+
+  void ReadLoop() {
+    {
+      // Frames that came with the hello's answer.
+      std::lock_guard<std::mutex> lock(mu_);
+      ProcessFrames(node_conn_);
+    }
+    epoll_event events[64];
+    std::vector<char> buf(1 << 16);
+    while (!stop_) {
+      int n = epoll_wait(epoll_, events, 64, 200);
+      for (int i = 0; i < n && !stop_; ++i) {
+        uint64_t tag = events[i].data.u64;
+        if (tag == kWakeTag) {
+          char b[64];
+          while (read(wake_[0], b, sizeof(b)) > 0) {
+          }
+          continue;
+        }
+        if (tag == kListenTag) {
+          AcceptCallers();
+          continue;
+        }
+        ReadConn(tag, buf);
+      }
+    }
+  }
+
+  void ReadConn(uint64_t tag, std::vector<char>& buf) {
+    int fd;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = conns_.find(tag);
+      if (it == conns_.end()) return;
+      fd = it->second.fd;
+    }
+    ssize_t got = read(fd, buf.data(), buf.size());
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = conns_.find(tag);
+    if (it == conns_.end()) return;
+    Conn& c = it->second;
+    if (got <= 0) {
+      ConnClosed(tag);
+      return;
+    }
+    c.decoder.Append(buf.data(), static_cast<size_t>(got));
+    ProcessFrames(tag);
+  }
+
+  // Handles the complete frames buffered on a connection. REQUIRES: mu_.
+  void ProcessFrames(uint64_t tag) {
+    while (true) {
+      auto it = conns_.find(tag);
+      if (it == conns_.end()) return;
+      Conn& c = it->second;
+      auto frame = c.decoder.Next();
+      if (!frame.ok()) {
+        CUMULUS_LOG(WARN) << "cumulus: a peer sent a malformed frame: " << frame.status();
+        ConnClosed(tag);
+        return;
+      }
+      if (!*frame) break;
+      Words words = std::move(**frame);
+      try {
+        capnp::ReaderOptions ro;
+        ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
+        capnp::FlatArrayMessageReader reader(words, ro);
+        auto msg = reader.getRoot<proto::CoreMessage>();
+        if (!HandleMessage(tag, msg, words)) {
+          ConnClosed(tag);
+          return;
+        }
+      } catch (const kj::Exception& e) {
+        CUMULUS_LOG(WARN) << "cumulus: a peer sent a malformed message: "
+                          << e.getDescription().cStr();
+        ConnClosed(tag);
+        return;
+      }
+      if (!conns_.count(tag)) return;
+    }
+  }
+
+  // REQUIRES: mu_. False: close the connection.
+  bool HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg, Words& words) {
+    Conn& c = conns_.at(tag);
+    if (c.caller && !c.authenticated) {
+      if (!msg.isHello()) return false;
+      std::string token = msg.getHello().getToken();
+      if (token.size() != options_.token.size() ||
+          !std::equal(token.begin(), token.end(), options_.token.begin())) {
+        return false;
+      }
+      c.authenticated = true;
+      return true;
+    }
+    switch (msg.which()) {
+      case proto::CoreMessage::TASK_RESULT: {
+        auto r = msg.getTaskResult();
+        TaskId id = IdFrom<TaskId>(r.getTaskId());
+        if (r.getCode() != 0) {
+          Status st(static_cast<StatusCode>(r.getCode()), r.getMessage());
+          FinishTask(id, &st, nullptr);
+        } else {
+          FinishTask(id, nullptr, &r);
+        }
+        return true;
+      }
+      case proto::CoreMessage::SUBMIT_TASK: {
+        if (!is_worker_ || (tag != node_conn_ && !c.caller)) return false;
+        std::lock_guard<std::mutex> lock(exec_mu_);
+        exec_queue_.push_back(Execution{std::move(words), tag});
+        exec_cv_.notify_one();
+        return true;
+      }
+      case proto::CoreMessage::KILL_ACTOR: {
+        if (!c.caller) return false;
+        CUMULUS_LOG(DEBUG) << "actor: killed by a caller";
+        std::fflush(stdout);
+        std::fflush(stderr);
+        _exit(0);
+      }
+      case proto::CoreMessage::JOB_FINISHED:
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  void ConnClosed(uint64_t tag) {
+    auto it = conns_.find(tag);
+    if (it == conns_.end()) return;
+    Conn c = std::move(it->second);
+    conns_.erase(it);
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+    close(c.fd);
+    if (tag == node_conn_) {
+      node_conn_ = 0;
+      Status st = Status::Unavailable("the connection to the node was lost");
+      std::vector<TaskId> lost;
+      for (auto& [id, t] : tasks_) {
+        if (t->sent && !t->actor_call) lost.push_back(id);
+      }
+      for (auto& id : lost) FinishTask(id, &st, nullptr);
+      std::lock_guard<std::mutex> lock(exec_mu_);
+      node_gone_ = true;
+      exec_cv_.notify_all();
+      cv_.notify_all();
+      return;
+    }
+    if (!c.actor.IsNil()) {
+      auto a = actors_.find(c.actor);
+      if (a != actors_.end()) {
+        a->second.conn = 0;
+        MarkActorDead(a->second,
+                      Status::ActorDied("actor " + a->second.factory + " (" + c.actor.Hex() +
+                                        ") died: its process closed the connection"));
+      }
+    }
+  }
+
+  // ---- worker: executing -------------------------------------------------------------------
+
+  void AcceptCallers() {
+    while (true) {
+      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      std::lock_guard<std::mutex> lock(mu_);
+      uint64_t id = AddConn(fd, FrameDecoder(kMaxCoreFrameBytes));
+      conns_[id].caller = true;
+      WatchFd(fd, id);
+    }
+  }
+
+  void NotifyBlocked(bool blocked) {
+    // REQUIRES: mu_ (held by the Get/Wait that blocks).
+    capnp::MallocMessageBuilder message;
+    auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
+    b.setBlocked(blocked);
+    std::vector<TaskId> returned;
+    if (blocked) {
+      std::lock_guard<std::mutex> lock(exec_mu_);
+      for (auto it = exec_queue_.begin(); it != exec_queue_.end();) {
+        if (it->reply_conn != node_conn_) {
+          ++it;
+          continue;
+        }
+        capnp::FlatArrayMessageReader reader(it->words);
+        auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
+        returned.push_back(IdFrom<TaskId>(spec.getTaskId()));
+        it = exec_queue_.erase(it);
+      }
+    }
+    auto list = b.initReturned(static_cast<unsigned>(returned.size()));
+    for (unsigned i = 0; i < returned.size(); ++i) list.set(i, DataOf(returned[i]));
+    (void)SendToNodeLocked(EncodeFrame(message));
+  }
+
+  void Execute(Execution& ex) {
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
+    capnp::FlatArrayMessageReader reader(ex.words, ro);
+    auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
+    TaskId task = IdFrom<TaskId>(spec.getTaskId());
+    std::string function = spec.getFunctionName();
+    capnp::MallocMessageBuilder message;
+    auto result = message.initRoot<proto::CoreMessage>().initTaskResult();
+    result.setTaskId(DataOf(task));
+    result.setNodeId(DataOf(node_id_));
+    result.setWorkerPid(getpid());
+    Status st;
+    std::string value;
+    bool exit_after = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_task_ = task;
+      executing_ = true;
+    }
+    st = Run(spec, function, &value, &result);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_task_ = TaskId();
+      executing_ = false;
+    }
+    if (spec.getActorCreation() && !st.ok()) exit_after = true;
+    if (st.ok() && !spec.getActorCreation()) {
+      auto ret = result.initReturns(1);
+      ObjectId obj = ObjectId::FromTaskReturn(task, 1);
+      ret[0].setObjectId(DataOf(obj));
+      if (value.size() <= kMaxInlineResultBytes) {
+        ret[0].setInline(
+            capnp::Data::Reader(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+      } else {
+        Status put = store_->Put(obj, value.data(), value.size());
+        if (put.ok() || put.code() == StatusCode::kAlreadyExists) {
+          auto loc = ret[0].initStored();
+          loc.setNodeId(DataOf(node_id_));
+          loc.setTransferAddress(transfer_address_);
+          loc.setSize(value.size());
+        } else {
+          st =
+              Status(put.code(), "the result of " + function + " (" + std::to_string(value.size()) +
+                                     " bytes) could not be stored on node " + node_id_.Hex() +
+                                     ": " + put.message());
+        }
+      }
+    } else if (st.ok()) {
+      auto ret = result.initReturns(1);
+      ret[0].setObjectId(DataOf(ObjectId::FromTaskReturn(task, 1)));
+      std::string v = Serialize(Void{});
+      ret[0].setInline(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(v.data()), v.size()));
+    }
+    if (!st.ok()) {
+      result.setCode(static_cast<uint16_t>(st.code()));
+      result.setMessage(st.message());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      (void)SendOnConnLocked(ex.reply_conn, EncodeFrame(message));
+    }
+    if (exit_after) {
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(1);
+    }
+  }
+
+  Status Run(proto::TaskSpec::Reader spec, const std::string& function, std::string* value,
+             proto::TaskResult::Builder* result) {
+    const internal::RemoteFunction* fn = internal::FindFunction(function);
+    if (!fn) {
+      return Status::NotFound("function " + function +
+                              " is not registered in this program (is it in a CUMULUS_REMOTE "
+                              "line of the binary the driver runs?)");
+    }
+    // Arguments: inline bytes, or objects in this node's store (pulled here if elsewhere).
+    std::vector<std::string_view> args;
+    std::vector<ObjectBuffer> buffers;
+    std::vector<ObjectId> pulled;
+    auto cleanup = [&] {
+      buffers.clear();
+      for (auto& id : pulled) (void)store_->Delete(id);
+    };
+    for (auto a : spec.getArgs()) {
+      if (a.isInline()) {
+        auto d = a.getInline();
+        args.emplace_back(reinterpret_cast<const char*>(d.begin()), d.size());
+        continue;
+      }
+      ObjectId id = IdFrom<ObjectId>(a.getObjectRef());
+      auto loc = a.getLocation();
+      NodeId where = IdFrom<NodeId>(loc.getNodeId());
+      bool pull = where != node_id_;
+      if (pull) {
+        auto have = store_->Contains(id);
+        if (have.ok() && !*have) pulled.push_back(id);
+      }
+      auto buffer = FetchFromStore(id, pull, loc.getTransferAddress());
+      if (!buffer.ok()) {
+        cleanup();
+        return Status(buffer.status().code(), "argument " + std::to_string(args.size()) + " of " +
+                                                  function + ": " + buffer.status().message());
+      }
+      args.emplace_back(reinterpret_cast<const char*>(buffer->data()), buffer->size());
+      buffers.push_back(std::move(*buffer));
+    }
+    Status st;
+    try {
+      if (spec.getActorCreation()) {
+        if (!fn->construct) {
+          st = Status::InvalidArgument(function + " is not an actor factory");
+        } else {
+          actor_ = fn->construct(args);
+          actor_id_ = IdFrom<ActorId>(spec.getActorId());
+          st = StartActorListener(result);
+        }
+      } else if (spec.getActorId().size() > 0) {
+        if (!actor_) {
+          st = Status::ActorDied("this worker hosts no actor");
+        } else if (!fn->invoke || fn->class_name.empty()) {
+          st = Status::InvalidArgument(function + " is not a method of this actor");
+        } else {
+          *value = fn->invoke(actor_.get(), args);
+        }
+      } else if (!fn->invoke || !fn->class_name.empty()) {
+        st = Status::InvalidArgument(function + " is an actor factory or method, not a function");
+      } else {
+        *value = fn->invoke(nullptr, args);
+      }
+    } catch (const std::invalid_argument& e) {
+      st = Status::InvalidArgument(e.what());
+    } catch (const std::exception& e) {
+      st = Status::TaskFailed(function + " threw on node " + node_id_.Hex() + " (pid " +
+                              std::to_string(getpid()) + "): " + e.what());
+    } catch (...) {
+      st = Status::TaskFailed(function + " threw a non-standard exception on node " +
+                              node_id_.Hex());
+    }
+    cleanup();
+    return st;
+  }
+
+  Status StartActorListener(proto::TaskResult::Builder* result) {
+    uint16_t port = 0;
+    CUMULUS_ASSIGN_OR_RETURN(listen_fd_, ListenTcp(options_.bind_host, 0, &port));
+    SetNonBlocking(listen_fd_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      WatchFd(listen_fd_, kListenTag);
+    }
+    result->setActorAddress(options_.bind_host + ":" + std::to_string(port));
+    return Status();
+  }
+
+  CoreWorkerOptions options_;
+  bool is_worker_ = false;
+  JobId job_;
+  TaskId driver_task_;
+  NodeId node_id_;
+  std::string transfer_address_;
+  std::string store_socket_;
+  std::unique_ptr<StoreClient> store_;
+  int node_fd_ = -1;
+  uint64_t node_conn_ = 0;
+  int epoll_ = -1;
+  int wake_[2] = {-1, -1};
+  int listen_fd_ = -1;
+  std::thread reader_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex mu_;  // everything below, and writes (with write_mu_)
+  std::condition_variable cv_;
+  std::mutex write_mu_;
+  bool stopped_ = false;
+  std::unordered_map<ObjectId, ObjectEntry> objects_;
+  std::unordered_map<TaskId, std::unique_ptr<PendingTask>> tasks_;
+  std::unordered_map<ActorId, ActorEntry> actors_;
+  std::unordered_map<uint64_t, Conn> conns_;
+  uint64_t next_conn_ = 16;
+  uint32_t put_index_ = 0;
+  std::vector<std::string> free_batch_;
+  std::vector<ObjectId> local_copies_;
+  TaskId current_task_;
+  bool executing_ = false;
+
+  std::mutex head_mu_;
+  std::unique_ptr<ControlClient> head_;
+
+  std::mutex exec_mu_;
+  std::condition_variable exec_cv_;
+  std::deque<Execution> exec_queue_;
+  bool node_gone_ = false;
+
+  std::shared_ptr<void> actor_;
+  ActorId actor_id_;
+};
+
+Result<std::unique_ptr<CoreWorker>> CoreWorker::Start(const CoreWorkerOptions& options) {
+  auto w = std::make_unique<CoreWorkerImpl>(options);
+  CUMULUS_RETURN_IF_ERROR(w->Connect());
+  return std::unique_ptr<CoreWorker>(std::move(w));
+}
+
+}  // namespace cumulus

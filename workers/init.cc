@@ -1,0 +1,293 @@
+// Init and Shutdown: a worker process, a driver joining a running cluster, or a driver with an
+// embedded cluster (a head and a node in this process).
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "cumulus/api.h"
+#include "runtime/base/logging.h"
+#include "runtime/cli/local_state.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+#include "runtime/head/head_server.h"
+#include "runtime/node/node_daemon.h"
+#include "workers/core_worker.h"
+
+namespace cumulus {
+
+namespace {
+
+struct Process {
+  std::mutex mu;
+  std::unique_ptr<HeadServer> head;
+  std::unique_ptr<NodeDaemon> node;
+  std::unique_ptr<CoreWorker> core;
+  std::string embedded_dir;  // removed at Shutdown
+  bool is_worker = false;
+};
+Process& Me() {
+  static Process* p = new Process();
+  return *p;
+}
+std::atomic<internal::Runtime*> g_runtime{nullptr};
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::NotFound("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> OwnArgv() {
+  std::vector<std::string> out;
+  auto raw = ReadFile("/proc/self/cmdline");
+  if (!raw.ok()) return out;
+  std::string cur;
+  for (char c : *raw) {
+    if (c == '\0') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void RunAsWorker() {
+  CoreWorkerOptions o;
+  o.node_socket = Env("CUMULUS_NODE_SOCKET");
+  auto head = ParseHostPort(Env("CUMULUS_HEAD"));
+  if (head.ok()) o.head = *head;
+  o.token = Env("CUMULUS_TOKEN");
+  auto job = JobId::FromHex(Env("CUMULUS_JOB_ID"));
+  auto wid = WorkerId::FromHex(Env("CUMULUS_WORKER_ID"));
+  if (!job.ok() || !wid.ok()) {
+    std::fprintf(stderr, "cumulus worker: bad CUMULUS_JOB_ID or CUMULUS_WORKER_ID\n");
+    _exit(2);
+  }
+  o.job = *job;
+  o.worker_id = *wid;
+  o.bind_host = Env("CUMULUS_BIND_HOST").empty() ? "127.0.0.1" : Env("CUMULUS_BIND_HOST");
+  auto core = CoreWorker::Start(o);
+  if (!core.ok()) {
+    std::fprintf(stderr, "cumulus worker: %s\n", core.status().ToString().c_str());
+    _exit(3);
+  }
+  Me().is_worker = true;
+  CoreWorker* w = core->get();
+  Me().core = std::move(*core);
+  g_runtime.store(w);
+  w->RunWorkerLoop();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(0);
+}
+
+Result<NodeRecord> FindLocalNode(ControlClient& head) {
+  CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head.GetClusterStatus());
+  for (auto& n : view.nodes) {
+    if (n.state != NodeState::kAlive || n.core_socket.empty()) continue;
+    if (access(n.core_socket.c_str(), R_OK | W_OK) == 0) return n;
+  }
+  return Status::NotFound("no node of the cluster at " + head.head().ToString() +
+                          " runs on this machine: start one with `cumulus start --address " +
+                          head.head().ToString() +
+                          "` (a driver talks to the node on its own machine)");
+}
+
+Status RegisterJob(CoreWorker& core, ControlClient& head, const JobId& job) {
+  CUMULUS_ASSIGN_OR_RETURN(std::string program, ReadFile("/proc/self/exe"));
+  ObjectId binary = ObjectId::FromPut(TaskId::ForDriver(job), ObjectId::kPutBit - 1);
+  CUMULUS_RETURN_IF_ERROR(core.PutRaw(binary, program));
+  JobRecord record;
+  record.binary_object = binary.Hex();
+  record.binary_size = program.size();
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(program.data(), program.size())));
+  record.binary_hash = hash;
+  record.transfer_address = core.transfer_address();
+  record.argv = OwnArgv();
+  record.driver_node = core.node_id().Hex();
+  CUMULUS_ASSIGN_OR_RETURN(bool existed,
+                           head.KvPut(kJobsNamespace, job.Hex(), Serialize(record), false));
+  if (existed) return Status::AlreadyExists("job id " + job.Hex() + " is taken");
+  return Status();
+}
+
+Status StartDriver(const InitOptions& options) {
+  Process& me = Me();
+  HostPort head_address;
+  std::string token;
+  std::string address = options.address.empty() ? Env("CUMULUS_ADDRESS") : options.address;
+  if (address.empty()) {
+    // An embedded cluster: a head and a node in this process, state in a private temp dir.
+    std::string dir = options.data_dir;
+    if (dir.empty()) {
+      char tmpl[] = "/tmp/cumulus-embedded-XXXXXX";
+      if (!mkdtemp(tmpl)) return Status::Unavailable("cannot create a directory in /tmp");
+      dir = tmpl;
+      me.embedded_dir = dir;
+    } else {
+      std::filesystem::create_directories(dir);
+      chmod(dir.c_str(), 0700);
+    }
+    CUMULUS_ASSIGN_OR_RETURN(token, CreateOrLoadToken(dir + "/token"));
+    HeadOptions ho;
+    ho.port = 0;
+    ho.data_dir = dir + "/head";
+    ho.token = token;
+    std::filesystem::create_directories(ho.data_dir);
+    CUMULUS_ASSIGN_OR_RETURN(me.head, HeadServer::Start(ho));
+    head_address = HostPort{"127.0.0.1", me.head->port()};
+    NodeDaemonOptions no;
+    no.head = head_address;
+    no.token = token;
+    no.data_dir = dir + "/node";
+    std::filesystem::create_directories(no.data_dir);
+    if (!options.resources.empty()) {
+      CUMULUS_ASSIGN_OR_RETURN(no.declared, ResourceSet::Parse(options.resources));
+    }
+    if (!options.labels.empty()) {
+      CUMULUS_ASSIGN_OR_RETURN(no.labels, ParseLabels(options.labels));
+    }
+    no.object_store_memory =
+        options.object_store_memory ? options.object_store_memory : (2ull << 30);
+    CUMULUS_ASSIGN_OR_RETURN(me.node, NodeDaemon::Start(no));
+  } else {
+    CUMULUS_ASSIGN_OR_RETURN(head_address, cli::ResolveAddress(address));
+    std::string token_file =
+        options.token_file.empty() ? Env("CUMULUS_TOKEN_FILE") : options.token_file;
+    CUMULUS_ASSIGN_OR_RETURN(token, cli::ResolveToken(token_file));
+  }
+  ControlClientOptions co;
+  co.role = "driver";
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ControlClient::Connect(head_address, token, co));
+  std::string socket;
+  if (me.node) {
+    socket = me.node->core_socket();
+  } else {
+    CUMULUS_ASSIGN_OR_RETURN(NodeRecord local, FindLocalNode(*head));
+    socket = local.core_socket;
+  }
+  std::random_device rd;
+  Status last;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    JobId job = JobId::FromInt((rd() & 0x7fffffffu) | 1u);
+    CoreWorkerOptions o;
+    o.node_socket = socket;
+    o.head = head_address;
+    o.token = token;
+    o.job = job;
+    CUMULUS_ASSIGN_OR_RETURN(auto core, CoreWorker::Start(o));
+    last = RegisterJob(*core, *head, job);
+    if (last.ok()) {
+      g_runtime.store(core.get());
+      me.core = std::move(core);
+      return Status();
+    }
+    core->Stop();
+    if (last.code() != StatusCode::kAlreadyExists) break;
+  }
+  return last;
+}
+
+}  // namespace
+
+namespace internal {
+Runtime* CurrentRuntime() { return g_runtime.load(std::memory_order_acquire); }
+}  // namespace internal
+
+Status Init(const InitOptions& options) {
+  if (!Env("CUMULUS_WORKER_ID").empty()) RunAsWorker();
+  Process& me = Me();
+  std::lock_guard<std::mutex> lock(me.mu);
+  if (me.core) return Status::AlreadyExists("cumulus::Init was already called");
+  Status st = StartDriver(options);
+  if (!st.ok()) {
+    me.core.reset();
+    me.node.reset();
+    me.head.reset();
+    if (!me.embedded_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(me.embedded_dir, ec);
+      me.embedded_dir.clear();
+    }
+  }
+  return st;
+}
+
+Status Init(int argc, char** argv, const InitOptions& options) {
+  (void)argc;
+  (void)argv;  // the program's own command line is read from /proc for its workers
+  return Init(options);
+}
+
+void Shutdown() {
+  Process& me = Me();
+  std::lock_guard<std::mutex> lock(me.mu);
+  if (!me.core) return;
+  me.core->Stop();
+  g_runtime.store(nullptr);
+  me.core.reset();
+  me.node.reset();
+  me.head.reset();
+  if (!me.embedded_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(me.embedded_dir, ec);
+    me.embedded_dir.clear();
+  }
+}
+
+bool IsInitialized() { return internal::CurrentRuntime() != nullptr; }
+bool IsWorker() { return !Env("CUMULUS_WORKER_ID").empty(); }
+
+std::vector<int> GetGpuIds() {
+  std::vector<int> ids;
+  std::string v = Env("CUDA_VISIBLE_DEVICES");
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) ids.push_back(std::atoi(item.c_str()));
+  }
+  return ids;
+}
+
+NodeId CurrentNodeId() {
+  auto* r = internal::CurrentRuntime();
+  return r ? r->node_id() : NodeId();
+}
+
+Result<PlacementGroup> CreatePlacementGroup(
+    const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
+    std::chrono::milliseconds timeout) {
+  auto* r = internal::CurrentRuntime();
+  if (!r) return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
+  CUMULUS_ASSIGN_OR_RETURN(
+      std::string id,
+      r->CreatePlacementGroup(bundles, static_cast<int>(strategy), timeout.count()));
+  return PlacementGroup(id, bundles.size());
+}
+
+Status RemovePlacementGroup(const PlacementGroup& group) {
+  auto* r = internal::CurrentRuntime();
+  if (!r) return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
+  return r->RemovePlacementGroup(group.id());
+}
+
+}  // namespace cumulus
