@@ -37,6 +37,9 @@ inline int Count(const std::string& text, const std::string& what) {
 
 class ClusterTest : public ::testing::Test {
  protected:
+  std::string head_store_memory_ = "64M";
+  std::string node_store_memory_ = "32M";
+
   void SetUp() override {
     setenv("CUMULUS_STATE_DIR", (dir_.path() + "/state").c_str(), 1);
     unsetenv("CUMULUS_ADDRESS");
@@ -53,7 +56,7 @@ class ClusterTest : public ::testing::Test {
                                      "--data-dir",
                                      dir_.path() + "/head",
                                      "--object-store-memory",
-                                     "64M"};
+                                     head_store_memory_};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = std::make_unique<Subprocess>(argv);
     auto ready = p->WaitForLine("cumulus head ready", 30s);
@@ -79,7 +82,7 @@ class ClusterTest : public ::testing::Test {
                                      "--data-dir",
                                      dir_.path() + "/" + name,
                                      "--object-store-memory",
-                                     "32M"};
+                                     node_store_memory_};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = std::make_unique<Subprocess>(argv);
     auto ready = p->WaitForLine("cumulus node ready", 30s);

@@ -562,6 +562,34 @@ class TaskRouter::Impl {
     }
   }
 
+  // Fetches the cluster view from the head now (at most every 100 ms). True if it did.
+  bool RefreshViewNow(TimePoint now) {
+    if (now - last_refresh_ < std::chrono::milliseconds(100)) return false;
+    last_refresh_ = now;
+    if (!EnsureHead().ok()) return false;
+    auto view = head_->GetClusterStatus();
+    if (!view.ok()) {
+      head_.reset();
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared_mu_);
+      shared_view_ = view->nodes;
+      view_dirty_ = true;
+    }
+    ApplySharedUpdates();
+    return true;
+  }
+
+  Status EnsureHead() {
+    if (head_) return Status();
+    ControlClientOptions o;
+    o.role = "node-router";
+    o.request_timeout = std::chrono::seconds(10);
+    CUMULUS_ASSIGN_OR_RETURN(head_, ControlClient::Connect(options_.head, options_.token, o));
+    return Status();
+  }
+
   ClusterSnapshot Snapshot(TimePoint now) {
     ClusterSnapshot s;
     s.local_node = node_id_;
@@ -613,6 +641,12 @@ class TaskRouter::Impl {
       }
       snap.nodes[0].available = available_;
       PlacementDecision d = PlaceTask(snap, req);
+      if (d.kind == PlacementDecision::kInfeasible && RefreshViewNow(now)) {
+        // The view may predate a node that joined: ask the head before saying "never".
+        snap = Snapshot(now);
+        snap.nodes[0].available = available_;
+        d = PlaceTask(snap, req);
+      }
       bool done = false;
       if (d.kind == PlacementDecision::kInfeasible) {
         TaskId id = t.id;
@@ -624,7 +658,6 @@ class TaskRouter::Impl {
       if (d.kind == PlacementDecision::kPlace && d.node == node_id_) {
         done = StartOnNewLease(t, now);
       }
-      if (!done && !t.actor_creation) done = Pipeline(t);
       if (!done && d.kind == PlacementDecision::kPlace && d.node != node_id_) {
         done = Forward(t, d.node, now);
         if (done) {
@@ -637,6 +670,10 @@ class TaskRouter::Impl {
             v->second.available.Subtract(t.req.demand);
           }
         }
+      }
+      // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
+      if (!done && !t.actor_creation && t.req.strategy != PlacementStrategy::kSpread) {
+        done = Pipeline(t);
       }
       if (done) {
         it = queue_.erase(it);
@@ -810,12 +847,7 @@ class TaskRouter::Impl {
   Result<std::string> JobProgram(const JobId& job) {
     auto cached = programs_.find(job);
     if (cached != programs_.end()) return cached->second;
-    if (!head_) {
-      ControlClientOptions o;
-      o.role = "node-router";
-      o.request_timeout = std::chrono::seconds(10);
-      CUMULUS_ASSIGN_OR_RETURN(head_, ControlClient::Connect(options_.head, options_.token, o));
-    }
+    CUMULUS_RETURN_IF_ERROR(EnsureHead());
     auto raw = head_->KvGet(kJobsNamespace, job.Hex());
     if (!raw.ok()) {
       if (raw.status().code() != StatusCode::kNotFound) head_.reset();
@@ -1081,6 +1113,7 @@ class TaskRouter::Impl {
   std::map<JobId, std::string> programs_;
   std::map<JobId, std::vector<std::string>> program_argv_;
   std::unique_ptr<ControlClient> head_;
+  TimePoint last_refresh_{};
 
   // Shared with the daemon's heartbeat thread.
   mutable std::mutex shared_mu_;

@@ -1,0 +1,223 @@
+// A Cumulus program run by core_test against a real cluster (CUMULUS_ADDRESS). It checks where
+// tasks and actors land and what they return, and prints one line per check:
+//   CHECK <name> ok
+//   CHECK <name> FAIL <why>
+// Arguments: --head=ID --a=ID --b=ID --c=ID (node ids; see core_test.cc for their resources).
+#include <cumulus/cumulus.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
+int Plus(int a, int b) { return a + b; }
+int Twice(int x) { return 2 * x; }
+int Fail(int x) {
+  if (x >= 0) throw std::runtime_error("bad input " + std::to_string(x));
+  return x;
+}
+std::vector<uint8_t> MakeBlob(uint64_t bytes, uint32_t seed) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (uint64_t i = 0; i < bytes; i += 8) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    std::memcpy(out.data() + i, &s, std::min<uint64_t>(8, bytes - i));
+  }
+  return out;
+}
+uint64_t Checksum(std::vector<uint8_t> blob) { return XXH3_64bits(blob.data(), blob.size()); }
+std::pair<std::string, uint64_t> ChecksumWhere(std::vector<uint8_t> blob) {
+  return {WhereAmI(), XXH3_64bits(blob.data(), blob.size())};
+}
+
+class GpuProbe {
+ public:
+  std::pair<std::string, std::string> Where() const {
+    const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+    return {WhereAmI(), v ? v : ""};
+  }
+};
+GpuProbe* CreateGpuProbe() { return new GpuProbe(); }
+
+CUMULUS_REMOTE(WhereAmI, Plus, Twice, Fail, MakeBlob, Checksum, ChecksumWhere, CreateGpuProbe,
+               &GpuProbe::Where);
+
+namespace {
+int failures = 0;
+void Check(const std::string& name, bool ok, const std::string& why = "") {
+  std::printf("CHECK %s %s%s\n", name.c_str(), ok ? "ok" : "FAIL ", ok ? "" : why.c_str());
+  std::fflush(stdout);
+  failures += ok ? 0 : 1;
+}
+std::map<std::string, std::string> Args(int argc, char** argv) {
+  std::map<std::string, std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos)
+      out[a.substr(2, eq - 2)] = a.substr(eq + 1);
+  }
+  return out;
+}
+template <typename Caller>
+std::set<std::string> Landings(int n, Caller make) {
+  std::vector<cumulus::ObjectRef<std::string>> refs;
+  for (int i = 0; i < n; ++i) refs.push_back(make());
+  std::set<std::string> where;
+  for (auto& r : refs) {
+    auto v = cumulus::TryGet(r, std::chrono::seconds(60));
+    where.insert(v.ok() ? *v : "error:" + v.status().ToString());
+  }
+  return where;
+}
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (auto& x : s) out += x.substr(0, 8) + " ";
+  return out;
+}
+cumulus::NodeId Id(const std::string& hex) { return *cumulus::NodeId::FromHex(hex); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  cumulus::Status st = cumulus::Init(argc, argv);
+  if (!st.ok()) {
+    std::printf("CHECK init FAIL %s\n", st.ToString().c_str());
+    return 1;
+  }
+  auto args = Args(argc, argv);
+  const std::string head = args["head"], a = args["a"], b = args["b"], c = args["c"];
+
+  // Resources and labels decide where work lands, and nothing else does.
+  auto gpu = Landings(12, [] { return cumulus::Task(WhereAmI).SetResource("GPU", 1).Remote(); });
+  Check("gpu_tasks_on_gpu_nodes",
+        gpu == std::set<std::string>{a, b} || gpu == std::set<std::string>{a} ||
+            gpu == std::set<std::string>{b},
+        Join(gpu));
+  auto cloud =
+      Landings(8, [] { return cumulus::Task(WhereAmI).SetLabelSelector("site=cloud").Remote(); });
+  Check("label_site_cloud", cloud == std::set<std::string>{a}, Join(cloud));
+  auto not_cloud =
+      Landings(12, [] { return cumulus::Task(WhereAmI).SetLabelSelector("site!=cloud").Remote(); });
+  Check("label_not_cloud", !not_cloud.count(a) && !not_cloud.empty(), Join(not_cloud));
+  auto special =
+      Landings(6, [] { return cumulus::Task(WhereAmI).SetResource("special", 1).Remote(); });
+  Check("custom_resource", special == std::set<std::string>{c}, Join(special));
+  auto onprem_gpu = Landings(6, [] {
+    return cumulus::Task(WhereAmI).SetResource("GPU", 0.5).SetLabelSelector("site=onprem").Remote();
+  });
+  Check("gpu_and_label", onprem_gpu == std::set<std::string>{b}, Join(onprem_gpu));
+  auto spread = Landings(
+      8, [] { return cumulus::Task(WhereAmI).SetStrategy(cumulus::Strategy::kSpread).Remote(); });
+  Check("spread_uses_several_nodes", spread.size() >= 3, Join(spread));
+  auto pinned =
+      Landings(4, [&] { return cumulus::Task(WhereAmI).SetNodeAffinity(Id(c)).Remote(); });
+  Check("node_affinity", pinned == std::set<std::string>{c}, Join(pinned));
+
+  // GPU actors: each sees its own device.
+  {
+    std::vector<cumulus::ActorHandle<GpuProbe>> actors;
+    for (int i = 0; i < 4; ++i)
+      actors.push_back(cumulus::Actor(CreateGpuProbe).SetResource("GPU", 1).Remote());
+    std::set<std::pair<std::string, std::string>> seen;
+    std::string detail;
+    bool ok = true;
+    for (auto& actor : actors) {
+      auto w = cumulus::TryGet(actor.Task(&GpuProbe::Where).Remote(), std::chrono::seconds(60));
+      if (!w.ok()) {
+        ok = false;
+        detail += w.status().ToString() + "; ";
+        continue;
+      }
+      detail += w->first.substr(0, 8) + ":" + w->second + " ";
+      ok = ok && (w->first == a || w->first == b) && (w->second == "0" || w->second == "1");
+      seen.insert(*w);
+    }
+    Check("gpu_actors_disjoint_devices", ok && seen.size() == 4, detail);
+    for (auto& actor : actors) (void)actor.Kill();
+  }
+
+  // Impossible requests fail at once with the reason.
+  {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = cumulus::TryGet(cumulus::Task(WhereAmI).SetResource("GPU", 3).Remote(),
+                             std::chrono::seconds(30));
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    Check("infeasible_fails_fast",
+          !r.ok() && r.status().code() == cumulus::StatusCode::kInfeasible && ms < 2000 &&
+              r.status().message().find("GPU") != std::string::npos,
+          r.ok() ? "it ran" : r.status().ToString() + " after " + std::to_string(ms) + " ms");
+    auto l = cumulus::TryGet(cumulus::Task(WhereAmI).SetLabelSelector("site=mars").Remote(),
+                             std::chrono::seconds(30));
+    Check("infeasible_label", !l.ok() && l.status().code() == cumulus::StatusCode::kInfeasible,
+          l.ok() ? "it ran" : l.status().ToString());
+  }
+
+  // A remote exception reaches Get with the function, the node and the message.
+  {
+    auto r = cumulus::TryGet(cumulus::Task(Fail).SetNodeAffinity(Id(b)).Remote(7),
+                             std::chrono::seconds(30));
+    Check("remote_exception",
+          !r.ok() && r.status().code() == cumulus::StatusCode::kTaskFailed &&
+              r.status().message().find("Fail") != std::string::npos &&
+              r.status().message().find("bad input 7") != std::string::npos &&
+              r.status().message().find(b) != std::string::npos,
+          r.ok() ? "no error" : r.status().ToString());
+  }
+
+  // 10,000 small tasks, all right.
+  {
+    std::vector<cumulus::ObjectRef<int>> refs;
+    for (int i = 0; i < 10000; ++i) refs.push_back(cumulus::Task(Plus).Remote(i, 1));
+    long long sum = 0;
+    int errors = 0;
+    std::string first_error;
+    for (auto& r : refs) {
+      auto v = cumulus::TryGet(r, std::chrono::seconds(120));
+      if (v.ok()) {
+        sum += *v;
+      } else if (errors++ == 0) {
+        first_error = v.status().ToString();
+      }
+    }
+    long long want = 10000LL * 9999 / 2 + 10000;
+    Check("ten_thousand_tasks", errors == 0 && sum == want,
+          std::to_string(errors) + " errors (" + first_error + "), sum " + std::to_string(sum));
+  }
+
+  // An ObjectRef chain through three nodes.
+  {
+    auto x = cumulus::Task(Twice).SetNodeAffinity(Id(a)).Remote(5);
+    auto y = cumulus::Task(Twice).SetNodeAffinity(Id(b)).Remote(x);
+    auto z = cumulus::Task(Plus).SetNodeAffinity(Id(c)).Remote(y, x);
+    auto v = cumulus::TryGet(z, std::chrono::seconds(60));
+    Check("chain_across_nodes", v.ok() && *v == 30,
+          v.ok() ? std::to_string(*v) : v.status().ToString());
+  }
+
+  // 256 MiB made on one node, read on another and here, checksummed.
+  {
+    const uint64_t size = 256ull << 20;
+    auto blob = cumulus::Task(MakeBlob).SetNodeAffinity(Id(a)).Remote(size, 42u);
+    auto there = cumulus::Task(ChecksumWhere).SetNodeAffinity(Id(b)).Remote(blob);
+    auto want = XXH3_64bits(MakeBlob(size, 42u).data(), size);
+    auto r = cumulus::TryGet(there, std::chrono::seconds(120));
+    Check("large_object_other_node", r.ok() && r->first == b && r->second == want,
+          r.ok() ? r->first.substr(0, 8) + " sum mismatch" : r.status().ToString());
+    auto here = cumulus::TryGet(blob, std::chrono::seconds(120));
+    Check("large_object_driver",
+          here.ok() && here->size() == size && XXH3_64bits(here->data(), size) == want,
+          here.ok() ? "mismatch" : here.status().ToString());
+  }
+  cumulus::Shutdown();
+  std::printf("DONE failures=%d\n", failures);
+  return failures == 0 ? 0 : 1;
+}

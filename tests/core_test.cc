@@ -1,0 +1,51 @@
+// Tasks and actors on a real cluster: a head and three nodes (`cumulus start` processes) on
+// loopback with different resources and labels, and a driver program (core_driver.cc) that
+// checks where its work lands and what comes back.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "cluster_fixture.h"
+
+namespace cumulus {
+namespace {
+
+class CoreTest : public ClusterTest {};
+
+TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
+  head_store_memory_ = "600M";
+  node_store_memory_ = "600M";
+  auto head = StartHead({"--resources", "CPU=2", "--labels", "site=onprem"});
+  std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
+  std::string a, b, c;
+  auto node_a = StartNode("a", {"--resources", "CPU=2,GPU=2", "--labels", "site=cloud"}, &a);
+  auto node_b = StartNode("b", {"--resources", "CPU=2,GPU=2", "--labels", "site=onprem"}, &b);
+  node_store_memory_ = "64M";
+  auto node_c = StartNode("c", {"--resources", "CPU=1,special=1", "--labels", "site=onprem"}, &c);
+  ASSERT_FALSE(a.empty() || b.empty() || c.empty());
+
+  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+  Subprocess driver({std::string(CUMULUS_BIN_DIR) + "/core_driver", "--head=" + head_id, "--a=" + a,
+                     "--b=" + b, "--c=" + c},
+                    /*merge_stderr=*/true);
+  std::string out = driver.ReadAll(240s);
+  unsetenv("CUMULUS_ADDRESS");
+  unsetenv("CUMULUS_TOKEN_FILE");
+  ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
+  for (const char* check :
+       {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "label_not_cloud", "custom_resource",
+        "gpu_and_label", "spread_uses_several_nodes", "node_affinity",
+        "gpu_actors_disjoint_devices", "infeasible_fails_fast", "infeasible_label",
+        "remote_exception", "ten_thousand_tasks", "chain_across_nodes", "large_object_other_node",
+        "large_object_driver"}) {
+    EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
+        << check << " did not pass:\n"
+        << out;
+  }
+  EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace cumulus
