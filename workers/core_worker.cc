@@ -252,6 +252,24 @@ class CoreWorkerImpl : public CoreWorker {
     return id;
   }
 
+  Result<ObjectId> PutWith(uint64_t size, const std::function<void(uint8_t*)>& fill) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ObjectId id = ObjectId::FromPut(CurrentTaskLocked(), ++put_index_);
+    lock.unlock();
+    CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buffer, store_->Create(id, size));
+    fill(buffer.data);
+    CUMULUS_RETURN_IF_ERROR(store_->Seal(id));
+    lock.lock();
+    ObjectEntry& e = objects_[id];
+    e = ObjectEntry();
+    e.state = ObjectEntry::kReady;
+    e.stored = true;
+    e.node = node_id_;
+    e.transfer = transfer_address_;
+    e.size = size;
+    return id;
+  }
+
   std::vector<bool> Wait(const std::vector<ObjectId>& ids, size_t num_ready,
                          int64_t timeout_ms) override {
     TimePoint deadline = timeout_ms < 0

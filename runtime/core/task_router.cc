@@ -374,6 +374,13 @@ class TaskRouter::Impl {
       Worker& w = it->second;
       w.conn = c.id;
       auto startup = SystemClock::Get().Now() - w.started;
+      {
+        std::lock_guard<std::mutex> lock(shared_mu_);
+        if (startup_micros_.size() < 4096) {
+          startup_micros_.push_back(
+              std::chrono::duration_cast<std::chrono::microseconds>(startup).count());
+        }
+      }
       CUMULUS_LOG(DEBUG) << "node: worker " << w.pid << " ready after "
                          << std::chrono::duration_cast<std::chrono::microseconds>(startup).count()
                          << " us";
@@ -1122,6 +1129,7 @@ class TaskRouter::Impl {
   NodeId new_node_id_;
   ResourceSet shared_available_;
   std::vector<std::pair<ResourceSet, uint32_t>> shared_pending_;
+  std::vector<int64_t> startup_micros_;
 
   friend class TaskRouter;
 };
@@ -1144,6 +1152,10 @@ void TaskRouter::SetNodeId(const NodeId& id) { impl_->SetNodeId(id); }
 ResourceSet TaskRouter::Available() const { return impl_->Available(); }
 std::vector<std::pair<ResourceSet, uint32_t>> TaskRouter::PendingDemand() const {
   return impl_->PendingDemand();
+}
+std::vector<int64_t> TaskRouter::WorkerStartupMicros() const {
+  std::lock_guard<std::mutex> lock(impl_->shared_mu_);
+  return impl_->startup_micros_;
 }
 
 }  // namespace cumulus

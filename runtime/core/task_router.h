@@ -61,6 +61,8 @@ class TaskRouter {
   void SetNodeId(const NodeId& id);
   ResourceSet Available() const;
   std::vector<std::pair<ResourceSet, uint32_t>> PendingDemand() const;
+  // How long each worker took from being spawned to saying hello, in microseconds (cold start).
+  std::vector<int64_t> WorkerStartupMicros() const;
 
   class Impl;
 

@@ -49,6 +49,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   ObjectStoreOptions store_options;
   store_options.directory = d->store_dir_;
   store_options.memory_capacity = options.object_store_memory;
+  store_options.prefault = options.prefault_object_store;
   CUMULUS_ASSIGN_OR_RETURN(d->store_, ObjectStore::Open(store_options));
   d->store_socket_ = d->store_dir_ + "/store.sock";
   CUMULUS_ASSIGN_OR_RETURN(d->store_server_, StoreServer::Start(d->store_.get(), d->store_socket_));

@@ -29,8 +29,9 @@ struct NodeDaemonOptions {
   Labels labels;
   std::string data_dir;  // required: the node's object store lives here
   std::string bind_host =
-      "127.0.0.1";                   // where the node's object channel listens (other nodes pull)
-  uint64_t object_store_memory = 0;  // 0: 30% of RAM
+      "127.0.0.1";                     // where the node's object channel listens (other nodes pull)
+  uint64_t object_store_memory = 0;    // 0: 30% of RAM
+  bool prefault_object_store = false;  // touch the store's memory at start (see SharedRegion)
   Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
 };
 
@@ -50,6 +51,7 @@ class NodeDaemon {
   const std::string& core_socket() const { return router_->socket_path(); }
   // host:port where other nodes send tasks.
   const std::string& core_address() const { return record_.core_address; }
+  const TaskRouter& router() const { return *router_; }
 
  private:
   NodeDaemon() = default;

@@ -178,7 +178,10 @@ std::vector<T> Get(const std::vector<ObjectRef<T>>& refs,
 // Stores `value` in the object store and returns a reference to pass to tasks.
 template <typename T>
 ObjectRef<T> Put(const T& value) {
-  auto id = internal::RuntimeOrThrow().Put(Serialize(value));
+  size_t size = SerializedSize(value);
+  auto id = size > (1u << 20) ? internal::RuntimeOrThrow().PutWith(
+                                    size, [&](uint8_t* out) { SerializeInto(value, out); })
+                              : internal::RuntimeOrThrow().Put(Serialize(value));
   if (!id.ok()) throw Error(id.status());
   return ObjectRef<T>(*id);
 }

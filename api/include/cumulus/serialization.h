@@ -37,17 +37,43 @@
 
 namespace cumulus {
 
+// Where encoded bytes go: a string (the default), nowhere (counting only), or a caller's buffer
+// of the counted size (so a large value is encoded straight into the object store).
 class Writer {
  public:
-  void Bytes(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  Writer() = default;
+  static Writer Counter() {
+    Writer w;
+    w.counting_ = true;
+    return w;
+  }
+  static Writer Into(uint8_t* buffer) {
+    Writer w;
+    w.buffer_ = buffer;
+    return w;
+  }
+  void Bytes(const void* p, size_t n) {
+    if (counting_) {
+      written_ += n;
+    } else if (buffer_) {
+      std::memcpy(buffer_ + written_, p, n);
+      written_ += n;
+    } else {
+      out_.append(static_cast<const char*>(p), n);
+    }
+  }
   template <typename T>
   void Raw(const T& v) {
     Bytes(&v, sizeof(T));
   }
   std::string& str() { return out_; }
+  size_t written() const { return buffer_ || counting_ ? written_ : out_.size(); }
 
  private:
   std::string out_;
+  bool counting_ = false;
+  uint8_t* buffer_ = nullptr;
+  size_t written_ = 0;
 };
 
 class Reader {
@@ -318,6 +344,23 @@ std::string Serialize(const T& value) {
   w.Raw<uint64_t>(internal::TypeFingerprint<T>());
   Serializer<T>::Write(w, value);
   return std::move(w.str());
+}
+
+// The size Serialize(value) would have, without making it.
+template <typename T>
+size_t SerializedSize(const T& value) {
+  Writer w = Writer::Counter();
+  w.Raw<uint64_t>(internal::TypeFingerprint<T>());
+  Serializer<T>::Write(w, value);
+  return w.written();
+}
+
+// Writes exactly SerializedSize(value) bytes of Serialize(value) to `out`.
+template <typename T>
+void SerializeInto(const T& value, uint8_t* out) {
+  Writer w = Writer::Into(out);
+  w.Raw<uint64_t>(internal::TypeFingerprint<T>());
+  Serializer<T>::Write(w, value);
 }
 
 // Decodes bytes made by Serialize<T>. InvalidArgument if they hold another type, are cut short or

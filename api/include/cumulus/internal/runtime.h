@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,8 @@ class Runtime {
   // timeout_ms < 0: no limit.
   virtual Result<Payload> Get(const ObjectId& id, int64_t timeout_ms) = 0;
   virtual Result<ObjectId> Put(std::string bytes) = 0;
+  // Put of `size` bytes that `fill` writes straight into the object store (large values).
+  virtual Result<ObjectId> PutWith(uint64_t size, const std::function<void(uint8_t*)>& fill) = 0;
   // ready[i] for each id; returns when `num_ready` are ready (or failed) or at the timeout.
   virtual std::vector<bool> Wait(const std::vector<ObjectId>& ids, size_t num_ready,
                                  int64_t timeout_ms) = 0;
