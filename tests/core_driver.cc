@@ -94,6 +94,29 @@ int main(int argc, char** argv) {
   }
   auto args = Args(argc, argv);
   const std::string head = args["head"], a = args["a"], b = args["b"], c = args["c"];
+  if (args["scenario"] == "pending") {
+    // Work that fits the cluster but not now waits (pending demand) and runs once room is made.
+    auto first = cumulus::Actor(CreateGpuProbe).SetResource("special", 1).Remote();
+    auto w1 = cumulus::TryGet(first.Task(&GpuProbe::Where).Remote(), std::chrono::seconds(30));
+    Check("pending_first_runs", w1.ok() && w1->first == c,
+          w1.ok() ? w1->first : w1.status().ToString());
+    auto second = cumulus::Actor(CreateGpuProbe).SetResource("special", 1).Remote();
+    auto call = second.Task(&GpuProbe::Where).Remote();
+    auto early = cumulus::TryGet(call, std::chrono::milliseconds(300));
+    Check("pending_waits", !early.ok() && early.status().code() == cumulus::StatusCode::kTimedOut,
+          early.ok() ? "it ran" : early.status().ToString());
+    std::printf("WAITING\n");
+    std::fflush(stdout);
+    char line[16];
+    (void)!fgets(line, sizeof(line), stdin);  // the test has looked at `cumulus status`
+    (void)first.Kill();
+    auto w2 = cumulus::TryGet(call, std::chrono::seconds(30));
+    Check("pending_runs_after_room", w2.ok() && w2->first == c,
+          w2.ok() ? w2->first : w2.status().ToString());
+    cumulus::Shutdown();
+    std::printf("DONE failures=%d\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
 
   // Resources and labels decide where work lands, and nothing else does.
   auto gpu = Landings(12, [] { return cumulus::Task(WhereAmI).SetResource("GPU", 1).Remote(); });

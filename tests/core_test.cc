@@ -45,6 +45,32 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
         << out;
   }
   EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
+
+  // Pending demand: an actor that fits the cluster but not now shows in `cumulus status`.
+  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+  Subprocess pending(
+      {std::string(CUMULUS_BIN_DIR) + "/core_driver", "--scenario=pending", "--c=" + c},
+      /*merge_stderr=*/true);
+  unsetenv("CUMULUS_ADDRESS");
+  unsetenv("CUMULUS_TOKEN_FILE");
+  ASSERT_TRUE(pending.WaitForLine("WAITING", 60s)) << pending.ReadAll(1s);
+  std::string status;
+  bool seen = WaitUntil(
+      [&] {
+        Cli({"status", "--json", "--address", address_, "--token-file", token_file_}, &status);
+        return status.find("\"pending_demand\":[{\"resources\":\"special=1\",\"count\":1}]") !=
+               std::string::npos;
+      },
+      10s);
+  EXPECT_TRUE(seen) << status;
+  std::string text;
+  Cli({"status", "--address", address_, "--token-file", token_file_}, &text);
+  EXPECT_NE(text.find("1 x {special=1}"), std::string::npos) << text;
+  pending.CloseStdin();
+  std::string rest = pending.ReadAll(60s);
+  EXPECT_NE(rest.find("CHECK pending_runs_after_room ok"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("DONE failures=0"), std::string::npos) << rest;
 }
 
 }  // namespace

@@ -531,11 +531,13 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   }
   ResourceSet total, available;
   size_t alive = 0;
+  std::map<std::string, uint64_t> pending;  // resource shape -> tasks and actors waiting for it
   for (auto& n : view->nodes) {
     if (n.state != NodeState::kAlive) continue;
     ++alive;
     total.Add(n.total);
     available.Add(n.available);
+    for (auto& [shape, count] : n.pending_demand) pending[shape.ToString()] += count;
   }
   if (flags.Has("json")) {
     std::string out = "{";
@@ -549,7 +551,14 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
     if (!list) {
       out += ",\"alive_nodes\":" + std::to_string(alive) +
              ",\"resources_total\":" + JsonResources(total) +
-             ",\"resources_available\":" + JsonResources(available);
+             ",\"resources_available\":" + JsonResources(available) + ",\"pending_demand\":[";
+      bool first = true;
+      for (auto& [shape, count] : pending) {
+        out += std::string(first ? "" : ",") + "{\"resources\":" + JsonString(shape) +
+               ",\"count\":" + std::to_string(count) + "}";
+        first = false;
+      }
+      out += "]";
     }
     std::printf("%s}\n", out.c_str());
     return 0;
@@ -566,7 +575,18 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
                 n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
                                              : n.death_reason.c_str());
   }
-  if (!list) std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
+  if (!list) {
+    std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
+    if (pending.empty()) {
+      std::printf("Pending demand: none\n");
+    } else {
+      std::printf("Pending demand (waiting for resources):\n");
+      for (auto& [shape, count] : pending) {
+        std::printf("  %6llu x {%s}\n", static_cast<unsigned long long>(count),
+                    shape.empty() ? "no resources" : shape.c_str());
+      }
+    }
+  }
   return 0;
 }
 
