@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up, build and run Cumulus on Debian 12.
 #
-#   scripts/dev.sh demo   install missing packages, build, run build/bin/object_store_demo
+#   scripts/dev.sh demo   install missing packages, build, run build/bin/tasks on an embedded cluster
 #   scripts/dev.sh test   install missing packages, build, run the whole test suite (ctest)
 #
 # Packages are installed only when missing (needs root, or sudo). The build lives in build/ and is
@@ -10,7 +10,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: scripts/dev.sh demo|test  (demo: build and run the object store demo; test: build and run all tests)" >&2
+  echo "usage: scripts/dev.sh demo|test  (demo: build and run the tasks example on an embedded cluster; test: build and run all tests)" >&2
   exit 2
 }
 
@@ -70,7 +70,7 @@ cmake --build "$build" -j "$(nproc)"
 # --- run -------------------------------------------------------------------------------------
 case "$mode" in
   demo)
-    demo="$build/bin/object_store_demo"
+    demo="$build/bin/tasks"
     [[ -x "$demo" ]] || die "$demo was not built"
     step "running $demo"
     "$demo"

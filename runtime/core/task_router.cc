@@ -428,9 +428,8 @@ class TaskRouter::Impl {
                   t.req.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
     if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
     TaskId id = t.id;
-    tasks_.emplace(id, std::move(t));
-    queue_.push_back(id);
-    schedule_dirty_ = true;
+    auto& task = tasks_.emplace(id, std::move(t)).first->second;
+    Requeue(task, /*front=*/false);
   }
 
   void HandleResult(Conn& c, proto::TaskResult::Reader result, const Words& words) {
@@ -499,8 +498,7 @@ class TaskRouter::Impl {
     if (it == tasks_.end()) return;
     Task& t = it->second;
     switch (t.state) {
-      case Task::kQueued:
-        queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+      case Task::kQueued:  // its queue entry is dropped when the queue reaches it
         FailTask(id, Status::Cancelled("task " + t.function + " was cancelled before it ran"));
         break;
       case Task::kForwarded: {
@@ -535,10 +533,7 @@ class TaskRouter::Impl {
       auto& a = w->second.assigned;
       a.erase(std::remove(a.begin(), a.end(), id), a.end());
       auto t = tasks_.find(id);
-      if (t != tasks_.end()) {
-        t->second.state = Task::kQueued;
-        queue_.push_front(id);
-      }
+      if (t != tasks_.end()) Requeue(t->second, /*front=*/true);
     }
     schedule_dirty_ = true;
   }
@@ -618,84 +613,89 @@ class TaskRouter::Impl {
     schedule_dirty_ = false;
     TimePoint now = SystemClock::Get().Now();
     ClusterSnapshot snap = Snapshot(now);
-    std::set<std::string> blocked;
-    std::map<std::string, std::pair<ResourceSet, uint32_t>> pending;
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      auto found = tasks_.find(*it);
-      if (found == tasks_.end()) {
-        it = queue_.erase(it);
-        continue;
-      }
-      Task& t = found->second;
-      if (blocked.count(t.class_key)) {
-        auto& p = pending[t.class_key];
-        p.first = t.req.demand;
-        p.second++;
-        ++it;
-        continue;
-      }
-      PlacementRequest req;
-      req.demand = t.req.demand;
-      req.labels = t.req.labels;
-      req.strategy = t.req.strategy;
-      req.affinity_node = t.req.affinity_node;
-      req.affinity_soft = t.req.affinity_soft;
-      req.argument_bytes = t.req.argument_bytes;
-      if (t.hops > 0) {  // forwarded here: run here or wait here, never bounce again
-        req.strategy = PlacementStrategy::kNodeAffinity;
-        req.affinity_node = node_id_;
-        req.affinity_soft = false;
-      }
-      snap.nodes[0].available = available_;
-      PlacementDecision d = PlaceTask(snap, req);
-      if (d.kind == PlacementDecision::kInfeasible && RefreshViewNow(now)) {
-        // The view may predate a node that joined: ask the head before saying "never".
-        snap = Snapshot(now);
+    std::vector<std::pair<ResourceSet, uint32_t>> pending;
+    // One FIFO per scheduling class (shape, labels, strategy): a class stops at its first task
+    // that cannot be placed, so a long queue costs nothing per pass.
+    for (auto q = queues_.begin(); q != queues_.end();) {
+      std::deque<TaskId>& queue = q->second;
+      while (!queue.empty()) {
+        auto found = tasks_.find(queue.front());
+        if (found == tasks_.end() || found->second.state != Task::kQueued) {
+          queue.pop_front();
+          continue;
+        }
+        Task& t = found->second;
+        PlacementRequest req;
+        req.demand = t.req.demand;
+        req.labels = t.req.labels;
+        req.strategy = t.req.strategy;
+        req.affinity_node = t.req.affinity_node;
+        req.affinity_soft = t.req.affinity_soft;
+        req.argument_bytes = t.req.argument_bytes;
+        if (t.hops > 0) {  // forwarded here: run here or wait here, never bounce again
+          req.strategy = PlacementStrategy::kNodeAffinity;
+          req.affinity_node = node_id_;
+          req.affinity_soft = false;
+        }
         snap.nodes[0].available = available_;
-        d = PlaceTask(snap, req);
-      }
-      bool done = false;
-      if (d.kind == PlacementDecision::kInfeasible) {
-        TaskId id = t.id;
-        it = queue_.erase(it);
-        FailTask(id, Status::Infeasible((t.actor_creation ? "actor " : "task ") + t.function +
-                                        " can never run: " + d.reason));
-        continue;
-      }
-      if (d.kind == PlacementDecision::kPlace && d.node == node_id_) {
-        done = StartOnNewLease(t, now);
-      }
-      if (!done && d.kind == PlacementDecision::kPlace && d.node != node_id_) {
-        done = Forward(t, d.node, now);
-        if (done) {
-          for (auto& n : snap.nodes) {
-            if (n.id == d.node && n.available.Contains(t.req.demand))
-              n.available.Subtract(t.req.demand);
-          }
-          auto v = view_.find(d.node);
-          if (v != view_.end() && v->second.available.Contains(t.req.demand)) {
-            v->second.available.Subtract(t.req.demand);
+        PlacementDecision d = PlaceTask(snap, req);
+        if (d.kind == PlacementDecision::kInfeasible && RefreshViewNow(now)) {
+          // The view may predate a node that joined: ask the head before saying "never".
+          snap = Snapshot(now);
+          snap.nodes[0].available = available_;
+          d = PlaceTask(snap, req);
+        }
+        if (d.kind == PlacementDecision::kInfeasible) {
+          TaskId id = t.id;
+          queue.pop_front();
+          FailTask(id, Status::Infeasible((t.actor_creation ? "actor " : "task ") + t.function +
+                                          " can never run: " + d.reason));
+          continue;
+        }
+        bool done = false;
+        if (d.kind == PlacementDecision::kPlace && d.node == node_id_) {
+          done = StartOnNewLease(t, now);
+        }
+        if (!done && d.kind == PlacementDecision::kPlace && d.node != node_id_) {
+          done = Forward(t, d.node, now);
+          if (done) {
+            for (auto& n : snap.nodes) {
+              if (n.id == d.node && n.available.Contains(t.req.demand)) {
+                n.available.Subtract(t.req.demand);
+              }
+            }
+            auto v = view_.find(d.node);
+            if (v != view_.end() && v->second.available.Contains(t.req.demand)) {
+              v->second.available.Subtract(t.req.demand);
+            }
           }
         }
+        // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
+        if (!done && !t.actor_creation && t.req.strategy != PlacementStrategy::kSpread) {
+          done = Pipeline(t);
+        }
+        if (!done) {
+          pending.emplace_back(t.req.demand, static_cast<uint32_t>(queue.size()));
+          break;
+        }
+        queue.pop_front();
       }
-      // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
-      if (!done && !t.actor_creation && t.req.strategy != PlacementStrategy::kSpread) {
-        done = Pipeline(t);
-      }
-      if (done) {
-        it = queue_.erase(it);
-      } else {
-        blocked.insert(t.class_key);
-        auto& p = pending[t.class_key];
-        p.first = t.req.demand;
-        p.second++;
-        ++it;
-      }
+      q = queue.empty() ? queues_.erase(q) : std::next(q);
     }
     std::lock_guard<std::mutex> lock(shared_mu_);
     shared_available_ = available_;
-    shared_pending_.clear();
-    for (auto& [k, p] : pending) shared_pending_.push_back(p);
+    shared_pending_ = std::move(pending);
+  }
+
+  void Requeue(Task& t, bool front) {
+    t.state = Task::kQueued;
+    auto& q = queues_[t.class_key];
+    if (front) {
+      q.push_front(t.id);
+    } else {
+      q.push_back(t.id);
+    }
+    schedule_dirty_ = true;
   }
 
   bool StartOnNewLease(Task& t, TimePoint now) {
@@ -959,14 +959,12 @@ class TaskRouter::Impl {
         FailTask(id, Status::ActorDied("the worker of actor " + task.function + " died (" + why +
                                        ") on node " + node_id_.Hex()));
       } else if (!first) {
-        task.state = Task::kQueued;  // had not started: not an attempt
-        queue_.push_front(id);
+        Requeue(task, /*front=*/true);  // had not started: not an attempt
       } else if (task.max_retries < 0 || static_cast<int>(task.attempt) < task.max_retries) {
         task.attempt++;
-        task.state = Task::kQueued;
         CUMULUS_LOG(WARN) << "node: the worker running " << task.function << " " << why
                           << "; retrying (attempt " << task.attempt + 1 << ")";
-        queue_.push_back(id);
+        Requeue(task, /*front=*/false);
       } else {
         FailTask(id, Status::Unavailable("the worker running task " + task.function + " " + why +
                                          " on node " + node_id_.Hex() + "; no retries left"));
@@ -1066,11 +1064,7 @@ class TaskRouter::Impl {
       if (peers_.count(c.peer) && peers_[c.peer] == c.id) peers_.erase(c.peer);
       // Tasks forwarded there come back here to be placed again.
       for (auto& [id, t] : tasks_) {
-        if (t.state == Task::kForwarded && t.forwarded_to == c.peer) {
-          t.state = Task::kQueued;
-          queue_.push_back(id);
-          schedule_dirty_ = true;
-        }
+        if (t.state == Task::kForwarded && t.forwarded_to == c.peer) Requeue(t, /*front=*/false);
       }
       unreachable_until_[c.peer] = SystemClock::Get().Now() + kUnreachablePenalty;
     } else if (c.role == Role::kUnknown && c.tcp) {
@@ -1109,7 +1103,7 @@ class TaskRouter::Impl {
   std::set<uint64_t> dirty_out_;
   std::vector<uint64_t> closed_;
   std::unordered_map<TaskId, Task> tasks_;
-  std::list<TaskId> queue_;
+  std::map<std::string, std::deque<TaskId>> queues_;  // scheduling class -> FIFO
   bool schedule_dirty_ = false;
   std::unordered_map<WorkerId, Worker> workers_;
   std::vector<pid_t> zombies_;
