@@ -34,8 +34,6 @@ namespace {
 
 using Words = kj::Array<capnp::word>;
 
-std::string StatusFrameError(const Status& st) { return st.ToString(); }
-
 // A bounded blocking write of a whole frame.
 Status WriteAll(int fd, const std::string& frame) {
   return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),

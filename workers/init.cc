@@ -39,6 +39,13 @@ Process& Me() {
 }
 std::atomic<internal::Runtime*> g_runtime{nullptr};
 
+void RemoveEmbeddedDir(Process& me) {
+  if (me.embedded_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(me.embedded_dir, ec);
+  me.embedded_dir.clear();
+}
+
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -223,11 +230,7 @@ Status Init(const InitOptions& options) {
     me.core.reset();
     me.node.reset();
     me.head.reset();
-    if (!me.embedded_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(me.embedded_dir, ec);
-      me.embedded_dir.clear();
-    }
+    RemoveEmbeddedDir(me);
   }
   return st;
 }
@@ -247,11 +250,7 @@ void Shutdown() {
   me.core.reset();
   me.node.reset();
   me.head.reset();
-  if (!me.embedded_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(me.embedded_dir, ec);
-    me.embedded_dir.clear();
-  }
+  RemoveEmbeddedDir(me);
 }
 
 bool IsInitialized() { return internal::CurrentRuntime() != nullptr; }
