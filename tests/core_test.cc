@@ -14,6 +14,8 @@ namespace {
 class CoreTest : public ClusterTest {};
 
 TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
+  // The driver attaches to whichever node's socket it finds first, and it reads a 256 MiB object:
+  // every store must hold one (memfd memory is only used when written).
   head_store_memory_ = "600M";
   node_store_memory_ = "600M";
   auto head = StartHead({"--resources", "CPU=2", "--labels", "site=onprem"});
@@ -21,7 +23,6 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
   std::string a, b, c;
   auto node_a = StartNode("a", {"--resources", "CPU=2,GPU=2", "--labels", "site=cloud"}, &a);
   auto node_b = StartNode("b", {"--resources", "CPU=2,GPU=2", "--labels", "site=onprem"}, &b);
-  node_store_memory_ = "64M";
   auto node_c = StartNode("c", {"--resources", "CPU=1,special=1", "--labels", "site=onprem"}, &c);
   ASSERT_FALSE(a.empty() || b.empty() || c.empty());
 

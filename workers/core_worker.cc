@@ -23,6 +23,7 @@
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
+#include "runtime/head/head_server.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/object_store/store_client.h"
 #include "runtime/transfer/object_transfer.h"
@@ -1066,8 +1067,7 @@ class CoreWorkerImpl : public CoreWorker {
     if (c.caller && !c.authenticated) {
       if (!msg.isHello()) return false;
       std::string token = msg.getHello().getToken();
-      if (token.size() != options_.token.size() ||
-          !std::equal(token.begin(), token.end(), options_.token.begin())) {
+      if (!TokensEqual(token, options_.token)) {
         return false;
       }
       c.authenticated = true;

@@ -25,17 +25,17 @@ std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words) {
 
 TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
   TaskRequirements r;
-  r.demand = DecodeResources(spec.getResources());
-  for (auto l : spec.getLabelSelector()) r.labels.equals[l.getKey()] = l.getValue();
-  for (auto l : spec.getLabelNotEqual()) r.labels.not_equals[l.getKey()] = l.getValue();
+  r.placement.demand = DecodeResources(spec.getResources());
+  for (auto l : spec.getLabelSelector()) r.placement.labels.equals[l.getKey()] = l.getValue();
+  for (auto l : spec.getLabelNotEqual()) r.placement.labels.not_equals[l.getKey()] = l.getValue();
   switch (spec.getStrategy()) {
     case proto::SchedulingStrategy::SPREAD:
-      r.strategy = PlacementStrategy::kSpread;
+      r.placement.strategy = PlacementStrategy::kSpread;
       break;
     case proto::SchedulingStrategy::NODE_AFFINITY:
-      r.strategy = PlacementStrategy::kNodeAffinity;
-      r.affinity_node = IdFrom<NodeId>(spec.getAffinityNodeId());
-      r.affinity_soft = spec.getAffinitySoft();
+      r.placement.strategy = PlacementStrategy::kNodeAffinity;
+      r.placement.affinity_node = IdFrom<NodeId>(spec.getAffinityNodeId());
+      r.placement.affinity_soft = spec.getAffinitySoft();
       break;
     default:
       break;
@@ -43,7 +43,7 @@ TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
   for (auto a : spec.getArgs()) {
     if (a.isObjectRef() && a.hasLocation()) {
       NodeId node = IdFrom<NodeId>(a.getLocation().getNodeId());
-      if (!node.IsNil()) r.argument_bytes[node] += a.getLocation().getSize();
+      if (!node.IsNil()) r.placement.argument_bytes[node] += a.getLocation().getSize();
     }
   }
   if (spec.getPlacementGroupId().size() > 0) {

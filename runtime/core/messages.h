@@ -40,12 +40,7 @@ std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words);
 
 // The placement request a task spec asks for.
 struct TaskRequirements {
-  ResourceSet demand;
-  LabelSelector labels;
-  PlacementStrategy strategy = PlacementStrategy::kDefault;
-  NodeId affinity_node;
-  bool affinity_soft = false;
-  std::map<NodeId, uint64_t> argument_bytes;
+  PlacementRequest placement;
   std::string placement_group;  // binary id
   int bundle_index = -1;
 };

@@ -25,6 +25,7 @@
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
+#include "runtime/head/head_server.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/gpu_assignment.h"
@@ -356,8 +357,7 @@ class TaskRouter::Impl {
     if (c.tcp) {
       // Over TCP only other nodes, and only with the cluster token.
       std::string token = h.getToken();
-      if (role != "peer" || token.size() != options_.token.size() ||
-          !std::equal(token.begin(), token.end(), options_.token.begin())) {
+      if (role != "peer" || !TokensEqual(token, options_.token)) {
         return Close(c, "refused: a TCP core connection must be a node with the cluster token");
       }
       c.role = Role::kPeer;
@@ -423,9 +423,9 @@ class TaskRouter::Impl {
     t.max_retries = spec.getMaxRetries();
     t.hops = spec.getHops();
     t.origin = c.id;
-    t.class_key = t.req.demand.ToString() + "|" + t.req.labels.ToString() + "|" +
-                  std::to_string(static_cast<int>(t.req.strategy)) + "|" +
-                  t.req.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
+    t.class_key = t.req.placement.demand.ToString() + "|" + t.req.placement.labels.ToString() +
+                  "|" + std::to_string(static_cast<int>(t.req.placement.strategy)) + "|" +
+                  t.req.placement.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
     if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
     TaskId id = t.id;
     auto& task = tasks_.emplace(id, std::move(t)).first->second;
@@ -454,7 +454,7 @@ class TaskRouter::Impl {
       // A result for a task this node forwarded: credit the peer's view optimistically.
       auto v = view_.find(t.forwarded_to);
       if (v != view_.end() && !t.actor_creation) {
-        v->second.available.Add(t.req.demand);
+        v->second.available.Add(t.req.placement.demand);
         if (!v->second.total.Contains(v->second.available)) v->second.available = v->second.total;
       }
     } else {
@@ -625,13 +625,7 @@ class TaskRouter::Impl {
           continue;
         }
         Task& t = found->second;
-        PlacementRequest req;
-        req.demand = t.req.demand;
-        req.labels = t.req.labels;
-        req.strategy = t.req.strategy;
-        req.affinity_node = t.req.affinity_node;
-        req.affinity_soft = t.req.affinity_soft;
-        req.argument_bytes = t.req.argument_bytes;
+        PlacementRequest req = t.req.placement;
         if (t.hops > 0) {  // forwarded here: run here or wait here, never bounce again
           req.strategy = PlacementStrategy::kNodeAffinity;
           req.affinity_node = node_id_;
@@ -660,22 +654,22 @@ class TaskRouter::Impl {
           done = Forward(t, d.node, now);
           if (done) {
             for (auto& n : snap.nodes) {
-              if (n.id == d.node && n.available.Contains(t.req.demand)) {
-                n.available.Subtract(t.req.demand);
+              if (n.id == d.node && n.available.Contains(t.req.placement.demand)) {
+                n.available.Subtract(t.req.placement.demand);
               }
             }
             auto v = view_.find(d.node);
-            if (v != view_.end() && v->second.available.Contains(t.req.demand)) {
-              v->second.available.Subtract(t.req.demand);
+            if (v != view_.end() && v->second.available.Contains(t.req.placement.demand)) {
+              v->second.available.Subtract(t.req.placement.demand);
             }
           }
         }
         // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
-        if (!done && !t.actor_creation && t.req.strategy != PlacementStrategy::kSpread) {
+        if (!done && !t.actor_creation && t.req.placement.strategy != PlacementStrategy::kSpread) {
           done = Pipeline(t);
         }
         if (!done) {
-          pending.emplace_back(t.req.demand, static_cast<uint32_t>(queue.size()));
+          pending.emplace_back(t.req.placement.demand, static_cast<uint32_t>(queue.size()));
           break;
         }
         queue.pop_front();
@@ -699,8 +693,8 @@ class TaskRouter::Impl {
   }
 
   bool StartOnNewLease(Task& t, TimePoint now) {
-    if (!available_.Contains(t.req.demand)) return false;
-    int64_t gpu_units = t.req.demand.GetUnits("GPU");
+    if (!available_.Contains(t.req.placement.demand)) return false;
+    int64_t gpu_units = t.req.placement.demand.GetUnits("GPU");
     std::vector<uint32_t> gpu_ids;
     if (gpu_units > 0) {
       auto got = gpus_.Acquire(gpu_units);
@@ -734,9 +728,9 @@ class TaskRouter::Impl {
       }
       w = *spawned;
     }
-    available_.Subtract(t.req.demand);
+    available_.Subtract(t.req.placement.demand);
     w->leased = true;
-    w->lease = t.req.demand;
+    w->lease = t.req.placement.demand;
     w->gpu_ids = gpu_ids;
     w->lease_class = t.class_key;
     w->is_actor = t.actor_creation;
