@@ -237,6 +237,8 @@ std::vector<NodeId> AssignBundles(std::vector<NodeView> nodes,
   return out;
 }
 
+}  // namespace
+
 const char* GroupStrategyName(GroupStrategy s) {
   switch (s) {
     case GroupStrategy::kPack:
@@ -250,8 +252,6 @@ const char* GroupStrategyName(GroupStrategy s) {
   }
   return "?";
 }
-
-}  // namespace
 
 PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
                              const std::vector<ResourceSet>& bundles, GroupStrategy strategy,

@@ -73,6 +73,8 @@ enum class GroupStrategy {
   kStrictPack,    // all bundles on one node, or wait
   kStrictSpread,  // every bundle on a different node, or wait
 };
+const char* GroupStrategyName(GroupStrategy s);  // "STRICT_SPREAD"
+
 // Places all bundles at once (a gang) or none of them.
 PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
                              const std::vector<ResourceSet>& bundles, GroupStrategy strategy,

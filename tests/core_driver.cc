@@ -84,6 +84,127 @@ std::string Join(const std::set<std::string>& s) {
   return out;
 }
 cumulus::NodeId Id(const std::string& hex) { return *cumulus::NodeId::FromHex(hex); }
+
+// Placement groups: gangs reserved all at once, on the nodes their strategy asks for; their
+// resources are theirs alone until they are removed.
+void RunGroups(const std::string& head, const std::string& a, const std::string& b,
+               const std::string& c) {
+  using cumulus::PlacementGroupStrategy;
+  using cumulus::StatusCode;
+  auto code_of = [](const auto& r) { return r.ok() ? StatusCode::kOk : r.status().code(); };
+  auto text_of = [](const auto& r) { return r.ok() ? std::string("ok") : r.status().ToString(); };
+
+  // Four actors, one per bundle, on four different nodes, started together.
+  auto spread = cumulus::CreatePlacementGroup(
+      {{{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}},
+      PlacementGroupStrategy::kStrictSpread, std::chrono::seconds(30));
+  Check("group_strict_spread_created", spread.ok(), text_of(spread));
+  if (!spread.ok()) return;
+  std::set<std::string> bundle_nodes;
+  for (size_t i = 0; i < 4; ++i) bundle_nodes.insert(spread->bundle_node(i).Hex());
+  Check("group_strict_spread_distinct_nodes", bundle_nodes == std::set<std::string>{head, a, b, c},
+        Join(bundle_nodes));
+  std::vector<cumulus::ActorHandle<GpuProbe>> actors;
+  for (int i = 0; i < 4; ++i) {
+    actors.push_back(cumulus::Actor(CreateGpuProbe).SetPlacementGroup(*spread, i).Remote());
+  }
+  bool in_place = true;
+  std::string detail;
+  for (int i = 0; i < 4; ++i) {
+    auto w = cumulus::TryGet(actors[i].Task(&GpuProbe::Where).Remote(), std::chrono::seconds(60));
+    bool ok = w.ok() && w->first == spread->bundle_node(i).Hex();
+    in_place = in_place && ok;
+    detail += (w.ok() ? w->first.substr(0, 8) : w.status().ToString()) + " ";
+  }
+  Check("group_actors_on_their_bundles", in_place, detail);
+
+  // The bundle on node c holds c's only CPU: a task outside the group cannot have it.
+  auto outside = cumulus::Task(WhereAmI).SetResource("special", 1).Remote();
+  auto blocked = cumulus::TryGet(outside, std::chrono::milliseconds(1500));
+  Check("group_reservation_excludes_others", code_of(blocked) == StatusCode::kTimedOut,
+        text_of(blocked));
+  // A task inside a bundle asking for more than the bundle holds fails with the reason.
+  auto too_big = cumulus::TryGet(
+      cumulus::Task(WhereAmI).SetResource("CPU", 2).SetPlacementGroup(*spread, 0).Remote(),
+      std::chrono::seconds(30));
+  Check("group_task_larger_than_bundle",
+        code_of(too_big) == StatusCode::kInfeasible &&
+            too_big.status().message().find("holds only") != std::string::npos,
+        text_of(too_big));
+  auto bad_index = cumulus::TryGet(cumulus::Task(WhereAmI).SetPlacementGroup(*spread, 7).Remote(),
+                                   std::chrono::seconds(30));
+  Check("group_bundle_index_out_of_range", code_of(bad_index) == StatusCode::kInvalidArgument,
+        text_of(bad_index));
+  // A task in bundle 3 runs on that bundle's node.
+  auto in_bundle = cumulus::TryGet(cumulus::Task(WhereAmI).SetPlacementGroup(*spread, 3).Remote(),
+                                   std::chrono::seconds(30));
+  Check("group_task_on_bundle_node", in_bundle.ok() && *in_bundle == spread->bundle_node(3).Hex(),
+        text_of(in_bundle));
+
+  // Removing the group stops its actors and frees its resources.
+  Check("group_removed", cumulus::RemovePlacementGroup(*spread).ok());
+  auto after = cumulus::TryGet(outside, std::chrono::seconds(30));
+  Check("group_removal_frees_resources", after.ok() && *after == c, text_of(after));
+  auto dead = cumulus::TryGet(actors[0].Task(&GpuProbe::Where).Remote(), std::chrono::seconds(30));
+  Check("group_removal_stops_actors", code_of(dead) == StatusCode::kActorDied, text_of(dead));
+  auto gone = cumulus::TryGet(cumulus::Task(WhereAmI).SetPlacementGroup(*spread, 1).Remote(),
+                              std::chrono::seconds(30));
+  Check("group_removed_task_fails", code_of(gone) == StatusCode::kNotFound, text_of(gone));
+
+  // Never placeable: at once, with the reason.
+  auto t0 = std::chrono::steady_clock::now();
+  auto pack3 =
+      cumulus::CreatePlacementGroup({{{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}},
+                                    PlacementGroupStrategy::kStrictPack, std::chrono::seconds(30));
+  auto five = cumulus::CreatePlacementGroup(
+      {{{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}},
+      PlacementGroupStrategy::kStrictSpread, std::chrono::seconds(30));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Check("group_infeasible_fails_fast",
+        code_of(pack3) == StatusCode::kInfeasible && code_of(five) == StatusCode::kInfeasible &&
+            ms < 4000,
+        text_of(pack3) + " / " + text_of(five) + " after " + std::to_string(ms) + " ms");
+  auto empty = cumulus::CreatePlacementGroup({{{"CPU", 0}}}, PlacementGroupStrategy::kPack);
+  Check("group_empty_bundle_rejected", code_of(empty) == StatusCode::kInvalidArgument,
+        text_of(empty));
+
+  // GPU bundles packed on one node; their actors see disjoint devices.
+  auto gpus = cumulus::CreatePlacementGroup(
+      {{{"GPU", 1}}, {{"GPU", 1}}}, PlacementGroupStrategy::kStrictPack, std::chrono::seconds(30));
+  Check("group_gpu_pack_created",
+        gpus.ok() && gpus->bundle_node(0) == gpus->bundle_node(1) &&
+            (gpus->bundle_node(0).Hex() == a || gpus->bundle_node(0).Hex() == b),
+        text_of(gpus));
+  if (gpus.ok()) {
+    std::set<std::string> devices;
+    std::string where;
+    for (int i = 0; i < 2; ++i) {
+      auto p =
+          cumulus::Actor(CreateGpuProbe).SetResource("GPU", 1).SetPlacementGroup(*gpus, i).Remote();
+      auto w = cumulus::TryGet(p.Task(&GpuProbe::Where).Remote(), std::chrono::seconds(60));
+      if (w.ok()) {
+        devices.insert(w->second);
+        where += w->first.substr(0, 8) + ":" + w->second + " ";
+      } else {
+        where += w.status().ToString() + " ";
+      }
+    }
+    Check("group_gpu_actors_disjoint", devices == std::set<std::string>{"0", "1"}, where);
+    // The other GPU node can hold a 2-GPU bundle now, but not a second one: it waits, times out,
+    // and leaves nothing reserved behind.
+    auto two = cumulus::CreatePlacementGroup({{{"GPU", 2}}, {{"GPU", 2}}},
+                                             PlacementGroupStrategy::kStrictSpread,
+                                             std::chrono::milliseconds(1500));
+    Check("group_timeout", code_of(two) == StatusCode::kTimedOut, text_of(two));
+    Check("group_gpu_removed", cumulus::RemovePlacementGroup(*gpus).ok());
+    auto again = cumulus::CreatePlacementGroup({{{"GPU", 2}}, {{"GPU", 2}}},
+                                               PlacementGroupStrategy::kStrictSpread,
+                                               std::chrono::seconds(30));
+    Check("group_fits_after_removal", again.ok(), text_of(again));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,6 +239,13 @@ int main(int argc, char** argv) {
     return failures == 0 ? 0 : 1;
   }
 
+  if (args["scenario"] == "groups") {
+    RunGroups(head, a, b, c);
+    cumulus::Shutdown();
+    std::printf("DONE failures=%d\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
+
   // Resources and labels decide where work lands, and nothing else does.
   auto gpu = Landings(12, [] { return cumulus::Task(WhereAmI).SetResource("GPU", 1).Remote(); });
   Check("gpu_tasks_on_gpu_nodes",
@@ -137,8 +265,14 @@ int main(int argc, char** argv) {
     return cumulus::Task(WhereAmI).SetResource("GPU", 0.5).SetLabelSelector("site=onprem").Remote();
   });
   Check("gpu_and_label", onprem_gpu == std::set<std::string>{b}, Join(onprem_gpu));
-  auto spread = Landings(
-      8, [] { return cumulus::Task(WhereAmI).SetStrategy(cumulus::Strategy::kSpread).Remote(); });
+  // Spread places by the view of the other nodes, which lags their load by up to a heartbeat
+  // (the tasks above may still count there): a few rounds, each reaching further.
+  std::set<std::string> spread;
+  for (int round = 0; round < 5 && spread.size() < 3; ++round) {
+    auto got = Landings(
+        8, [] { return cumulus::Task(WhereAmI).SetStrategy(cumulus::Strategy::kSpread).Remote(); });
+    spread.insert(got.begin(), got.end());
+  }
   Check("spread_uses_several_nodes", spread.size() >= 3, Join(spread));
   auto pinned =
       Landings(4, [&] { return cumulus::Task(WhereAmI).SetNodeAffinity(Id(c)).Remote(); });

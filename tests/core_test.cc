@@ -72,6 +72,29 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
   std::string rest = pending.ReadAll(60s);
   EXPECT_NE(rest.find("CHECK pending_runs_after_room ok"), std::string::npos) << rest;
   EXPECT_NE(rest.find("DONE failures=0"), std::string::npos) << rest;
+
+  // Placement groups on the same cluster.
+  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+  Subprocess groups({std::string(CUMULUS_BIN_DIR) + "/core_driver", "--scenario=groups",
+                     "--head=" + head_id, "--a=" + a, "--b=" + b, "--c=" + c},
+                    /*merge_stderr=*/true);
+  unsetenv("CUMULUS_ADDRESS");
+  unsetenv("CUMULUS_TOKEN_FILE");
+  std::string gout = groups.ReadAll(180s);
+  for (const char* check :
+       {"group_strict_spread_created", "group_strict_spread_distinct_nodes",
+        "group_actors_on_their_bundles", "group_reservation_excludes_others",
+        "group_task_larger_than_bundle", "group_bundle_index_out_of_range",
+        "group_task_on_bundle_node", "group_removed", "group_removal_frees_resources",
+        "group_removal_stops_actors", "group_removed_task_fails", "group_infeasible_fails_fast",
+        "group_empty_bundle_rejected", "group_gpu_pack_created", "group_gpu_actors_disjoint",
+        "group_timeout", "group_gpu_removed", "group_fits_after_removal"}) {
+    EXPECT_NE(gout.find(std::string("CHECK ") + check + " ok"), std::string::npos)
+        << check << " did not pass:\n"
+        << gout;
+  }
+  EXPECT_NE(gout.find("DONE failures=0"), std::string::npos) << gout;
 }
 
 }  // namespace

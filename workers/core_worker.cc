@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -112,7 +113,8 @@ class CoreWorkerImpl : public CoreWorker {
     pending->function = function;
     pending->args = std::move(args);
     pending->options = options;
-    if (!pending->options.resources_set) pending->options.resources = {{"CPU", 1}};
+    // Like Ray: a task takes one CPU unless it says otherwise, whatever else it asks for.
+    pending->options.resources.emplace("CPU", 1.0);
     pending->max_retries = options.max_retries == -2 ? 3 : options.max_retries;
     Enqueue(std::move(pending));
     return ret;
@@ -383,13 +385,85 @@ class CoreWorkerImpl : public CoreWorker {
     return std::make_pair(id, rec.class_name);
   }
 
-  Result<std::string> CreatePlacementGroup(
+  Result<std::pair<std::string, std::vector<NodeId>>> CreatePlacementGroup(
       const std::vector<std::map<std::string, double>>& bundles, int strategy,
       int64_t timeout_ms) override {
-    return Status::Unavailable("placement groups are not available yet");
+    static const char* kNames[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+    if (strategy < 0 || strategy > 3) {
+      return Status::InvalidArgument("unknown placement group strategy " +
+                                     std::to_string(strategy));
+    }
+    if (bundles.empty())
+      return Status::InvalidArgument("a placement group needs at least one bundle");
+    std::vector<ResourceSet> sets;
+    std::string shapes;
+    for (size_t i = 0; i < bundles.size(); ++i) {
+      ResourceSet r;
+      for (auto& [name, amount] : bundles[i]) {
+        if (amount < 0 || !std::isfinite(amount)) {
+          return Status::InvalidArgument("bundle " + std::to_string(i) + " asks for " +
+                                         std::to_string(amount) + " " + name);
+        }
+        if (amount > 0) r.Set(name, amount);
+      }
+      if (r.empty()) {
+        return Status::InvalidArgument("bundle " + std::to_string(i) + " asks for nothing");
+      }
+      if (r.GetUnits("GPU") > ResourceSet::kUnit && r.GetUnits("GPU") % ResourceSet::kUnit != 0) {
+        return Status::InvalidArgument("bundle " + std::to_string(i) +
+                                       ": more than one GPU must be a whole number");
+      }
+      shapes += (i ? ", " : "") + r.ToString();
+      sets.push_back(std::move(r));
+    }
+    PlacementGroupId id = PlacementGroupId::FromRandom();
+    capnp::MallocMessageBuilder message;
+    auto req = message.initRoot<proto::CoreMessage>().initCreateGroup();
+    req.setGroupId(DataOf(id));
+    req.setJobId(DataOf(job_));
+    req.setStrategy(static_cast<uint8_t>(strategy));
+    auto list = req.initBundles(static_cast<unsigned>(sets.size()));
+    for (unsigned i = 0; i < sets.size(); ++i) {
+      list[i].setIndex(i);
+      EncodeResources(sets[i],
+                      list[i].initResources(static_cast<unsigned>(sets[i].units().size())));
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    auto& answer = group_answers_[id];
+    CUMULUS_RETURN_IF_ERROR(SendToNodeLocked(EncodeFrame(message)));
+    TimePoint deadline = timeout_ms < 0
+                             ? TimePoint::max()
+                             : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
+    bool done = WaitUntil(lock, deadline, [&] { return answer.done || node_conn_ == 0; });
+    GroupAnswer got = std::move(answer);
+    group_answers_.erase(id);
+    std::string what = "placement group [" + shapes + "] " + kNames[strategy];
+    if (!done) {
+      // Withdraw it: nothing may stay reserved for a group the caller gave up on.
+      capnp::MallocMessageBuilder remove;
+      remove.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(id));
+      (void)SendToNodeLocked(EncodeFrame(remove));
+      return Status::TimedOut(what + " was not reserved within " + std::to_string(timeout_ms) +
+                              " ms: the cluster could hold it but not now (its bundles show as "
+                              "pending demand in `cumulus status`)");
+    }
+    if (!got.done) return Status::Unavailable(what + ": the connection to the node was lost");
+    if (!got.status.ok()) return got.status;
+    if (got.nodes.size() != sets.size()) {
+      return Status::Internal(what + ": the node answered with " +
+                              std::to_string(got.nodes.size()) + " bundle locations");
+    }
+    return std::make_pair(id.Binary(), got.nodes);
   }
+
   Status RemovePlacementGroup(const std::string& id) override {
-    return Status::Unavailable("placement groups are not available yet");
+    if (id.size() != PlacementGroupId::kSize) {
+      return Status::InvalidArgument("not a placement group id (made by CreatePlacementGroup?)");
+    }
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(PlacementGroupId::FromBinary(id)));
+    std::lock_guard<std::mutex> lock(mu_);
+    return SendToNodeLocked(EncodeFrame(message));
   }
 
   NodeId node_id() const override { return node_id_; }
@@ -740,7 +814,20 @@ class CoreWorkerImpl : public CoreWorker {
           break;
       }
       if (!t.options.placement_group.empty()) {
-        return Status::Unavailable("placement groups are not available yet");
+        if (t.options.placement_group.size() != PlacementGroupId::kSize) {
+          return Status::InvalidArgument(t.function +
+                                         " names a placement group that "
+                                         "CreatePlacementGroup did not make");
+        }
+        if (t.options.bundle_index < 0) {
+          return Status::InvalidArgument(t.function + " asks for bundle " +
+                                         std::to_string(t.options.bundle_index) +
+                                         " of a placement group: give an index from 0");
+        }
+        spec.setPlacementGroupId(
+            capnp::Data::Reader(reinterpret_cast<const uint8_t*>(t.options.placement_group.data()),
+                                t.options.placement_group.size()));
+        spec.setBundleIndex(t.options.bundle_index);
       }
     }
     *frame = EncodeFrame(message);
@@ -1099,6 +1186,19 @@ class CoreWorkerImpl : public CoreWorker {
         std::fflush(stderr);
         _exit(0);
       }
+      case proto::CoreMessage::GROUP_REPLY: {
+        if (tag != node_conn_) return false;
+        auto r = msg.getGroupReply();
+        auto it = group_answers_.find(IdFrom<PlacementGroupId>(r.getGroupId()));
+        if (it == group_answers_.end()) return true;  // the caller gave up
+        GroupAnswer& a = it->second;
+        a.done = true;
+        if (r.getCode() != 0)
+          a.status = Status(static_cast<StatusCode>(r.getCode()), r.getMessage());
+        for (auto n : r.getNodes()) a.nodes.push_back(IdFrom<NodeId>(n));
+        cv_.notify_all();
+        return true;
+      }
       case proto::CoreMessage::JOB_FINISHED:
         return true;
       default:
@@ -1356,6 +1456,12 @@ class CoreWorkerImpl : public CoreWorker {
   std::unordered_map<ObjectId, ObjectEntry> objects_;
   std::unordered_map<TaskId, std::unique_ptr<PendingTask>> tasks_;
   std::unordered_map<ActorId, ActorEntry> actors_;
+  struct GroupAnswer {
+    bool done = false;
+    Status status;
+    std::vector<NodeId> nodes;
+  };
+  std::unordered_map<PlacementGroupId, GroupAnswer> group_answers_;
   std::unordered_map<uint64_t, Conn> conns_;
   uint64_t next_conn_ = 16;
   uint32_t put_index_ = 0;

@@ -278,9 +278,8 @@ Result<PlacementGroup> CreatePlacementGroup(
   auto* r = internal::CurrentRuntime();
   if (!r) return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
   CUMULUS_ASSIGN_OR_RETURN(
-      std::string id,
-      r->CreatePlacementGroup(bundles, static_cast<int>(strategy), timeout.count()));
-  return PlacementGroup(id, bundles.size());
+      auto made, r->CreatePlacementGroup(bundles, static_cast<int>(strategy), timeout.count()));
+  return PlacementGroup(std::move(made.first), std::move(made.second));
 }
 
 Status RemovePlacementGroup(const PlacementGroup& group) {

@@ -57,6 +57,14 @@ struct JobRecord {
   CUMULUS_SERIALIZE(binary_object, binary_size, binary_hash, transfer_address, argv, driver_node)
 };
 constexpr const char* kJobsNamespace = "jobs";
+// Where a placement group's bundles are held (head KV, namespace kGroupsNamespace, key hex id):
+// written by the node that reserved the group, read by nodes that route tasks into it.
+struct GroupRecord {
+  std::string job;                 // hex
+  std::vector<std::string> nodes;  // hex node id of each bundle
+  CUMULUS_SERIALIZE(job, nodes)
+};
+constexpr const char* kGroupsNamespace = "placement_groups";
 constexpr const char* kActorsNamespace = "actors";
 
 // Listens on a Unix stream socket at `path` (mode 0600). Connects to one.

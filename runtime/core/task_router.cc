@@ -43,6 +43,22 @@ constexpr auto kUnreachablePenalty = std::chrono::seconds(5);
 
 using Words = kj::Array<capnp::word>;
 
+std::string HexOf(const std::string& binary) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char ch : binary) {
+    out.push_back(kDigits[ch >> 4]);
+    out.push_back(kDigits[ch & 15]);
+  }
+  return out;
+}
+
+std::string DescribeBundles(const std::vector<ResourceSet>& bundles) {
+  std::string out = "[";
+  for (size_t i = 0; i < bundles.size(); ++i) out += (i ? ", " : "") + bundles[i].ToString();
+  return out + "]";
+}
+
 std::string DescribeExit(int status) {
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
@@ -176,8 +192,40 @@ class TaskRouter::Impl {
     ResourceSet lease;
     std::vector<uint32_t> gpu_ids;
     std::string lease_class;
+    bool in_bundle = false;  // the lease came from a placement group's bundle
+    std::pair<PlacementGroupId, uint32_t> bundle;
     std::deque<TaskId> assigned;  // in the order sent; the front one runs
     bool blocked = false;
+  };
+
+  // A bundle of a placement group held on this node. Its resources left the node's free pool
+  // when it was reserved; the group's tasks and actors lease from it; all of it goes back when
+  // the group is removed or its job ends.
+  struct HeldBundle {
+    PlacementGroupId group;
+    uint32_t index = 0;
+    JobId job;
+    ResourceSet total;
+    ResourceSet available;
+    std::vector<uint32_t> gpu_ids;        // devices reserved from the node
+    std::unique_ptr<GpuAssignment> gpus;  // hands them to the bundle's tasks
+  };
+
+  // A group being reserved (or reserved) by way of this node, for the driver or worker that
+  // asked. kWaiting: it fits the cluster but not now; kReserving: nodes were asked to hold their
+  // bundles; kReady: all of them do.
+  struct GroupOp {
+    PlacementGroupId id;
+    JobId job;
+    std::vector<ResourceSet> bundles;
+    GroupStrategy strategy = GroupStrategy::kPack;
+    uint64_t origin = 0;  // the connection waiting for the answer
+    enum State { kWaiting, kReserving, kReady } state = kWaiting;
+    std::vector<NodeId> nodes;  // per bundle, once placed
+    std::set<NodeId> awaiting;  // nodes that have not answered yet
+    std::string refused;        // why a node said no, this round
+    TimePoint retry_at{};
+    bool removed = false;  // removed while nodes were still answering
   };
 
   // ---- event loop --------------------------------------------------------------------------
@@ -312,7 +360,7 @@ class TaskRouter::Impl {
     if (pending != c.want_write) {
       c.want_write = pending;
       epoll_event ev{};
-      ev.events = EPOLLIN | (pending ? EPOLLOUT : 0);
+      ev.events = EPOLLIN | (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
       ev.data.u64 = c.id;
       epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
     }
@@ -347,6 +395,17 @@ class TaskRouter::Impl {
         return EndJob(IdFrom<JobId>(msg.getJobFinished()), /*tell_peers=*/false);
       case proto::CoreMessage::WORKER_BLOCKED:
         return HandleBlocked(c, msg.getWorkerBlocked());
+      case proto::CoreMessage::CREATE_GROUP:
+        if (c.role == Role::kPeer) return Close(c, "a node may not create a group on another");
+        return HandleCreateGroup(c, msg.getCreateGroup());
+      case proto::CoreMessage::RESERVE_BUNDLES:
+        if (c.role != Role::kPeer) return Close(c, "only a node may reserve bundles");
+        return HandleReserveBundles(c, msg.getReserveBundles());
+      case proto::CoreMessage::GROUP_REPLY:
+        if (c.role != Role::kPeer) return Close(c, "only a node may answer a reservation");
+        return HandleGroupReply(c, msg.getGroupReply());
+      case proto::CoreMessage::REMOVE_GROUP:
+        return HandleRemoveGroup(c, IdFrom<PlacementGroupId>(msg.getRemoveGroup()));
       default:
         CUMULUS_LOG(WARN) << "node: ignoring an unexpected message on a core connection";
     }
@@ -426,6 +485,10 @@ class TaskRouter::Impl {
     t.class_key = t.req.placement.demand.ToString() + "|" + t.req.placement.labels.ToString() +
                   "|" + std::to_string(static_cast<int>(t.req.placement.strategy)) + "|" +
                   t.req.placement.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
+    if (!t.req.placement_group.empty()) {
+      t.class_key +=
+          "|pg:" + HexOf(t.req.placement_group) + ":" + std::to_string(t.req.bundle_index);
+    }
     if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
     TaskId id = t.id;
     auto& task = tasks_.emplace(id, std::move(t)).first->second;
@@ -614,6 +677,8 @@ class TaskRouter::Impl {
     TimePoint now = SystemClock::Get().Now();
     ClusterSnapshot snap = Snapshot(now);
     std::vector<std::pair<ResourceSet, uint32_t>> pending;
+    ScheduleGroups(now, pending);
+    snap = Snapshot(now);
     // One FIFO per scheduling class (shape, labels, strategy): a class stops at its first task
     // that cannot be placed, so a long queue costs nothing per pass.
     for (auto q = queues_.begin(); q != queues_.end();) {
@@ -625,6 +690,12 @@ class TaskRouter::Impl {
           continue;
         }
         Task& t = found->second;
+        if (!t.req.placement_group.empty()) {
+          // Its resources were reserved with the group: no pending demand for it.
+          if (!PlaceInGroup(t, now)) break;
+          queue.pop_front();
+          continue;
+        }
         PlacementRequest req = t.req.placement;
         if (t.hops > 0) {  // forwarded here: run here or wait here, never bounce again
           req.strategy = PlacementStrategy::kNodeAffinity;
@@ -692,12 +763,15 @@ class TaskRouter::Impl {
     schedule_dirty_ = true;
   }
 
-  bool StartOnNewLease(Task& t, TimePoint now) {
-    if (!available_.Contains(t.req.placement.demand)) return false;
+  // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.
+  bool StartOnNewLease(Task& t, TimePoint now, HeldBundle* bundle = nullptr) {
+    ResourceSet& pool = bundle ? bundle->available : available_;
+    GpuAssignment& gpus = bundle ? *bundle->gpus : gpus_;
+    if (!pool.Contains(t.req.placement.demand)) return false;
     int64_t gpu_units = t.req.placement.demand.GetUnits("GPU");
     std::vector<uint32_t> gpu_ids;
     if (gpu_units > 0) {
-      auto got = gpus_.Acquire(gpu_units);
+      auto got = gpus.Acquire(gpu_units);
       if (!got.ok()) return false;
       gpu_ids = *got;
     }
@@ -719,7 +793,7 @@ class TaskRouter::Impl {
       }
       auto spawned = Spawn(t.job, key, devices, now);
       if (!spawned.ok()) {
-        if (gpu_units > 0) (void)gpus_.Release(gpu_ids, gpu_units);
+        if (gpu_units > 0) (void)gpus.Release(gpu_ids, gpu_units);
         TaskId id = t.id;
         // Leave the queue entry: Schedule erases it because we report it done.
         FailTask(id, Status(spawned.status().code(), "cannot start a worker for " + t.function +
@@ -728,7 +802,9 @@ class TaskRouter::Impl {
       }
       w = *spawned;
     }
-    available_.Subtract(t.req.placement.demand);
+    pool.Subtract(t.req.placement.demand);
+    w->in_bundle = bundle != nullptr;
+    if (bundle) w->bundle = {bundle->group, bundle->index};
     w->leased = true;
     w->lease = t.req.placement.demand;
     w->gpu_ids = gpu_ids;
@@ -793,9 +869,15 @@ class TaskRouter::Impl {
 
   void ReleaseLease(Worker& w) {
     if (!w.leased) return;
-    available_.Add(w.lease);
     int64_t gpu_units = w.lease.GetUnits("GPU");
-    if (gpu_units > 0) (void)gpus_.Release(w.gpu_ids, gpu_units);
+    if (!w.in_bundle) {
+      available_.Add(w.lease);
+      if (gpu_units > 0) (void)gpus_.Release(w.gpu_ids, gpu_units);
+    } else if (auto b = bundles_.find(w.bundle); b != bundles_.end()) {
+      b->second.available.Add(w.lease);
+      if (gpu_units > 0) (void)b->second.gpus->Release(w.gpu_ids, gpu_units);
+    }  // else the bundle went first and took its whole reservation back with it
+    w.in_bundle = false;
     w.leased = false;
     w.lease = ResourceSet();
     w.gpu_ids.clear();
@@ -808,6 +890,416 @@ class TaskRouter::Impl {
     if (it == tasks_.end()) return;
     SendTo(it->second.origin, ErrorResultFrame(id, node_id_, st));
     tasks_.erase(it);
+  }
+
+  // ---- placement groups ----------------------------------------------------------------------
+
+  JobId JobOf(const Conn& c) const {
+    if (c.role == Role::kWorker) {
+      auto w = workers_.find(c.worker);
+      return w == workers_.end() ? JobId() : w->second.job;
+    }
+    return c.job;
+  }
+
+  void SendGroupReply(uint64_t conn, const PlacementGroupId& id, const Status& st,
+                      const std::vector<NodeId>& nodes) {
+    capnp::MallocMessageBuilder message;
+    auto r = message.initRoot<proto::CoreMessage>().initGroupReply();
+    r.setGroupId(DataOf(id));
+    r.setCode(static_cast<uint16_t>(st.code()));
+    r.setMessage(st.message());
+    auto list = r.initNodes(static_cast<unsigned>(nodes.size()));
+    for (unsigned i = 0; i < nodes.size(); ++i) list.set(i, DataOf(nodes[i]));
+    SendTo(conn, EncodeFrame(message));
+  }
+
+  void HandleCreateGroup(Conn& c, proto::GroupRequest::Reader req) {
+    PlacementGroupId id = IdFrom<PlacementGroupId>(req.getGroupId());
+    auto refuse = [&](const Status& st) { SendGroupReply(c.id, id, st, {}); };
+    if (id.IsNil()) return refuse(Status::InvalidArgument("a placement group needs a 16-byte id"));
+    if (groups_.count(id)) {
+      return refuse(Status::AlreadyExists("placement group " + id.Hex() + " already exists"));
+    }
+    if (req.getStrategy() > 3) {
+      return refuse(Status::InvalidArgument("unknown placement group strategy " +
+                                            std::to_string(req.getStrategy())));
+    }
+    GroupOp op;
+    op.id = id;
+    op.job = JobOf(c);
+    op.strategy = static_cast<GroupStrategy>(req.getStrategy());
+    op.origin = c.id;
+    for (auto b : req.getBundles()) op.bundles.push_back(DecodeResources(b.getResources()));
+    if (op.bundles.empty())
+      return refuse(Status::InvalidArgument("a placement group needs bundles"));
+    for (size_t i = 0; i < op.bundles.size(); ++i) {
+      if (op.bundles[i].empty()) {
+        return refuse(Status::InvalidArgument("bundle " + std::to_string(i) +
+                                              " of the placement group asks for nothing"));
+      }
+    }
+    groups_.emplace(id, std::move(op));
+    schedule_dirty_ = true;
+  }
+
+  // Places the waiting groups and asks the chosen nodes to hold their bundles.
+  void ScheduleGroups(TimePoint now, std::vector<std::pair<ResourceSet, uint32_t>>& pending) {
+    std::vector<PlacementGroupId> asked;
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      GroupOp& op = it->second;
+      if (op.state != GroupOp::kWaiting) {
+        ++it;
+        continue;
+      }
+      PlacementDecision d;
+      d.kind = PlacementDecision::kWait;
+      if (op.retry_at <= now) {
+        d = PlaceGroup(Snapshot(now), op.bundles, op.strategy);
+        if (d.kind == PlacementDecision::kInfeasible && RefreshViewNow(now)) {
+          d = PlaceGroup(Snapshot(now), op.bundles, op.strategy);
+        }
+      }
+      if (d.kind == PlacementDecision::kInfeasible) {
+        SendGroupReply(op.origin, op.id,
+                       Status::Infeasible("placement group " + DescribeBundles(op.bundles) + " " +
+                                          GroupStrategyName(op.strategy) +
+                                          " can never be placed: " + d.reason),
+                       {});
+        it = groups_.erase(it);
+        continue;
+      }
+      if (d.kind == PlacementDecision::kWait) {
+        for (auto& b : op.bundles) pending.emplace_back(b, 1);
+        ++it;
+        continue;
+      }
+      op.state = GroupOp::kReserving;
+      op.nodes = d.bundle_nodes;
+      op.refused.clear();
+      std::map<NodeId, std::vector<uint32_t>> by_node;
+      for (uint32_t i = 0; i < op.nodes.size(); ++i) by_node[op.nodes[i]].push_back(i);
+      for (auto& [node, indices] : by_node) {
+        if (node == node_id_) {
+          Status st = ReserveLocal(op.id, op.job, indices, op.bundles);
+          if (!st.ok()) op.refused = st.message();
+          continue;
+        }
+        uint64_t peer = PeerConn(node);
+        if (!peer) {
+          unreachable_until_[node] = now + kUnreachablePenalty;
+          op.refused = "node " + node.Hex() + " cannot be reached";
+          continue;
+        }
+        capnp::MallocMessageBuilder message;
+        auto r = message.initRoot<proto::CoreMessage>().initReserveBundles();
+        r.setGroupId(DataOf(op.id));
+        r.setJobId(DataOf(op.job));
+        auto list = r.initBundles(static_cast<unsigned>(indices.size()));
+        ResourceSet sum;
+        for (unsigned i = 0; i < indices.size(); ++i) {
+          const ResourceSet& b = op.bundles[indices[i]];
+          list[i].setIndex(indices[i]);
+          EncodeResources(b, list[i].initResources(static_cast<unsigned>(b.units().size())));
+          sum.Add(b);
+        }
+        SendTo(peer, EncodeFrame(message));
+        op.awaiting.insert(node);
+        // Booked in the view now so that what this pass places next does not count on it.
+        auto v = view_.find(node);
+        if (v != view_.end() && v->second.available.Contains(sum))
+          v->second.available.Subtract(sum);
+      }
+      asked.push_back(op.id);
+      ++it;
+    }
+    for (auto& id : asked) ConcludeGroup(id);
+  }
+
+  // Once every node asked has answered: ready, or released everywhere and waiting again.
+  void ConcludeGroup(const PlacementGroupId& id) {
+    auto it = groups_.find(id);
+    if (it == groups_.end()) return;
+    GroupOp& op = it->second;
+    if (op.state != GroupOp::kReserving || !op.awaiting.empty()) return;
+    if (op.removed) {
+      ReleaseEverywhere(op);
+      groups_.erase(it);
+      return;
+    }
+    if (!op.refused.empty()) {
+      CUMULUS_LOG(DEBUG) << "node: placement group " << id << " not reserved (" << op.refused
+                         << "); trying again";
+      ReleaseEverywhere(op);
+      op.state = GroupOp::kWaiting;
+      op.retry_at = SystemClock::Get().Now() + std::chrono::milliseconds(100);
+      last_refresh_ = TimePoint{};  // the view was wrong: ask the head before the next try
+      (void)RefreshViewNow(SystemClock::Get().Now());
+      return;
+    }
+    op.state = GroupOp::kReady;
+    // Other nodes route the group's tasks by this record.
+    GroupRecord record;
+    record.job = op.job.Hex();
+    for (auto& n : op.nodes) record.nodes.push_back(n.Hex());
+    Status st = EnsureHead();
+    if (st.ok()) st = head_->KvPut(kGroupsNamespace, id.Hex(), Serialize(record)).status();
+    if (!st.ok()) {
+      head_.reset();
+      CUMULUS_LOG(WARN) << "node: cannot record placement group " << id
+                        << " with the head (only this node can route its tasks): " << st;
+    }
+    SendGroupReply(op.origin, id, Status(), op.nodes);
+  }
+
+  void ReleaseEverywhere(const GroupOp& op) {
+    std::set<NodeId> nodes(op.nodes.begin(), op.nodes.end());
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(op.id));
+    std::string frame = EncodeFrame(message);
+    for (const NodeId& n : nodes) {
+      if (n == node_id_) {
+        ReleaseLocal(op.id);
+      } else if (uint64_t peer = PeerConn(n)) {
+        SendTo(peer, frame);
+      }
+    }
+  }
+
+  // Holds `indices` of `bundles` here, all or none.
+  Status ReserveLocal(const PlacementGroupId& id, const JobId& job,
+                      const std::vector<uint32_t>& indices,
+                      const std::vector<ResourceSet>& bundles) {
+    ResourceSet sum;
+    for (uint32_t i : indices) {
+      if (bundles_.count({id, i})) {
+        return Status::AlreadyExists("bundle " + std::to_string(i) + " of placement group " +
+                                     id.Hex() + " is already held here");
+      }
+      sum.Add(bundles[i]);
+    }
+    if (!available_.Contains(sum)) {
+      return Status::ResourceExhausted("node " + node_id_.Hex() + " has " + available_.ToString() +
+                                       " free; the bundles need " + sum.ToString());
+    }
+    std::vector<HeldBundle> made;
+    for (uint32_t i : indices) {
+      HeldBundle b;
+      b.group = id;
+      b.index = i;
+      b.job = job;
+      b.total = b.available = bundles[i];
+      int64_t units = bundles[i].GetUnits("GPU");
+      if (units > 0) {
+        auto got = gpus_.Acquire(units);
+        if (!got.ok()) {
+          for (auto& m : made) (void)gpus_.Release(m.gpu_ids, m.total.GetUnits("GPU"));
+          return Status::ResourceExhausted("node " + node_id_.Hex() +
+                                           " cannot hold the GPUs of bundle " + std::to_string(i) +
+                                           ": " + got.status().message());
+        }
+        b.gpu_ids = *got;
+      }
+      b.gpus = std::make_unique<GpuAssignment>(b.gpu_ids);
+      made.push_back(std::move(b));
+    }
+    available_.Subtract(sum);
+    for (auto& b : made) {
+      uint32_t index = b.index;
+      bundles_.emplace(std::make_pair(id, index), std::move(b));
+    }
+    schedule_dirty_ = true;
+    return Status();
+  }
+
+  // Gives a group's bundles held here back to the node; the workers using them are ended.
+  void ReleaseLocal(const PlacementGroupId& id) {
+    group_locations_.erase(id);
+    auto first = bundles_.lower_bound({id, 0});
+    if (first == bundles_.end() || !(first->first.first == id)) return;
+    std::vector<WorkerId> doomed;
+    for (auto& [wid, w] : workers_) {
+      if (w.leased && w.in_bundle && w.bundle.first == id) doomed.push_back(wid);
+    }
+    for (auto& wid : doomed) {
+      Worker& w = workers_[wid];
+      if (w.pid > 0) kill(w.pid, SIGKILL);
+      WorkerGone(wid, "was stopped: its placement group was removed");
+    }
+    for (auto it = bundles_.lower_bound({id, 0}); it != bundles_.end() && it->first.first == id;) {
+      HeldBundle& b = it->second;
+      available_.Add(b.total);
+      int64_t units = b.total.GetUnits("GPU");
+      if (units > 0) (void)gpus_.Release(b.gpu_ids, units);
+      it = bundles_.erase(it);
+    }
+    schedule_dirty_ = true;
+  }
+
+  void HandleReserveBundles(Conn& c, proto::GroupRequest::Reader req) {
+    PlacementGroupId id = IdFrom<PlacementGroupId>(req.getGroupId());
+    std::vector<ResourceSet> bundles;
+    std::vector<uint32_t> indices;
+    Status st;
+    for (auto b : req.getBundles()) {
+      uint32_t i = b.getIndex();
+      if (i > 1u << 20) {
+        st = Status::InvalidArgument("bundle index " + std::to_string(i) + " is out of range");
+        break;
+      }
+      if (bundles.size() <= i) bundles.resize(i + 1);
+      bundles[i] = DecodeResources(b.getResources());
+      indices.push_back(i);
+    }
+    if (id.IsNil()) st = Status::InvalidArgument("a placement group needs a 16-byte id");
+    if (st.ok()) st = ReserveLocal(id, IdFrom<JobId>(req.getJobId()), indices, bundles);
+    SendGroupReply(c.id, id, st, {});
+  }
+
+  void HandleGroupReply(Conn& c, proto::GroupReply::Reader reply) {
+    PlacementGroupId id = IdFrom<PlacementGroupId>(reply.getGroupId());
+    auto it = groups_.find(id);
+    if (it == groups_.end() || it->second.state != GroupOp::kReserving ||
+        !it->second.awaiting.count(c.peer)) {
+      if (reply.getCode() == 0) {  // held for a group nobody waits for any more: let it go
+        capnp::MallocMessageBuilder message;
+        message.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(id));
+        SendTo(c.id, EncodeFrame(message));
+      }
+      return;
+    }
+    it->second.awaiting.erase(c.peer);
+    if (reply.getCode() != 0) it->second.refused = reply.getMessage();
+    ConcludeGroup(id);
+  }
+
+  void HandleRemoveGroup(Conn& c, const PlacementGroupId& id) {
+    if (id.IsNil()) return;
+    if (c.role == Role::kPeer) return ReleaseLocal(id);
+    auto it = groups_.find(id);
+    if (it != groups_.end()) {
+      GroupOp& op = it->second;
+      if (op.state == GroupOp::kReserving) {
+        op.removed = true;  // released once every node has answered
+        return;
+      }
+      if (op.state == GroupOp::kReady) {
+        ReleaseEverywhere(op);
+        ForgetGroup(id);
+      }
+      groups_.erase(it);
+      return;
+    }
+    // Reserved by way of another node (a worker's group): its record says where.
+    auto located = LocateGroup(id);
+    if (!located.ok()) return;  // removed already, or never was
+    GroupOp op;
+    op.id = id;
+    op.nodes = *located;
+    ReleaseEverywhere(op);
+    ForgetGroup(id);
+  }
+
+  void ForgetGroup(const PlacementGroupId& id) {
+    group_locations_.erase(id);
+    Status st = EnsureHead();
+    if (st.ok()) st = head_->KvDelete(kGroupsNamespace, id.Hex()).status();
+    if (!st.ok() && st.code() != StatusCode::kNotFound) {
+      head_.reset();
+      CUMULUS_LOG(WARN) << "node: cannot remove the record of placement group " << id << ": " << st;
+    }
+  }
+
+  // The node of each bundle of a group: known here, or from the head's record.
+  // NotFound: no such group; Unavailable: not reserved yet, or the head cannot be asked now.
+  Result<std::vector<NodeId>> LocateGroup(const PlacementGroupId& id) {
+    auto op = groups_.find(id);
+    if (op != groups_.end()) {
+      if (op->second.state != GroupOp::kReady) {
+        return Status::Unavailable("placement group " + id.Hex() + " is not reserved yet");
+      }
+      return op->second.nodes;
+    }
+    auto cached = group_locations_.find(id);
+    if (cached != group_locations_.end()) return cached->second;
+    CUMULUS_RETURN_IF_ERROR(EnsureHead());
+    auto raw = head_->KvGet(kGroupsNamespace, id.Hex());
+    if (!raw.ok()) {
+      if (raw.status().code() == StatusCode::kNotFound) {
+        return Status::NotFound("placement group " + id.Hex() +
+                                " does not exist: it was removed, or its job ended");
+      }
+      head_.reset();
+      return Status::Unavailable("cannot look up placement group " + id.Hex() + ": " +
+                                 raw.status().message());
+    }
+    CUMULUS_ASSIGN_OR_RETURN(GroupRecord record, Deserialize<GroupRecord>(*raw));
+    std::vector<NodeId> nodes;
+    for (auto& hex : record.nodes) {
+      CUMULUS_ASSIGN_OR_RETURN(NodeId n, NodeId::FromHex(hex));
+      nodes.push_back(n);
+    }
+    group_locations_[id] = nodes;
+    return nodes;
+  }
+
+  // A task in a placement group runs on the node holding its bundle, from the bundle's resources.
+  // True when it left the queue: started, forwarded or failed.
+  bool PlaceInGroup(Task& t, TimePoint now) {
+    TaskId tid = t.id;
+    auto fail = [&](const Status& st) {
+      FailTask(tid, st);
+      return true;
+    };
+    std::string what = (t.actor_creation ? "actor " : "task ") + t.function;
+    if (t.req.placement_group.size() != PlacementGroupId::kSize) {
+      return fail(Status::InvalidArgument(what + " names a malformed placement group id"));
+    }
+    PlacementGroupId gid = PlacementGroupId::FromBinary(t.req.placement_group);
+    if (t.req.bundle_index < 0) {
+      return fail(Status::InvalidArgument(what + " asks for bundle " +
+                                          std::to_string(t.req.bundle_index) +
+                                          " of a placement group: give an index from 0"));
+    }
+    uint32_t index = static_cast<uint32_t>(t.req.bundle_index);
+    std::string bundle_name =
+        "bundle " + std::to_string(index) + " of placement group " + gid.Hex();
+    auto b = bundles_.find({gid, index});
+    if (b != bundles_.end()) {
+      if (!b->second.total.Contains(t.req.placement.demand)) {
+        return fail(Status::Infeasible(what + " asks for " + t.req.placement.demand.ToString() +
+                                       " but " + bundle_name + " holds only " +
+                                       b->second.total.ToString()));
+      }
+      if (!t.req.placement.labels.Matches(options_.labels)) {
+        return fail(Status::Infeasible(what + ": " + bundle_name + " is on node " + node_id_.Hex() +
+                                       ", whose labels do not match " +
+                                       t.req.placement.labels.ToString()));
+      }
+      if (StartOnNewLease(t, now, &b->second)) return true;
+      return !t.actor_creation && Pipeline(t);
+    }
+    if (t.hops > 0) {
+      return fail(Status::NotFound(what + ": " + bundle_name + " is no longer held on node " +
+                                   node_id_.Hex() + " (the group was removed, or its job ended)"));
+    }
+    auto located = LocateGroup(gid);
+    if (!located.ok()) {
+      if (located.status().code() == StatusCode::kUnavailable) return false;  // wait
+      return fail(Status(located.status().code(), what + ": " + located.status().message()));
+    }
+    if (index >= located->size()) {
+      return fail(Status::InvalidArgument(what + " asks for bundle " + std::to_string(index) +
+                                          " but placement group " + gid.Hex() + " has " +
+                                          std::to_string(located->size()) + " bundles"));
+    }
+    NodeId node = (*located)[index];
+    if (node == node_id_) {
+      group_locations_.erase(gid);
+      return fail(Status::NotFound(what + ": " + bundle_name +
+                                   " is no longer held (the group was removed, or its job ended)"));
+    }
+    return Forward(t, node, now);
   }
 
   // ---- peers -------------------------------------------------------------------------------
@@ -989,6 +1481,19 @@ class TaskRouter::Impl {
       it = it->second.job == job ? tasks_.erase(it) : std::next(it);
     }
     programs_.erase(job);
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      if (it->second.job != job) {
+        ++it;
+        continue;
+      }
+      if (it->second.state == GroupOp::kReady) ForgetGroup(it->first);
+      it = groups_.erase(it);  // every node releases the job's bundles itself (below, and peers)
+    }
+    std::set<PlacementGroupId> held;
+    for (auto& [key, b] : bundles_) {
+      if (b.job == job) held.insert(key.first);
+    }
+    for (auto& g : held) ReleaseLocal(g);
     if (!tell_peers) return;
     capnp::MallocMessageBuilder message;
     message.initRoot<proto::CoreMessage>().setJobFinished(DataOf(job));
@@ -1020,6 +1525,9 @@ class TaskRouter::Impl {
       }
     }
     for (auto& [id, why] : gone) WorkerGone(id, why);
+    for (auto& [id, op] : groups_) {
+      if (op.state == GroupOp::kWaiting && op.retry_at <= now) schedule_dirty_ = true;
+    }
   }
 
   void Close(Conn& c, const std::string& why) {
@@ -1061,6 +1569,16 @@ class TaskRouter::Impl {
         if (t.state == Task::kForwarded && t.forwarded_to == c.peer) Requeue(t, /*front=*/false);
       }
       unreachable_until_[c.peer] = SystemClock::Get().Now() + kUnreachablePenalty;
+      std::vector<PlacementGroupId> asked;
+      for (auto& [id, op] : groups_) {
+        if (op.state == GroupOp::kReserving && op.awaiting.count(c.peer)) asked.push_back(id);
+      }
+      for (auto& id : asked) {
+        GroupOp& op = groups_.at(id);
+        op.awaiting.erase(c.peer);
+        op.refused = "node " + c.peer.Hex() + " closed its connection";
+        ConcludeGroup(id);
+      }
     } else if (c.role == Role::kUnknown && c.tcp) {
       CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
     }
@@ -1109,6 +1627,9 @@ class TaskRouter::Impl {
   std::map<JobId, std::vector<std::string>> program_argv_;
   std::unique_ptr<ControlClient> head_;
   TimePoint last_refresh_{};
+  std::map<std::pair<PlacementGroupId, uint32_t>, HeldBundle> bundles_;
+  std::map<PlacementGroupId, GroupOp> groups_;  // groups reserved by way of this node
+  std::map<PlacementGroupId, std::vector<NodeId>> group_locations_;  // others', from the head
 
   // Shared with the daemon's heartbeat thread.
   mutable std::mutex shared_mu_;

@@ -5,6 +5,7 @@
 #   caller -> actor's worker        TCP (direct actor calls), `hello` with the cluster token first
 $import "/capnp/c++.capnp".namespace("cumulus::proto");
 using Task = import "task.capnp";
+using Node = import "node.capnp";
 
 struct CoreHello {
   token @0 :Text;            # TCP connections only
@@ -28,6 +29,28 @@ struct WorkerBlocked {
   returned @1 :List(Data);           # task ids it queued but had not started: schedule elsewhere
 }
 
+struct Bundle {
+  index @0 :UInt32;                  # its place in the group
+  resources @1 :List(Node.ResourceAmount);
+}
+
+# Placement groups: the node a driver (or worker) is attached to places the gang over its view
+# and reserves each node's bundles with `reserveBundles`; every node answers with `groupReply`.
+# All bundles are held, or none: a refusal releases the others and the group waits again.
+struct GroupRequest {                # driver -> node: reserve a gang
+  groupId @0 :Data;                  # 16 bytes, chosen by the caller
+  jobId @1 :Data;
+  bundles @2 :List(Bundle);
+  strategy @3 :UInt8;                # 0 PACK, 1 SPREAD, 2 STRICT_PACK, 3 STRICT_SPREAD
+}
+
+struct GroupReply {                  # node -> driver (the group), node -> node (its bundles)
+  groupId @0 :Data;
+  code @1 :UInt16;                   # cumulus::StatusCode; 0: reserved
+  message @2 :Text;
+  nodes @3 :List(Data);              # to the driver: the node of each bundle
+}
+
 struct CoreMessage {
   union {
     hello @0 :CoreHello;
@@ -39,5 +62,9 @@ struct CoreMessage {
     jobFinished @6 :Data;             # job id: its workers and actors go away
     killActor @7 :Data;               # caller->actor: actor id; the worker exits
     workerBlocked @8 :WorkerBlocked;  # worker->node
+    createGroup @9 :GroupRequest;     # driver->node
+    groupReply @10 :GroupReply;       # node->driver, node->node
+    reserveBundles @11 :GroupRequest; # node->node: hold these bundles (strategy unused)
+    removeGroup @12 :Data;            # driver->node(->nodes): release a group's bundles
   }
 }

@@ -219,24 +219,34 @@ Status Cancel(const ObjectRef<T>& ref) {
 enum class Strategy { kDefault = 0, kSpread = 1, kNodeAffinity = 2 };
 enum class PlacementGroupStrategy { kPack = 0, kSpread = 1, kStrictPack = 2, kStrictSpread = 3 };
 
-// A gang of resource bundles reserved together on the cluster (see CreatePlacementGroup).
+// A gang of resource bundles reserved together on the cluster (see CreatePlacementGroup). Tasks
+// and actors run inside a bundle with SetPlacementGroup(group, index): on the bundle's node, from
+// the bundle's resources (which nothing outside the group can take).
 class PlacementGroup {
  public:
   PlacementGroup() = default;
-  explicit PlacementGroup(std::string id, size_t bundles) : id_(std::move(id)), bundles_(bundles) {}
-  const std::string& id() const { return id_; }
-  size_t bundle_count() const { return bundles_; }
+  PlacementGroup(std::string id, std::vector<NodeId> bundle_nodes)
+      : id_(std::move(id)), nodes_(std::move(bundle_nodes)) {}
+  const std::string& id() const { return id_; }  // binary
+  size_t bundle_count() const { return nodes_.size(); }
+  // The node holding bundle `index`.
+  const NodeId& bundle_node(size_t index) const { return nodes_.at(index); }
 
  private:
   std::string id_;
-  size_t bundles_ = 0;
+  std::vector<NodeId> nodes_;
 };
 
-// Reserves all bundles at once (or none) and returns when they are reserved; Infeasible at once if
-// the cluster can never hold them, TimedOut if they do not fit within `timeout`.
+// Reserves all bundles at once (or none) and returns when they are reserved. Each bundle is a map
+// of resources ({{"CPU", 1}, {"GPU", 1}}). PACK puts bundles on as few nodes as it can, SPREAD on
+// as many; STRICT_PACK needs one node for all, STRICT_SPREAD a different node for each.
+// Infeasible at once if the cluster can never hold them; TimedOut (and nothing stays reserved)
+// if they do not fit within `timeout` -- the bundles show as pending demand meanwhile. The group
+// lives until RemovePlacementGroup or the end of the job that made it.
 Result<PlacementGroup> CreatePlacementGroup(
     const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
     std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
+// Releases the group's bundles on every node; the tasks and actors running in them are stopped.
 Status RemovePlacementGroup(const PlacementGroup& group);
 
 namespace internal {
@@ -247,12 +257,10 @@ class OptionSetters {
   // {"CPU", 2}, {"GPU", 0.5}, {"memory", 2e9}, {"my_resource", 1}.
   Self& SetResources(std::map<std::string, double> resources) {
     options_.resources = std::move(resources);
-    options_.resources_set = true;
     return self();
   }
   Self& SetResource(const std::string& name, double amount) {
     options_.resources[name] = amount;
-    options_.resources_set = true;
     return self();
   }
   // "site=onprem" keeps the work on nodes labelled so; "a=b,c!=d".

@@ -110,6 +110,11 @@ class ActorId : public BaseId<ActorId, 16> {
   JobId Job() const;
 };
 
+class PlacementGroupId : public BaseId<PlacementGroupId, 16> {
+ public:
+  static constexpr const char* kName = "placement group id";
+};
+
 class TaskId : public BaseId<TaskId, 24> {
  public:
   static constexpr const char* kName = "task id";
@@ -152,6 +157,7 @@ CUMULUS_DEFINE_ID_HASH(JobId)
 CUMULUS_DEFINE_ID_HASH(NodeId)
 CUMULUS_DEFINE_ID_HASH(WorkerId)
 CUMULUS_DEFINE_ID_HASH(ActorId)
+CUMULUS_DEFINE_ID_HASH(PlacementGroupId)
 CUMULUS_DEFINE_ID_HASH(TaskId)
 CUMULUS_DEFINE_ID_HASH(ObjectId)
 #undef CUMULUS_DEFINE_ID_HASH

@@ -23,8 +23,8 @@ struct ArgData {
 };
 
 struct CallOptions {
-  std::map<std::string, double> resources;  // unset: CPU=1 for tasks, nothing for actors
-  bool resources_set = false;
+  // Tasks ask for CPU=1 unless "CPU" is named here (0: none); actors ask for nothing by default.
+  std::map<std::string, double> resources;
   std::string label_selector;  // "site=onprem,gpu_type!=T4"
   std::string name;            // actors: the name GetActor finds
   int max_retries = -2;        // -2: the default (tasks 3, actor methods 0); -1: forever
@@ -67,7 +67,8 @@ class Runtime {
   virtual Status KillActor(const ActorId& actor) = 0;
   // The actor's id and its class (typeid name).
   virtual Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) = 0;
-  virtual Result<std::string> CreatePlacementGroup(
+  // The group's binary id and the node of each bundle.
+  virtual Result<std::pair<std::string, std::vector<NodeId>>> CreatePlacementGroup(
       const std::vector<std::map<std::string, double>>& bundles, int strategy,
       int64_t timeout_ms) = 0;
   virtual Status RemovePlacementGroup(const std::string& id) = 0;
