@@ -6,6 +6,9 @@
 #include <cumulus/cumulus.h>
 #include <xxhash.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,8 +50,26 @@ class GpuProbe {
 };
 GpuProbe* CreateGpuProbe() { return new GpuProbe(); }
 
+// An actor that can die on request, to test restarts.
+class Phoenix {
+ public:
+  int Incr() { return ++count_; }
+  int Pid() const { return static_cast<int>(getpid()); }
+  int Crash() { _exit(3); }
+  // Waits for `path` to exist (a hand-made barrier), then answers with its pid.
+  int PidWhenExists(std::string path) const {
+    for (int i = 0; i < 30000 && access(path.c_str(), F_OK) != 0; ++i) usleep(1000);
+    return Pid();
+  }
+
+ private:
+  int count_ = 0;
+};
+Phoenix* CreatePhoenix() { return new Phoenix(); }
+
 CUMULUS_REMOTE(WhereAmI, Plus, Twice, Fail, MakeBlob, Checksum, ChecksumWhere, CreateGpuProbe,
-               &GpuProbe::Where);
+               &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid, &Phoenix::Crash,
+               &Phoenix::PidWhenExists);
 
 namespace {
 int failures = 0;
@@ -84,6 +105,60 @@ std::string Join(const std::set<std::string>& s) {
   return out;
 }
 cumulus::NodeId Id(const std::string& hex) { return *cumulus::NodeId::FromHex(hex); }
+
+// Actors that die come back (max_restarts) with fresh state; calls they were running fail unless
+// they have retries (SetMaxRetries on the call), in which case the new actor runs them.
+void RunRestarts() {
+  using cumulus::StatusCode;
+  auto code_of = [](const auto& r) { return r.ok() ? StatusCode::kOk : r.status().code(); };
+  auto text_of = [](const auto& r) { return r.ok() ? std::string("ok") : r.status().ToString(); };
+  const auto kWait = std::chrono::seconds(60);
+
+  auto p = cumulus::Actor(CreatePhoenix).SetMaxRestarts(1).Remote();
+  auto one = cumulus::TryGet(p.Task(&Phoenix::Incr).Remote(), kWait);
+  auto two = cumulus::TryGet(p.Task(&Phoenix::Incr).Remote(), kWait);
+  auto pid1 = cumulus::TryGet(p.Task(&Phoenix::Pid).Remote(), kWait);
+  Check("restart_actor_runs", one.ok() && *one == 1 && two.ok() && *two == 2 && pid1.ok(),
+        text_of(two));
+  auto crash = cumulus::TryGet(p.Task(&Phoenix::Crash).Remote(), kWait);
+  Check("restart_crash_fails_the_call",
+        code_of(crash) == StatusCode::kActorDied &&
+            crash.status().message().find("restarting") != std::string::npos,
+        text_of(crash));
+  auto fresh = cumulus::TryGet(p.Task(&Phoenix::Incr).Remote(), kWait);
+  auto pid2 = cumulus::TryGet(p.Task(&Phoenix::Pid).Remote(), kWait);
+  Check("restart_new_process_fresh_state",
+        fresh.ok() && *fresh == 1 && pid2.ok() && pid1.ok() && *pid2 != *pid1,
+        text_of(fresh) + " " + text_of(pid2));
+  (void)cumulus::TryGet(p.Task(&Phoenix::Crash).Remote(), kWait);
+  auto over = cumulus::TryGet(p.Task(&Phoenix::Incr).Remote(), kWait);
+  Check("restart_limit_reached",
+        code_of(over) == StatusCode::kActorDied &&
+            over.status().message().find("no restarts left") != std::string::npos,
+        text_of(over));
+
+  // A call in flight when the process is killed: run again on the new actor if it may retry.
+  std::string barrier = "/tmp/cumulus-restart-" + std::to_string(getpid());
+  unlink(barrier.c_str());
+  auto q = cumulus::Actor(CreatePhoenix).SetMaxRestarts(-1).Remote();
+  auto qpid = cumulus::TryGet(q.Task(&Phoenix::Pid).Remote(), kWait);
+  auto retried = q.Task(&Phoenix::PidWhenExists).SetMaxRetries(1).Remote(barrier);
+  auto not_retried = q.Task(&Phoenix::PidWhenExists).Remote(barrier);
+  if (qpid.ok()) kill(*qpid, SIGKILL);
+  auto lost = cumulus::TryGet(not_retried, kWait);
+  FILE* f = std::fopen(barrier.c_str(), "w");
+  if (f) std::fclose(f);
+  auto again = cumulus::TryGet(retried, kWait);
+  unlink(barrier.c_str());
+  Check("restart_call_retried_on_new_actor", again.ok() && qpid.ok() && *again != *qpid,
+        text_of(again));
+  Check("restart_call_without_retries_fails", code_of(lost) == StatusCode::kActorDied,
+        text_of(lost));
+  // Killed by its handle: no restart.
+  (void)q.Kill();
+  auto killed = cumulus::TryGet(q.Task(&Phoenix::Incr).Remote(), kWait);
+  Check("restart_not_after_kill", code_of(killed) == StatusCode::kActorDied, text_of(killed));
+}
 
 // Placement groups: gangs reserved all at once, on the nodes their strategy asks for; their
 // resources are theirs alone until they are removed.
@@ -239,6 +314,12 @@ int main(int argc, char** argv) {
     return failures == 0 ? 0 : 1;
   }
 
+  if (args["scenario"] == "restarts") {
+    RunRestarts();
+    cumulus::Shutdown();
+    std::printf("DONE failures=%d\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
   if (args["scenario"] == "groups") {
     RunGroups(head, a, b, c);
     cumulus::Shutdown();

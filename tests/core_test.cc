@@ -95,6 +95,24 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
         << gout;
   }
   EXPECT_NE(gout.find("DONE failures=0"), std::string::npos) << gout;
+
+  // Actor restarts and retried actor calls.
+  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+  Subprocess restarts({std::string(CUMULUS_BIN_DIR) + "/core_driver", "--scenario=restarts"},
+                      /*merge_stderr=*/true);
+  unsetenv("CUMULUS_ADDRESS");
+  unsetenv("CUMULUS_TOKEN_FILE");
+  std::string rout = restarts.ReadAll(180s);
+  for (const char* check :
+       {"restart_actor_runs", "restart_crash_fails_the_call", "restart_new_process_fresh_state",
+        "restart_limit_reached", "restart_call_retried_on_new_actor",
+        "restart_call_without_retries_fails", "restart_not_after_kill"}) {
+    EXPECT_NE(rout.find(std::string("CHECK ") + check + " ok"), std::string::npos)
+        << check << " did not pass:\n"
+        << rout;
+  }
+  EXPECT_NE(rout.find("DONE failures=0"), std::string::npos) << rout;
 }
 
 }  // namespace

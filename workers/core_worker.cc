@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -134,6 +135,18 @@ class CoreWorkerImpl : public CoreWorker {
     a.owned = true;
     a.name = options.name;
     a.creation_task = task;
+    a.max_restarts = options.max_restarts;
+    if (a.max_restarts != 0) {
+      // Kept to build it again; its object arguments stay alive as long as it may restart.
+      a.creation_args = args;
+      a.creation_options = options;
+      for (auto& arg : args) {
+        auto obj = arg.is_ref ? objects_.find(arg.ref) : objects_.end();
+        if (obj == objects_.end()) continue;
+        obj->second.task_refs++;
+        a.pinned.push_back(arg.ref);
+      }
+    }
     if (!options.name.empty()) {
       lock.unlock();
       Status reserved = ReserveName(options.name, actor, class_name);
@@ -178,6 +191,8 @@ class CoreWorkerImpl : public CoreWorker {
     pending->options = options;
     pending->actor = actor;
     pending->actor_call = true;
+    pending->max_retries = options.max_retries == -2 ? 0 : options.max_retries;
+    pending->seq = next_seq_++;
     it->second.queue.push_back(task);
     Enqueue(std::move(pending));
     return ret;
@@ -564,6 +579,8 @@ class CoreWorkerImpl : public CoreWorker {
     std::vector<internal::ArgData> args;
     internal::CallOptions options;
     int max_retries = 0;
+    int attempt = 0;
+    uint64_t seq = 0;  // actor calls: submission order
     bool actor_creation = false;
     bool actor_call = false;
     ActorId actor;
@@ -585,6 +602,12 @@ class CoreWorkerImpl : public CoreWorker {
     std::deque<TaskId> queue;  // calls not sent yet, in order
     std::set<TaskId> in_flight;
     bool kill_when_created = false;
+    // Restarts (owner only): how to build it again, and how often it may be.
+    int max_restarts = 0;  // -1: forever
+    int restarts = 0;
+    std::vector<internal::ArgData> creation_args;
+    internal::CallOptions creation_options;
+    std::vector<ObjectId> pinned;  // object arguments of its constructor
   };
 
   struct Conn {
@@ -846,16 +869,26 @@ class CoreWorkerImpl : public CoreWorker {
     }
     if (t->actor_creation) {
       ActorEntry& a = actors_[t->actor];
-      if (error) {
+      if (a.creation_task != id) {
+        // An older attempt's answer: the actor has moved on.
+      } else if (error &&
+                 (error->code() == StatusCode::kActorDied ||
+                  error->code() == StatusCode::kUnavailable) &&
+                 a.state != ActorEntry::kDead && CanRestart(a)) {
+        // Its worker (or node) died before the constructor finished: build it again.
+        ActorLost(a, error->message());
+      } else if (error) {
         MarkActorDead(a, Status::ActorDied("actor " + t->function + " (" + t->actor.Hex() +
                                            ") could not be created: " + error->ToString()));
       } else {
         std::string address = result->getActorAddress();
+        bool killed = a.state == ActorEntry::kDead;  // by its handle, while it was being built
         Status st = ConnectActorLocked(a, address);
-        if (st.ok() && a.kill_when_created) {
+        if (st.ok() && (killed || a.kill_when_created)) {
           capnp::MallocMessageBuilder message;
           message.initRoot<proto::CoreMessage>().setKillActor(DataOf(a.id));
           (void)SendOnConnLocked(a.conn, EncodeFrame(message));
+          a.state = ActorEntry::kDead;
         } else if (!st.ok()) {
           MarkActorDead(a, Status::ActorDied("actor " + t->function + ": " + st.message()));
         } else if (!a.name.empty() && head_) {
@@ -950,10 +983,78 @@ class CoreWorkerImpl : public CoreWorker {
     }
   }
 
+  bool CanRestart(const ActorEntry& a) const {
+    return a.owned && (a.max_restarts < 0 || a.restarts < a.max_restarts);
+  }
+
+  // The actor's process is gone (it was not killed by a handle): build it again if it may be
+  // restarted, else it is dead. Calls it was running are sent again to the new one if they have
+  // retries left (SetMaxRetries on the call), else fail. REQUIRES: mu_.
+  void ActorLost(ActorEntry& a, const std::string& why) {
+    if (a.state == ActorEntry::kDead) return;
+    std::string name = "actor " + a.factory + " (" + a.id.Hex() + ")";
+    if (!CanRestart(a)) {
+      std::string limit = a.max_restarts == 0 ? std::string("it may not restart (max_restarts 0)")
+                                              : "no restarts left (max_restarts " +
+                                                    std::to_string(a.max_restarts) + ")";
+      MarkActorDead(a, Status::ActorDied(name + " died: " + why + "; " + limit));
+      return;
+    }
+    a.restarts++;
+    a.state = ActorEntry::kPending;
+    a.conn = 0;
+    std::string restarting =
+        name + " died (" + why + "); restarting it (restart " + std::to_string(a.restarts) +
+        (a.max_restarts < 0 ? std::string() : " of " + std::to_string(a.max_restarts)) + ")";
+    CUMULUS_LOG(WARN) << "cumulus: " << restarting;
+    // Calls it was running: again, in their order, ahead of those not sent yet; or they fail.
+    std::vector<PendingTask*> running;
+    for (const TaskId& id : a.in_flight) {
+      auto t = tasks_.find(id);
+      if (t != tasks_.end()) running.push_back(t->second.get());
+    }
+    a.in_flight.clear();
+    std::sort(running.begin(), running.end(),
+              [](PendingTask* x, PendingTask* y) { return x->seq > y->seq; });
+    for (PendingTask* t : running) {
+      if (t->max_retries < 0 || t->attempt < t->max_retries) {
+        t->attempt++;
+        t->sent = false;
+        a.queue.push_front(t->id);
+      } else {
+        Status st = Status::ActorDied(restarting + " while it ran " + t->function +
+                                      ", which has no retries left");
+        FinishTask(t->id, &st, nullptr);
+      }
+    }
+    // The constructor again, with the arguments it had.
+    TaskId task = TaskId::ForActorTask(a.id);
+    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
+    NewObject(ret);
+    objects_[ret].refs = 0;
+    auto pending = std::make_unique<PendingTask>();
+    pending->id = task;
+    pending->ret = ret;
+    pending->function = a.factory;
+    pending->args = a.creation_args;
+    pending->options = a.creation_options;
+    pending->actor_creation = true;
+    pending->actor = a.id;
+    a.creation_task = task;
+    Enqueue(std::move(pending));
+  }
+
   void MarkActorDead(ActorEntry& a, const Status& why) {
     if (a.state == ActorEntry::kDead) return;
     a.state = ActorEntry::kDead;
     a.death = why;
+    for (const ObjectId& id : a.pinned) {
+      auto obj = objects_.find(id);
+      if (obj == objects_.end()) continue;
+      obj->second.task_refs--;
+      MaybeFree(obj);
+    }
+    a.pinned.clear();
     std::vector<TaskId> in_flight(a.in_flight.begin(), a.in_flight.end());
     a.in_flight.clear();
     for (auto& id : in_flight) {
@@ -1229,11 +1330,9 @@ class CoreWorkerImpl : public CoreWorker {
     }
     if (!c.actor.IsNil()) {
       auto a = actors_.find(c.actor);
-      if (a != actors_.end()) {
+      if (a != actors_.end() && a->second.conn == tag) {
         a->second.conn = 0;
-        MarkActorDead(a->second,
-                      Status::ActorDied("actor " + a->second.factory + " (" + c.actor.Hex() +
-                                        ") died: its process closed the connection"));
+        ActorLost(a->second, "its process closed the connection");
       }
     }
   }
@@ -1465,6 +1564,7 @@ class CoreWorkerImpl : public CoreWorker {
   std::unordered_map<uint64_t, Conn> conns_;
   uint64_t next_conn_ = 16;
   uint32_t put_index_ = 0;
+  uint64_t next_seq_ = 1;
   std::vector<std::string> free_batch_;
   std::vector<ObjectId> local_copies_;
   TaskId current_task_;
