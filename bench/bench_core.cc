@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/caf_anchor.h"
 #include "cumulus/cumulus.h"
 #include "runtime/head/head_server.h"
 #include "runtime/node/node_daemon.h"
@@ -163,6 +164,8 @@ int main(int argc, char** argv) {
   bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   const int reps = quick ? 3 : 5;
   std::printf("command: %s%s\n", argv[0], quick ? " --quick" : "");
+  // The CAF anchor forks: measure it before this process has threads.
+  auto caf_rtt = cumulus::bench::CafRequestRttMicros(quick ? 2000 : 10000);
 
   // A head and two nodes in this process; the driver attaches to node A.
   char tmpl[] = "/tmp/cumulus-bench-XXXXXX";
@@ -213,6 +216,12 @@ int main(int argc, char** argv) {
   std::printf("|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(23, '-').c_str(),
               std::string(40, '-').c_str());
   Row("raw TCP round trip (2 processes)", rtt_us, "us", "anchor");
+  if (caf_rtt.ok()) {
+    Row("raw CAF request/response (2 proc.)", *caf_rtt, "us", "anchor (middleman, loopback)");
+  } else {
+    std::printf("| %-34s | %21s | %s |\n", "raw CAF request/response (2 proc.)", "failed",
+                caf_rtt.status().ToString().c_str());
+  }
 
   int n_sync = quick ? 500 : 2000;
   double tasks_sync = Rate(reps, n_sync, [](int n) {
@@ -243,7 +252,12 @@ int main(int argc, char** argv) {
   double p50 = Median(lat);
   Row("actor calls sync", actor_sync, "/s", "Ray 2,012/s");
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "%.2fx raw TCP RTT (target <= 3x)", p50 / rtt_us);
+  if (caf_rtt.ok()) {
+    std::snprintf(buf, sizeof(buf), "%.2fx raw TCP RTT (target <= 3x); %.2fx raw CAF", p50 / rtt_us,
+                  p50 / *caf_rtt);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2fx raw TCP RTT (target <= 3x)", p50 / rtt_us);
+  }
   Row("actor call sync p50", p50, "us", buf);
 
   int n_actor_async = quick ? 20000 : 100000;
@@ -319,7 +333,30 @@ int main(int argc, char** argv) {
     }
     Row("wait on 1,000 ready refs", Median(times), "us", "");
   }
-  Row("placement group create+remove", 0, "/s", "not measured: placement groups not built yet");
+  {
+    // One bundle on the driver's node; then two bundles on two nodes (a reservation round trip to
+    // the other node). Removal is asynchronous: the next create waits for the freed CPU.
+    auto measure = [&](std::vector<std::map<std::string, double>> bundles,
+                       cumulus::PlacementGroupStrategy strategy, int n) {
+      return Rate(reps, n, [&](int count) {
+        for (int i = 0; i < count; ++i) {
+          auto g = cumulus::CreatePlacementGroup(bundles, strategy, std::chrono::seconds(30));
+          if (!g.ok()) {
+            std::printf("placement group: %s\n", g.status().ToString().c_str());
+            return;
+          }
+          (void)cumulus::RemovePlacementGroup(*g);
+        }
+      });
+    };
+    int n = quick ? 100 : 500;
+    Row("placement group create+remove",
+        measure({{{"CPU", 1}}}, cumulus::PlacementGroupStrategy::kPack, n), "/s",
+        "1 bundle {CPU=1}, local node");
+    Row("  2 bundles STRICT_SPREAD",
+        measure({{{"CPU", 1}}, {{"CPU", 1}}}, cumulus::PlacementGroupStrategy::kStrictSpread, n),
+        "/s", "one bundle reserved on the other node");
+  }
 
   {
     const uint64_t size = quick ? (64ull << 20) : (256ull << 20);

@@ -1064,6 +1064,14 @@ class TaskRouter::Impl {
         SendTo(peer, frame);
       }
     }
+    // Credit the view as when it was booked: the release reaches each node before anything this
+    // node sends it later (one connection, in order), so the next group may count on it.
+    for (size_t i = 0; i < op.nodes.size() && i < op.bundles.size(); ++i) {
+      auto v = view_.find(op.nodes[i]);
+      if (v == view_.end()) continue;
+      v->second.available.Add(op.bundles[i]);
+      if (!v->second.total.Contains(v->second.available)) v->second.available = v->second.total;
+    }
   }
 
   // Holds `indices` of `bundles` here, all or none.
