@@ -1,8 +1,9 @@
-// The CAF anchor of bench_core: a raw CAF request/response between two processes through the
-// middleman (CAF 0.17), the way a runtime built directly on CAF messages would make an actor call.
-// Kept in its own file: it is the only bench code that includes CAF headers.
-#include "bench/caf_anchor.h"
-
+// bench_caf_anchor: the CAF anchor of bench_core, a raw CAF request/response between two
+// processes through the middleman (CAF 0.17), the way a runtime built directly on CAF messages
+// would make an actor call. Its own program so that bench_core (whose binary is also its workers'
+// program) does not load CAF: that would slow every worker's start.
+//
+//   bench_caf_anchor [--rounds N]    prints "caf_rtt_us <median>"
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,12 @@
 #include <caf/io/all.hpp>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "cumulus/status.h"
 
 namespace cumulus::bench {
 
@@ -38,8 +44,8 @@ caf::actor_system_config& Configure(caf::actor_system_config& cfg) {
   while (true) pause();
 }
 
-}  // namespace
-
+// Median round trip, in microseconds, of `rounds` blocking requests of an int64 from this process
+// to an echo actor in a forked process.
 Result<double> CafRequestRttMicros(int rounds) {
   int fds[2];
   if (pipe(fds) != 0) return Status::Internal("pipe failed");
@@ -93,4 +99,29 @@ Result<double> CafRequestRttMicros(int rounds) {
   return samples[samples.size() / 2];
 }
 
+}  // namespace
 }  // namespace cumulus::bench
+
+int main(int argc, char** argv) {
+  int rounds = 10000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--rounds N]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (rounds <= 0) {
+    std::fprintf(stderr, "--rounds must be positive\n");
+    return 2;
+  }
+  auto rtt = cumulus::bench::CafRequestRttMicros(rounds);
+  if (!rtt.ok()) {
+    std::fprintf(stderr, "caf anchor: %s\n", rtt.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("caf_rtt_us %.3f\n", *rtt);
+  return 0;
+}

@@ -21,6 +21,12 @@
 std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
 int Plus(int a, int b) { return a + b; }
 int Twice(int x) { return 2 * x; }
+// Tasks that wait for tasks on their own node: `depth` levels, each pinned to this node.
+int Nested(int depth) {
+  if (depth == 0) return 1;
+  auto child = cumulus::Task(Nested).SetNodeAffinity(cumulus::CurrentNodeId()).Remote(depth - 1);
+  return cumulus::Get(child) + 1;
+}
 int Fail(int x) {
   if (x >= 0) throw std::runtime_error("bad input " + std::to_string(x));
   return x;
@@ -67,9 +73,9 @@ class Phoenix {
 };
 Phoenix* CreatePhoenix() { return new Phoenix(); }
 
-CUMULUS_REMOTE(WhereAmI, Plus, Twice, Fail, MakeBlob, Checksum, ChecksumWhere, CreateGpuProbe,
-               &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid, &Phoenix::Crash,
-               &Phoenix::PidWhenExists);
+CUMULUS_REMOTE(WhereAmI, Plus, Twice, Nested, Fail, MakeBlob, Checksum, ChecksumWhere,
+               CreateGpuProbe, &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid,
+               &Phoenix::Crash, &Phoenix::PidWhenExists);
 
 namespace {
 int failures = 0;
@@ -438,6 +444,14 @@ int main(int argc, char** argv) {
     auto z = cumulus::Task(Plus).SetNodeAffinity(Id(c)).Remote(y, x);
     auto v = cumulus::TryGet(z, std::chrono::seconds(60));
     Check("chain_across_nodes", v.ok() && *v == 30,
+          v.ok() ? std::to_string(*v) : v.status().ToString());
+  }
+
+  // Node c has one CPU: nested tasks there only finish if a task waiting in Get lends its CPU.
+  {
+    auto v = cumulus::TryGet(cumulus::Task(Nested).SetNodeAffinity(Id(c)).Remote(3),
+                             std::chrono::seconds(60));
+    Check("nested_tasks_on_a_full_node", v.ok() && *v == 4,
           v.ok() ? std::to_string(*v) : v.status().ToString());
   }
 

@@ -39,8 +39,8 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
        {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "label_not_cloud", "custom_resource",
         "gpu_and_label", "spread_uses_several_nodes", "node_affinity",
         "gpu_actors_disjoint_devices", "infeasible_fails_fast", "infeasible_label",
-        "remote_exception", "ten_thousand_tasks", "chain_across_nodes", "large_object_other_node",
-        "large_object_driver"}) {
+        "remote_exception", "ten_thousand_tasks", "chain_across_nodes",
+        "nested_tasks_on_a_full_node", "large_object_other_node", "large_object_driver"}) {
     EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
         << check << " did not pass:\n"
         << out;

@@ -196,6 +196,7 @@ class TaskRouter::Impl {
     std::pair<PlacementGroupId, uint32_t> bundle;
     std::deque<TaskId> assigned;  // in the order sent; the front one runs
     bool blocked = false;
+    int64_t lent_cpu = 0;  // CPU units of its lease given back to the node while it is blocked
   };
 
   // A bundle of a placement group held on this node. Its resources left the node's free pool
@@ -589,7 +590,26 @@ class TaskRouter::Impl {
     if (c.role != Role::kWorker) return;
     auto w = workers_.find(c.worker);
     if (w == workers_.end()) return;
-    w->second.blocked = b.getBlocked();
+    Worker& worker = w->second;
+    worker.blocked = b.getBlocked();
+    // Like Ray: a task waiting in Get for other tasks lends its CPU to them meanwhile (nested
+    // tasks would otherwise deadlock a full node). Bundle leases keep theirs.
+    if (worker.blocked && worker.leased && !worker.is_actor && !worker.in_bundle &&
+        worker.lent_cpu == 0) {
+      worker.lent_cpu = worker.lease.GetUnits("CPU");
+      if (worker.lent_cpu > 0) CreditCpu(worker.lent_cpu);
+    } else if (!worker.blocked && worker.lent_cpu > 0) {
+      // Taken back, even if that oversubscribes the node for a while: the debt is paid from
+      // the next CPU that comes free.
+      int64_t take = std::min(worker.lent_cpu, available_.GetUnits("CPU"));
+      if (take > 0) {
+        ResourceSet r;
+        r.SetUnits("CPU", take);
+        available_.Subtract(r);
+      }
+      cpu_debt_ += worker.lent_cpu - take;
+      worker.lent_cpu = 0;
+    }
     // Tasks queued behind a task that waits on other tasks could deadlock it: run them elsewhere.
     for (auto raw : b.getReturned()) {
       TaskId id = IdFrom<TaskId>(raw);
@@ -871,7 +891,10 @@ class TaskRouter::Impl {
     if (!w.leased) return;
     int64_t gpu_units = w.lease.GetUnits("GPU");
     if (!w.in_bundle) {
-      available_.Add(w.lease);
+      ResourceSet back = w.lease;
+      if (w.lent_cpu > 0) back.SetUnits("CPU", back.GetUnits("CPU") - w.lent_cpu);  // given already
+      w.lent_cpu = 0;
+      Credit(back);
       if (gpu_units > 0) (void)gpus_.Release(w.gpu_ids, gpu_units);
     } else if (auto b = bundles_.find(w.bundle); b != bundles_.end()) {
       b->second.available.Add(w.lease);
@@ -883,6 +906,22 @@ class TaskRouter::Impl {
     w.gpu_ids.clear();
     w.lease_class.clear();
     schedule_dirty_ = true;
+  }
+
+  // Resources back to the node's pool; CPU pays first what blocked workers took back beyond it.
+  void Credit(ResourceSet r) {
+    int64_t cpu = r.GetUnits("CPU");
+    r.SetUnits("CPU", 0);
+    available_.Add(r);
+    if (cpu > 0) CreditCpu(cpu);
+  }
+  void CreditCpu(int64_t units) {
+    int64_t pay = std::min(units, cpu_debt_);
+    cpu_debt_ -= pay;
+    if (units - pay <= 0) return;
+    ResourceSet r;
+    r.SetUnits("CPU", units - pay);
+    available_.Add(r);
   }
 
   void FailTask(const TaskId& id, const Status& st) {
@@ -1136,7 +1175,7 @@ class TaskRouter::Impl {
     }
     for (auto it = bundles_.lower_bound({id, 0}); it != bundles_.end() && it->first.first == id;) {
       HeldBundle& b = it->second;
-      available_.Add(b.total);
+      Credit(b.total);
       int64_t units = b.total.GetUnits("GPU");
       if (units > 0) (void)gpus_.Release(b.gpu_ids, units);
       it = bundles_.erase(it);
@@ -1609,6 +1648,7 @@ class TaskRouter::Impl {
   NodeId node_id_;
   GpuAssignment gpus_;
   ResourceSet available_;
+  int64_t cpu_debt_ = 0;  // CPU units in use beyond available_ (blocked workers that woke up)
   size_t max_task_workers_ = 4;
 
   int unix_fd_ = -1, tcp_fd_ = -1, epoll_ = -1;
