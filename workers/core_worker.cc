@@ -456,7 +456,9 @@ class CoreWorkerImpl : public CoreWorker {
     if (!done) {
       // Withdraw it: nothing may stay reserved for a group the caller gave up on.
       capnp::MallocMessageBuilder remove;
-      remove.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(id));
+      auto r = remove.initRoot<proto::CoreMessage>().initRemoveGroup();
+      r.setGroupId(DataOf(id));
+      r.setRound(kFinalRelease);
       (void)SendToNodeLocked(EncodeFrame(remove));
       return Status::TimedOut(what + " was not reserved within " + std::to_string(timeout_ms) +
                               " ms: the cluster could hold it but not now (its bundles show as "
@@ -476,7 +478,9 @@ class CoreWorkerImpl : public CoreWorker {
       return Status::InvalidArgument("not a placement group id (made by CreatePlacementGroup?)");
     }
     capnp::MallocMessageBuilder message;
-    message.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(PlacementGroupId::FromBinary(id)));
+    auto r = message.initRoot<proto::CoreMessage>().initRemoveGroup();
+    r.setGroupId(DataOf(PlacementGroupId::FromBinary(id)));
+    r.setRound(kFinalRelease);
     std::lock_guard<std::mutex> lock(mu_);
     return SendToNodeLocked(EncodeFrame(message));
   }
@@ -527,7 +531,9 @@ class CoreWorkerImpl : public CoreWorker {
     // Owned actors end with their owner; named ones leave the registry.
     for (auto& [id, a] : actors_) {
       if (!a.owned) continue;
-      if (a.conn && a.state == ActorEntry::kAlive) {
+      bool alive = a.conn && a.state == ActorEntry::kAlive;
+      MarkActorDead(a, Status::ActorDied("actor " + a.factory + " ended with its owner"));
+      if (alive) {
         capnp::MallocMessageBuilder message;
         message.initRoot<proto::CoreMessage>().setKillActor(DataOf(id));
         (void)SendOnConnLocked(a.conn, EncodeFrame(message));
@@ -557,6 +563,7 @@ class CoreWorkerImpl : public CoreWorker {
 
  private:
   static constexpr uint64_t kWakeTag = 1, kListenTag = 2;
+  static constexpr uint32_t kFinalRelease = 0xFFFFFFFFu;  // GroupRelease.round: for good
 
   struct ObjectEntry {
     enum State { kPending, kReady, kFailed } state = kPending;
@@ -871,11 +878,10 @@ class CoreWorkerImpl : public CoreWorker {
       ActorEntry& a = actors_[t->actor];
       if (a.creation_task != id) {
         // An older attempt's answer: the actor has moved on.
-      } else if (error &&
-                 (error->code() == StatusCode::kActorDied ||
-                  error->code() == StatusCode::kUnavailable) &&
-                 a.state != ActorEntry::kDead && CanRestart(a)) {
-        // Its worker (or node) died before the constructor finished: build it again.
+      } else if (error && error->code() == StatusCode::kActorDied && a.state != ActorEntry::kDead &&
+                 CanRestart(a)) {
+        // Its worker died before the constructor finished: build it again. (Not other errors:
+        // a constructor that throws, or a node that cannot start workers, would only fail again.)
         ActorLost(a, error->message());
       } else if (error) {
         MarkActorDead(a, Status::ActorDied("actor " + t->function + " (" + t->actor.Hex() +
@@ -890,7 +896,8 @@ class CoreWorkerImpl : public CoreWorker {
           (void)SendOnConnLocked(a.conn, EncodeFrame(message));
           a.state = ActorEntry::kDead;
         } else if (!st.ok()) {
-          MarkActorDead(a, Status::ActorDied("actor " + t->function + ": " + st.message()));
+          // It died between answering and our connecting: a restart if it may have one.
+          ActorLost(a, "cannot connect to it at " + address + ": " + st.message());
         } else if (!a.name.empty() && head_) {
           (void)head_->KvPut(kActorsNamespace, a.name + "/address", address);
           ActorNameRecord rec{a.id.Hex(), a.class_name, address};
@@ -993,6 +1000,12 @@ class CoreWorkerImpl : public CoreWorker {
   void ActorLost(ActorEntry& a, const std::string& why) {
     if (a.state == ActorEntry::kDead) return;
     std::string name = "actor " + a.factory + " (" + a.id.Hex() + ")";
+    if (stopped_ || node_conn_ == 0) {
+      MarkActorDead(a, Status::ActorDied(name + " died (" + why + ") and cannot be restarted: " +
+                                         (stopped_ ? "cumulus is shutting down"
+                                                   : "the connection to the node was lost")));
+      return;
+    }
     if (!CanRestart(a)) {
       std::string limit = a.max_restarts == 0 ? std::string("it may not restart (max_restarts 0)")
                                               : "no restarts left (max_restarts " +

@@ -40,6 +40,7 @@ namespace {
 constexpr auto kWorkerStartTimeout = std::chrono::seconds(30);
 constexpr auto kIdleWorkerLifetime = std::chrono::seconds(60);
 constexpr auto kUnreachablePenalty = std::chrono::seconds(5);
+constexpr uint32_t kAllRounds = 0xFFFFFFFFu;  // a group release that is final
 
 using Words = kj::Array<capnp::word>;
 
@@ -210,6 +211,7 @@ class TaskRouter::Impl {
     ResourceSet available;
     std::vector<uint32_t> gpu_ids;        // devices reserved from the node
     std::unique_ptr<GpuAssignment> gpus;  // hands them to the bundle's tasks
+    uint32_t round = 0;                   // the try of the group that reserved it
   };
 
   // A group being reserved (or reserved) by way of this node, for the driver or worker that
@@ -225,6 +227,7 @@ class TaskRouter::Impl {
     std::vector<NodeId> nodes;  // per bundle, once placed
     std::set<NodeId> awaiting;  // nodes that have not answered yet
     std::string refused;        // why a node said no, this round
+    uint32_t round = 0;         // tries so far; replies of older ones are stale
     TimePoint retry_at{};
     bool removed = false;  // removed while nodes were still answering
   };
@@ -406,7 +409,8 @@ class TaskRouter::Impl {
         if (c.role != Role::kPeer) return Close(c, "only a node may answer a reservation");
         return HandleGroupReply(c, msg.getGroupReply());
       case proto::CoreMessage::REMOVE_GROUP:
-        return HandleRemoveGroup(c, IdFrom<PlacementGroupId>(msg.getRemoveGroup()));
+        return HandleRemoveGroup(c, IdFrom<PlacementGroupId>(msg.getRemoveGroup().getGroupId()),
+                                 msg.getRemoveGroup().getRound());
       default:
         CUMULUS_LOG(WARN) << "node: ignoring an unexpected message on a core connection";
     }
@@ -517,7 +521,7 @@ class TaskRouter::Impl {
     } else if (c.role == Role::kPeer) {
       // A result for a task this node forwarded: credit the peer's view optimistically.
       auto v = view_.find(t.forwarded_to);
-      if (v != view_.end() && !t.actor_creation) {
+      if (v != view_.end() && !t.actor_creation && t.req.placement_group.empty()) {
         v->second.available.Add(t.req.placement.demand);
         if (!v->second.total.Contains(v->second.available)) v->second.available = v->second.total;
       }
@@ -666,16 +670,27 @@ class TaskRouter::Impl {
     return true;
   }
 
+  // The head client of the loop thread. After a failed connect it waits a second before trying
+  // again: every call here blocks the loop.
   Status EnsureHead() {
     if (head_) return Status();
+    TimePoint now = SystemClock::Get().Now();
+    if (now < head_retry_at_) return Status::Unavailable("the head cannot be reached (retrying)");
     ControlClientOptions o;
     o.role = "node-router";
     o.request_timeout = std::chrono::seconds(10);
-    CUMULUS_ASSIGN_OR_RETURN(head_, ControlClient::Connect(options_.head, options_.token, o));
+    auto connected = ControlClient::Connect(options_.head, options_.token, o);
+    if (!connected.ok()) {
+      head_retry_at_ = now + std::chrono::seconds(1);
+      return connected.status();
+    }
+    head_ = std::move(*connected);
     return Status();
   }
 
-  ClusterSnapshot Snapshot(TimePoint now) {
+  // This node's exact state and the view of the others, less those that could not be reached
+  // lately (unless `include_unreachable`: to tell "never" from "not now").
+  ClusterSnapshot Snapshot(TimePoint now, bool include_unreachable = false) {
     ClusterSnapshot s;
     s.local_node = node_id_;
     NodeView self;
@@ -686,7 +701,7 @@ class TaskRouter::Impl {
     s.nodes.push_back(self);
     for (auto& [id, v] : view_) {
       auto bad = unreachable_until_.find(id);
-      if (bad != unreachable_until_.end() && bad->second > now) continue;
+      if (!include_unreachable && bad != unreachable_until_.end() && bad->second > now) continue;
       s.nodes.push_back(v);
     }
     return s;
@@ -729,6 +744,11 @@ class TaskRouter::Impl {
           snap = Snapshot(now);
           snap.nodes[0].available = available_;
           d = PlaceTask(snap, req);
+        }
+        if (d.kind == PlacementDecision::kInfeasible &&
+            PlaceTask(Snapshot(now, /*include_unreachable=*/true), req).kind !=
+                PlacementDecision::kInfeasible) {
+          d.kind = PlacementDecision::kWait;  // a node it fits could not be reached lately
         }
         if (d.kind == PlacementDecision::kInfeasible) {
           TaskId id = t.id;
@@ -942,10 +962,11 @@ class TaskRouter::Impl {
   }
 
   void SendGroupReply(uint64_t conn, const PlacementGroupId& id, const Status& st,
-                      const std::vector<NodeId>& nodes) {
+                      const std::vector<NodeId>& nodes, uint32_t round = 0) {
     capnp::MallocMessageBuilder message;
     auto r = message.initRoot<proto::CoreMessage>().initGroupReply();
     r.setGroupId(DataOf(id));
+    r.setRound(round);
     r.setCode(static_cast<uint16_t>(st.code()));
     r.setMessage(st.message());
     auto list = r.initNodes(static_cast<unsigned>(nodes.size()));
@@ -998,6 +1019,11 @@ class TaskRouter::Impl {
         if (d.kind == PlacementDecision::kInfeasible && RefreshViewNow(now)) {
           d = PlaceGroup(Snapshot(now), op.bundles, op.strategy);
         }
+        if (d.kind == PlacementDecision::kInfeasible &&
+            PlaceGroup(Snapshot(now, /*include_unreachable=*/true), op.bundles, op.strategy).kind !=
+                PlacementDecision::kInfeasible) {
+          d.kind = PlacementDecision::kWait;  // fits once a node we cannot reach now is back
+        }
       }
       if (d.kind == PlacementDecision::kInfeasible) {
         SendGroupReply(op.origin, op.id,
@@ -1016,11 +1042,12 @@ class TaskRouter::Impl {
       op.state = GroupOp::kReserving;
       op.nodes = d.bundle_nodes;
       op.refused.clear();
+      op.round++;
       std::map<NodeId, std::vector<uint32_t>> by_node;
       for (uint32_t i = 0; i < op.nodes.size(); ++i) by_node[op.nodes[i]].push_back(i);
       for (auto& [node, indices] : by_node) {
         if (node == node_id_) {
-          Status st = ReserveLocal(op.id, op.job, indices, op.bundles);
+          Status st = ReserveLocal(op.id, op.job, op.round, indices, op.bundles);
           if (!st.ok()) op.refused = st.message();
           continue;
         }
@@ -1034,6 +1061,7 @@ class TaskRouter::Impl {
         auto r = message.initRoot<proto::CoreMessage>().initReserveBundles();
         r.setGroupId(DataOf(op.id));
         r.setJobId(DataOf(op.job));
+        r.setRound(op.round);
         auto list = r.initBundles(static_cast<unsigned>(indices.size()));
         ResourceSet sum;
         for (unsigned i = 0; i < indices.size(); ++i) {
@@ -1062,14 +1090,17 @@ class TaskRouter::Impl {
     GroupOp& op = it->second;
     if (op.state != GroupOp::kReserving || !op.awaiting.empty()) return;
     if (op.removed) {
-      ReleaseEverywhere(op);
+      ReleaseEverywhere(op, kAllRounds);
+      SendGroupReply(op.origin, id,
+                     Status::Cancelled("the placement group was removed before it was reserved"),
+                     {});
       groups_.erase(it);
       return;
     }
     if (!op.refused.empty()) {
       CUMULUS_LOG(DEBUG) << "node: placement group " << id << " not reserved (" << op.refused
                          << "); trying again";
-      ReleaseEverywhere(op);
+      ReleaseEverywhere(op, op.round);
       op.state = GroupOp::kWaiting;
       op.retry_at = SystemClock::Get().Now() + std::chrono::milliseconds(100);
       last_refresh_ = TimePoint{};  // the view was wrong: ask the head before the next try
@@ -1091,14 +1122,22 @@ class TaskRouter::Impl {
     SendGroupReply(op.origin, id, Status(), op.nodes);
   }
 
-  void ReleaseEverywhere(const GroupOp& op) {
-    std::set<NodeId> nodes(op.nodes.begin(), op.nodes.end());
+  std::string ReleaseFrame(const PlacementGroupId& id, uint32_t round) {
     capnp::MallocMessageBuilder message;
-    message.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(op.id));
-    std::string frame = EncodeFrame(message);
+    auto r = message.initRoot<proto::CoreMessage>().initRemoveGroup();
+    r.setGroupId(DataOf(id));
+    r.setRound(round);
+    return EncodeFrame(message);
+  }
+
+  // Releases the bundles of `op` reserved by try `round` or earlier (kAllRounds: for good) on
+  // every node it placed them on.
+  void ReleaseEverywhere(const GroupOp& op, uint32_t round) {
+    std::set<NodeId> nodes(op.nodes.begin(), op.nodes.end());
+    std::string frame = ReleaseFrame(op.id, round);
     for (const NodeId& n : nodes) {
       if (n == node_id_) {
-        ReleaseLocal(op.id);
+        ReleaseLocal(op.id, round);
       } else if (uint64_t peer = PeerConn(n)) {
         SendTo(peer, frame);
       }
@@ -1114,9 +1153,14 @@ class TaskRouter::Impl {
   }
 
   // Holds `indices` of `bundles` here, all or none.
-  Status ReserveLocal(const PlacementGroupId& id, const JobId& job,
+  Status ReserveLocal(const PlacementGroupId& id, const JobId& job, uint32_t round,
                       const std::vector<uint32_t>& indices,
                       const std::vector<ResourceSet>& bundles) {
+    auto released = released_.find(id);
+    if (released != released_.end() && released->second >= round) {
+      return Status::Cancelled("placement group " + id.Hex() + " was released (try " +
+                               std::to_string(round) + ")");
+    }
     ResourceSet sum;
     for (uint32_t i : indices) {
       if (bundles_.count({id, i})) {
@@ -1135,6 +1179,7 @@ class TaskRouter::Impl {
       b.group = id;
       b.index = i;
       b.job = job;
+      b.round = round;
       b.total = b.available = bundles[i];
       int64_t units = bundles[i].GetUnits("GPU");
       if (units > 0) {
@@ -1159,14 +1204,28 @@ class TaskRouter::Impl {
     return Status();
   }
 
-  // Gives a group's bundles held here back to the node; the workers using them are ended.
-  void ReleaseLocal(const PlacementGroupId& id) {
-    group_locations_.erase(id);
+  // Gives a group's bundles held here (those reserved by try `round` or earlier) back to the
+  // node; the workers using them are ended. Remembers the release, so that a reservation of an
+  // earlier try arriving late (another connection) is refused rather than held forever.
+  void ReleaseLocal(const PlacementGroupId& id, uint32_t round) {
+    auto [tomb, fresh] = released_.emplace(id, round);
+    if (fresh) {
+      released_order_.push_back(id);
+      if (released_order_.size() > 65536) {
+        released_.erase(released_order_.front());
+        released_order_.pop_front();
+      }
+    } else {
+      tomb->second = std::max(tomb->second, round);
+    }
+    if (round == kAllRounds) group_locations_.erase(id);
     auto first = bundles_.lower_bound({id, 0});
     if (first == bundles_.end() || !(first->first.first == id)) return;
     std::vector<WorkerId> doomed;
     for (auto& [wid, w] : workers_) {
-      if (w.leased && w.in_bundle && w.bundle.first == id) doomed.push_back(wid);
+      if (!w.leased || !w.in_bundle || !(w.bundle.first == id)) continue;
+      auto b = bundles_.find(w.bundle);
+      if (b != bundles_.end() && b->second.round <= round) doomed.push_back(wid);
     }
     for (auto& wid : doomed) {
       Worker& w = workers_[wid];
@@ -1175,6 +1234,10 @@ class TaskRouter::Impl {
     }
     for (auto it = bundles_.lower_bound({id, 0}); it != bundles_.end() && it->first.first == id;) {
       HeldBundle& b = it->second;
+      if (b.round > round) {
+        ++it;
+        continue;
+      }
       Credit(b.total);
       int64_t units = b.total.GetUnits("GPU");
       if (units > 0) (void)gpus_.Release(b.gpu_ids, units);
@@ -1194,24 +1257,32 @@ class TaskRouter::Impl {
         st = Status::InvalidArgument("bundle index " + std::to_string(i) + " is out of range");
         break;
       }
+      if (std::find(indices.begin(), indices.end(), i) != indices.end()) {
+        st = Status::InvalidArgument("bundle " + std::to_string(i) + " is named twice");
+        break;
+      }
       if (bundles.size() <= i) bundles.resize(i + 1);
       bundles[i] = DecodeResources(b.getResources());
       indices.push_back(i);
     }
     if (id.IsNil()) st = Status::InvalidArgument("a placement group needs a 16-byte id");
-    if (st.ok()) st = ReserveLocal(id, IdFrom<JobId>(req.getJobId()), indices, bundles);
-    SendGroupReply(c.id, id, st, {});
+    if (req.getRound() == 0 || req.getRound() == kAllRounds) {
+      st = Status::InvalidArgument("a reservation needs a try number");
+    }
+    if (st.ok()) {
+      st = ReserveLocal(id, IdFrom<JobId>(req.getJobId()), req.getRound(), indices, bundles);
+    }
+    SendGroupReply(c.id, id, st, {}, req.getRound());
   }
 
   void HandleGroupReply(Conn& c, proto::GroupReply::Reader reply) {
     PlacementGroupId id = IdFrom<PlacementGroupId>(reply.getGroupId());
     auto it = groups_.find(id);
     if (it == groups_.end() || it->second.state != GroupOp::kReserving ||
-        !it->second.awaiting.count(c.peer)) {
-      if (reply.getCode() == 0) {  // held for a group nobody waits for any more: let it go
-        capnp::MallocMessageBuilder message;
-        message.initRoot<proto::CoreMessage>().setRemoveGroup(DataOf(id));
-        SendTo(c.id, EncodeFrame(message));
+        it->second.round != reply.getRound() || !it->second.awaiting.count(c.peer)) {
+      // Held for a try nobody waits for any more: let that try's bundles go.
+      if (reply.getCode() == 0 && reply.getRound() != kAllRounds) {
+        SendTo(c.id, ReleaseFrame(id, reply.getRound()));
       }
       return;
     }
@@ -1220,19 +1291,38 @@ class TaskRouter::Impl {
     ConcludeGroup(id);
   }
 
-  void HandleRemoveGroup(Conn& c, const PlacementGroupId& id) {
+  void HandleRemoveGroup(Conn& c, const PlacementGroupId& id, uint32_t round) {
     if (id.IsNil()) return;
-    if (c.role == Role::kPeer) return ReleaseLocal(id);
+    if (c.role == Role::kPeer) {
+      ReleaseLocal(id, round);
+      // Removed for good by way of another node: if this node made it, forget it here too.
+      auto made = groups_.find(id);
+      if (round == kAllRounds && made != groups_.end() && made->second.state == GroupOp::kReady) {
+        groups_.erase(made);
+      }
+      return;
+    }
+    // From a driver or worker: only its own job's groups, and always for good.
+    JobId job = JobOf(c);
     auto it = groups_.find(id);
     if (it != groups_.end()) {
       GroupOp& op = it->second;
+      if (op.job != job) {
+        CUMULUS_LOG(WARN) << "node: job " << job << " may not remove placement group " << id
+                          << " of job " << op.job;
+        return;
+      }
       if (op.state == GroupOp::kReserving) {
         op.removed = true;  // released once every node has answered
         return;
       }
       if (op.state == GroupOp::kReady) {
-        ReleaseEverywhere(op);
+        ReleaseEverywhere(op, kAllRounds);
         ForgetGroup(id);
+      } else if (op.origin != c.id) {
+        SendGroupReply(op.origin, id,
+                       Status::Cancelled("the placement group was removed before it was reserved"),
+                       {});
       }
       groups_.erase(it);
       return;
@@ -1240,10 +1330,14 @@ class TaskRouter::Impl {
     // Reserved by way of another node (a worker's group): its record says where.
     auto located = LocateGroup(id);
     if (!located.ok()) return;  // removed already, or never was
+    if (located->first != job) {
+      CUMULUS_LOG(WARN) << "node: job " << job << " may not remove placement group " << id;
+      return;
+    }
     GroupOp op;
     op.id = id;
-    op.nodes = *located;
-    ReleaseEverywhere(op);
+    op.nodes = located->second;
+    ReleaseEverywhere(op, kAllRounds);
     ForgetGroup(id);
   }
 
@@ -1259,13 +1353,13 @@ class TaskRouter::Impl {
 
   // The node of each bundle of a group: known here, or from the head's record.
   // NotFound: no such group; Unavailable: not reserved yet, or the head cannot be asked now.
-  Result<std::vector<NodeId>> LocateGroup(const PlacementGroupId& id) {
+  Result<std::pair<JobId, std::vector<NodeId>>> LocateGroup(const PlacementGroupId& id) {
     auto op = groups_.find(id);
     if (op != groups_.end()) {
       if (op->second.state != GroupOp::kReady) {
         return Status::Unavailable("placement group " + id.Hex() + " is not reserved yet");
       }
-      return op->second.nodes;
+      return std::make_pair(op->second.job, op->second.nodes);
     }
     auto cached = group_locations_.find(id);
     if (cached != group_locations_.end()) return cached->second;
@@ -1281,13 +1375,14 @@ class TaskRouter::Impl {
                                  raw.status().message());
     }
     CUMULUS_ASSIGN_OR_RETURN(GroupRecord record, Deserialize<GroupRecord>(*raw));
-    std::vector<NodeId> nodes;
+    std::pair<JobId, std::vector<NodeId>> where;
+    CUMULUS_ASSIGN_OR_RETURN(where.first, JobId::FromHex(record.job));
     for (auto& hex : record.nodes) {
       CUMULUS_ASSIGN_OR_RETURN(NodeId n, NodeId::FromHex(hex));
-      nodes.push_back(n);
+      where.second.push_back(n);
     }
-    group_locations_[id] = nodes;
-    return nodes;
+    group_locations_[id] = where;
+    return where;
   }
 
   // A task in a placement group runs on the node holding its bundle, from the bundle's resources.
@@ -1335,12 +1430,13 @@ class TaskRouter::Impl {
       if (located.status().code() == StatusCode::kUnavailable) return false;  // wait
       return fail(Status(located.status().code(), what + ": " + located.status().message()));
     }
-    if (index >= located->size()) {
+    const std::vector<NodeId>& nodes = located->second;
+    if (index >= nodes.size()) {
       return fail(Status::InvalidArgument(what + " asks for bundle " + std::to_string(index) +
                                           " but placement group " + gid.Hex() + " has " +
-                                          std::to_string(located->size()) + " bundles"));
+                                          std::to_string(nodes.size()) + " bundles"));
     }
-    NodeId node = (*located)[index];
+    NodeId node = nodes[index];
     if (node == node_id_) {
       group_locations_.erase(gid);
       return fail(Status::NotFound(what + ": " + bundle_name +
@@ -1540,7 +1636,7 @@ class TaskRouter::Impl {
     for (auto& [key, b] : bundles_) {
       if (b.job == job) held.insert(key.first);
     }
-    for (auto& g : held) ReleaseLocal(g);
+    for (auto& g : held) ReleaseLocal(g, kAllRounds);
     if (!tell_peers) return;
     capnp::MallocMessageBuilder message;
     message.initRoot<proto::CoreMessage>().setJobFinished(DataOf(job));
@@ -1610,7 +1706,14 @@ class TaskRouter::Impl {
       // Its queued tasks have nobody to answer to; its job's workers go away.
       EndJob(c.job, /*tell_peers=*/true);
     } else if (c.role == Role::kPeer) {
-      if (peers_.count(c.peer) && peers_[c.peer] == c.id) peers_.erase(c.peer);
+      // Only the connection this node sends on carries its forwarded tasks and reservations
+      // (the peer's own connection into this node may close independently).
+      bool ours = peers_.count(c.peer) && peers_[c.peer] == c.id;
+      if (ours) peers_.erase(c.peer);
+      if (!ours) {
+        CUMULUS_LOG(DEBUG) << "node: closed a second connection of node " << c.peer << ": " << why;
+        return;
+      }
       // Tasks forwarded there come back here to be placed again.
       for (auto& [id, t] : tasks_) {
         if (t.state == Task::kForwarded && t.forwarded_to == c.peer) Requeue(t, /*front=*/false);
@@ -1675,9 +1778,13 @@ class TaskRouter::Impl {
   std::map<JobId, std::vector<std::string>> program_argv_;
   std::unique_ptr<ControlClient> head_;
   TimePoint last_refresh_{};
+  TimePoint head_retry_at_{};
   std::map<std::pair<PlacementGroupId, uint32_t>, HeldBundle> bundles_;
   std::map<PlacementGroupId, GroupOp> groups_;  // groups reserved by way of this node
-  std::map<PlacementGroupId, std::vector<NodeId>> group_locations_;  // others', from the head
+  // Groups reserved by way of other nodes (job, node per bundle), from the head's records.
+  std::map<PlacementGroupId, std::pair<JobId, std::vector<NodeId>>> group_locations_;
+  std::map<PlacementGroupId, uint32_t> released_;  // release tombstones: group -> last try
+  std::deque<PlacementGroupId> released_order_;    // oldest first, to bound released_
 
   // Shared with the daemon's heartbeat thread.
   mutable std::mutex shared_mu_;

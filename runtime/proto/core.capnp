@@ -42,6 +42,7 @@ struct GroupRequest {                # driver -> node: reserve a gang
   jobId @1 :Data;
   bundles @2 :List(Bundle);
   strategy @3 :UInt8;                # 0 PACK, 1 SPREAD, 2 STRICT_PACK, 3 STRICT_SPREAD
+  round @4 :UInt32;                  # reserveBundles: which try of the group this is (from 1)
 }
 
 struct GroupReply {                  # node -> driver (the group), node -> node (its bundles)
@@ -49,6 +50,13 @@ struct GroupReply {                  # node -> driver (the group), node -> node 
   code @1 :UInt16;                   # cumulus::StatusCode; 0: reserved
   message @2 :Text;
   nodes @3 :List(Data);              # to the driver: the node of each bundle
+  round @4 :UInt32;                  # to a node: the try it answers
+}
+
+struct GroupRelease {                # let a group's bundles go
+  groupId @0 :Data;
+  round @1 :UInt32;                  # bundles reserved by this try or earlier; 0xFFFFFFFF: all,
+                                     # for good (later reservations of the group are refused)
 }
 
 struct CoreMessage {
@@ -65,6 +73,6 @@ struct CoreMessage {
     createGroup @9 :GroupRequest;     # driver->node
     groupReply @10 :GroupReply;       # node->driver, node->node
     reserveBundles @11 :GroupRequest; # node->node: hold these bundles (strategy unused)
-    removeGroup @12 :Data;            # driver->node(->nodes): release a group's bundles
+    removeGroup @12 :GroupRelease;    # driver->node(->nodes): release a group's bundles
   }
 }

@@ -1,0 +1,188 @@
+// The node-to-node half of placement groups, spoken by hand to a real node (a head and a node
+// daemon in this process, real TCP): reservations are all or nothing, a release is remembered so
+// that a late reservation of an earlier try is refused, and bad or unauthenticated input is
+// answered or refused without hurting the node.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/core/messages.h"
+#include "runtime/core/task_router.h"
+#include "runtime/head/head_server.h"
+#include "runtime/head/node_codec.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+#include "runtime/node/node_daemon.h"
+
+namespace cumulus {
+namespace {
+
+class RouterProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cumulus-router-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    token_ = *CreateOrLoadToken(dir_ + "/token");
+    HeadOptions ho;
+    ho.port = 0;
+    ho.data_dir = dir_ + "/head";
+    ho.token = token_;
+    std::filesystem::create_directories(ho.data_dir);
+    auto head = HeadServer::Start(ho);
+    ASSERT_TRUE(head.ok()) << head.status();
+    head_ = std::move(*head);
+    NodeDaemonOptions no;
+    no.head = HostPort{"127.0.0.1", head_->port()};
+    no.token = token_;
+    no.data_dir = dir_ + "/node";
+    no.object_store_memory = 32ull << 20;
+    no.declared = *ResourceSet::Parse("CPU=2,GPU=1");
+    std::filesystem::create_directories(no.data_dir);
+    auto node = NodeDaemon::Start(no);
+    ASSERT_TRUE(node.ok()) << node.status();
+    node_ = std::move(*node);
+  }
+  void TearDown() override {
+    node_.reset();
+    head_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A TCP connection to the node's router that has said hello as `role` with `token`.
+  int Connect(const std::string& role, const std::string& token) {
+    auto fd = ConnectTcp(*ParseHostPort(node_->core_address()), std::chrono::seconds(5));
+    EXPECT_TRUE(fd.ok()) << fd.status();
+    capnp::MallocMessageBuilder message;
+    auto h = message.initRoot<proto::CoreMessage>().initHello();
+    h.setRole(role);
+    h.setToken(token);
+    h.setNodeId(DataOf(NodeId::FromRandom()));
+    Send(*fd, EncodeFrame(message));
+    return *fd;
+  }
+  static void Send(int fd, const std::string& frame) {
+    ASSERT_EQ(write(fd, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+  }
+  static std::string Reserve(const PlacementGroupId& id, uint32_t round,
+                             const std::vector<std::pair<uint32_t, std::string>>& bundles) {
+    capnp::MallocMessageBuilder message;
+    auto r = message.initRoot<proto::CoreMessage>().initReserveBundles();
+    r.setGroupId(DataOf(id));
+    r.setJobId(DataOf(JobId::FromInt(7)));
+    r.setRound(round);
+    auto list = r.initBundles(static_cast<unsigned>(bundles.size()));
+    for (unsigned i = 0; i < bundles.size(); ++i) {
+      list[i].setIndex(bundles[i].first);
+      ResourceSet set = *ResourceSet::Parse(bundles[i].second);
+      EncodeResources(set, list[i].initResources(static_cast<unsigned>(set.units().size())));
+    }
+    return EncodeFrame(message);
+  }
+  static std::string Release(const PlacementGroupId& id, uint32_t round) {
+    capnp::MallocMessageBuilder message;
+    auto r = message.initRoot<proto::CoreMessage>().initRemoveGroup();
+    r.setGroupId(DataOf(id));
+    r.setRound(round);
+    return EncodeFrame(message);
+  }
+  // The next group reply on `fd`: its status code and message.
+  std::pair<StatusCode, std::string> Reply(int fd) {
+    auto words = ReadFrame(fd, decoder_, SystemClock::Get().Now() + std::chrono::seconds(10));
+    if (!words.ok()) return {words.status().code(), "no reply: " + words.status().message()};
+    capnp::FlatArrayMessageReader reader(*words);
+    auto msg = reader.getRoot<proto::CoreMessage>();
+    if (!msg.isGroupReply()) return {StatusCode::kInternal, "not a group reply"};
+    return {static_cast<StatusCode>(msg.getGroupReply().getCode()),
+            msg.getGroupReply().getMessage()};
+  }
+  std::string dir_, token_;
+  std::unique_ptr<HeadServer> head_;
+  std::unique_ptr<NodeDaemon> node_;
+  FrameDecoder decoder_{kMaxCoreFrameBytes};
+};
+
+std::string CpuGpu(const ResourceSet& r) {
+  return "CPU=" + std::to_string(r.Get("CPU")) + ",GPU=" + std::to_string(r.Get("GPU"));
+}
+
+TEST_F(RouterProtocolTest, ReservationsAreAllOrNothingAndReleasesAreRemembered) {
+  int fd = Connect("peer", token_);
+  auto id = PlacementGroupId::FromRandom();
+  auto free_now = [&] { return CpuGpu(node_->router().Available()); };
+
+  // Two bundles held at once; the node's free resources drop by both.
+  Send(fd, Reserve(id, 1, {{0, "CPU=1"}, {1, "CPU=1,GPU=1"}}));
+  auto r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kOk) << r.second;
+  for (int i = 0; i < 500 && free_now() != CpuGpu(ResourceSet()); ++i) usleep(10000);
+  EXPECT_EQ(free_now(), CpuGpu(ResourceSet()));
+
+  // The same bundles again: refused, nothing changes.
+  Send(fd, Reserve(id, 1, {{0, "CPU=1"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kAlreadyExists) << r.second;
+
+  // More than the node has: refused whole.
+  auto other = PlacementGroupId::FromRandom();
+  Send(fd, Reserve(other, 1, {{0, "CPU=1"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kResourceExhausted) << r.second;
+
+  // Released: the resources come back, and a late reservation of that try is refused...
+  Send(fd, Release(id, 1));
+  Send(fd, Reserve(id, 1, {{0, "CPU=1"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kCancelled) << r.second;
+  EXPECT_EQ(free_now(), CpuGpu(*ResourceSet::Parse("CPU=2,GPU=1")));
+  // ...while a later try is held, and a final release refuses every try after it.
+  Send(fd, Reserve(id, 2, {{0, "CPU=2"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kOk) << r.second;
+  Send(fd, Release(id, 0xFFFFFFFFu));
+  Send(fd, Reserve(id, 3, {{0, "CPU=1"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kCancelled) << r.second;
+  EXPECT_EQ(free_now(), CpuGpu(*ResourceSet::Parse("CPU=2,GPU=1")));
+
+  // Malformed requests get a clear answer and hold nothing.
+  Send(fd, Reserve(other, 1, {{0, "CPU=1"}, {0, "CPU=1"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kInvalidArgument) << r.second;
+  EXPECT_NE(r.second.find("twice"), std::string::npos) << r.second;
+  Send(fd, Reserve(other, 0, {{0, "CPU=1"}}));
+  r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kInvalidArgument) << r.second;
+  EXPECT_EQ(free_now(), CpuGpu(*ResourceSet::Parse("CPU=2,GPU=1")));
+  close(fd);
+}
+
+TEST_F(RouterProtocolTest, RefusesWhatIsNotAPeerWithTheToken) {
+  // Wrong token, and a driver over TCP: the connection is closed, nothing is reserved.
+  for (auto [role, token] : {std::pair<std::string, std::string>{"peer", "not-the-token"},
+                             std::pair<std::string, std::string>{"driver", token_}}) {
+    int fd = Connect(role, token);
+    auto id = PlacementGroupId::FromRandom();
+    std::string frame = Reserve(id, 1, {{0, "CPU=1"}});
+    (void)!write(fd, frame.data(), frame.size());
+    auto r = Reply(fd);
+    EXPECT_NE(r.first, StatusCode::kOk) << role;
+    close(fd);
+  }
+  // Garbage after a good hello: that connection goes, the node keeps serving.
+  int bad = Connect("peer", token_);
+  std::string junk(64, '\xff');
+  (void)!write(bad, junk.data(), junk.size());
+  close(bad);
+  int fd = Connect("peer", token_);
+  Send(fd, Reserve(PlacementGroupId::FromRandom(), 1, {{0, "CPU=1"}}));
+  auto r = Reply(fd);
+  EXPECT_EQ(r.first, StatusCode::kOk) << r.second;
+  EXPECT_EQ(CpuGpu(node_->router().Available()).substr(0, 12), "CPU=1.000000");
+  close(fd);
+}
+
+}  // namespace
+}  // namespace cumulus
