@@ -3,7 +3,10 @@
 // checks where its work lands and what comes back.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <map>
+#include <memory>
+#include <vector>
 #include <string>
 
 #include "cluster_fixture.h"
@@ -11,7 +14,29 @@
 namespace cumulus {
 namespace {
 
-class CoreTest : public ClusterTest {};
+class CoreTest : public ClusterTest {
+ protected:
+  // Starts core_driver with `args` against this cluster.
+  std::unique_ptr<Subprocess> Driver(std::vector<std::string> args) {
+    setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+    setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+    args.insert(args.begin(), std::string(CUMULUS_BIN_DIR) + "/core_driver");
+    auto p = std::make_unique<Subprocess>(args, /*merge_stderr=*/true);
+    unsetenv("CUMULUS_ADDRESS");
+    unsetenv("CUMULUS_TOKEN_FILE");
+    return p;
+  }
+  // Every named check printed "ok", and the driver finished without failures.
+  static void ExpectChecks(const std::string& out, std::initializer_list<const char*> checks) {
+    ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
+    for (const char* check : checks) {
+      EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
+          << check << " did not pass:\n"
+          << out;
+    }
+    EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
+  }
+};
 
 TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
   // The driver attaches to whichever node's socket it finds first, and it reads a 256 MiB object:
@@ -26,35 +51,17 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
   auto node_c = StartNode("c", {"--resources", "CPU=1,special=1", "--labels", "site=onprem"}, &c);
   ASSERT_FALSE(a.empty() || b.empty() || c.empty());
 
-  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
-  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
-  Subprocess driver({std::string(CUMULUS_BIN_DIR) + "/core_driver", "--head=" + head_id, "--a=" + a,
-                     "--b=" + b, "--c=" + c},
-                    /*merge_stderr=*/true);
-  std::string out = driver.ReadAll(240s);
-  unsetenv("CUMULUS_ADDRESS");
-  unsetenv("CUMULUS_TOKEN_FILE");
-  ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
-  for (const char* check :
-       {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "label_not_cloud", "custom_resource",
-        "gpu_and_label", "spread_uses_several_nodes", "node_affinity",
-        "gpu_actors_disjoint_devices", "infeasible_fails_fast", "infeasible_label",
-        "remote_exception", "ten_thousand_tasks", "chain_across_nodes",
-        "nested_tasks_on_a_full_node", "large_object_other_node", "large_object_driver"}) {
-    EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
-        << check << " did not pass:\n"
-        << out;
-  }
-  EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
+  std::vector<std::string> ids = {"--head=" + head_id, "--a=" + a, "--b=" + b, "--c=" + c};
+  ExpectChecks(Driver(ids)->ReadAll(240s),
+               {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "label_not_cloud", "custom_resource",
+                "gpu_and_label", "spread_uses_several_nodes", "node_affinity",
+                "gpu_actors_disjoint_devices", "infeasible_fails_fast", "infeasible_label",
+                "remote_exception", "ten_thousand_tasks", "chain_across_nodes",
+                "nested_tasks_on_a_full_node", "large_object_other_node", "large_object_driver"});
 
   // Pending demand: an actor that fits the cluster but not now shows in `cumulus status`.
-  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
-  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
-  Subprocess pending(
-      {std::string(CUMULUS_BIN_DIR) + "/core_driver", "--scenario=pending", "--c=" + c},
-      /*merge_stderr=*/true);
-  unsetenv("CUMULUS_ADDRESS");
-  unsetenv("CUMULUS_TOKEN_FILE");
+  auto pending_driver = Driver({"--scenario=pending", "--c=" + c});
+  Subprocess& pending = *pending_driver;
   ASSERT_TRUE(pending.WaitForLine("WAITING", 60s)) << pending.ReadAll(1s);
   std::string status;
   bool seen = WaitUntil(
@@ -74,45 +81,23 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
   EXPECT_NE(rest.find("DONE failures=0"), std::string::npos) << rest;
 
   // Placement groups on the same cluster.
-  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
-  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
-  Subprocess groups({std::string(CUMULUS_BIN_DIR) + "/core_driver", "--scenario=groups",
-                     "--head=" + head_id, "--a=" + a, "--b=" + b, "--c=" + c},
-                    /*merge_stderr=*/true);
-  unsetenv("CUMULUS_ADDRESS");
-  unsetenv("CUMULUS_TOKEN_FILE");
-  std::string gout = groups.ReadAll(180s);
-  for (const char* check :
-       {"group_strict_spread_created", "group_strict_spread_distinct_nodes",
-        "group_actors_on_their_bundles", "group_reservation_excludes_others",
-        "group_task_larger_than_bundle", "group_bundle_index_out_of_range",
-        "group_task_on_bundle_node", "group_removed", "group_removal_frees_resources",
-        "group_removal_stops_actors", "group_removed_task_fails", "group_infeasible_fails_fast",
-        "group_empty_bundle_rejected", "group_gpu_pack_created", "group_gpu_actors_disjoint",
-        "group_timeout", "group_gpu_removed", "group_fits_after_removal"}) {
-    EXPECT_NE(gout.find(std::string("CHECK ") + check + " ok"), std::string::npos)
-        << check << " did not pass:\n"
-        << gout;
-  }
-  EXPECT_NE(gout.find("DONE failures=0"), std::string::npos) << gout;
+  auto groups = Driver({"--scenario=groups", ids[0], ids[1], ids[2], ids[3]});
+  ExpectChecks(
+      groups->ReadAll(180s),
+      {"group_strict_spread_created", "group_strict_spread_distinct_nodes",
+       "group_actors_on_their_bundles", "group_reservation_excludes_others",
+       "group_task_larger_than_bundle", "group_bundle_index_out_of_range",
+       "group_task_on_bundle_node", "group_removed", "group_removal_frees_resources",
+       "group_removal_stops_actors", "group_removed_task_fails", "group_infeasible_fails_fast",
+       "group_empty_bundle_rejected", "group_gpu_pack_created", "group_gpu_actors_disjoint",
+       "group_timeout", "group_gpu_removed", "group_fits_after_removal"});
 
   // Actor restarts and retried actor calls.
-  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
-  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
-  Subprocess restarts({std::string(CUMULUS_BIN_DIR) + "/core_driver", "--scenario=restarts"},
-                      /*merge_stderr=*/true);
-  unsetenv("CUMULUS_ADDRESS");
-  unsetenv("CUMULUS_TOKEN_FILE");
-  std::string rout = restarts.ReadAll(180s);
-  for (const char* check :
-       {"restart_actor_runs", "restart_crash_fails_the_call", "restart_new_process_fresh_state",
-        "restart_limit_reached", "restart_call_retried_on_new_actor",
-        "restart_call_without_retries_fails", "restart_not_after_kill"}) {
-    EXPECT_NE(rout.find(std::string("CHECK ") + check + " ok"), std::string::npos)
-        << check << " did not pass:\n"
-        << rout;
-  }
-  EXPECT_NE(rout.find("DONE failures=0"), std::string::npos) << rout;
+  ExpectChecks(
+      Driver({"--scenario=restarts"})->ReadAll(180s),
+      {"restart_actor_runs", "restart_crash_fails_the_call", "restart_new_process_fresh_state",
+       "restart_limit_reached", "restart_call_retried_on_new_actor",
+       "restart_call_without_retries_fails", "restart_not_after_kill"});
 }
 
 }  // namespace

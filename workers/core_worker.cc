@@ -125,8 +125,6 @@ class CoreWorkerImpl : public CoreWorker {
                       std::vector<internal::ArgData> args,
                       const internal::CallOptions& options) override {
     ActorId actor = ActorId::Of(job_);
-    TaskId task = TaskId::ForActorTask(actor);
-    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
     std::unique_lock<std::mutex> lock(mu_);
     ActorEntry& a = actors_[actor];
     a.id = actor;
@@ -134,7 +132,6 @@ class CoreWorkerImpl : public CoreWorker {
     a.factory = factory;
     a.owned = true;
     a.name = options.name;
-    a.creation_task = task;
     a.max_restarts = options.max_restarts;
     if (a.max_restarts != 0) {
       // Kept to build it again; its object arguments stay alive as long as it may restart.
@@ -156,18 +153,7 @@ class CoreWorkerImpl : public CoreWorker {
         return actor;
       }
     }
-    NewObject(ret);
-    objects_[ret].refs = 0;  // nobody holds the creation result: freed once it arrives
-    auto pending = std::make_unique<PendingTask>();
-    pending->id = task;
-    pending->ret = ret;
-    pending->function = factory;
-    pending->args = std::move(args);
-    pending->options = options;
-    pending->actor_creation = true;
-    pending->actor = actor;
-    pending->max_retries = 0;
-    Enqueue(std::move(pending));
+    SubmitConstructor(actors_[actor], std::move(args), options);
     return actor;
   }
 
@@ -990,6 +976,25 @@ class CoreWorkerImpl : public CoreWorker {
     }
   }
 
+  // Sends the task that builds actor `a` (first time or again). REQUIRES: mu_.
+  void SubmitConstructor(ActorEntry& a, std::vector<internal::ArgData> args,
+                         const internal::CallOptions& options) {
+    TaskId task = TaskId::ForActorTask(a.id);
+    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
+    NewObject(ret);
+    objects_[ret].refs = 0;  // nobody holds the creation result: freed once it arrives
+    auto pending = std::make_unique<PendingTask>();
+    pending->id = task;
+    pending->ret = ret;
+    pending->function = a.factory;
+    pending->args = std::move(args);
+    pending->options = options;
+    pending->actor_creation = true;
+    pending->actor = a.id;
+    a.creation_task = task;
+    Enqueue(std::move(pending));
+  }
+
   bool CanRestart(const ActorEntry& a) const {
     return a.owned && (a.max_restarts < 0 || a.restarts < a.max_restarts);
   }
@@ -1041,20 +1046,7 @@ class CoreWorkerImpl : public CoreWorker {
       }
     }
     // The constructor again, with the arguments it had.
-    TaskId task = TaskId::ForActorTask(a.id);
-    ObjectId ret = ObjectId::FromTaskReturn(task, 1);
-    NewObject(ret);
-    objects_[ret].refs = 0;
-    auto pending = std::make_unique<PendingTask>();
-    pending->id = task;
-    pending->ret = ret;
-    pending->function = a.factory;
-    pending->args = a.creation_args;
-    pending->options = a.creation_options;
-    pending->actor_creation = true;
-    pending->actor = a.id;
-    a.creation_task = task;
-    Enqueue(std::move(pending));
+    SubmitConstructor(a, a.creation_args, a.creation_options);
   }
 
   void MarkActorDead(ActorEntry& a, const Status& why) {
