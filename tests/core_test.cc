@@ -6,8 +6,8 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "cluster_fixture.h"
 
@@ -72,9 +72,15 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
       },
       10s);
   EXPECT_TRUE(seen) << status;
+  // The demand may move between nodes (forwarded) between two heartbeats: wait for it here too.
   std::string text;
-  Cli({"status", "--address", address_, "--token-file", token_file_}, &text);
-  EXPECT_NE(text.find("1 x {special=1}"), std::string::npos) << text;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        Cli({"status", "--address", address_, "--token-file", token_file_}, &text);
+        return text.find("1 x {special=1}") != std::string::npos;
+      },
+      10s))
+      << text;
   pending.CloseStdin();
   std::string rest = pending.ReadAll(60s);
   EXPECT_NE(rest.find("CHECK pending_runs_after_room ok"), std::string::npos) << rest;

@@ -884,10 +884,11 @@ class CoreWorkerImpl : public CoreWorker {
         } else if (!st.ok()) {
           // It died between answering and our connecting: a restart if it may have one.
           ActorLost(a, "cannot connect to it at " + address + ": " + st.message());
-        } else if (!a.name.empty() && head_) {
-          (void)head_->KvPut(kActorsNamespace, a.name + "/address", address);
-          ActorNameRecord rec{a.id.Hex(), a.class_name, address};
-          (void)head_->KvPut(kActorsNamespace, a.name, Serialize(rec));
+        } else if (!a.name.empty()) {
+          // Published by the reader once it lets go of mu_ (a head call may wait behind a
+          // GetActor's KvWait in another thread; nothing may wait on mu_ meanwhile).
+          names_to_publish_.push_back(
+              {a.name, address, ActorNameRecord{a.id.Hex(), a.class_name, address}});
         }
       }
     }
@@ -1219,6 +1220,14 @@ class CoreWorkerImpl : public CoreWorker {
     }
     c.decoder.Append(buf.data(), static_cast<size_t>(got));
     ProcessFrames(tag);
+    if (names_to_publish_.empty() || !head_) return;
+    auto publish = std::move(names_to_publish_);
+    names_to_publish_.clear();
+    lock.unlock();
+    for (auto& n : publish) {
+      (void)head_->KvPut(kActorsNamespace, n.name + "/address", n.address);
+      (void)head_->KvPut(kActorsNamespace, n.name, Serialize(n.record));
+    }
   }
 
   // Handles the complete frames buffered on a connection. REQUIRES: mu_.
@@ -1280,6 +1289,16 @@ class CoreWorkerImpl : public CoreWorker {
       }
       case proto::CoreMessage::SUBMIT_TASK: {
         if (!is_worker_ || (tag != node_conn_ && !c.caller)) return false;
+        if (tag == node_conn_ && blocked_now_) {
+          // Sent before the node heard that the running task blocked: it would wait behind the
+          // task it may be waiting for. Hand it straight back.
+          capnp::MallocMessageBuilder message;
+          auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
+          b.setBlocked(true);
+          b.initReturned(1).set(0, msg.getSubmitTask().getTaskId());
+          (void)SendToNodeLocked(EncodeFrame(message));
+          return true;
+        }
         std::lock_guard<std::mutex> lock(exec_mu_);
         exec_queue_.push_back(Execution{std::move(words), tag});
         exec_cv_.notify_one();
@@ -1362,6 +1381,7 @@ class CoreWorkerImpl : public CoreWorker {
     capnp::MallocMessageBuilder message;
     auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
     b.setBlocked(blocked);
+    blocked_now_ = blocked;
     std::vector<TaskId> returned;
     if (blocked) {
       std::lock_guard<std::mutex> lock(exec_mu_);
@@ -1572,8 +1592,15 @@ class CoreWorkerImpl : public CoreWorker {
   uint64_t next_seq_ = 1;
   std::vector<std::string> free_batch_;
   std::vector<ObjectId> local_copies_;
+  struct NamePublication {
+    std::string name;
+    std::string address;
+    ActorNameRecord record;
+  };
+  std::vector<NamePublication> names_to_publish_;  // named actors now up: to the head KV
   TaskId current_task_;
   bool executing_ = false;
+  bool blocked_now_ = false;  // the running task waits in Get or Wait (the node was told)
 
   std::mutex head_mu_;
   std::unique_ptr<ControlClient> head_;
