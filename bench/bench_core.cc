@@ -56,16 +56,23 @@ double Median(std::vector<double> v) {
 
 // ---- anchors ----------------------------------------------------------------------------------
 
+// A blocking listening socket on a free loopback port; `addr` is where it listens.
+int ListenLoopback(sockaddr_in* addr) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr->sin_port = 0;
+  bind(ls, reinterpret_cast<sockaddr*>(addr), sizeof(*addr));
+  socklen_t len = sizeof(*addr);
+  getsockname(ls, reinterpret_cast<sockaddr*>(addr), &len);
+  listen(ls, 1);
+  return ls;
+}
+
 // Round trip of a 64-byte message between this process and a forked echo process.
 double RawTcpRttMicros(int rounds) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen(ls, 1);
+  int ls = ListenLoopback(&addr);
   pid_t child = fork();
   if (child == 0) {
     int c = accept(ls, nullptr, nullptr);
@@ -118,14 +125,8 @@ cumulus::Result<double> CafRttMicros(int rounds) {
 
 // Bytes per second through one loopback TCP connection (1 MiB writes), between two threads.
 double RawTcpBandwidth(uint64_t total) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen(ls, 1);
+  int ls = ListenLoopback(&addr);
   std::thread sender([&] {
     int c = accept(ls, nullptr, nullptr);
     std::vector<char> chunk(1 << 20, 1);

@@ -44,16 +44,6 @@ constexpr uint32_t kAllRounds = 0xFFFFFFFFu;  // a group release that is final
 
 using Words = kj::Array<capnp::word>;
 
-std::string HexOf(const std::string& binary) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char ch : binary) {
-    out.push_back(kDigits[ch >> 4]);
-    out.push_back(kDigits[ch & 15]);
-  }
-  return out;
-}
-
 std::string DescribeBundles(const std::vector<ResourceSet>& bundles) {
   std::string out = "[";
   for (size_t i = 0; i < bundles.size(); ++i) out += (i ? ", " : "") + bundles[i].ToString();
@@ -491,8 +481,7 @@ class TaskRouter::Impl {
                   "|" + std::to_string(static_cast<int>(t.req.placement.strategy)) + "|" +
                   t.req.placement.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
     if (!t.req.placement_group.empty()) {
-      t.class_key +=
-          "|pg:" + HexOf(t.req.placement_group) + ":" + std::to_string(t.req.bundle_index);
+      t.class_key += "|pg:" + t.req.placement_group + ":" + std::to_string(t.req.bundle_index);
     }
     if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
     TaskId id = t.id;
