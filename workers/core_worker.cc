@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -61,6 +62,16 @@ class CoreWorkerImpl : public CoreWorker {
  public:
   explicit CoreWorkerImpl(const CoreWorkerOptions& o) : options_(o) {
     is_worker_ = !o.worker_id.IsNil();
+    if (const char* d = std::getenv("CUMULUS_MAX_LINEAGE_DEPTH")) {
+      char* end = nullptr;
+      long v = std::strtol(d, &end, 10);
+      if (*d && end && *end == 0 && v >= 0 && v <= 1000000) {
+        max_lineage_depth_ = static_cast<int>(v);
+      } else {
+        CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_MAX_LINEAGE_DEPTH=" << d
+                          << " (want a whole number from 0 to 1000000)";
+      }
+    }
     job_ = o.job;
     driver_task_ = TaskId::ForDriver(job_);
   }
@@ -191,6 +202,27 @@ class CoreWorkerImpl : public CoreWorker {
                              ? TimePoint::max()
                              : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
     std::unique_lock<std::mutex> lock(mu_);
+    // A stored copy that cannot be read is rebuilt (lineage) and read again, a bounded number of
+    // times (Rebuild fails the object once it may not be rebuilt any more).
+    for (int round = 0;; ++round) {
+      auto got = GetOnce(id, timeout_ms, deadline, lock);
+      if (got.ok() || round > kMaxRebuilds || !IsLoss(got.status())) return got;
+      auto it = objects_.find(id);
+      if (it == objects_.end() || it->second.state != ObjectEntry::kReady || !it->second.stored) {
+        return got;
+      }
+      Rebuild(id, got.status().message());
+    }
+  }
+
+  // A read of a stored object failed because its copy is gone (or its node cannot be reached).
+  static bool IsLoss(const Status& st) {
+    return st.code() == StatusCode::kObjectLost || st.code() == StatusCode::kUnavailable;
+  }
+
+  // One try of Get. REQUIRES: `lock` holds mu_ (it is held again on return).
+  Result<internal::Payload> GetOnce(const ObjectId& id, int64_t timeout_ms, TimePoint deadline,
+                                    std::unique_lock<std::mutex>& lock) {
     auto it = objects_.find(id);
     if (it == objects_.end()) {
       return Status::NotFound("object " + id.Hex() +
@@ -222,8 +254,10 @@ class CoreWorkerImpl : public CoreWorker {
     bool pulled = where != node_id_;
     if (pulled) e.local_copy = true;
     lock.unlock();
-    CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer buffer, FetchFromStore(id, pulled, from));
-    auto holder = std::make_shared<ObjectBuffer>(std::move(buffer));
+    auto buffer = FetchFromStore(id, pulled, from);
+    lock.lock();
+    if (!buffer.ok()) return buffer.status();
+    auto holder = std::make_shared<ObjectBuffer>(std::move(*buffer));
     std::string_view view(reinterpret_cast<const char*>(holder->data()), holder->size());
     return internal::Payload{view, holder};
   }
@@ -351,8 +385,7 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) override {
-    CUMULUS_RETURN_IF_ERROR(EnsureHead());
-    auto raw = head_->KvGet(kActorsNamespace, name);
+    auto raw = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
     if (!raw.ok()) {
       if (raw.status().code() == StatusCode::kNotFound) {
         return Status::NotFound("no actor is named '" + name + "'");
@@ -371,7 +404,9 @@ class CoreWorkerImpl : public CoreWorker {
       if (rec.address.empty()) {
         // Registered but not created yet: wait for its owner to publish the address.
         lock.unlock();
-        auto full = head_->KvWait(kActorsNamespace, name + "/address", std::chrono::seconds(30));
+        auto full = WithHead([&](ControlClient& head) {
+          return head.KvWait(kActorsNamespace, name + "/address", std::chrono::seconds(30));
+        });
         lock.lock();
         if (!full.ok()) {
           MarkActorDead(a, Status::Unavailable("actor '" + name +
@@ -472,6 +507,7 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   NodeId node_id() const override { return node_id_; }
+  bool was_restarted() const override { return was_restarted_; }
   std::string transfer_address() const override { return transfer_address_; }
 
   Status PutRaw(const ObjectId& id, const std::string& bytes) override {
@@ -524,9 +560,14 @@ class CoreWorkerImpl : public CoreWorker {
         message.initRoot<proto::CoreMessage>().setKillActor(DataOf(id));
         (void)SendOnConnLocked(a.conn, EncodeFrame(message));
       }
-      if (!a.name.empty() && head_) {
-        (void)head_->KvDelete(kActorsNamespace, a.name);
-        (void)head_->KvDelete(kActorsNamespace, a.name + "/address");
+      std::shared_ptr<ControlClient> head;
+      {
+        std::lock_guard<std::mutex> hl(head_mu_);
+        head = head_;
+      }
+      if (!a.name.empty() && head) {  // one try: shutting down does not wait for the head
+        (void)head->KvDelete(kActorsNamespace, a.name);
+        (void)head->KvDelete(kActorsNamespace, a.name + "/address");
       }
     }
     lock.unlock();
@@ -550,6 +591,18 @@ class CoreWorkerImpl : public CoreWorker {
  private:
   static constexpr uint64_t kWakeTag = 1, kListenTag = 2;
   static constexpr uint32_t kFinalRelease = 0xFFFFFFFFu;  // GroupRelease.round: for good
+  static constexpr int kMaxRebuilds = 3;                  // times one lost object is rebuilt
+  static constexpr std::chrono::seconds kHeadWait{60};    // a head restart, waited out
+
+  // How a stored task result was made, kept while the object lives so that it can be made again
+  // if the node holding it dies (lineage). Its object arguments stay alive with it.
+  struct Lineage {
+    std::string function;
+    std::vector<internal::ArgData> args;
+    internal::CallOptions options;
+    int max_retries = 0;
+    std::vector<ObjectId> pinned;  // object arguments (task_refs held)
+  };
 
   struct ObjectEntry {
     enum State { kPending, kReady, kFailed } state = kPending;
@@ -562,7 +615,11 @@ class CoreWorkerImpl : public CoreWorker {
     uint64_t size = 0;
     bool local_copy = false;
     Status error;
-    std::vector<TaskId> waiting;  // tasks whose argument this is
+    std::vector<TaskId> waiting;       // tasks whose argument this is
+    std::unique_ptr<Lineage> lineage;  // stored results of normal tasks
+    std::string no_lineage;            // why a stored object cannot be rebuilt
+    int depth = 0;                     // tasks in its lineage (1: made from values only)
+    int rebuilds = 0;
   };
 
   struct PendingTask {
@@ -756,6 +813,7 @@ class CoreWorkerImpl : public CoreWorker {
     spec.setFunctionName(t.function);
     spec.setNumReturns(1);
     spec.setMaxRetries(t.max_retries);
+    spec.setAttempt(static_cast<uint32_t>(t.attempt));
     spec.setActorCreation(t.actor_creation);
     if (!t.actor.IsNil()) spec.setActorId(DataOf(t.actor));
     spec.setMaxRestarts(t.options.max_restarts);
@@ -915,6 +973,7 @@ class CoreWorkerImpl : public CoreWorker {
           e.node = IdFrom<NodeId>(loc.getNodeId());
           e.transfer = loc.getTransferAddress();
           e.size = loc.getSize();
+          RecordLineage(*t, e);
         }
       }
       ResolveWaiters(t->ret, e);
@@ -928,6 +987,108 @@ class CoreWorkerImpl : public CoreWorker {
     }
     FlushFrees();
     cv_.notify_all();
+  }
+
+  // A stored result: keep how it was made (its object arguments stay alive with it), unless it
+  // cannot be made again. Takes t's arguments. REQUIRES: mu_.
+  void RecordLineage(PendingTask& t, ObjectEntry& e) {
+    if (t.actor_call || t.actor_creation) {
+      e.no_lineage = "it is the result of actor call " + t.function +
+                     ", and actor calls are not run again to rebuild their results";
+      return;
+    }
+    int depth = 1;
+    for (const ObjectId& arg : t.held) {
+      auto a = objects_.find(arg);
+      if (a != objects_.end()) depth = std::max(depth, a->second.depth + 1);
+    }
+    e.depth = depth;
+    if (depth > max_lineage_depth_) {
+      e.no_lineage = "its lineage is " + std::to_string(depth) + " tasks deep, more than the " +
+                     std::to_string(max_lineage_depth_) +
+                     " kept (CUMULUS_MAX_LINEAGE_DEPTH); store checkpoints with Put instead";
+      return;
+    }
+    auto l = std::make_unique<Lineage>();
+    l->function = t.function;
+    l->args = std::move(t.args);
+    l->options = t.options;
+    l->max_retries = t.max_retries;
+    l->pinned = std::move(t.held);  // the task's hold on its arguments passes to the lineage
+    t.held.clear();
+    e.lineage = std::move(l);
+  }
+
+  // The stored copy of `id` cannot be read (`why`): run the task that made it again, or fail the
+  // object with ObjectLost saying why it cannot be. True if it is being rebuilt. REQUIRES: mu_.
+  bool Rebuild(const ObjectId& id, const std::string& why) {
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return false;
+    ObjectEntry& e = it->second;
+    if (e.state == ObjectEntry::kPending) return true;  // already being rebuilt
+    if (e.state != ObjectEntry::kReady || !e.stored) return false;
+    std::string what = "object " + id.Hex();
+    std::string cannot;
+    if (id.IsPut()) {
+      cannot = "it was made by Put, which keeps no lineage to rebuild it from";
+    } else if (!e.lineage) {
+      cannot = e.no_lineage.empty() ? "no lineage was kept for it" : e.no_lineage;
+    } else if (e.rebuilds >= kMaxRebuilds) {
+      cannot = "it was rebuilt " + std::to_string(e.rebuilds) + " times already";
+    } else if (stopped_ || node_conn_ == 0) {
+      cannot = "this process is no longer connected to its node";
+    }
+    if (!cannot.empty()) {
+      e.state = ObjectEntry::kFailed;
+      e.error =
+          Status::ObjectLost(what + " was lost (" + why + ") and cannot be rebuilt: " + cannot);
+      e.lineage.reset();
+      cv_.notify_all();
+      return false;
+    }
+    std::unique_ptr<Lineage> l = std::move(e.lineage);
+    e.rebuilds++;
+    e.state = ObjectEntry::kPending;
+    e.stored = false;
+    e.inline_value.reset();
+    CUMULUS_LOG(WARN) << "cumulus: " << what << " (result of " << l->function << ") was lost ("
+                      << why << "); rebuilding it by running " << l->function << " again (rebuild "
+                      << e.rebuilds << " of " << kMaxRebuilds << ")";
+    auto pending = std::make_unique<PendingTask>();
+    pending->id = id.Task();
+    pending->ret = id;
+    pending->function = l->function;
+    pending->args = l->args;
+    pending->options = l->options;
+    pending->max_retries = l->max_retries;
+    Enqueue(std::move(pending));  // holds the arguments again before the lineage lets them go
+    ReleasePins(l->pinned);
+    return true;
+  }
+
+  // Task `task` could not read its argument `lost`: if that is being rebuilt, the task waits for
+  // it and is sent again (not an attempt of its own). REQUIRES: mu_.
+  bool WaitForRebuiltArgument(const TaskId& task, const ObjectId& lost, const std::string& why) {
+    auto t = tasks_.find(task);
+    if (t == tasks_.end() || t->second->actor_call) return false;
+    PendingTask& p = *t->second;
+    if (std::find(p.held.begin(), p.held.end(), lost) == p.held.end()) return false;
+    if (!Rebuild(lost, why)) return false;
+    auto e = objects_.find(lost);
+    if (e == objects_.end() || e->second.state != ObjectEntry::kPending) return false;
+    p.sent = false;
+    p.unresolved++;
+    e->second.waiting.push_back(task);
+    return true;
+  }
+
+  void ReleasePins(const std::vector<ObjectId>& pinned) {
+    for (const ObjectId& p : pinned) {
+      auto h = objects_.find(p);
+      if (h == objects_.end()) continue;
+      h->second.task_refs--;
+      MaybeFree(h);
+    }
   }
 
   void FailObject(const ObjectId& id, const Status& st) {
@@ -956,7 +1117,9 @@ class CoreWorkerImpl : public CoreWorker {
       free_batch_.push_back(it->first.Binary() + e.node.Binary());
       if (e.local_copy) local_copies_.push_back(it->first);
     }
+    std::unique_ptr<Lineage> lineage = std::move(e.lineage);
     objects_.erase(it);
+    if (lineage) ReleasePins(lineage->pinned);
   }
 
   void FlushFrees() {
@@ -992,6 +1155,7 @@ class CoreWorkerImpl : public CoreWorker {
     pending->options = options;
     pending->actor_creation = true;
     pending->actor = a.id;
+    pending->attempt = a.restarts;  // the worker tells WasRestarted() from it
     a.creation_task = task;
     Enqueue(std::move(pending));
   }
@@ -1096,22 +1260,75 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   Status ReserveName(const std::string& name, const ActorId& id, const std::string& class_name) {
-    CUMULUS_RETURN_IF_ERROR(EnsureHead());
     ActorNameRecord rec{id.Hex(), class_name, ""};
-    auto existed = head_->KvPut(kActorsNamespace, name, Serialize(rec), /*overwrite=*/false);
+    auto existed = WithHead([&](ControlClient& head) {
+      return head.KvPut(kActorsNamespace, name, Serialize(rec), /*overwrite=*/false);
+    });
     if (!existed.ok()) return existed.status();
-    if (*existed) return Status::AlreadyExists("an actor named '" + name + "' already exists");
+    if (*existed) {
+      // Ours already if an earlier try went through just before the head went away.
+      auto held = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
+      auto holder =
+          held.ok() ? Deserialize<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
+      if (holder.ok() && holder->actor_id == rec.actor_id) return Status();
+      return Status::AlreadyExists("an actor named '" + name + "' already exists");
+    }
     return Status();
   }
 
-  Status EnsureHead() {
+  // The head client, connected if it was not. Several threads may use it at once.
+  Result<std::shared_ptr<ControlClient>> Head() {
     std::lock_guard<std::mutex> lock(head_mu_);
-    if (head_) return Status();
+    if (head_) return head_;
     ControlClientOptions o;
     o.role = is_worker_ ? "worker" : "driver";
     o.request_timeout = std::chrono::seconds(35);
-    CUMULUS_ASSIGN_OR_RETURN(head_, ControlClient::Connect(options_.head, options_.token, o));
-    return Status();
+    CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(options_.head, options_.token, o));
+    head_ = std::move(client);
+    return head_;
+  }
+
+  static const Status& StatusOf(const Status& s) { return s; }
+  template <typename T>
+  static Status StatusOf(const Result<T>& r) {
+    return r.status();
+  }
+
+  // Runs `call` against the head. While the head cannot be reached (it is restarting) it tries
+  // again with a new connection, for up to kHeadWait; then it fails naming the head.
+  template <typename Call>
+  auto WithHead(Call call) -> decltype(call(std::declval<ControlClient&>())) {
+    TimePoint deadline = SystemClock::Get().Now() + kHeadWait;
+    Duration pause = std::chrono::milliseconds(100);
+    bool told = false;
+    while (true) {
+      Status failed;
+      auto head = Head();
+      if (head.ok()) {
+        auto r = call(**head);
+        failed = StatusOf(r);
+        if (failed.code() != StatusCode::kUnavailable) return r;
+        std::lock_guard<std::mutex> lock(head_mu_);
+        if (head_ == *head) head_.reset();  // broken: the next try connects again
+      } else {
+        failed = head.status();
+        if (failed.code() != StatusCode::kUnavailable && failed.code() != StatusCode::kTimedOut) {
+          return failed;
+        }
+      }
+      if (stopped_ || SystemClock::Get().Now() + pause > deadline) {
+        return Status::Unavailable("the head at " + options_.head.ToString() +
+                                   " could not be reached for " +
+                                   std::to_string(kHeadWait.count()) + " s: " + failed.message());
+      }
+      if (!told) {
+        CUMULUS_LOG(WARN) << "cumulus: the head cannot be reached (" << failed.message()
+                          << "); waiting for it to come back";
+        told = true;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<Duration>(pause * 2, std::chrono::seconds(1));
+    }
   }
 
   // Reads an object from this node's store, pulling it from `from` first if asked.
@@ -1220,13 +1437,30 @@ class CoreWorkerImpl : public CoreWorker {
     }
     c.decoder.Append(buf.data(), static_cast<size_t>(got));
     ProcessFrames(tag);
-    if (names_to_publish_.empty() || !head_) return;
+    if (names_to_publish_.empty()) return;
     auto publish = std::move(names_to_publish_);
     names_to_publish_.clear();
     lock.unlock();
+    // This thread reads every connection: it tries the head once (reconnecting if its connection
+    // broke), and does not wait out a head restart.
     for (auto& n : publish) {
-      (void)head_->KvPut(kActorsNamespace, n.name + "/address", n.address);
-      (void)head_->KvPut(kActorsNamespace, n.name, Serialize(n.record));
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        auto head = Head();
+        Status st = head.ok()
+                        ? (*head)->KvPut(kActorsNamespace, n.name + "/address", n.address).status()
+                        : head.status();
+        if (st.ok()) st = (*head)->KvPut(kActorsNamespace, n.name, Serialize(n.record)).status();
+        if (st.ok()) break;
+        if (head.ok()) {
+          std::lock_guard<std::mutex> hl(head_mu_);
+          if (head_ == *head) head_.reset();
+        }
+        if (attempt == 1) {
+          CUMULUS_LOG(WARN) << "cumulus: could not publish the address of actor '" << n.name
+                            << "' (" << st.message() << "); GetActor(\"" << n.name
+                            << "\") will not find it";
+        }
+      }
     }
   }
 
@@ -1281,6 +1515,10 @@ class CoreWorkerImpl : public CoreWorker {
         TaskId id = IdFrom<TaskId>(r.getTaskId());
         if (r.getCode() != 0) {
           Status st(static_cast<StatusCode>(r.getCode()), r.getMessage());
+          if (r.hasLostObject() &&
+              WaitForRebuiltArgument(id, IdFrom<ObjectId>(r.getLostObject()), st.message())) {
+            return true;
+          }
           FinishTask(id, &st, nullptr);
         } else {
           FinishTask(id, nullptr, &r);
@@ -1503,8 +1741,10 @@ class CoreWorkerImpl : public CoreWorker {
       auto buffer = FetchFromStore(id, pull, loc.getTransferAddress());
       if (!buffer.ok()) {
         cleanup();
-        return Status(buffer.status().code(), "argument " + std::to_string(args.size()) + " of " +
-                                                  function + ": " + buffer.status().message());
+        // Its owner may rebuild it (lineage) and send this task again.
+        result->setLostObject(DataOf(id));
+        return Status::ObjectLost("argument " + std::to_string(args.size()) + " of " + function +
+                                  " could not be read: " + buffer.status().message());
       }
       args.emplace_back(reinterpret_cast<const char*>(buffer->data()), buffer->size());
       buffers.push_back(std::move(*buffer));
@@ -1515,6 +1755,7 @@ class CoreWorkerImpl : public CoreWorker {
         if (!fn->construct) {
           st = Status::InvalidArgument(function + " is not an actor factory");
         } else {
+          was_restarted_ = spec.getAttempt() > 0;
           actor_ = fn->construct(args);
           actor_id_ = IdFrom<ActorId>(spec.getActorId());
           st = StartActorListener(result);
@@ -1603,7 +1844,9 @@ class CoreWorkerImpl : public CoreWorker {
   bool blocked_now_ = false;  // the running task waits in Get or Wait (the node was told)
 
   std::mutex head_mu_;
-  std::unique_ptr<ControlClient> head_;
+  std::shared_ptr<ControlClient> head_;  // guarded by head_mu_
+  int max_lineage_depth_ = 100;          // CUMULUS_MAX_LINEAGE_DEPTH
+  std::atomic<bool> was_restarted_{false};
 
   std::mutex exec_mu_;
   std::condition_variable exec_cv_;

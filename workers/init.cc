@@ -272,6 +272,11 @@ NodeId CurrentNodeId() {
   return r ? r->node_id() : NodeId();
 }
 
+bool WasRestarted() {
+  auto* r = internal::CurrentRuntime();
+  return r && r->was_restarted();
+}
+
 Result<PlacementGroup> CreatePlacementGroup(
     const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
     std::chrono::milliseconds timeout) {

@@ -168,6 +168,7 @@ class TaskRouter::Impl {
     WorkerId worker;
     bool cancelled = false;
     std::string class_key;
+    bool waiting_retry = false;  // in delayed_, not in a queue
   };
 
   struct Worker {
@@ -255,7 +256,9 @@ class TaskRouter::Impl {
       }
       if (stop_) break;
       ApplySharedUpdates();
+      if (!newly_dead_.empty()) DropDeadPeers();
       TimePoint now = SystemClock::Get().Now();
+      if (!delayed_.empty()) RequeueDue(now);
       if (now - last_housekeeping > std::chrono::milliseconds(50)) {
         last_housekeeping = now;
         Housekeeping(now);
@@ -635,9 +638,24 @@ class TaskRouter::Impl {
         v.alive = n.state == NodeState::kAlive;
         view_[n.id] = v;
         core_addresses_[n.id] = n.core_address;
+        if (n.state == NodeState::kDead) newly_dead_.push_back(n.id);
       }
       schedule_dirty_ = true;
     }
+  }
+
+  // The head declared these nodes dead: a hung node (SIGSTOP, a frozen VM) keeps its TCP
+  // connections open, so close ours; what was forwarded there is placed again.
+  void DropDeadPeers() {
+    for (const NodeId& id : newly_dead_) {
+      auto p = peers_.find(id);
+      if (p == peers_.end()) continue;
+      auto c = conns_.find(p->second);
+      if (c != conns_.end() && !c->second.closed) {
+        Close(c->second, "the head declared node " + id.Hex() + " dead");
+      }
+    }
+    newly_dead_.clear();
   }
 
   // Fetches the cluster view from the head now (at most every 100 ms). True if it did.
@@ -779,6 +797,27 @@ class TaskRouter::Impl {
     std::lock_guard<std::mutex> lock(shared_mu_);
     shared_available_ = available_;
     shared_pending_ = std::move(pending);
+  }
+
+  // A retry after a failure waits a little, more each time (100 ms, 200 ms, ... up to 5 s), so
+  // that a task that kills its worker does not spin. REQUIRES: the task is in tasks_.
+  void RequeueLater(Task& t) {
+    auto backoff = std::chrono::milliseconds(100 << std::min<uint32_t>(t.attempt - 1, 6));
+    t.state = Task::kQueued;
+    t.waiting_retry = true;
+    delayed_.emplace(
+        SystemClock::Get().Now() + std::min<Duration>(backoff, std::chrono::seconds(5)), t.id);
+  }
+
+  void RequeueDue(TimePoint now) {
+    while (!delayed_.empty() && delayed_.begin()->first <= now) {
+      TaskId id = delayed_.begin()->second;
+      delayed_.erase(delayed_.begin());
+      auto t = tasks_.find(id);
+      if (t == tasks_.end() || !t->second.waiting_retry) continue;
+      t->second.waiting_retry = false;
+      Requeue(t->second, /*front=*/false);
+    }
   }
 
   void Requeue(Task& t, bool front) {
@@ -1582,7 +1621,7 @@ class TaskRouter::Impl {
         task.attempt++;
         CUMULUS_LOG(WARN) << "node: the worker running " << task.function << " " << why
                           << "; retrying (attempt " << task.attempt + 1 << ")";
-        Requeue(task, /*front=*/false);
+        RequeueLater(task);
       } else {
         FailTask(id, Status::Unavailable("the worker running task " + task.function + " " + why +
                                          " on node " + node_id_.Hex() + "; no retries left"));
@@ -1613,6 +1652,14 @@ class TaskRouter::Impl {
       it = it->second.job == job ? tasks_.erase(it) : std::next(it);
     }
     programs_.erase(job);
+    // Its objects: their owner is gone, so nobody could free or read them.
+    if (options_.store) {
+      size_t freed =
+          options_.store->DeleteIf([&](const ObjectId& id) { return id.Task().Job() == job; });
+      if (freed > 0) {
+        CUMULUS_LOG(INFO) << "node: deleted " << freed << " objects of ended job " << job.Hex();
+      }
+    }
     for (auto it = groups_.begin(); it != groups_.end();) {
       if (it->second.job != job) {
         ++it;
@@ -1703,9 +1750,29 @@ class TaskRouter::Impl {
         CUMULUS_LOG(DEBUG) << "node: closed a second connection of node " << c.peer << ": " << why;
         return;
       }
-      // Tasks forwarded there come back here to be placed again.
+      // Tasks forwarded there come back here to be placed again: an attempt each, as the node
+      // may have died running them (actor constructors: their owner decides about restarts).
+      std::vector<TaskId> lost;
       for (auto& [id, t] : tasks_) {
-        if (t.state == Task::kForwarded && t.forwarded_to == c.peer) Requeue(t, /*front=*/false);
+        if (t.state == Task::kForwarded && t.forwarded_to == c.peer) lost.push_back(id);
+      }
+      for (const TaskId& id : lost) {
+        Task& t = tasks_.at(id);
+        std::string where = "node " + c.peer.Hex() + " (" + why + ")";
+        if (t.actor_creation) {
+          FailTask(id, Status::ActorDied("lost the connection to " + where +
+                                         " while it built actor " + t.function));
+        } else if (t.cancelled) {
+          FailTask(id, Status::Cancelled("task " + t.function + " was cancelled"));
+        } else if (t.max_retries < 0 || static_cast<int>(t.attempt) < t.max_retries) {
+          t.attempt++;
+          CUMULUS_LOG(WARN) << "node: lost the connection to " << where << " while it ran "
+                            << t.function << "; retrying (attempt " << t.attempt + 1 << ")";
+          RequeueLater(t);
+        } else {
+          FailTask(id, Status::Unavailable("lost the connection to " + where + " while it ran " +
+                                           t.function + "; no retries left"));
+        }
       }
       unreachable_until_[c.peer] = SystemClock::Get().Now() + kUnreachablePenalty;
       std::vector<PlacementGroupId> asked;
@@ -1763,6 +1830,8 @@ class TaskRouter::Impl {
   std::map<NodeId, std::string> core_addresses_;
   std::map<NodeId, TimePoint> unreachable_until_;
   std::map<NodeId, uint64_t> peers_;
+  std::vector<NodeId> newly_dead_;            // from the view, not yet acted on
+  std::multimap<TimePoint, TaskId> delayed_;  // retries waiting for their backoff
   std::map<JobId, std::string> programs_;
   std::map<JobId, std::vector<std::string>> program_argv_;
   std::unique_ptr<ControlClient> head_;

@@ -363,6 +363,23 @@ Status ObjectStore::Delete(const ObjectId& id) {
   return Status();
 }
 
+size_t ObjectStore::DeleteIf(const std::function<bool(const ObjectId&)>& match) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectId> doomed;
+  for (auto& [id, e] : objects_) {
+    if (e.sealed && !e.durable && !e.delete_pending && match(id)) doomed.push_back(id);
+  }
+  for (const ObjectId& id : doomed) {
+    auto it = objects_.find(id);
+    if (it->second.pins > 0) {
+      it->second.delete_pending = true;
+    } else {
+      FreeLocked(it);
+    }
+  }
+  return doomed.size();
+}
+
 Status ObjectStore::Spill(const ObjectId& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(id);

@@ -152,6 +152,9 @@ class ObjectStore {
 
   // Frees a sealed object now, or when its last pin is released. NotFound if unknown.
   Status Delete(const ObjectId& id);
+  // Deletes every sealed, non-durable object `match` accepts (pinned ones when their last pin
+  // goes), as when a job ends. Returns how many.
+  size_t DeleteIf(const std::function<bool(const ObjectId&)>& match);
   // Moves a sealed, unpinned object to disk now and frees its memory.
   Status Spill(const ObjectId& id);
   // True if `id` is sealed here (in memory or on disk).

@@ -63,4 +63,5 @@ struct TaskResult {
   nodeId @4 :Data;                   # where it ran (or failed)
   actorAddress @5 :Text;             # actor creation: host:port for direct calls
   workerPid @6 :Int32;
+  lostObject @7 :Data;               # code ObjectLost: the argument that could not be read
 }

@@ -60,6 +60,10 @@ bool IsWorker();
 std::vector<int> GetGpuIds();
 // The node this process runs on.
 NodeId CurrentNodeId();
+// Inside an actor (its constructor and methods): true if this instance is a restart, built again
+// after an earlier process of the same actor died (see ActorCreator::SetMaxRestarts). Its state
+// is fresh: restore it from a checkpoint here if it keeps one.
+bool WasRestarted();
 
 // ---------------------------------------------------------------------------------------------
 // Errors.

@@ -73,6 +73,8 @@ class Runtime {
       int64_t timeout_ms) = 0;
   virtual Status RemovePlacementGroup(const std::string& id) = 0;
   virtual NodeId node_id() const = 0;
+  // Actor workers: this instance was built again after its predecessor died.
+  virtual bool was_restarted() const { return false; }
 };
 
 // The process's runtime; null before Init and after Shutdown.
