@@ -188,6 +188,8 @@ Status StartDriver(const InitOptions& options) {
   std::string socket;
   if (me.node) {
     socket = me.node->core_socket();
+  } else if (!Env("CUMULUS_NODE_SOCKET").empty()) {
+    socket = Env("CUMULUS_NODE_SOCKET");  // the node that started it (`cumulus submit`), or chosen
   } else {
     CUMULUS_ASSIGN_OR_RETURN(NodeRecord local, FindLocalNode(*head));
     socket = local.core_socket;

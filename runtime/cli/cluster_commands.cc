@@ -31,7 +31,7 @@ namespace {
 constexpr const char* kStartHelp = R"(Usage:
   cumulus start --head [--port 6380] [--bind 127.0.0.1] [--data-dir DIR]
                        [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
-                       [--object-store-memory SIZE] [--block]
+                       [--object-store-memory SIZE] [--no-node] [--block]
   cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
                        [--resources ...] [--labels ...] [--object-store-memory SIZE] [--block]
 
@@ -50,6 +50,8 @@ them to other nodes and clients. --address starts a node that joins the head at 
   --resources LIST         override detected resources (CPU, GPU, memory in bytes or K/M/G/T, custom)
   --labels LIST            node labels, e.g. site=onprem,gpu_type=A100
   --object-store-memory S  shared memory of the node's object store (default 30% of RAM)
+  --no-node                head only: run the control store alone, no node (no tasks run here;
+                           the head can then restart without taking work down with it)
   --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N
                            head only: how often nodes heartbeat (1000), the silence after which a
                            node is DEAD (10000), and how long a node whose connection closed has to
@@ -275,6 +277,7 @@ int StartHead(const Flags& flags) {
   if (auto id = NodeId::FromHex(ReadFile(head.data_dir + "/node_id")); id.ok()) node.node_id = *id;
 
   bool block = flags.Has("block");
+  bool with_node = !flags.Has("no-node");
   std::string advertise_host = head.bind_host == "0.0.0.0" ? [] {
     char h[256] = {0};
     gethostname(h, sizeof(h) - 1);
@@ -291,19 +294,22 @@ int StartHead(const Flags& flags) {
     node.head =
         HostPort{head.bind_host == "0.0.0.0" ? "127.0.0.1" : head.bind_host, (*server)->port()};
     node.bind_host = head.bind_host;
-    auto daemon = NodeDaemon::Start(node);
-    if (!daemon.ok()) {
-      ready("error cannot start the head's node: " + daemon.status().message());
-      return 1;
+    Result<std::unique_ptr<NodeDaemon>> daemon = std::unique_ptr<NodeDaemon>();
+    if (with_node) {
+      daemon = NodeDaemon::Start(node);
+      if (!daemon.ok()) {
+        ready("error cannot start the head's node: " + daemon.status().message());
+        return 1;
+      }
+      std::ofstream(head.data_dir + "/node_id") << (*daemon)->node_id().Hex() << "\n";
     }
-    std::ofstream(head.data_dir + "/node_id") << (*daemon)->node_id().Hex() << "\n";
     std::string address = advertise_host + ":" + std::to_string((*server)->port());
     Status remembered = RememberCluster(address, token_file);
     if (remembered.ok()) remembered = RememberProcess(getpid(), "head");
     if (!remembered.ok())
       CUMULUS_LOG(WARN) << "cannot remember the cluster locally: " << remembered;
     ready("ok " + address + " " + (*server)->cluster_id() + " " + std::to_string(getpid()) + " " +
-          (*daemon)->resources().ToString());
+          (with_node ? (*daemon)->resources().ToString() : std::string("-")));
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "head stopping (signal " << sig << ")";
@@ -320,7 +326,11 @@ int StartHead(const Flags& flags) {
                 token_file.c_str(), pid.c_str());
     std::printf("Started the Cumulus head at %s (cluster %s, data dir %s).\n", address.c_str(),
                 cluster.c_str(), head.data_dir.c_str());
-    std::printf("It also runs a node with %s.\n", resources_text.c_str());
+    if (with_node) {
+      std::printf("It also runs a node with %s.\n", resources_text.c_str());
+    } else {
+      std::printf("It runs no node (--no-node): start nodes to run work.\n");
+    }
     std::printf("Credentials: %s (mode 0600; whoever has it controls the cluster).\n",
                 token_file.c_str());
     if (head.bind_host == "127.0.0.1" || head.bind_host == "localhost") {
@@ -619,11 +629,15 @@ int StartCommand(const std::vector<std::string>& args) {
   Flags flags({"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
                "object-store-memory", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                "disconnect-grace-ms"},
-              {"head", "block"});
+              {"head", "block", "no-node"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
   if (flags.Has("head") == flags.Has("address")) {
     return UsageError("start needs exactly one of --head or --address HOST:PORT",
+                      "cumulus start --help");
+  }
+  if (flags.Has("no-node") && !flags.Has("head")) {
+    return UsageError("--no-node is for 'start --head' (a node joining with --address is a node)",
                       "cumulus start --help");
   }
   return flags.Has("head") ? StartHead(flags) : StartNode(flags);

@@ -1,0 +1,325 @@
+// A Cumulus program run by fault_test while the test kills parts of the cluster under it. It
+// prints one line per check ("CHECK <name> ok" / "CHECK <name> FAIL <why>"), "READY ..." when the
+// test may inject its fault, and "DONE failures=N" at the end. It waits for the fault with a file
+// barrier: the test creates --dir/<name> once it has done what the driver waits for.
+//   --scenario=worker_death   tasks and actors whose processes are SIGKILLed
+//   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
+//   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
+//   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up
+#include <cumulus/cumulus.h>
+#include <signal.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
+int Plus(int a, int b) { return a + b; }
+
+// Appends a line to `path` and returns how many lines it has now (this try's number).
+int CountTry(const std::string& path) {
+  { std::ofstream(path, std::ios::app) << "x\n"; }
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+// Kills its own worker with SIGKILL on the first try; then returns value * 10 + tries.
+int DieOnce(std::string path, int value) {
+  int tries = CountTry(path);
+  if (tries == 1) kill(getpid(), SIGKILL);
+  return value * 10 + tries;
+}
+
+std::vector<uint8_t> Blob(uint64_t bytes, uint32_t seed) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (uint64_t i = 0; i < bytes; ++i) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    out[i] = static_cast<uint8_t>(s);
+  }
+  return out;
+}
+// Deterministic: the driver computes the same bytes to check what comes back.
+std::vector<uint8_t> Mix(std::vector<uint8_t> in, uint32_t salt) {
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(in[i] * 31 + salt + i);
+  return in;
+}
+uint64_t Sum(const std::vector<uint8_t>& b) { return XXH3_64bits(b.data(), b.size()); }
+std::pair<std::string, uint64_t> SumWhere(std::vector<uint8_t> b) { return {WhereAmI(), Sum(b)}; }
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+// Waits (up to two minutes) for the test to create `path`.
+bool WaitForFile(const std::string& path) {
+  for (int i = 0; i < 120000 && !Exists(path); ++i) usleep(1000);
+  return Exists(path);
+}
+std::string SleepUntil(std::string path) {
+  WaitForFile(path);
+  return WhereAmI();
+}
+
+class Survivor {
+ public:
+  Survivor() : restarted_(cumulus::WasRestarted()) {}
+  int Pid() const { return static_cast<int>(getpid()); }
+  bool Restarted() const { return restarted_ && cumulus::WasRestarted(); }
+  std::string Where() const { return WhereAmI(); }
+  std::vector<uint8_t> Big(uint64_t bytes) const { return Blob(bytes, 7); }
+  int Incr() { return ++count_; }
+
+ private:
+  bool restarted_;
+  int count_ = 0;
+};
+Survivor* CreateSurvivor() { return new Survivor(); }
+
+}  // namespace
+
+CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Blob, Mix, SumWhere, SleepUntil, CreateSurvivor,
+               &Survivor::Pid, &Survivor::Restarted, &Survivor::Where, &Survivor::Big,
+               &Survivor::Incr);
+
+namespace {
+
+int failures = 0;
+void Check(const std::string& name, bool ok, const std::string& why = "") {
+  std::printf("CHECK %s %s%s\n", name.c_str(), ok ? "ok" : "FAIL ", ok ? "" : why.c_str());
+  std::fflush(stdout);
+  failures += ok ? 0 : 1;
+}
+void Say(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+std::map<std::string, std::string> Args(int argc, char** argv) {
+  std::map<std::string, std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos)
+      out[a.substr(2, eq - 2)] = a.substr(eq + 1);
+  }
+  return out;
+}
+template <typename R>
+std::string Text(const R& r) {
+  return r.ok() ? std::string("ok") : r.status().ToString();
+}
+template <typename R>
+cumulus::StatusCode Code(const R& r) {
+  return r.ok() ? cumulus::StatusCode::kOk : r.status().code();
+}
+const auto kWait = std::chrono::seconds(90);
+
+void WorkerDeath(const std::string& dir) {
+  // A task whose worker is SIGKILLed runs again (it may, by default) and its result is right.
+  auto retried = cumulus::TryGet(cumulus::Task(DieOnce).Remote(dir + "/die-a", 4), kWait);
+  Check("task_retried_after_sigkill", retried.ok() && *retried == 42, Text(retried));
+  // With no retries it fails, saying what happened.
+  auto once =
+      cumulus::TryGet(cumulus::Task(DieOnce).SetMaxRetries(0).Remote(dir + "/die-b", 5), kWait);
+  Check("task_without_retries_fails",
+        Code(once) == cumulus::StatusCode::kUnavailable &&
+            once.status().message().find("signal 9") != std::string::npos &&
+            once.status().message().find("no retries left") != std::string::npos,
+        Text(once));
+
+  // An actor whose process is SIGKILLed from outside is built again; it knows it was restarted.
+  auto s = cumulus::Actor(CreateSurvivor).SetMaxRestarts(2).Remote();
+  auto pid = cumulus::TryGet(s.Task(&Survivor::Pid).Remote(), kWait);
+  auto first = cumulus::TryGet(s.Task(&Survivor::Restarted).Remote(), kWait);
+  Check("actor_first_not_restarted", first.ok() && !*first, Text(first));
+  (void)cumulus::TryGet(s.Task(&Survivor::Incr).Remote(), kWait);
+  if (pid.ok()) kill(*pid, SIGKILL);
+  // Sent before this process notices the death: at-least-once (one retry) runs it on the new one.
+  auto again = cumulus::TryGet(s.Task(&Survivor::Restarted).SetMaxRetries(1).Remote(), kWait);
+  auto pid2 = cumulus::TryGet(s.Task(&Survivor::Pid).Remote(), kWait);
+  auto count = cumulus::TryGet(s.Task(&Survivor::Incr).Remote(), kWait);
+  Check("actor_restarted_after_sigkill",
+        again.ok() && *again && pid2.ok() && pid.ok() && *pid2 != *pid && count.ok() && *count == 1,
+        Text(again) + " " + Text(pid2) + " " + Text(count));
+}
+
+void NodeDeath(const std::string& dir, const cumulus::NodeId& victim) {
+  const uint64_t kBytes = 1 << 20;  // stored, not inline
+  auto on_victim = [&](auto task) { return task.SetNodeAffinity(victim, /*soft=*/true); };
+  // Once a task pinned there ran, this node's view has the victim: soft affinity finds it.
+  auto where = cumulus::TryGet(cumulus::Task(WhereAmI).SetNodeAffinity(victim).Remote(), kWait);
+  // A chain of stored results on the victim: b1 <- b2 <- b3 <- b4 (CUMULUS_MAX_LINEAGE_DEPTH=3
+  // keeps the lineage of b1..b3 only).
+  auto b1 = on_victim(cumulus::Task(Blob)).Remote(kBytes, 1);
+  auto b2 = on_victim(cumulus::Task(Mix)).Remote(b1, 2);
+  auto b3 = on_victim(cumulus::Task(Mix)).Remote(b2, 3);
+  auto b4 = on_victim(cumulus::Task(Mix)).Remote(b3, 4);
+  // An actor there (it may restart) with a stored result of a call.
+  auto s = cumulus::Actor(CreateSurvivor).SetMaxRestarts(1).SetNodeAffinity(victim, true).Remote();
+  auto big = s.Task(&Survivor::Big).Remote(kBytes);
+  auto actor_node = cumulus::TryGet(s.Task(&Survivor::Where).Remote(), kWait);
+  bool ready =
+      cumulus::Wait(std::vector<cumulus::ObjectRef<std::vector<uint8_t>>>{b1, b2, b3, b4, big}, 5,
+                    kWait)
+          .ready.size() == 5;
+  // Tasks running there when it dies (it has 3 CPUs: one is left for the check after them).
+  std::vector<cumulus::ObjectRef<std::string>> sleepers;
+  for (int i = 0; i < 2; ++i) {
+    sleepers.push_back(on_victim(cumulus::Task(SleepUntil)).Remote(dir + "/go"));
+  }
+
+  bool setup = ready && actor_node.ok() && *actor_node == victim.Hex() && where.ok() &&
+               *where == victim.Hex();
+  std::string setup_detail = std::string(ready ? "" : "not all objects were made; ") + "actor on " +
+                             (actor_node.ok() ? *actor_node : Text(actor_node)) +
+                             ", pinned task on " + (where.ok() ? *where : Text(where)) +
+                             ", victim " + victim.Hex();
+
+  Say("READY");
+  if (!WaitForFile(dir + "/killed")) {
+    Check("test_killed_the_node", false, "no " + dir + "/killed");
+    return;
+  }
+  Check("setup_on_victim", setup, setup_detail);
+  auto want = Blob(kBytes, 1);
+  auto want2 = Mix(want, 2);
+  auto want3 = Mix(want2, 3);
+
+  // A new task whose argument lived there: the argument is rebuilt, then the task runs.
+  auto arg = cumulus::TryGet(cumulus::Task(SumWhere).Remote(b2), kWait);
+  Check("argument_rebuilt_for_new_task",
+        arg.ok() && arg->second == Sum(want2) && arg->first != victim.Hex(), Text(arg));
+  // Get of an object whose chain was there: rebuilt recursively.
+  auto got3 = cumulus::TryGet(b3, kWait);
+  Check("lineage_rebuilt_recursively", got3.ok() && Sum(*got3) == Sum(want3), Text(got3));
+  // Beyond the kept lineage: ObjectLost, saying why.
+  auto got4 = cumulus::TryGet(b4, kWait);
+  Check("too_deep_is_object_lost",
+        Code(got4) == cumulus::StatusCode::kObjectLost &&
+            got4.status().message().find("lineage is 4 tasks deep") != std::string::npos,
+        Text(got4));
+  // An actor call's stored result is not rebuilt: ObjectLost naming why.
+  auto lost = cumulus::TryGet(big, kWait);
+  Check("actor_result_is_object_lost",
+        Code(lost) == cumulus::StatusCode::kObjectLost &&
+            lost.status().message().find("actor call") != std::string::npos,
+        Text(lost));
+  // Tasks that were running there ran again elsewhere.
+  std::set<std::string> landed;
+  std::string errors;
+  for (auto& r : sleepers) {
+    auto v = cumulus::TryGet(r, kWait);
+    if (v.ok()) {
+      landed.insert(*v);
+    } else {
+      errors += v.status().ToString() + "; ";
+    }
+  }
+  Check("running_tasks_retried_elsewhere",
+        errors.empty() && !landed.empty() && !landed.count(victim.Hex()), errors);
+  // The actor restarted on another node, knowing it was.
+  auto moved = cumulus::TryGet(s.Task(&Survivor::Where).Remote(), kWait);
+  auto restarted = cumulus::TryGet(s.Task(&Survivor::Restarted).Remote(), kWait);
+  Check("actor_restarted_elsewhere",
+        moved.ok() && *moved != victim.Hex() && restarted.ok() && *restarted,
+        Text(moved) + " " + Text(restarted));
+  // New work goes to the nodes that are left.
+  auto fresh = cumulus::TryGet(cumulus::Task(Plus).Remote(2, 3), kWait);
+  Check("new_work_runs", fresh.ok() && *fresh == 5, Text(fresh));
+}
+
+void HeadRestart(const std::string& dir) {
+  // Work in flight while the head is down.
+  auto s = cumulus::Actor(CreateSurvivor).Remote();
+  (void)cumulus::TryGet(s.Task(&Survivor::Incr).Remote(), kWait);
+  Say("READY");
+  if (!WaitForFile(dir + "/head_down")) return Check("head_killed", false, "no head_down");
+  // Tasks and actor calls go on without the head.
+  int sum = 0;
+  bool ok = true;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<cumulus::ObjectRef<int>> refs;
+    for (int i = 0; i < 100; ++i) refs.push_back(cumulus::Task(Plus).Remote(i, 1));
+    for (auto& r : refs) {
+      auto v = cumulus::TryGet(r, kWait);
+      ok = ok && v.ok();
+      sum += v.ok() ? *v : 0;
+    }
+  }
+  auto calls = cumulus::TryGet(s.Task(&Survivor::Incr).Remote(), kWait);
+  Say("HEADLESS_DONE");
+  // (Checked after that line: the test reads the output up to it while waiting for it.)
+  Check("tasks_run_while_head_down", ok && sum == 5 * 5050, std::to_string(sum));
+  Check("actor_calls_while_head_down", calls.ok() && *calls == 2, Text(calls));
+  // A named actor needs the head: its creation waits until the head is back.
+  auto named = cumulus::Actor(CreateSurvivor).SetName("after-restart").Remote();
+  auto n = cumulus::TryGet(named.Task(&Survivor::Incr).Remote(), kWait);
+  Check("named_actor_after_head_restart", n.ok() && *n == 1, Text(n));
+  auto found = cumulus::GetActor<Survivor>("after-restart");
+  auto again = found.ok() ? cumulus::TryGet(found->Task(&Survivor::Incr).Remote(), kWait)
+                          : cumulus::Result<int>(found.status());
+  Check("get_actor_after_head_restart", again.ok() && *again == 2, Text(again));
+}
+
+void DriverDeath(const std::string& dir) {
+  // Actors and workers on every node, objects in every store, and tasks still running.
+  std::vector<cumulus::ActorHandle<Survivor>> actors;
+  std::string pids;
+  for (int i = 0; i < 3; ++i) {
+    actors.push_back(
+        cumulus::Actor(CreateSurvivor).SetStrategy(cumulus::Strategy::kSpread).Remote());
+    auto pid = cumulus::TryGet(actors.back().Task(&Survivor::Pid).Remote(), kWait);
+    if (pid.ok()) pids += " " + std::to_string(*pid);
+  }
+  std::vector<cumulus::ObjectRef<std::vector<uint8_t>>> blobs;
+  for (int i = 0; i < 6; ++i) {
+    blobs.push_back(cumulus::Task(Blob)
+                        .SetStrategy(cumulus::Strategy::kSpread)
+                        .Remote(1 << 20, static_cast<uint32_t>(i)));
+  }
+  auto put = cumulus::Put(std::vector<uint8_t>(1 << 20, 1));
+  cumulus::Wait(blobs, blobs.size(), kWait);
+  std::vector<cumulus::ObjectRef<std::string>> sleepers;
+  for (int i = 0; i < 3; ++i) sleepers.push_back(cumulus::Task(SleepUntil).Remote(dir + "/never"));
+  Say("READY pids" + pids);
+  WaitForFile(dir + "/never");  // the test kills this process first
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!cumulus::Init(argc, argv).ok()) return 1;
+  auto args = Args(argc, argv);
+  std::string scenario = args["scenario"], dir = args["dir"];
+  if (scenario == "worker_death") {
+    WorkerDeath(dir);
+  } else if (scenario == "node_death") {
+    auto victim = cumulus::NodeId::FromHex(args["victim"]);
+    if (!victim.ok()) {
+      std::fprintf(stderr, "fault_driver: --victim=NODE_ID is required\n");
+      return 2;
+    }
+    NodeDeath(dir, *victim);
+  } else if (scenario == "head_restart") {
+    HeadRestart(dir);
+  } else if (scenario == "driver_death") {
+    DriverDeath(dir);
+  } else {
+    std::fprintf(stderr, "fault_driver: unknown --scenario=%s\n", scenario.c_str());
+    return 2;
+  }
+  std::printf("DONE failures=%d\n", failures);
+  std::fflush(stdout);
+  cumulus::Shutdown();
+  return failures == 0 ? 0 : 1;
+}

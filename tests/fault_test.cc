@@ -1,0 +1,153 @@
+// Faults injected for real: worker processes, node daemons, the head and a driver are SIGKILLed
+// while fault_driver.cc runs work on a cluster of `cumulus start` processes on loopback, and the
+// driver checks that nothing was lost (see the scenarios there).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <initializer_list>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cluster_fixture.h"
+
+namespace cumulus {
+namespace {
+
+class FaultTest : public ClusterTest {
+ protected:
+  // Starts fault_driver with `args`, attached to the node whose core socket is `socket`.
+  std::unique_ptr<Subprocess> Driver(std::vector<std::string> args, const std::string& socket,
+                                     const std::string& max_lineage_depth = "") {
+    setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+    setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+    setenv("CUMULUS_NODE_SOCKET", socket.c_str(), 1);
+    if (!max_lineage_depth.empty())
+      setenv("CUMULUS_MAX_LINEAGE_DEPTH", max_lineage_depth.c_str(), 1);
+    args.insert(args.begin(), std::string(CUMULUS_BIN_DIR) + "/fault_driver");
+    args.push_back("--dir=" + dir_.path());
+    auto p = std::make_unique<Subprocess>(args, /*merge_stderr=*/true);
+    for (const char* v : {"CUMULUS_ADDRESS", "CUMULUS_TOKEN_FILE", "CUMULUS_NODE_SOCKET",
+                          "CUMULUS_MAX_LINEAGE_DEPTH"}) {
+      unsetenv(v);
+    }
+    return p;
+  }
+  std::string CoreSocket(const std::string& node_hex) {
+    ClusterView v = View();
+    const NodeRecord* n = Find(v, node_hex);
+    return n ? n->core_socket : "";
+  }
+  void Touch(const std::string& name) { std::ofstream(dir_.path() + "/" + name) << "1\n"; }
+  static void ExpectChecks(const std::string& out, std::initializer_list<const char*> checks) {
+    ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
+    for (const char* check : checks) {
+      EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
+          << check << " did not pass:\n"
+          << out;
+    }
+    EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
+  }
+  // Objects in the store at `socket` (memory and disk).
+  int StoredObjects(const std::string& socket) {
+    std::string out;
+    if (Cli({"object-store", "stats", "--socket", socket, "--json"}, &out) != 0) return -1;
+    auto field = [&](const std::string& key) {
+      size_t at = out.find("\"" + key + "\":");
+      return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size() + 3);
+    };
+    return field("objects_in_memory") + field("objects_on_disk_only");
+  }
+};
+
+TEST_F(FaultTest, WorkerKilledTaskRetriedActorRestarted) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
+  auto driver = Driver({"--scenario=worker_death"}, CoreSocket(head_id));
+  ExpectChecks(driver->ReadAll(120s),
+               {"task_retried_after_sigkill", "task_without_retries_fails",
+                "actor_first_not_restarted", "actor_restarted_after_sigkill"});
+}
+
+TEST_F(FaultTest, NodeKilledWorkMovesAndObjectsAreRebuilt) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
+  std::string a, b;
+  auto victim = StartNode("a", {"--resources", "CPU=3"}, &a);
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
+  ASSERT_FALSE(a.empty() || b.empty());
+  // Lineage of up to 3 tasks is kept: the driver's 4-deep chain checks what happens beyond.
+  auto driver = Driver({"--scenario=node_death", "--victim=" + a}, CoreSocket(head_id), "3");
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+
+  victim->Kill(SIGKILL);
+  (void)victim->Wait(10s);
+  Touch("killed");
+  Touch("go");
+  ExpectChecks(driver->ReadAll(180s),
+               {"setup_on_victim", "argument_rebuilt_for_new_task", "lineage_rebuilt_recursively",
+                "too_deep_is_object_lost", "actor_result_is_object_lost",
+                "running_tasks_retried_elsewhere", "actor_restarted_elsewhere", "new_work_runs"});
+  EXPECT_TRUE(WaitForState(a, NodeState::kDead, 15s)) << "the killed node was not declared dead";
+}
+
+TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {
+  auto head = StartHead({"--no-node"});
+  int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());
+  std::string a, b;
+  auto node_a = StartNode("a", {"--resources", "CPU=2"}, &a);
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
+  ASSERT_FALSE(a.empty() || b.empty());
+  auto driver = Driver({"--scenario=head_restart"}, CoreSocket(a));
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+
+  head->Kill(SIGKILL);
+  (void)head->Wait(10s);
+  Touch("head_down");
+  ASSERT_TRUE(driver->WaitForLine("HEADLESS_DONE", 120s)) << driver->ReadAll(1s);
+  // Back on the same port and data dir; the nodes and the driver find it by themselves.
+  head = StartHead({"--no-node"}, port);
+  ExpectChecks(driver->ReadAll(180s),
+               {"tasks_run_while_head_down", "actor_calls_while_head_down",
+                "named_actor_after_head_restart", "get_actor_after_head_restart"});
+  EXPECT_TRUE(WaitForState(a, NodeState::kAlive, 30s));
+  EXPECT_TRUE(WaitForState(b, NodeState::kAlive, 30s));
+}
+
+TEST_F(FaultTest, DriverKilledItsJobIsCleanedUpEverywhere) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
+  std::string a, b, ready_a, ready_b;
+  auto node_a = StartNode("a", {"--resources", "CPU=2"}, &a, &ready_a);
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b, &ready_b);
+  ASSERT_FALSE(a.empty() || b.empty());
+  std::vector<std::string> stores = {
+      dir_.path() + "/head/node-" + std::to_string(head->pid()) + "/store.sock",
+      Field(ready_a, "store_socket"), Field(ready_b, "store_socket")};
+  auto driver = Driver({"--scenario=driver_death"}, CoreSocket(head_id));
+  auto ready = driver->WaitForLine("READY", 120s);
+  ASSERT_TRUE(ready) << driver->ReadAll(1s);
+  std::vector<pid_t> pids;
+  std::istringstream in(ready->substr(ready->find("pids") + 4));
+  for (pid_t p; in >> p;) pids.push_back(p);
+  ASSERT_EQ(pids.size(), 3u) << *ready;
+  int stored = 0;
+  for (auto& s : stores) stored += std::max(0, StoredObjects(s));
+  EXPECT_GE(stored, 7) << "the driver's objects should be in the stores before it dies";
+
+  driver->Kill(SIGKILL);
+  (void)driver->Wait(10s);
+  // Its actors' processes go, and every store lets go of its objects.
+  for (pid_t p : pids) {
+    EXPECT_TRUE(WaitUntil([&] { return kill(p, 0) != 0; }, 15s)) << "actor process " << p;
+  }
+  for (auto& s : stores) {
+    EXPECT_TRUE(WaitUntil([&] { return StoredObjects(s) == 0; }, 15s))
+        << "objects left in " << s << ": " << StoredObjects(s);
+  }
+}
+
+}  // namespace
+}  // namespace cumulus
