@@ -6,6 +6,8 @@
 //   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
 //   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
 //   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up
+//   --scenario=job            run by `cumulus submit`: prints from the driver and a worker; with
+//                             --hold it then waits to be cancelled; --exit=N ends with status N
 #include <cumulus/cumulus.h>
 #include <signal.h>
 #include <unistd.h>
@@ -66,6 +68,11 @@ bool WaitForFile(const std::string& path) {
   for (int i = 0; i < 120000 && !Exists(path); ++i) usleep(1000);
   return Exists(path);
 }
+std::string Shout(std::string what) {
+  std::printf("worker says %s\n", what.c_str());
+  std::fflush(stdout);
+  return WhereAmI();
+}
 std::string SleepUntil(std::string path) {
   WaitForFile(path);
   return WhereAmI();
@@ -88,7 +95,7 @@ Survivor* CreateSurvivor() { return new Survivor(); }
 
 }  // namespace
 
-CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Blob, Mix, SumWhere, SleepUntil, CreateSurvivor,
+CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Blob, Mix, SumWhere, Shout, SleepUntil, CreateSurvivor,
                &Survivor::Pid, &Survivor::Restarted, &Survivor::Where, &Survivor::Big,
                &Survivor::Incr);
 
@@ -295,10 +302,27 @@ void DriverDeath(const std::string& dir) {
   WaitForFile(dir + "/never");  // the test kills this process first
 }
 
+int Job(const std::map<std::string, std::string>& args) {
+  std::printf("driver says hello (job %s)\n", std::getenv("CUMULUS_JOB_ID"));
+  std::fflush(stdout);
+  auto shout = cumulus::TryGet(cumulus::Task(Shout).Remote(std::string("hello")), kWait);
+  Check("worker_ran", shout.ok(), Text(shout));
+  if (args.count("hold")) {
+    auto s = cumulus::Actor(CreateSurvivor).Remote();
+    auto pid = cumulus::TryGet(s.Task(&Survivor::Pid).Remote(), kWait);
+    Say("HOLDING pid=" + std::to_string(pid.ok() ? *pid : -1));
+    while (true) pause();  // until cancelled
+  }
+  return args.count("exit") ? std::atoi(args.at("exit").c_str()) : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!cumulus::Init(argc, argv).ok()) return 1;
+  if (auto st = cumulus::Init(argc, argv); !st.ok()) {
+    std::fprintf(stderr, "fault_driver: %s\n", st.ToString().c_str());
+    return 1;
+  }
   auto args = Args(argc, argv);
   std::string scenario = args["scenario"], dir = args["dir"];
   if (scenario == "worker_death") {
@@ -314,6 +338,9 @@ int main(int argc, char** argv) {
     HeadRestart(dir);
   } else if (scenario == "driver_death") {
     DriverDeath(dir);
+  } else if (scenario == "job") {
+    int rc = Job(args);
+    if (rc != 0) return rc;
   } else {
     std::fprintf(stderr, "fault_driver: unknown --scenario=%s\n", scenario.c_str());
     return 2;

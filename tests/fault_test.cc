@@ -18,6 +18,12 @@ namespace {
 
 class FaultTest : public ClusterTest {
  protected:
+  // The driver program (tens of MiB with debug information) travels through the nodes' stores.
+  void SetUp() override {
+    ClusterTest::SetUp();
+    head_store_memory_ = "256M";
+    node_store_memory_ = "256M";
+  }
   // Starts fault_driver with `args`, attached to the node whose core socket is `socket`.
   std::unique_ptr<Subprocess> Driver(std::vector<std::string> args, const std::string& socket,
                                      const std::string& max_lineage_depth = "") {

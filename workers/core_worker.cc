@@ -49,13 +49,6 @@ void SetNonBlocking(int fd) {
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-struct ActorNameRecord {
-  std::string actor_id;  // hex
-  std::string class_name;
-  std::string address;
-  CUMULUS_SERIALIZE(actor_id, class_name, address)
-};
-
 }  // namespace
 
 class CoreWorkerImpl : public CoreWorker {

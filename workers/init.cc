@@ -131,6 +131,10 @@ Status RegisterJob(CoreWorker& core, ControlClient& head, const JobId& job) {
   record.transfer_address = core.transfer_address();
   record.argv = OwnArgv();
   record.driver_node = core.node_id().Hex();
+  record.submitted = !Env("CUMULUS_JOB_ID").empty();
+  record.start_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
   CUMULUS_ASSIGN_OR_RETURN(bool existed,
                            head.KvPut(kJobsNamespace, job.Hex(), Serialize(record), false));
   if (existed) return Status::AlreadyExists("job id " + job.Hex() + " is taken");
@@ -196,8 +200,14 @@ Status StartDriver(const InitOptions& options) {
   }
   std::random_device rd;
   Status last;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    JobId job = JobId::FromInt((rd() & 0x7fffffffu) | 1u);
+  // `cumulus submit` chose the job's id (its records and logs are filed under it).
+  std::string given = Env("CUMULUS_WORKER_ID").empty() ? Env("CUMULUS_JOB_ID") : "";
+  auto given_job = JobId::FromHex(given);
+  if (!given.empty() && (!given_job.ok() || given_job->IsNil())) {
+    return Status::InvalidArgument("CUMULUS_JOB_ID=" + given + " is not a job id");
+  }
+  for (int attempt = 0; attempt < (given.empty() ? 8 : 1); ++attempt) {
+    JobId job = given.empty() ? JobId::FromInt((rd() & 0x7fffffffu) | 1u) : *given_job;
     CoreWorkerOptions o;
     o.node_socket = socket;
     o.head = head_address;

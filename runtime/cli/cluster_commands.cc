@@ -66,6 +66,13 @@ DATA_DIR/logs/.
 constexpr const char* kStatusHelp = R"(Usage:
   cumulus status [--address HOST:PORT] [--token-file FILE] [--json]
   cumulus list nodes [--address HOST:PORT] [--token-file FILE] [--json]
+  cumulus list jobs|actors|placement-groups [--address HOST:PORT] [--token-file FILE]
+                [--filter KEY=VALUE]... [--limit N] [--json]
+
+status shows the nodes, their resources, and the demand that waits (resource shapes, how many).
+list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
+head). list placement-groups: groups and the nodes of their bundles. --filter keeps rows whose
+field equals VALUE (ids match by prefix); --limit shows at most N (default 100).
 
 The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
 machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined
@@ -427,6 +434,8 @@ int StartNode(const Flags& flags) {
 
 // ---- status and list ----------------------------------------------------------------------------
 
+}  // namespace
+
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -455,6 +464,8 @@ std::string JsonString(const std::string& s) {
   }
   return out + "\"";
 }
+
+namespace {
 
 std::string JsonNumber(double v) {
   char buf[64];
@@ -659,11 +670,21 @@ int ListCommand(const std::vector<std::string>& args) {
     std::fputs(kStatusHelp, stdout);
     return 0;
   }
-  if (args[0] != "nodes") {
-    return UsageError("cannot list '" + args[0] + "' (this version lists: nodes)",
-                      "cumulus list --help");
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "nodes") return StatusOrList(rest, true);
+  if (args[0] == "jobs" || args[0] == "actors" || args[0] == "placement-groups") {
+    return ListStateCommand(args[0], rest);
   }
-  return StatusOrList(std::vector<std::string>(args.begin() + 1, args.end()), true);
+  if (args[0] == "tasks" || args[0] == "objects") {
+    std::fprintf(stderr,
+                 "cumulus: this version cannot list %s: only the process that owns them knows "
+                 "them (no cluster-wide table yet); see 'cumulus status' for pending demand\n",
+                 args[0].c_str());
+    return 1;
+  }
+  return UsageError(
+      "cannot list '" + args[0] + "' (this version lists: nodes, jobs, actors, placement-groups)",
+      "cumulus list --help");
 }
 
 int StopCommand(const std::vector<std::string>& args) {

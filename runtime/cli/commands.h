@@ -13,6 +13,15 @@ int StatusCommand(const std::vector<std::string>& args);
 int ListCommand(const std::vector<std::string>& args);
 int StopCommand(const std::vector<std::string>& args);
 
+int SubmitCommand(const std::vector<std::string>& args);
+int JobsCommand(const std::vector<std::string>& args);
+int LogsCommand(const std::vector<std::string>& args);
+int CancelCommand(const std::vector<std::string>& args);
+// `cumulus list jobs|placement-groups|actors` (nodes: ListCommand itself).
+int ListStateCommand(const std::string& what, const std::vector<std::string>& args);
+
+// `s` as a JSON string literal.
+std::string JsonString(const std::string& s);
 // Prints "cumulus: <message>" and the hint to stderr; returns 2 (usage error).
 int UsageError(const std::string& message, const std::string& help_command);
 

@@ -39,6 +39,7 @@ class Flags {
           value = args[++i];
         }
         values_[name] = value;
+        all_[name].push_back(value);
       } else {
         return Status::InvalidArgument("unknown flag '--" + name + "'");
       }
@@ -52,9 +53,16 @@ class Flags {
     return it == values_.end() ? fallback : it->second;
   }
 
+  // Every value of a flag given more than once (Get returns the last).
+  std::vector<std::string> GetAll(const std::string& name) const {
+    auto it = all_.find(name);
+    return it == all_.end() ? std::vector<std::string>() : it->second;
+  }
+
  private:
   std::set<std::string> with_value_, booleans_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_;
 };
 
 }  // namespace cumulus::cli

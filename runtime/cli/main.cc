@@ -14,7 +14,9 @@ Usage: cumulus <command> [options]
 Commands:
   start           start a head (--head) or a node that joins one (--address HOST:PORT)
   status          show the cluster: nodes, their state, labels and resources
-  list nodes      list the cluster's nodes
+  list            list nodes, jobs, actors or placement-groups
+  submit          run a driver program on the cluster as a job
+  jobs            list jobs;  logs JOB: their output;  cancel JOB: stop one
   stop            stop what 'cumulus start' started on this machine
   object-store    run or inspect a node's object store (shared memory + RocksDB)
 
@@ -55,6 +57,10 @@ int main(int argc, char** argv) {
   if (cmd == "status") return cumulus::cli::StatusCommand(rest);
   if (cmd == "list") return cumulus::cli::ListCommand(rest);
   if (cmd == "stop") return cumulus::cli::StopCommand(rest);
+  if (cmd == "submit") return cumulus::cli::SubmitCommand(rest);
+  if (cmd == "jobs") return cumulus::cli::JobsCommand(rest);
+  if (cmd == "logs") return cumulus::cli::LogsCommand(rest);
+  if (cmd == "cancel") return cumulus::cli::CancelCommand(rest);
   if (cmd.rfind("-", 0) == 0)
     return cumulus::cli::UsageError("unknown option '" + cmd + "'", "cumulus --help");
   return cumulus::cli::UsageError("unknown command '" + cmd + "'", "cumulus --help");

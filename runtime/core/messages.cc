@@ -92,4 +92,8 @@ Result<int> ConnectUnix(const std::string& path) {
   return fd;
 }
 
+bool IsTerminalJobState(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "STOPPED";
+}
+
 }  // namespace cumulus

@@ -54,9 +54,55 @@ struct JobRecord {
   std::string transfer_address;  // the driver node's object channel
   std::vector<std::string> argv;
   std::string driver_node;  // hex
-  CUMULUS_SERIALIZE(binary_object, binary_size, binary_hash, transfer_address, argv, driver_node)
+  bool submitted = false;   // run by `cumulus submit`: workers' output goes to the job's log
+  int64_t start_micros = 0;
+  CUMULUS_SERIALIZE(binary_object, binary_size, binary_hash, transfer_address, argv, driver_node,
+                    submitted, start_micros)
 };
 constexpr const char* kJobsNamespace = "jobs";
+// When a job's driver went away (key: job hex; value: JobEnd), written by its node.
+struct JobEnd {
+  int64_t end_micros = 0;
+  CUMULUS_SERIALIZE(end_micros)
+};
+constexpr const char* kJobEndsNamespace = "job_ends";
+
+// A job run by `cumulus submit` (namespace kSubmissionsNamespace, key: job hex). The CLI writes
+// it PENDING with its package; the node that runs the driver moves it on.
+struct SubmissionRecord {
+  std::string name;
+  std::vector<std::string> entrypoint;  // argv; [0] is a file of the package
+  std::string resources;                // what the driver's node must have, e.g. CPU=1
+  std::string node;                     // hex: the node that runs the driver
+  std::string state;                    // PENDING RUNNING SUCCEEDED FAILED STOPPED
+  std::string message;                  // why it failed or stopped
+  int32_t pid = 0;
+  int64_t submit_micros = 0, start_micros = 0, end_micros = 0;
+  uint32_t package_chunks = 0;
+  uint64_t package_bytes = 0;
+  CUMULUS_SERIALIZE(name, entrypoint, resources, node, state, message, pid, submit_micros,
+                    start_micros, end_micros, package_chunks, package_bytes)
+};
+constexpr const char* kSubmissionsNamespace = "submissions";
+// The job's files: one serialized JobPackage cut in chunks, keys "<job hex>/<n>".
+struct PackageFile {
+  std::string path;  // relative
+  uint32_t mode = 0644;
+  std::string bytes;
+  CUMULUS_SERIALIZE(path, mode, bytes)
+};
+struct JobPackage {
+  std::vector<PackageFile> files;
+  CUMULUS_SERIALIZE(files)
+};
+constexpr const char* kPackagesNamespace = "job_packages";
+constexpr uint64_t kPackageChunkBytes = 4u << 20;
+// Requests to a node's job supervisor: key "<node hex>/<job hex>", value "run" or "stop"; the
+// key "<node hex>/bell" wakes it.
+constexpr const char* kJobQueueNamespace = "job_queue";
+// Output of jobs: keys "<job hex>/<16-digit micros>-<node hex 8>-<source>", in time order.
+constexpr const char* kJobLogsNamespace = "job_logs";
+bool IsTerminalJobState(const std::string& state);
 // Where a placement group's bundles are held (head KV, namespace kGroupsNamespace, key hex id):
 // written by the node that reserved the group, read by nodes that route tasks into it.
 struct GroupRecord {
@@ -65,6 +111,14 @@ struct GroupRecord {
   CUMULUS_SERIALIZE(job, nodes)
 };
 constexpr const char* kGroupsNamespace = "placement_groups";
+// Named actors (namespace kActorsNamespace): key NAME holds this record, key NAME/address the
+// host:port of the actor once it runs.
+struct ActorNameRecord {
+  std::string actor_id;  // hex
+  std::string class_name;
+  std::string address;
+  CUMULUS_SERIALIZE(actor_id, class_name, address)
+};
 constexpr const char* kActorsNamespace = "actors";
 
 // Listens on a Unix stream socket at `path` (mode 0600). Connects to one.

@@ -27,6 +27,7 @@
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/node/job_supervisor.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/gpu_assignment.h"
 #include "scheduler/placement.h"
@@ -1550,6 +1551,7 @@ class TaskRouter::Impl {
     }
     programs_[job] = path;
     program_argv_[job] = record.argv;
+    if (record.submitted) submitted_.insert(job);
     return path;
   }
 
@@ -1582,7 +1584,17 @@ class TaskRouter::Impl {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), envp.data());
+    // Workers of a submitted job write to its log on this node (shipped to `cumulus logs`).
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (submitted_.count(job)) {
+      std::string log = JobSupervisor::WorkerLogPath(options_.work_dir, job);
+      posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                       0600);
+      posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    }
+    int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return Status::Unavailable("cannot start " + program + ": " + std::strerror(rc));
     Worker& w = workers_[wid];
     w.id = wid;
@@ -1652,6 +1664,7 @@ class TaskRouter::Impl {
       it = it->second.job == job ? tasks_.erase(it) : std::next(it);
     }
     programs_.erase(job);
+    submitted_.erase(job);
     // Its objects: their owner is gone, so nobody could free or read them.
     if (options_.store) {
       size_t freed =
@@ -1741,6 +1754,7 @@ class TaskRouter::Impl {
     } else if (c.role == Role::kDriver) {
       // Its queued tasks have nobody to answer to; its job's workers go away.
       EndJob(c.job, /*tell_peers=*/true);
+      if (options_.on_job_end && !c.job.IsNil()) options_.on_job_end(c.job);
     } else if (c.role == Role::kPeer) {
       // Only the connection this node sends on carries its forwarded tasks and reservations
       // (the peer's own connection into this node may close independently).
@@ -1751,7 +1765,7 @@ class TaskRouter::Impl {
         return;
       }
       // Tasks forwarded there come back here to be placed again: an attempt each, as the node
-      // may have died running them (actor constructors: their owner decides about restarts).
+      // may have died running them.
       std::vector<TaskId> lost;
       for (auto& [id, t] : tasks_) {
         if (t.state == Task::kForwarded && t.forwarded_to == c.peer) lost.push_back(id);
@@ -1760,8 +1774,9 @@ class TaskRouter::Impl {
         Task& t = tasks_.at(id);
         std::string where = "node " + c.peer.Hex() + " (" + why + ")";
         if (t.actor_creation) {
-          FailTask(id, Status::ActorDied("lost the connection to " + where +
-                                         " while it built actor " + t.function));
+          // Placed again: an actor built there died with it (its owner's restart count is for
+          // actors that died after they were built).
+          Requeue(t, /*front=*/true);
         } else if (t.cancelled) {
           FailTask(id, Status::Cancelled("task " + t.function + " was cancelled"));
         } else if (t.max_retries < 0 || static_cast<int>(t.attempt) < t.max_retries) {
@@ -1830,6 +1845,7 @@ class TaskRouter::Impl {
   std::map<NodeId, std::string> core_addresses_;
   std::map<NodeId, TimePoint> unreachable_until_;
   std::map<NodeId, uint64_t> peers_;
+  std::set<JobId> submitted_;  // jobs run by `cumulus submit` (their workers' output is logged)
   std::vector<NodeId> newly_dead_;            // from the view, not yet acted on
   std::multimap<TimePoint, TaskId> delayed_;  // retries waiting for their backoff
   std::map<JobId, std::string> programs_;

@@ -14,6 +14,7 @@
 //     and ends a job's workers when its driver disconnects.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +46,8 @@ struct TaskRouterOptions {
   std::vector<uint32_t> gpu_ids;
   size_t max_task_workers = 0;  // 0: max(4, 2 x CPUs)
   size_t pipeline_depth = 16;   // tasks queued on one leased worker
+  // A driver attached to this node went away (called on the router's thread; must not block).
+  std::function<void(const JobId&)> on_job_end;
 };
 
 class TaskRouter {

@@ -192,6 +192,33 @@ Result<bool> ControlClient::KvDelete(const std::string& ns, const std::string& k
   return existed;
 }
 
+Result<ControlClient::KvPage> ControlClient::KvList(const std::string& ns,
+                                                    const std::string& prefix,
+                                                    const std::string& start_after, uint32_t limit,
+                                                    bool keys_only) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  auto l = call.request().initKvList();
+  l.setNamespace(ns);
+  l.setPrefix(prefix);
+  l.setStartAfter(start_after);
+  l.setLimit(limit);
+  l.setKeysOnly(keys_only);
+  KvPage page;
+  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
+    if (!reply.isEntries()) return Status::Internal("the head answered kvList without entries");
+    auto e = reply.getEntries();
+    page.more = e.getMore();
+    for (auto entry : e.getEntries()) {
+      auto v = entry.getValue();
+      page.entries.emplace_back(entry.getKey(),
+                                std::string(reinterpret_cast<const char*>(v.begin()), v.size()));
+    }
+    return Status();
+  }));
+  return page;
+}
+
 Result<std::string> ControlClient::KvWait(const std::string& ns, const std::string& key,
                                           Duration timeout) {
   std::lock_guard<std::mutex> lock(mu_);

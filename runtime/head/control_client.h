@@ -51,6 +51,15 @@ class ControlClient {
                      bool overwrite = true);
   Result<std::string> KvGet(const std::string& ns, const std::string& key);  // NotFound if absent
   Result<bool> KvDelete(const std::string& ns, const std::string& key);
+  // Keys of `ns` that start with `prefix`, after `start_after`, in key order: at most `limit`
+  // (0: the head's cap); `more` says whether further keys match.
+  struct KvPage {
+    std::vector<std::pair<std::string, std::string>> entries;
+    bool more = false;
+  };
+  Result<KvPage> KvList(const std::string& ns, const std::string& prefix,
+                        const std::string& start_after = "", uint32_t limit = 0,
+                        bool keys_only = false);
   // Waits until the key exists; TimedOut after `timeout`.
   Result<std::string> KvWait(const std::string& ns, const std::string& key, Duration timeout);
 

@@ -70,4 +70,15 @@ Status ControlStore::Scan(ControlTable table,
   return FromRocks(it->status(), "scanning the control store at " + path_);
 }
 
+Status ControlStore::ScanFrom(
+    ControlTable table, const std::string& from,
+    const std::function<bool(const std::string&, const std::string&)>& fn) {
+  std::string prefix = Key(table, "");
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(Key(table, from)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (!fn(it->key().ToString().substr(prefix.size()), it->value().ToString())) break;
+  }
+  return FromRocks(it->status(), "scanning the control store at " + path_);
+}
+
 }  // namespace cumulus

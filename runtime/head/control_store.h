@@ -40,6 +40,11 @@ class ControlStore {
   Status Scan(ControlTable table,
               const std::function<void(const std::string&, const std::string&)>& fn);
 
+  // Calls fn(key, value) for the records of `table` from `from` on, in key order, while it
+  // returns true.
+  Status ScanFrom(ControlTable table, const std::string& from,
+                  const std::function<bool(const std::string&, const std::string&)>& fn);
+
  private:
   explicit ControlStore(std::unique_ptr<rocksdb::DB> db, std::string path);
   std::unique_ptr<rocksdb::DB> db_;

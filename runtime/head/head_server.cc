@@ -431,6 +431,8 @@ class HeadServer::Loop {
               req.which() == proto::ControlRequest::KV_DELETE ? req.getKvDelete() : req.getKvGet());
         case proto::ControlRequest::KV_WAIT:
           return HandleKvWait(c, request_id, req.getKvWait());
+        case proto::ControlRequest::KV_LIST:
+          return HandleKvList(c, request_id, req.getKvList());
         default:
           SendError(c, request_id, Status::InvalidArgument("unknown control request"), false);
           return;
@@ -561,6 +563,47 @@ class HeadServer::Loop {
       }
       reply.setValue(capnp::Data::Reader(reinterpret_cast<const uint8_t*>((*existing)->data()),
                                          (*existing)->size()));
+    }
+    Send(c, message);
+  }
+
+  void HandleKvList(Conn& c, uint64_t request_id, proto::KvList::Reader l) {
+    constexpr uint32_t kMaxEntries = 10000;
+    constexpr size_t kMaxBytes = 8u << 20;  // well under a frame
+    std::string ns_prefix = KvKey(l.getNamespace(), "");
+    std::string prefix = ns_prefix + std::string(l.getPrefix());
+    std::string after = l.getStartAfter();
+    std::string from = after.empty() ? prefix : std::max(prefix, ns_prefix + after);
+    uint32_t limit =
+        std::min<uint32_t>(l.getLimit() == 0 ? kMaxEntries : l.getLimit(), kMaxEntries);
+    bool keys_only = l.getKeysOnly();
+    std::vector<std::pair<std::string, std::string>> found;
+    size_t bytes = 0;
+    bool more = false;
+    Status st = store_->ScanFrom(
+        ControlTable::kKeyValue, from, [&](const std::string& key, const std::string& value) {
+          if (key.compare(0, prefix.size(), prefix) != 0) return false;
+          std::string k = key.substr(ns_prefix.size());
+          if (!after.empty() && k <= after) return true;
+          if (found.size() >= limit || bytes > kMaxBytes) {
+            more = true;
+            return false;
+          }
+          bytes += k.size() + (keys_only ? 0 : value.size());
+          found.emplace_back(std::move(k), keys_only ? std::string() : value);
+          return true;
+        });
+    if (!st.ok()) return SendError(c, request_id, st, false);
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();
+    reply.setRequestId(request_id);
+    auto e = reply.initEntries();
+    e.setMore(more);
+    auto list = e.initEntries(static_cast<unsigned>(found.size()));
+    for (unsigned i = 0; i < found.size(); ++i) {
+      list[i].setKey(found[i].first);
+      list[i].setValue(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(found[i].second.data()),
+                                           found[i].second.size()));
     }
     Send(c, message);
   }

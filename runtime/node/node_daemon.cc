@@ -90,6 +90,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.total = total;
   router.labels = options.labels;
   router.gpu_ids = d->record_.gpu_ids;
+  router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   auto started = TaskRouter::Start(router);
   if (!started.ok()) {
     d->Cleanup();
@@ -110,6 +111,21 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   }
   if (auto view = d->client_->GetClusterStatus(); view.ok()) d->router_->UpdateView(view->nodes);
   d->active_fd_ = d->client_->fd();
+  JobSupervisorOptions jobs;
+  jobs.node_id = d->record_.id;
+  jobs.head = options.head;
+  jobs.token = options.token;
+  jobs.work_dir = d->store_dir_;
+  jobs.core_socket = d->record_.core_socket;
+  auto supervisor = JobSupervisor::Start(jobs);
+  if (!supervisor.ok()) {
+    d->Cleanup();
+    return supervisor.status();
+  }
+  {
+    std::lock_guard<std::mutex> lock(d->mu_);
+    d->supervisor_ = std::move(*supervisor);
+  }
   d->thread_ = std::thread([p = d.get()] { p->Run(); });
   return d;
 }
@@ -126,7 +142,18 @@ NodeDaemon::~NodeDaemon() {
   Cleanup();
 }
 
+void NodeDaemon::OnJobEnded(const JobId& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (supervisor_) supervisor_->JobEnded(job);
+}
+
 void NodeDaemon::Cleanup() {
+  std::unique_ptr<JobSupervisor> supervisor;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    supervisor = std::move(supervisor_);
+  }
+  supervisor.reset();  // stops the drivers it started, before their node goes
   client_.reset();
   router_.reset();  // kills the workers before their store goes
   transfer_server_.reset();
@@ -154,6 +181,10 @@ Status NodeDaemon::Register() {
       record_.id = NodeId::FromRandom();
     }
     if (router_) router_->SetNodeId(record_.id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (supervisor_) supervisor_->SetNodeId(record_.id);
+    }
     CUMULUS_LOG(WARN) << "node " << old << " was declared dead by the head; rejoining as "
                       << record_.id;
     interval = client_->RegisterNode(record_);

@@ -14,6 +14,7 @@
 #include "runtime/core/task_router.h"
 #include "runtime/head/control_client.h"
 #include "runtime/net/tcp.h"
+#include "runtime/node/job_supervisor.h"
 #include "runtime/object_store/object_store.h"
 #include "runtime/object_store/store_server.h"
 #include "runtime/transfer/object_transfer.h"
@@ -59,12 +60,14 @@ class NodeDaemon {
   void SetClient(std::unique_ptr<ControlClient> client);
   void Cleanup();
   void Run();
+  void OnJobEnded(const JobId& job);  // from the router's thread
 
   NodeDaemonOptions options_;
   std::unique_ptr<ObjectStore> store_;
   std::unique_ptr<StoreServer> store_server_;
   std::unique_ptr<ObjectTransferServer> transfer_server_;
   std::unique_ptr<TaskRouter> router_;
+  std::unique_ptr<JobSupervisor> supervisor_;  // set under mu_ (the router's thread reads it)
   std::string store_socket_;
   std::string store_dir_;
   mutable std::mutex mu_;  // guards stop_, record_.id for readers, client_ swaps and active_fd_

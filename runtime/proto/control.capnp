@@ -18,6 +18,7 @@ struct ControlRequest {
     kvGet @6 :KvKey;
     kvDelete @7 :KvKey;
     kvWait @8 :KvWait;               # answered when the key exists, or TimedOut
+    kvList @9 :KvList;               # keys of a namespace with a prefix, in key order
   }
 }
 
@@ -45,6 +46,24 @@ struct KvPut {
   overwrite @3 :Bool = true;
 }
 
+struct KvList {
+  namespace @0 :Text;
+  prefix @1 :Text;
+  startAfter @2 :Text;             # only keys after this one ("": from the first)
+  limit @3 :UInt32;                # at most this many entries (the head caps it at 10000)
+  keysOnly @4 :Bool;
+}
+
+struct KvEntry {
+  key @0 :Text;
+  value @1 :Data;
+}
+
+struct KvEntries {
+  entries @0 :List(KvEntry);
+  more @1 :Bool;                   # more keys match after the last one
+}
+
 struct KvWait {
   namespace @0 :Text;
   key @1 :Text;
@@ -62,6 +81,7 @@ struct ControlReply {
     status @6 :ClusterStatus;
     value @7 :Data;                # kvGet, kvWait
     existed @8 :Bool;              # kvPut (false if it was absent), kvDelete
+    entries @9 :KvEntries;         # kvList
   }
 }
 

@@ -1,0 +1,677 @@
+// cumulus submit | jobs | logs | cancel, and `cumulus list jobs|actors|placement-groups`.
+//
+// A submitted job is a record in the head's control store (kSubmissionsNamespace) plus its files
+// (kPackagesNamespace). The CLI picks a node that can hold the driver and asks that node's job
+// supervisor (runtime/node/job_supervisor.h) to run it, through the head; it never connects to a
+// node. Logs are read back from the head (kJobLogsNamespace).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/base/parse.h"
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/local_state.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+
+namespace cumulus::cli {
+
+namespace {
+
+constexpr const char* kSubmitHelp = R"(Usage:
+  cumulus submit [--address A] [--token-file F] [--name N] [--resources CPU=1]
+                 [--working-dir DIR] [--wait] -- PROGRAM [ARGS...]
+
+Runs PROGRAM (a Cumulus driver: it calls cumulus::Init) on a node of the cluster. PROGRAM and,
+with --working-dir, every file under DIR are shipped through the head (at most 256 MiB); the
+driver starts in a directory holding them (PROGRAM may be a path inside DIR). Its output, and
+that of its workers on every node, is kept per job: read it with 'cumulus logs JOB'.
+
+  --name N          a name to recognise the job by in 'cumulus jobs'
+  --resources LIST  the driver runs on a node that has these (default: any alive node); they
+                    choose the node and are not held from tasks
+  --working-dir DIR files the driver needs, shipped with it
+  --wait            follow the job's output until it ends; exit 0 only if it succeeded
+Prints the job id. Exit status: 0 submitted (or succeeded, with --wait), 1 failed, 2 bad usage.
+)";
+
+constexpr const char* kJobsHelp = R"(Usage:
+  cumulus jobs [--address A] [--token-file F] [--filter KEY=VALUE] [--limit N] [--json]
+  cumulus logs JOB [--address A] [--token-file F] [--follow]
+  cumulus cancel JOB [--address A] [--token-file F]
+
+jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNING, SUCCEEDED,
+        FAILED, STOPPED) and programs that attached a driver themselves (RUNNING, FINISHED).
+        --filter keeps rows whose field equals VALUE (fields: job, name, state, node);
+        --limit shows at most N (default 100).
+logs    Prints the output of the job's driver and of its workers, in the order it was written.
+        --follow keeps printing until the job ends.
+cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL after 5 s; everything it
+        started (tasks, actors, objects) goes with it.
+)";
+
+using Row = std::map<std::string, std::string>;
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "cumulus: %s\n", st.ToString().c_str());
+  return 1;
+}
+
+Result<std::unique_ptr<ControlClient>> ConnectHead(const Flags& flags) {
+  CUMULUS_ASSIGN_OR_RETURN(HostPort address, ResolveAddress(flags.Get("address")));
+  CUMULUS_ASSIGN_OR_RETURN(std::string token, ResolveToken(flags.Get("token-file")));
+  ControlClientOptions o;
+  o.role = "client";
+  o.request_timeout = std::chrono::seconds(30);
+  return ControlClient::Connect(address, token, o);
+}
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string When(int64_t micros) {
+  if (micros <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(micros / 1000000);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+std::string Seconds(int64_t micros) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(micros) / 1e6);
+  return buf;
+}
+
+// Every entry of a namespace under `prefix`, page by page.
+Status ForEachKv(ControlClient& head, const std::string& ns, const std::string& prefix,
+                 const std::function<void(const std::string&, const std::string&)>& fn) {
+  std::string after;
+  while (true) {
+    CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList(ns, prefix, after, 1000));
+    for (auto& [k, v] : page.entries) fn(k, v);
+    if (!page.more || page.entries.empty()) return Status();
+    after = page.entries.back().first;
+  }
+}
+
+// ---- submit ---------------------------------------------------------------------------------
+
+Status AddFile(const std::filesystem::path& file, const std::string& as, JobPackage* package,
+               uint64_t* bytes) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::NotFound("cannot read " + file.string());
+  std::ostringstream data;
+  data << in.rdbuf();
+  PackageFile f;
+  f.path = as;
+  struct stat st {};
+  f.mode = stat(file.c_str(), &st) == 0 ? (st.st_mode & 0755) : 0644;
+  f.bytes = data.str();
+  *bytes += f.bytes.size();
+  if (*bytes > (256ull << 20)) {
+    return Status::ResourceExhausted(
+        "the job's files are over 256 MiB; ship large data as "
+        "objects (cumulus::Put) or put it where the nodes can read");
+  }
+  package->files.push_back(std::move(f));
+  return Status();
+}
+
+// Alive nodes that have `demand` in total, the most free first.
+std::vector<const NodeRecord*> Candidates(const ClusterView& view, const ResourceSet& demand) {
+  std::vector<const NodeRecord*> out;
+  for (auto& n : view.nodes) {
+    if (n.state == NodeState::kAlive && n.total.Contains(demand)) out.push_back(&n);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const NodeRecord* a, const NodeRecord* b) {
+    bool fa = a->available.Contains(demand), fb = b->available.Contains(demand);
+    if (fa != fb) return fa;
+    return a->available.GetUnits("CPU") > b->available.GetUnits("CPU");
+  });
+  return out;
+}
+
+Status Ring(ControlClient& head, const std::string& node, const JobId& job,
+            const std::string& what) {
+  CUMULUS_RETURN_IF_ERROR(head.KvPut(kJobQueueNamespace, node + "/" + job.Hex(), what).status());
+  return head.KvPut(kJobQueueNamespace, node + "/bell", "1").status();
+}
+
+Result<SubmissionRecord> LoadSubmission(ControlClient& head, const JobId& job) {
+  CUMULUS_ASSIGN_OR_RETURN(std::string raw, head.KvGet(kSubmissionsNamespace, job.Hex()));
+  return Deserialize<SubmissionRecord>(raw);
+}
+
+// Prints the job's log entries after `*after`; returns how many.
+Result<size_t> PrintLogs(ControlClient& head, const JobId& job, std::string* after) {
+  size_t n = 0;
+  while (true) {
+    CUMULUS_ASSIGN_OR_RETURN(auto page,
+                             head.KvList(kJobLogsNamespace, job.Hex() + "/", *after, 200));
+    for (auto& [k, v] : page.entries) {
+      std::fwrite(v.data(), 1, v.size(), stdout);
+      *after = k;
+      ++n;
+    }
+    std::fflush(stdout);
+    if (!page.more || page.entries.empty()) return n;
+  }
+}
+
+// Whether the job has ended: a submitted job in a final state, or a driver that went away.
+Result<bool> JobOver(ControlClient& head, const JobId& job, std::string* state) {
+  auto sub = LoadSubmission(head, job);
+  if (sub.ok()) {
+    *state = sub->state;
+    if (IsTerminalJobState(sub->state)) return true;
+    // A driver whose node died ends with it.
+    CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head.GetClusterStatus());
+    for (auto& n : view.nodes) {
+      if (n.id.Hex() == sub->node && n.state == NodeState::kDead) {
+        *state = "FAILED";
+        return true;
+      }
+    }
+    return false;
+  }
+  if (sub.status().code() != StatusCode::kNotFound) return sub.status();
+  auto end = head.KvGet(kJobEndsNamespace, job.Hex());
+  if (end.ok()) {
+    *state = "FINISHED";
+    return true;
+  }
+  if (end.status().code() != StatusCode::kNotFound) return end.status();
+  auto rec = head.KvGet(kJobsNamespace, job.Hex());
+  if (!rec.ok()) {
+    return rec.status().code() == StatusCode::kNotFound
+               ? Status::NotFound("no job " + job.Hex() + " in this cluster (see 'cumulus jobs')")
+               : rec.status();
+  }
+  *state = "RUNNING";
+  return false;
+}
+
+int FollowLogs(ControlClient& head, const JobId& job, bool follow) {
+  std::string after, state;
+  while (true) {
+    auto over = JobOver(head, job, &state);  // before reading: what it wrote before ending shows
+    if (!over.ok()) return Fail(over.status());
+    auto n = PrintLogs(head, job, &after);
+    if (!n.ok()) return Fail(n.status());
+    if (!follow) return 0;
+    if (*over) {
+      // Its node ships output every half second: take what was still on its way.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+      auto last = PrintLogs(head, job, &after);
+      if (!last.ok()) return Fail(last.status());
+      std::fprintf(stderr, "cumulus: job %s %s\n", job.Hex().c_str(), state.c_str());
+      return state == "SUCCEEDED" || state == "FINISHED" ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+Result<std::vector<Row>> JobRows(ControlClient& head) {
+  std::vector<Row> rows;
+  std::set<std::string> seen;
+  CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head.GetClusterStatus());
+  std::set<std::string> dead;
+  for (auto& n : view.nodes) {
+    if (n.state == NodeState::kDead) dead.insert(n.id.Hex());
+  }
+  Status bad;
+  CUMULUS_RETURN_IF_ERROR(
+      ForEachKv(head, kSubmissionsNamespace, "", [&](const std::string& k, const std::string& v) {
+        auto r = Deserialize<SubmissionRecord>(v);
+        if (!r.ok()) return;
+        Row row;
+        row["job"] = k;
+        row["name"] = r->name;
+        row["state"] = r->state;
+        row["node"] = r->node;
+        row["message"] = r->message;
+        if (!IsTerminalJobState(r->state) && dead.count(r->node)) {
+          row["state"] = "FAILED";
+          row["message"] = "its node " + r->node.substr(0, 8) + " died";
+        }
+        std::string entry;
+        for (auto& a : r->entrypoint) entry += (entry.empty() ? "" : " ") + a;
+        row["entrypoint"] = entry;
+        row["submitted"] = "true";
+        row["start_micros"] = std::to_string(r->start_micros ? r->start_micros : r->submit_micros);
+        row["end_micros"] = std::to_string(r->end_micros);
+        rows.push_back(row);
+        seen.insert(k);
+      }));
+  std::map<std::string, int64_t> ends;
+  CUMULUS_RETURN_IF_ERROR(
+      ForEachKv(head, kJobEndsNamespace, "", [&](const std::string& k, const std::string& v) {
+        auto e = Deserialize<JobEnd>(v);
+        if (e.ok()) ends[k] = e->end_micros;
+      }));
+  CUMULUS_RETURN_IF_ERROR(
+      ForEachKv(head, kJobsNamespace, "", [&](const std::string& k, const std::string& v) {
+        if (seen.count(k)) return;
+        auto r = Deserialize<JobRecord>(v);
+        if (!r.ok()) return;
+        Row row;
+        row["job"] = k;
+        row["name"] = "";
+        row["node"] = r->driver_node;
+        bool ended = ends.count(k) > 0;
+        row["state"] = ended ? "FINISHED" : dead.count(r->driver_node) ? "FAILED" : "RUNNING";
+        row["message"] = !ended && dead.count(r->driver_node) ? "its driver's node died" : "";
+        std::string entry;
+        for (auto& a : r->argv) entry += (entry.empty() ? "" : " ") + a;
+        row["entrypoint"] = entry;
+        row["submitted"] = "false";
+        row["start_micros"] = std::to_string(r->start_micros);
+        row["end_micros"] = std::to_string(ended ? ends[k] : 0);
+        rows.push_back(row);
+      }));
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return std::stoll(a.at("start_micros")) > std::stoll(b.at("start_micros"));
+  });
+  return rows;
+}
+
+// Keeps the rows that match every --filter, at most --limit of them.
+Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags,
+                                const std::vector<std::string>& fields, size_t* total) {
+  std::vector<std::pair<std::string, std::string>> filters;
+  for (const std::string& f : flags.GetAll("filter")) {
+    size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("--filter wants KEY=VALUE, got '" + f + "'");
+    }
+    std::string key = f.substr(0, eq);
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+      std::string names;
+      for (auto& n : fields) names += (names.empty() ? "" : ", ") + n;
+      return Status::InvalidArgument("cannot filter on '" + key + "' (fields: " + names + ")");
+    }
+    filters.emplace_back(key, f.substr(eq + 1));
+  }
+  size_t limit = 100;
+  if (flags.Has("limit")) {
+    auto n = ParseBytes(flags.Get("limit"));  // a plain count: digits only
+    if (!n.ok() || *n == 0 ||
+        flags.Get("limit").find_first_not_of("0123456789") != std::string::npos) {
+      return Status::InvalidArgument("--limit wants a positive whole number, got '" +
+                                     flags.Get("limit") + "'");
+    }
+    limit = static_cast<size_t>(*n);
+  }
+  std::vector<Row> out;
+  *total = 0;
+  for (auto& r : rows) {
+    bool keep = true;
+    for (auto& [k, v] : filters) {
+      auto it = r.find(k);
+      if (it == r.end()) {
+        keep = false;
+        break;
+      }
+      // Ids match by prefix, as they are shown shortened.
+      bool id = k == "job" || k == "node" || k == "id";
+      keep = keep && (id ? it->second.rfind(v, 0) == 0 : it->second == v);
+    }
+    if (!keep) continue;
+    ++*total;
+    if (out.size() < limit) out.push_back(r);
+  }
+  return out;
+}
+
+void PrintRows(const std::vector<Row>& rows, const std::vector<std::string>& columns, bool json,
+               size_t total) {
+  if (json) {
+    std::string out = "[";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out += i ? ",{" : "{";
+      bool first = true;
+      for (auto& [k, v] : rows[i]) {
+        out += (first ? "" : ",") + JsonString(k) + ":" + JsonString(v);
+        first = false;
+      }
+      out += "}";
+    }
+    std::printf("%s]\n", out.c_str());
+    return;
+  }
+  std::vector<size_t> width(columns.size());
+  auto cell = [](const Row& r, const std::string& c) {
+    auto it = r.find(c);
+    std::string v = it == r.end() ? "" : it->second;
+    if ((c == "job" || c == "node" || c == "id") && v.size() > 12) v = v.substr(0, 12);
+    if (c == "start_micros" || c == "end_micros") v = When(std::stoll(v.empty() ? "0" : v));
+    return v.empty() ? std::string("-") : v;
+  };
+  for (size_t i = 0; i < columns.size(); ++i) width[i] = columns[i].size();
+  for (auto& r : rows) {
+    for (size_t i = 0; i < columns.size(); ++i)
+      width[i] = std::max(width[i], std::min<size_t>(cell(r, columns[i]).size(), 60));
+  }
+  auto header = [](std::string c) {
+    if (c == "start_micros") c = "started";
+    if (c == "end_micros") c = "ended";
+    for (auto& ch : c) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return c;
+  };
+  for (size_t i = 0; i < columns.size(); ++i)
+    std::printf("%-*s  ", static_cast<int>(width[i]), header(columns[i]).c_str());
+  std::printf("\n");
+  for (auto& r : rows) {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      std::string v = cell(r, columns[i]);
+      if (v.size() > 60) v = v.substr(0, 57) + "...";
+      std::printf("%-*s  ", static_cast<int>(width[i]), v.c_str());
+    }
+    std::printf("\n");
+  }
+  if (total > rows.size()) {
+    std::printf("(%zu of %zu shown: use --limit or --filter)\n", rows.size(), total);
+  }
+}
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "--") return false;
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int SubmitCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::fputs(kSubmitHelp, stdout);
+    return 0;
+  }
+  auto dash = std::find(args.begin(), args.end(), "--");
+  if (dash == args.end() || dash + 1 == args.end()) {
+    return UsageError("submit needs the program after '--', e.g. cumulus submit -- ./train",
+                      "cumulus submit --help");
+  }
+  std::vector<std::string> entrypoint(dash + 1, args.end());
+  Flags flags({"address", "token-file", "name", "resources", "working-dir"}, {"wait"});
+  Status st = flags.Parse(std::vector<std::string>(args.begin(), dash));
+  if (!st.ok()) return UsageError(st.message(), "cumulus submit --help");
+  ResourceSet demand;
+  if (flags.Has("resources")) {
+    auto r = ResourceSet::Parse(flags.Get("resources"));
+    if (!r.ok()) return UsageError("--resources: " + r.status().message(), "cumulus submit --help");
+    demand = *r;
+  }
+
+  // The files: the working dir, and the program if it is not in it.
+  JobPackage package;
+  uint64_t bytes = 0;
+  std::string program = entrypoint[0];
+  bool program_in_dir = false;
+  if (flags.Has("working-dir")) {
+    std::filesystem::path dir = flags.Get("working-dir");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return UsageError("--working-dir " + dir.string() + " is not a directory",
+                        "cumulus submit --help");
+    }
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_regular_file()) continue;
+      std::string rel = std::filesystem::relative(it->path(), dir).string();
+      st = AddFile(it->path(), rel, &package, &bytes);
+      if (!st.ok()) return Fail(st);
+      if (std::filesystem::path(program).lexically_normal() ==
+          std::filesystem::path(rel).lexically_normal()) {
+        program_in_dir = true;
+      }
+    }
+    if (ec) return Fail(Status::Unavailable("cannot read " + dir.string() + ": " + ec.message()));
+  }
+  if (!program_in_dir) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(program, ec) || access(program.c_str(), X_OK) != 0) {
+      return UsageError(program +
+                            " is not an executable file (give the program's path, or a "
+                            "path inside --working-dir)",
+                        "cumulus submit --help");
+    }
+    std::string base = std::filesystem::path(program).filename().string();
+    st = AddFile(program, base, &package, &bytes);
+    if (!st.ok()) return Fail(st);
+    entrypoint[0] = "./" + base;
+  } else if (program.find('/') == std::string::npos) {
+    entrypoint[0] = "./" + program;
+  }
+
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  auto view = (*head)->GetClusterStatus();
+  if (!view.ok()) return Fail(view.status());
+  auto nodes = Candidates(*view, demand);
+  if (nodes.empty()) {
+    return Fail(Status::Infeasible(
+        "no alive node has " + (demand.units().empty() ? std::string("room") : demand.ToString()) +
+        " for the driver (see 'cumulus status')"));
+  }
+  const NodeRecord& node = *nodes.front();
+
+  std::string packed = Serialize(package);
+  SubmissionRecord record;
+  record.name = flags.Get("name");
+  record.entrypoint = entrypoint;
+  record.resources = demand.ToString();
+  record.node = node.id.Hex();
+  record.state = "PENDING";
+  record.submit_micros = NowMicros();
+  record.package_bytes = packed.size();
+  record.package_chunks =
+      static_cast<uint32_t>((packed.size() + kPackageChunkBytes - 1) / kPackageChunkBytes);
+  // Claim an id nobody has (submissions and attached drivers share the job id space).
+  std::random_device rd;
+  JobId job;
+  for (int attempt = 0;; ++attempt) {
+    job = JobId::FromInt((rd() & 0x7fffffffu) | 1u);
+    auto existed = (*head)->KvPut(kSubmissionsNamespace, job.Hex(), Serialize(record), false);
+    if (!existed.ok()) return Fail(existed.status());
+    auto taken = (*head)->KvGet(kJobsNamespace, job.Hex());
+    if (!*existed && !taken.ok()) break;
+    if (!*existed) (void)(*head)->KvDelete(kSubmissionsNamespace, job.Hex());
+    if (attempt > 8) return Fail(Status::Internal("could not find a free job id"));
+  }
+  for (uint32_t i = 0; i < record.package_chunks; ++i) {
+    std::string chunk = packed.substr(i * kPackageChunkBytes, kPackageChunkBytes);
+    auto put = (*head)->KvPut(kPackagesNamespace, job.Hex() + "/" + std::to_string(i), chunk);
+    if (!put.ok()) return Fail(put.status());
+  }
+  st = Ring(**head, node.id.Hex(), job, "run");
+  if (!st.ok()) return Fail(st);
+  std::printf("Submitted job %s%s to node %s (%s).\n", job.Hex().c_str(),
+              record.name.empty() ? "" : (" (" + record.name + ")").c_str(),
+              node.id.Hex().substr(0, 12).c_str(), node.address.c_str());
+  std::fflush(stdout);
+  if (!flags.Has("wait")) {
+    std::printf("Its output:  cumulus logs %s --follow\nTo stop it:  cumulus cancel %s\n",
+                job.Hex().c_str(), job.Hex().c_str());
+    return 0;
+  }
+  // Its node should take it at once; a node that does not is named.
+  for (int i = 0; i < 120; ++i) {
+    auto r = LoadSubmission(**head, job);
+    if (!r.ok()) return Fail(r.status());
+    if (r->state != "PENDING") break;
+    if (i == 119) {
+      return Fail(Status::Unavailable("node " + node.id.Hex() +
+                                      " did not start the job within 30 s (is it alive? see "
+                                      "'cumulus status'); it stays queued there"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  int rc = FollowLogs(**head, job, /*follow=*/true);
+  auto r = LoadSubmission(**head, job);
+  if (rc != 0 && r.ok() && !r->message.empty()) {
+    std::fprintf(stderr, "cumulus: %s\n", r->message.c_str());
+  }
+  return rc;
+}
+
+int JobsCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::fputs(kJobsHelp, stdout);
+    return 0;
+  }
+  return ListStateCommand("jobs", args);
+}
+
+int LogsCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::fputs(kJobsHelp, stdout);
+    return 0;
+  }
+  if (args.empty() || args[0].rfind("--", 0) == 0) {
+    return UsageError("logs needs a job id (see 'cumulus jobs')", "cumulus logs --help");
+  }
+  auto job = JobId::FromHex(args[0]);
+  if (!job.ok()) return UsageError("'" + args[0] + "' is not a job id", "cumulus logs --help");
+  Flags flags({"address", "token-file"}, {"follow"});
+  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!st.ok()) return UsageError(st.message(), "cumulus logs --help");
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  return FollowLogs(**head, *job, flags.Has("follow"));
+}
+
+int CancelCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::fputs(kJobsHelp, stdout);
+    return 0;
+  }
+  if (args.empty() || args[0].rfind("--", 0) == 0) {
+    return UsageError("cancel needs a job id (see 'cumulus jobs')", "cumulus cancel --help");
+  }
+  auto job = JobId::FromHex(args[0]);
+  if (!job.ok()) return UsageError("'" + args[0] + "' is not a job id", "cumulus cancel --help");
+  Flags flags({"address", "token-file"}, {});
+  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!st.ok()) return UsageError(st.message(), "cumulus cancel --help");
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  auto record = LoadSubmission(**head, *job);
+  if (!record.ok()) {
+    if (record.status().code() == StatusCode::kNotFound &&
+        (*head)->KvGet(kJobsNamespace, job->Hex()).ok()) {
+      return Fail(Status::InvalidArgument(
+          "job " + job->Hex() +
+          " was not started by 'cumulus submit': stop its driver process instead"));
+    }
+    return Fail(record.status().code() == StatusCode::kNotFound
+                    ? Status::NotFound("no job " + job->Hex() + " (see 'cumulus jobs')")
+                    : record.status());
+  }
+  if (IsTerminalJobState(record->state)) {
+    std::printf("Job %s already ended: %s.\n", job->Hex().c_str(), record->state.c_str());
+    return 0;
+  }
+  st = Ring(**head, record->node, *job, "stop");
+  if (!st.ok()) return Fail(st);
+  // It ends within the stop grace; its node records how.
+  for (int i = 0; i < 60; ++i) {
+    std::string state;
+    auto over = JobOver(**head, *job, &state);
+    if (!over.ok()) return Fail(over.status());
+    if (*over) {
+      std::printf("Job %s %s.\n", job->Hex().c_str(), state.c_str());
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return Fail(Status::TimedOut("job " + job->Hex() + " did not stop within 15 s (node " +
+                               record->node + " may be down; see 'cumulus status')"));
+}
+
+int ListStateCommand(const std::string& what, const std::vector<std::string>& args) {
+  Flags flags({"address", "token-file", "filter", "limit"}, {"json"});
+  Status st = flags.Parse(args);
+  std::string help = what == "jobs" ? "cumulus jobs --help" : "cumulus list --help";
+  if (!st.ok()) return UsageError(st.message(), help);
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  std::vector<Row> rows;
+  std::vector<std::string> columns;
+  if (what == "jobs") {
+    auto r = JobRows(**head);
+    if (!r.ok()) return Fail(r.status());
+    rows = std::move(*r);
+    columns = {"job", "name", "state", "node", "start_micros", "entrypoint", "message"};
+  } else if (what == "placement-groups") {
+    st = ForEachKv(**head, kGroupsNamespace, "", [&](const std::string& k, const std::string& v) {
+      auto g = Deserialize<GroupRecord>(v);
+      if (!g.ok()) return;
+      std::string nodes;
+      for (auto& n : g->nodes) nodes += (nodes.empty() ? "" : ",") + n.substr(0, 8);
+      rows.push_back(Row{{"id", k},
+                         {"job", g->job},
+                         {"bundles", std::to_string(g->nodes.size())},
+                         {"nodes", nodes}});
+    });
+    if (!st.ok()) return Fail(st);
+    columns = {"id", "job", "bundles", "nodes"};
+  } else if (what == "actors") {
+    std::map<std::string, std::string> addresses;
+    std::vector<std::pair<std::string, std::string>> records;
+    st = ForEachKv(**head, kActorsNamespace, "", [&](const std::string& k, const std::string& v) {
+      size_t slash = k.rfind("/address");
+      if (slash != std::string::npos && slash + 8 == k.size()) {
+        addresses[k.substr(0, slash)] = v;
+      } else {
+        records.emplace_back(k, v);
+      }
+    });
+    if (!st.ok()) return Fail(st);
+    for (auto& [name, v] : records) {
+      auto a = Deserialize<ActorNameRecord>(v);
+      Row row{{"name", name}, {"address", addresses.count(name) ? addresses[name] : ""}};
+      if (a.ok()) {
+        row["id"] = a->actor_id;
+        row["class"] = a->class_name;
+        auto id = ActorId::FromHex(a->actor_id);
+        row["job"] = id.ok() ? id->Job().Hex() : "";
+      }
+      row["state"] = row["address"].empty() ? "PENDING" : "ALIVE";
+      rows.push_back(row);
+    }
+    columns = {"name", "id", "class", "job", "state", "address"};
+  } else {
+    return UsageError("cannot list '" + what + "'", help);
+  }
+  size_t total = 0;
+  std::vector<std::string> fields = columns;
+  if (what == "jobs") fields.insert(fields.end(), {"submitted", "end_micros"});
+  auto selected = Select(std::move(rows), flags, fields, &total);
+  if (!selected.ok()) return UsageError(selected.status().message(), help);
+  PrintRows(*selected, columns, flags.Has("json"), total);
+  return 0;
+}
+
+}  // namespace cumulus::cli

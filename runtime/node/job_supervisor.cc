@@ -1,0 +1,443 @@
+#include "runtime/node/job_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/base/clock.h"
+#include "runtime/base/logging.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+
+extern char** environ;
+
+namespace cumulus {
+
+namespace {
+
+constexpr auto kStopGrace = std::chrono::seconds(5);  // SIGTERM, then SIGKILL
+constexpr auto kShipEvery = std::chrono::milliseconds(500);
+constexpr uint64_t kMaxShipBytes = 1u << 20;  // per log entry
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "ended (status " + std::to_string(status) + ")";
+}
+
+// A relative path that stays inside the directory it is unpacked in.
+bool SafeRelativePath(const std::string& p) {
+  if (p.empty() || p[0] == '/') return false;
+  for (auto& part : std::filesystem::path(p)) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class JobSupervisor::Impl {
+ public:
+  explicit Impl(const JobSupervisorOptions& o) : options_(o), node_id_(o.node_id) {}
+
+  void Begin() {
+    std::filesystem::create_directories(options_.work_dir + "/logs");
+    std::filesystem::create_directories(options_.work_dir + "/submitted");
+    control_ = std::thread([this] { ControlLoop(); });
+    shipper_ = std::thread([this] { ShipLoop(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      if (control_fd_ >= 0) shutdown(control_fd_, SHUT_RDWR);  // wakes a KvWait in flight
+      for (auto& [job, r] : running_) kill(-r.pid, SIGKILL);   // their node is going away
+    }
+    cv_.notify_all();
+    if (control_.joinable()) control_.join();
+    if (shipper_.joinable()) shipper_.join();
+  }
+
+  void SetNodeId(const NodeId& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    node_id_ = id;
+  }
+
+  void JobEnded(const JobId& job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_.push_back(job);
+  }
+
+ private:
+  struct Running {
+    pid_t pid = -1;
+    bool stop_requested = false;
+    TimePoint kill_at = TimePoint::max();
+  };
+
+  bool Stopped() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  }
+  NodeId Node() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return node_id_;
+  }
+  // Sleeps `d` unless stopping; false when stopping.
+  bool Pause(Duration d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, d, [&] { return stop_; });
+    return !stop_;
+  }
+
+  Result<std::unique_ptr<ControlClient>> Connect() {
+    ControlClientOptions o;
+    o.role = "node";
+    o.request_timeout = std::chrono::seconds(30);
+    return ControlClient::Connect(options_.head, options_.token, o);
+  }
+
+  // ---- requests ------------------------------------------------------------------------------
+
+  void ControlLoop() {
+    std::unique_ptr<ControlClient> head;
+    while (!Stopped()) {
+      if (!head) {
+        auto c = Connect();
+        if (!c.ok()) {
+          if (!Pause(std::chrono::seconds(1))) return;
+          continue;
+        }
+        head = std::move(*c);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) return;
+        control_fd_ = head->fd();
+      }
+      std::string me = Node().Hex();
+      // Wait for the bell (or a while), then take every request addressed here.
+      auto bell = head->KvWait(kJobQueueNamespace, me + "/bell", std::chrono::seconds(5));
+      Status st =
+          bell.ok() ? head->KvDelete(kJobQueueNamespace, me + "/bell").status() : bell.status();
+      if (st.ok() || st.code() == StatusCode::kTimedOut) {
+        auto page = head->KvList(kJobQueueNamespace, me + "/", "", 100);
+        st = page.status();
+        if (page.ok()) {
+          for (auto& [key, value] : page->entries) {
+            std::string rest = key.substr(me.size() + 1);
+            if (rest == "bell") continue;
+            (void)head->KvDelete(kJobQueueNamespace, key);
+            auto job = JobId::FromHex(rest);
+            if (!job.ok()) continue;
+            if (value == "run") {
+              RunJob(*head, *job);
+            } else if (value == "stop") {
+              StopJob(*head, *job);
+            }
+          }
+        }
+      }
+      if (!st.ok() && st.code() != StatusCode::kTimedOut) {
+        if (!Stopped()) {
+          CUMULUS_LOG(DEBUG) << "job supervisor: the head went away (" << st.message()
+                             << "); reconnecting";
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        control_fd_ = -1;
+        head.reset();
+      }
+    }
+  }
+
+  Result<SubmissionRecord> Load(ControlClient& head, const JobId& job) {
+    CUMULUS_ASSIGN_OR_RETURN(std::string raw, head.KvGet(kSubmissionsNamespace, job.Hex()));
+    return Deserialize<SubmissionRecord>(raw);
+  }
+  Status Save(ControlClient& head, const JobId& job, const SubmissionRecord& r) {
+    return head.KvPut(kSubmissionsNamespace, job.Hex(), Serialize(r)).status();
+  }
+
+  void RunJob(ControlClient& head, const JobId& job) {
+    auto record = Load(head, job);
+    if (!record.ok()) {
+      CUMULUS_LOG(WARN) << "job supervisor: cannot read job " << job.Hex() << ": "
+                        << record.status().message();
+      return;
+    }
+    if (record->state != "PENDING") return;  // asked twice, or stopped before it started
+    Status st = Launch(head, job, *record);
+    if (!st.ok()) {
+      record->state = "FAILED";
+      record->message = "could not start the driver on node " + Node().Hex() + ": " + st.message();
+      record->end_micros = NowMicros();
+      CUMULUS_LOG(WARN) << "job supervisor: job " << job.Hex() << ": " << record->message;
+    }
+    Status saved = Save(head, job, *record);
+    if (!saved.ok()) {
+      CUMULUS_LOG(WARN) << "job supervisor: cannot record the state of job " << job.Hex() << ": "
+                        << saved.message();
+    }
+  }
+
+  Status Launch(ControlClient& head, const JobId& job, SubmissionRecord& record) {
+    if (record.entrypoint.empty()) return Status::InvalidArgument("the job has no entrypoint");
+    // The package: chunks in the head's store.
+    std::string packed;
+    packed.reserve(record.package_bytes);
+    for (uint32_t i = 0; i < record.package_chunks; ++i) {
+      CUMULUS_ASSIGN_OR_RETURN(std::string chunk,
+                               head.KvGet(kPackagesNamespace, job.Hex() + "/" + std::to_string(i)));
+      packed += chunk;
+    }
+    if (packed.size() != record.package_bytes) {
+      return Status::ObjectLost("the job's package has " + std::to_string(packed.size()) +
+                                " bytes, expected " + std::to_string(record.package_bytes));
+    }
+    CUMULUS_ASSIGN_OR_RETURN(JobPackage package, Deserialize<JobPackage>(packed));
+    std::string dir = options_.work_dir + "/submitted/" + job.Hex();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::ResourceExhausted("cannot create " + dir + ": " + ec.message());
+    for (auto& f : package.files) {
+      if (!SafeRelativePath(f.path)) {
+        return Status::InvalidArgument("the package holds a path outside its directory: " + f.path);
+      }
+      std::string path = dir + "/" + f.path;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(f.bytes.data(), static_cast<std::streamsize>(f.bytes.size()));
+      out.close();
+      if (!out) return Status::ResourceExhausted("cannot write " + path + " (disk full?)");
+      chmod(path.c_str(), f.mode & 0755);
+    }
+    std::string program = record.entrypoint[0];
+    if (program.find('/') == std::string::npos || SafeRelativePath(program)) {
+      std::string in_dir = dir + "/" + program;
+      if (access(in_dir.c_str(), X_OK) == 0) program = in_dir;
+    }
+    if (program.find('/') == std::string::npos || access(program.c_str(), X_OK) != 0) {
+      return Status::NotFound("the entrypoint " + record.entrypoint[0] +
+                              " is not an executable file of the job's package");
+    }
+
+    std::string log = options_.work_dir + "/logs/driver-" + job.Hex() + ".log";
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+      std::string_view kv(*e);
+      if (kv.rfind("CUMULUS_", 0) == 0) continue;
+      env_strings.emplace_back(kv);
+    }
+    env_strings.push_back("CUMULUS_ADDRESS=" + options_.head.ToString());
+    env_strings.push_back("CUMULUS_TOKEN=" + options_.token);
+    env_strings.push_back("CUMULUS_NODE_SOCKET=" + options_.core_socket);
+    env_strings.push_back("CUMULUS_JOB_ID=" + job.Hex());
+    env_strings.push_back("CUMULUS_JOB_NAME=" + record.name);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = record.entrypoint;
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: stop reaches all
+    posix_spawnattr_setpgroup(&attr, 0);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) return Status::Unavailable("cannot start " + program + ": " + std::strerror(rc));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_[job].pid = pid;
+    }
+    record.state = "RUNNING";
+    record.pid = pid;
+    record.node = Node().Hex();
+    record.start_micros = NowMicros();
+    CUMULUS_LOG(INFO) << "job supervisor: started job " << job.Hex() << " ("
+                      << (record.name.empty() ? record.entrypoint[0] : record.name) << ") as pid "
+                      << pid;
+    return Status();
+  }
+
+  void StopJob(ControlClient& head, const JobId& job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = running_.find(job);
+      if (it != running_.end()) {
+        if (!it->second.stop_requested) {
+          it->second.stop_requested = true;
+          it->second.kill_at = SystemClock::Get().Now() + kStopGrace;
+          kill(-it->second.pid, SIGTERM);
+        }
+        return;  // its state is written when it exits
+      }
+    }
+    auto record = Load(head, job);
+    if (record.ok() && record->state == "PENDING") {
+      record->state = "STOPPED";
+      record->message = "cancelled before it started";
+      record->end_micros = NowMicros();
+      (void)Save(head, job, *record);
+    }
+  }
+
+  // ---- logs and exits ------------------------------------------------------------------------
+
+  void ShipLoop() {
+    std::unique_ptr<ControlClient> head;
+    std::map<std::string, uint64_t> shipped;              // log file -> bytes shipped
+    std::vector<std::pair<JobId, std::string>> finished;  // exited, state not written yet
+    std::vector<JobId> ended;
+    while (true) {
+      bool stopping = !Pause(kShipEvery);
+      // Exits and overdue stops.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        TimePoint now = SystemClock::Get().Now();
+        for (auto it = running_.begin(); it != running_.end();) {
+          int status = 0;
+          pid_t r = waitpid(it->second.pid, &status, WNOHANG);
+          if (r == it->second.pid || (r < 0 && errno == ECHILD)) {
+            std::string how = r == it->second.pid ? DescribeExit(status) : "ended";
+            bool ok = r == it->second.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            finished.emplace_back(it->first, it->second.stop_requested
+                                                 ? "STOPPED:the driver was cancelled (" + how + ")"
+                                             : ok ? "SUCCEEDED:" + how
+                                                  : "FAILED:the driver " + how);
+            kill(-it->second.pid, SIGKILL);  // anything it left behind in its group
+            it = running_.erase(it);
+            continue;
+          }
+          if (now >= it->second.kill_at) kill(-it->second.pid, SIGKILL);
+          ++it;
+        }
+        ended.insert(ended.end(), ended_.begin(), ended_.end());
+        ended_.clear();
+      }
+      if (!head) {
+        auto c = Connect();
+        if (c.ok()) head = std::move(*c);
+      }
+      if (head) {
+        Status st = ShipLogs(*head, &shipped);
+        while (st.ok() && !finished.empty()) {
+          auto [job, outcome] = finished.back();
+          st = Finish(*head, job, outcome);
+          if (st.ok()) finished.pop_back();
+        }
+        while (st.ok() && !ended.empty()) {
+          JobEnd end{NowMicros()};
+          st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), Serialize(end)).status();
+          if (st.ok()) ended.pop_back();
+        }
+        if (!st.ok()) head.reset();  // try again next round
+      }
+      if (stopping) return;
+    }
+  }
+
+  Status Finish(ControlClient& head, const JobId& job, const std::string& outcome) {
+    auto record = Load(head, job);
+    if (!record.ok())
+      return record.status().code() == StatusCode::kNotFound ? Status() : record.status();
+    size_t colon = outcome.find(':');
+    record->state = outcome.substr(0, colon);
+    record->message = outcome.substr(colon + 1);
+    record->end_micros = NowMicros();
+    CUMULUS_LOG(INFO) << "job supervisor: job " << job.Hex() << " " << record->state << ": "
+                      << record->message;
+    return Save(head, job, *record);
+  }
+
+  // Sends what was appended to each job log since the last round.
+  Status ShipLogs(ControlClient& head, std::map<std::string, uint64_t>* shipped) {
+    std::error_code ec;
+    std::string node8 = Node().Hex().substr(0, 8);
+    for (auto& entry : std::filesystem::directory_iterator(options_.work_dir + "/logs", ec)) {
+      std::string name = entry.path().filename().string();
+      // driver-JOB.log, workers-JOB.log
+      size_t dash = name.find('-');
+      if (dash == std::string::npos || name.size() < dash + 5 ||
+          name.compare(name.size() - 4, 4, ".log") != 0) {
+        continue;
+      }
+      std::string source = name.substr(0, dash);
+      std::string job = name.substr(dash + 1, name.size() - dash - 5);
+      uint64_t size = std::filesystem::file_size(entry.path(), ec);
+      if (ec) continue;
+      uint64_t& done = (*shipped)[entry.path().string()];
+      while (done < size) {
+        uint64_t n = std::min<uint64_t>(size - done, kMaxShipBytes);
+        std::string bytes(n, '\0');
+        std::ifstream in(entry.path(), std::ios::binary);
+        in.seekg(static_cast<std::streamoff>(done));
+        in.read(bytes.data(), static_cast<std::streamsize>(n));
+        bytes.resize(static_cast<size_t>(in.gcount()));
+        if (bytes.empty()) break;
+        char key[96];
+        std::snprintf(key, sizeof(key), "%s/%016lld-%s-%s", job.c_str(),
+                      static_cast<long long>(NowMicros()), node8.c_str(), source.c_str());
+        CUMULUS_RETURN_IF_ERROR(head.KvPut(kJobLogsNamespace, key, bytes).status());
+        done += bytes.size();
+      }
+    }
+    return Status();
+  }
+
+  JobSupervisorOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  NodeId node_id_;
+  int control_fd_ = -1;
+  std::map<JobId, Running> running_;
+  std::vector<JobId> ended_;
+  std::thread control_, shipper_;
+};
+
+Result<std::unique_ptr<JobSupervisor>> JobSupervisor::Start(const JobSupervisorOptions& options) {
+  auto impl = std::make_unique<Impl>(options);
+  impl->Begin();
+  return std::unique_ptr<JobSupervisor>(new JobSupervisor(std::move(impl)));
+}
+
+JobSupervisor::JobSupervisor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JobSupervisor::~JobSupervisor() = default;
+void JobSupervisor::SetNodeId(const NodeId& id) { impl_->SetNodeId(id); }
+void JobSupervisor::JobEnded(const JobId& job) { impl_->JobEnded(job); }
+std::string JobSupervisor::WorkerLogPath(const std::string& work_dir, const JobId& job) {
+  return work_dir + "/logs/workers-" + job.Hex() + ".log";
+}
+
+}  // namespace cumulus

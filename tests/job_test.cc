@@ -1,0 +1,139 @@
+// Jobs on a real cluster: `cumulus submit` ships a driver (fault_driver --scenario=job) to a node,
+// `logs` reads its output and its workers', `cancel` stops it and all it started, `jobs` and
+// `list` show the records, which survive a head restart; bad input gets one clear line.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "cluster_fixture.h"
+
+namespace cumulus {
+namespace {
+
+class JobTest : public ClusterTest {
+ protected:
+  // The driver program (tens of MiB with debug information) travels through the node's store.
+  void SetUp() override {
+    ClusterTest::SetUp();
+    head_store_memory_ = "256M";
+    node_store_memory_ = "256M";
+  }
+  std::vector<std::string> Auth() { return {"--address", address_, "--token-file", token_file_}; }
+  int Run(std::vector<std::string> args, std::string* out, bool auth = true) {
+    if (auth) {
+      auto a = Auth();
+      auto dash = std::find(args.begin(), args.end(), "--");
+      args.insert(dash, a.begin(), a.end());
+    }
+    return Cli(args, out);
+  }
+  const std::string kDriver = std::string(CUMULUS_BIN_DIR) + "/fault_driver";
+  static std::string JobIdOf(const std::string& submit_output) {
+    size_t at = submit_output.find("Submitted job ");
+    return at == std::string::npos ? "" : submit_output.substr(at + 14, 8);
+  }
+};
+
+TEST_F(JobTest, SubmitRunsTheDriverOnTheClusterAndKeepsItsOutput) {
+  auto head = StartHead({"--no-node"});
+  int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());
+  std::string a;
+  auto node = StartNode("a", {"--resources", "CPU=2"}, &a);
+
+  std::string out;
+  int rc = Run({"submit", "--name", "hello", "--wait", "--", kDriver, "--scenario=job"}, &out);
+  EXPECT_EQ(rc, 0) << out;
+  std::string job = JobIdOf(out);
+  ASSERT_EQ(job.size(), 8u) << out;
+  EXPECT_NE(out.find("driver says hello (job " + job + ")"), std::string::npos) << out;
+  EXPECT_NE(out.find("worker says hello"), std::string::npos) << out;
+  EXPECT_NE(out.find("SUCCEEDED"), std::string::npos) << out;
+
+  // The output is kept: logs reads it after the job ended.
+  std::string logs;
+  EXPECT_EQ(Run({"logs", job}, &logs), 0) << logs;
+  EXPECT_NE(logs.find("driver says hello"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("worker says hello"), std::string::npos) << logs;
+
+  // A driver that fails: --wait says so and exits 1.
+  std::string failed;
+  EXPECT_EQ(Run({"submit", "--wait", "--", kDriver, "--scenario=job", "--exit=3"}, &failed), 1)
+      << failed;
+  EXPECT_NE(failed.find("exited with status 3"), std::string::npos) << failed;
+
+  // The records live in the control store: they survive a head restart.
+  head->Kill(SIGKILL);
+  (void)head->Wait(10s);
+  head = StartHead({"--no-node"}, port);
+  std::string jobs;
+  EXPECT_EQ(Run({"jobs", "--json", "--filter", "job=" + job}, &jobs), 0) << jobs;
+  EXPECT_NE(jobs.find("\"state\":\"SUCCEEDED\""), std::string::npos) << jobs;
+  EXPECT_NE(jobs.find("\"name\":\"hello\""), std::string::npos) << jobs;
+  std::string failed_rows;
+  EXPECT_EQ(Run({"list", "jobs", "--filter", "state=FAILED"}, &failed_rows), 0);
+  EXPECT_NE(failed_rows.find("exited with status 3"), std::string::npos) << failed_rows;
+  EXPECT_EQ(Run({"logs", job}, &logs), 0) << logs;
+  EXPECT_NE(logs.find("worker says hello"), std::string::npos) << logs;
+}
+
+TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string out;
+  ASSERT_EQ(Run({"submit", "--", kDriver, "--scenario=job", "--hold=1"}, &out), 0) << out;
+  std::string job = JobIdOf(out);
+  ASSERT_EQ(job.size(), 8u) << out;
+  // Its actor's pid shows in its log once it runs.
+  std::string logs;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        Run({"logs", job}, &logs);
+        return logs.find("HOLDING pid=") != std::string::npos;
+      },
+      60s))
+      << logs;
+  pid_t actor = std::atoi(logs.c_str() + logs.find("HOLDING pid=") + 12);
+  ASSERT_GT(actor, 0) << logs;
+  std::string running;
+  EXPECT_EQ(Run({"jobs", "--filter", "state=RUNNING"}, &running), 0);
+  EXPECT_NE(running.find(job), std::string::npos) << running;
+
+  std::string cancelled;
+  EXPECT_EQ(Run({"cancel", job}, &cancelled), 0) << cancelled;
+  EXPECT_NE(cancelled.find("STOPPED"), std::string::npos) << cancelled;
+  EXPECT_TRUE(WaitUntil([&] { return kill(actor, 0) != 0; }, 15s)) << "its actor still runs";
+  std::string again;
+  EXPECT_EQ(Run({"cancel", job}, &again), 0) << again;
+  EXPECT_NE(again.find("already ended: STOPPED"), std::string::npos) << again;
+}
+
+TEST_F(JobTest, BadRequestsGetOneClearLine) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  std::string out;
+  EXPECT_EQ(Run({"submit", "--name", "x"}, &out), 2);
+  EXPECT_NE(out.find("needs the program after '--'"), std::string::npos) << out;
+  EXPECT_EQ(Run({"submit", "--", "/no/such/program"}, &out), 2);
+  EXPECT_NE(out.find("is not an executable file"), std::string::npos) << out;
+  EXPECT_EQ(Run({"submit", "--resources", "GPU=8", "--", kDriver}, &out), 1);
+  EXPECT_NE(out.find("no alive node has GPU=8"), std::string::npos) << out;
+  EXPECT_EQ(Run({"submit", "--resources", "CPU=-1", "--", kDriver}, &out), 2) << out;
+  EXPECT_EQ(Run({"logs", "0badf00d"}, &out), 1);
+  EXPECT_NE(out.find("no job 0badf00d"), std::string::npos) << out;
+  EXPECT_EQ(Run({"logs", "not-an-id"}, &out), 2);
+  EXPECT_EQ(Run({"cancel", "0badf00d"}, &out), 1);
+  EXPECT_NE(out.find("no job 0badf00d"), std::string::npos) << out;
+  EXPECT_EQ(Run({"jobs", "--filter", "nokey"}, &out), 2);
+  EXPECT_NE(out.find("KEY=VALUE"), std::string::npos) << out;
+  EXPECT_EQ(Run({"jobs", "--filter", "color=red"}, &out), 2);
+  EXPECT_NE(out.find("cannot filter on 'color'"), std::string::npos) << out;
+  EXPECT_EQ(Run({"jobs", "--limit", "0"}, &out), 2);
+  EXPECT_EQ(Run({"list", "tasks"}, &out), 1);
+  EXPECT_NE(out.find("cannot list tasks"), std::string::npos) << out;
+  EXPECT_EQ(Run({"list", "bogus"}, &out, /*auth=*/false), 2);
+  // Without the cluster's token nothing is done.
+  EXPECT_NE(Cli({"jobs", "--address", address_, "--token-file", "/dev/null"}, &out), 0) << out;
+}
+
+}  // namespace
+}  // namespace cumulus
