@@ -787,12 +787,19 @@ class CoreWorkerImpl : public CoreWorker {
       if (t.unresolved > 0) return;  // keep the order: later calls wait for this one
       std::string frame;
       Status st = BuildSpec(t, &frame);
-      a.queue.pop_front();
-      if (st.ok()) st = SendOnConnLocked(a.conn, frame);
       if (!st.ok()) {
+        a.queue.pop_front();
         FinishTask(t.id, &st, nullptr);
         continue;
       }
+      st = SendOnConnLocked(a.conn, frame);
+      if (!st.ok()) {
+        // The actor's process is gone (its connection broke under this write): the call was
+        // not delivered, so it stays first in line for the restarted actor, if there is one.
+        ActorLost(a, st.message());
+        return;
+      }
+      a.queue.pop_front();
       t.sent = true;
       a.in_flight.insert(t.id);
     }
