@@ -6,6 +6,8 @@
 //   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
 //   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
 //   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up
+//   --scenario=memory         a task that takes --mib=N MiB on its first try (the node's memory
+//                             monitor should kill and retry it)
 //   --scenario=job            run by `cumulus submit`: prints from the driver and a worker; with
 //                             --hold it then waits to be cancelled; --exit=N ends with status N
 #include <cumulus/cumulus.h>
@@ -68,6 +70,23 @@ bool WaitForFile(const std::string& path) {
   for (int i = 0; i < 120000 && !Exists(path); ++i) usleep(1000);
   return Exists(path);
 }
+// First try: takes `mib` MiB (touched, so it is resident) and holds it for up to a minute; the
+// node's memory monitor should kill it. Later tries return the try number at once.
+int Hog(std::string path, int mib) {
+  int tries = CountTry(path);
+  if (tries > 1) return tries;
+  std::vector<char*> blocks;
+  for (int i = 0; i < mib; ++i) {
+    char* b = static_cast<char*>(std::malloc(1 << 20));
+    std::memset(b, i & 0xff, 1 << 20);
+    blocks.push_back(b);
+  }
+  std::printf("hog holds %d MiB\n", mib);
+  std::fflush(stdout);
+  for (int i = 0; i < 600; ++i) usleep(100000);
+  for (char* b : blocks) std::free(b);
+  return tries;
+}
 std::string Shout(std::string what) {
   std::printf("worker says %s\n", what.c_str());
   std::fflush(stdout);
@@ -95,7 +114,7 @@ Survivor* CreateSurvivor() { return new Survivor(); }
 
 }  // namespace
 
-CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Blob, Mix, SumWhere, Shout, SleepUntil, CreateSurvivor,
+CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Hog, Blob, Mix, SumWhere, Shout, SleepUntil, CreateSurvivor,
                &Survivor::Pid, &Survivor::Restarted, &Survivor::Where, &Survivor::Big,
                &Survivor::Incr);
 
@@ -338,6 +357,10 @@ int main(int argc, char** argv) {
     HeadRestart(dir);
   } else if (scenario == "driver_death") {
     DriverDeath(dir);
+  } else if (scenario == "memory") {
+    auto tries = cumulus::TryGet(
+        cumulus::Task(Hog).Remote(dir + "/hog", std::atoi(args["mib"].c_str())), kWait);
+    Check("memory_hog_killed_and_retried", tries.ok() && *tries == 2, Text(tries));
   } else if (scenario == "job") {
     int rc = Job(args);
     if (rc != 0) return rc;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "runtime/node/detect_resources.h"
 
 namespace cumulus {
 namespace {
@@ -153,6 +154,30 @@ TEST_F(FaultTest, DriverKilledItsJobIsCleanedUpEverywhere) {
     EXPECT_TRUE(WaitUntil([&] { return StoredObjects(s) == 0; }, 15s))
         << "objects left in " << s << ": " << StoredObjects(s);
   }
+}
+
+TEST_F(FaultTest, MemoryPressureKillsTheNewestTaskBeforeTheKernelDoes) {
+  // The monitor's threshold sits 768 MiB above what this machine uses now; the task takes 1.5 GiB.
+  MemoryUse now = MemoryUsage();
+  ASSERT_GT(now.limit, 4ull << 30) << "too little memory to test the monitor";
+  double threshold = static_cast<double>(now.used + (768ull << 20)) / now.limit;
+  ASSERT_LT(threshold, 0.9) << "this machine is too busy to test the memory monitor";
+  setenv("CUMULUS_MEMORY_USAGE_THRESHOLD", std::to_string(threshold).c_str(), 1);
+  setenv("CUMULUS_MEMORY_MONITOR_MS", "50", 1);
+  auto head = StartHead({"--resources", "CPU=2"});
+  unsetenv("CUMULUS_MEMORY_USAGE_THRESHOLD");
+  unsetenv("CUMULUS_MEMORY_MONITOR_MS");
+  std::string out;
+  int rc = Cli({"submit", "--address", address_, "--token-file", token_file_, "--wait", "--",
+                std::string(CUMULUS_BIN_DIR) + "/fault_driver", "--scenario=memory", "--mib=1536",
+                "--dir=" + dir_.path()},
+               &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("CHECK memory_hog_killed_and_retried ok"), std::string::npos) << out;
+  // The job's log says what happened and why.
+  EXPECT_NE(out.find("task Hog"), std::string::npos) << out;
+  EXPECT_NE(out.find("to free memory"), std::string::npos) << out;
+  EXPECT_NE(out.find("it will be retried"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/node/detect_resources.h"
 #include "runtime/node/job_supervisor.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/gpu_assignment.h"
@@ -72,6 +73,20 @@ std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Statu
 class TaskRouter::Impl {
  public:
   explicit Impl(const TaskRouterOptions& o) : options_(o), gpus_(o.gpu_ids) {
+    if (const char* t = std::getenv("CUMULUS_MEMORY_USAGE_THRESHOLD")) {
+      char* end = nullptr;
+      double v = std::strtod(t, &end);
+      if (*t && *end == 0 && v > 0 && v <= 1) {
+        memory_threshold_ = v;
+      } else {
+        CUMULUS_LOG(WARN) << "node: ignoring CUMULUS_MEMORY_USAGE_THRESHOLD=" << t
+                          << " (want a fraction in (0, 1]; 1 turns the memory monitor off)";
+      }
+    }
+    if (const char* ms = std::getenv("CUMULUS_MEMORY_MONITOR_MS")) {
+      long v = std::strtol(ms, nullptr, 10);
+      if (v >= 10 && v <= 60000) memory_check_every_ = std::chrono::milliseconds(v);
+    }
     node_id_ = o.node_id;
     available_ = o.total;
     size_t cpus = static_cast<size_t>(o.total.GetUnits("CPU") / ResourceSet::kUnit);
@@ -170,6 +185,7 @@ class TaskRouter::Impl {
     bool cancelled = false;
     std::string class_key;
     bool waiting_retry = false;  // in delayed_, not in a queue
+    TimePoint assigned_at{};     // when it was handed to its worker
   };
 
   struct Worker {
@@ -190,6 +206,7 @@ class TaskRouter::Impl {
     std::deque<TaskId> assigned;  // in the order sent; the front one runs
     bool blocked = false;
     int64_t lent_cpu = 0;  // CPU units of its lease given back to the node while it is blocked
+    std::string killed_because;  // the node killed it on purpose (memory): says why
   };
 
   // A bundle of a placement group held on this node. Its resources left the node's free pool
@@ -900,6 +917,7 @@ class TaskRouter::Impl {
   void Assign(Worker& w, Task& t) {
     t.state = Task::kOnWorker;
     t.worker = w.id;
+    t.assigned_at = SystemClock::Get().Now();
     w.assigned.push_back(t.id);
     if (w.conn) SendTo(w.conn, t.frame);  // else sent when the worker says hello
   }
@@ -1606,10 +1624,55 @@ class TaskRouter::Impl {
     return &w;
   }
 
-  void WorkerGone(const WorkerId& wid, const std::string& why) {
+  // Before the kernel's OOM killer picks a victim at random (often the node itself), this node
+  // kills the newest task it runs that may be retried (else the newest task), retries it after a
+  // backoff, and tells the task's job in its log. Actors are left alone (their state would go).
+  void CheckMemory(TimePoint now) {
+    if (memory_threshold_ >= 1.0 || now < memory_cooldown_until_) return;
+    double used = MemoryUsage().fraction();
+    if (used < memory_threshold_) return;
+    Worker* victim = nullptr;
+    Task* victim_task = nullptr;
+    bool victim_retriable = false;
+    for (auto& [id, w] : workers_) {
+      if (w.is_actor || w.assigned.empty() || w.pid <= 0 || !w.killed_because.empty()) continue;
+      auto t = tasks_.find(w.assigned.front());
+      if (t == tasks_.end() || t->second.actor_creation) continue;
+      Task& task = t->second;
+      bool retriable = task.max_retries < 0 || static_cast<int>(task.attempt) < task.max_retries;
+      if (!victim || (retriable && !victim_retriable) ||
+          (retriable == victim_retriable && task.assigned_at > victim_task->assigned_at)) {
+        victim = &w;
+        victim_task = &task;
+        victim_retriable = retriable;
+      }
+    }
+    if (!victim) return;
+    char why[160];
+    std::snprintf(why, sizeof(why),
+                  "was killed by node %s to free memory (%.1f%% used, threshold %.1f%%)",
+                  node_id_.Hex().c_str(), used * 100, memory_threshold_ * 100);
+    victim->killed_because = why;
+    kill(victim->pid, SIGKILL);
+    memory_cooldown_until_ = now + std::chrono::seconds(1);  // let the kernel reclaim it first
+    std::string line =
+        "cumulus: task " + victim_task->function + " (pid " + std::to_string(victim->pid) + ") " +
+        why + (victim_retriable ? "; it will be retried" : "; it has no retries left") + "\n";
+    CUMULUS_LOG(WARN) << "node: " << line.substr(0, line.size() - 1);
+    // Into the job's log on this node (shipped to `cumulus logs JOB`).
+    int fd = open(JobSupervisor::WorkerLogPath(options_.work_dir, victim->job).c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      (void)!write(fd, line.data(), line.size());
+      close(fd);
+    }
+  }
+
+  void WorkerGone(const WorkerId& wid, std::string why) {
     auto it = workers_.find(wid);
     if (it == workers_.end()) return;
     Worker& w = it->second;
+    if (!w.killed_because.empty()) why = w.killed_because;
     if (w.conn) {
       auto c = conns_.find(w.conn);
       if (c != conns_.end() && !c->second.closed) {
@@ -1717,6 +1780,10 @@ class TaskRouter::Impl {
       }
     }
     for (auto& [id, why] : gone) WorkerGone(id, why);
+    if (now >= next_memory_check_) {
+      next_memory_check_ = now + memory_check_every_;
+      CheckMemory(now);
+    }
     for (auto& [id, op] : groups_) {
       if (op.state == GroupOp::kWaiting && op.retry_at <= now) schedule_dirty_ = true;
     }
@@ -1846,8 +1913,13 @@ class TaskRouter::Impl {
   std::map<NodeId, TimePoint> unreachable_until_;
   std::map<NodeId, uint64_t> peers_;
   std::set<JobId> submitted_;  // jobs run by `cumulus submit` (their workers' output is logged)
-  std::vector<NodeId> newly_dead_;            // from the view, not yet acted on
-  std::multimap<TimePoint, TaskId> delayed_;  // retries waiting for their backoff
+  std::vector<NodeId> newly_dead_;
+  // The memory monitor (CheckMemory): CUMULUS_MEMORY_USAGE_THRESHOLD (0-1; 1 turns it off) and
+  // CUMULUS_MEMORY_MONITOR_MS.
+  double memory_threshold_ = 0.95;
+  Duration memory_check_every_ = std::chrono::milliseconds(250);
+  TimePoint next_memory_check_{}, memory_cooldown_until_{};  // from the view, not yet acted on
+  std::multimap<TimePoint, TaskId> delayed_;                 // retries waiting for their backoff
   std::map<JobId, std::string> programs_;
   std::map<JobId, std::vector<std::string>> program_argv_;
   std::unique_ptr<ControlClient> head_;

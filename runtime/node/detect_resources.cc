@@ -1,5 +1,10 @@
 #include "runtime/node/detect_resources.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include <sched.h>
 
 #include "runtime/object_store/shared_region.h"
@@ -31,6 +36,35 @@ DetectedResources DetectResources() {
   d.gpu_note = "built without CUDA";
 #endif
   return d;
+}
+
+MemoryUse MemoryUsage() {
+  auto read_u64 = [](const char* path, uint64_t* out) {
+    std::ifstream f(path);
+    std::string v;
+    if (!(f >> v) || v == "max") return false;
+    *out = std::strtoull(v.c_str(), nullptr, 10);
+    return *out > 0;
+  };
+  MemoryUse m;
+  uint64_t current = 0, limit = 0;
+  if (read_u64("/sys/fs/cgroup/memory.max", &limit) &&
+      read_u64("/sys/fs/cgroup/memory.current", &current) && limit < (1ull << 50)) {
+    m.used = current;
+    m.limit = limit;
+    return m;
+  }
+  std::ifstream info("/proc/meminfo");
+  std::string key, unit;
+  uint64_t value = 0, total = 0, available = 0;
+  while (info >> key >> value >> unit) {
+    if (key == "MemTotal:") total = value * 1024;
+    if (key == "MemAvailable:") available = value * 1024;
+  }
+  if (total == 0) return m;
+  m.limit = total;
+  m.used = total - std::min(total, available);
+  return m;
 }
 
 }  // namespace cumulus

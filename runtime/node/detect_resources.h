@@ -17,4 +17,12 @@ struct DetectedResources {
 
 DetectedResources DetectResources();
 
+// Memory in use now: in this process's cgroup if it has a limit (a container), else on the
+// machine (MemTotal - MemAvailable). limit 0: unknown.
+struct MemoryUse {
+  uint64_t used = 0, limit = 0;
+  double fraction() const { return limit ? static_cast<double>(used) / limit : -1; }
+};
+MemoryUse MemoryUsage();
+
 }  // namespace cumulus
