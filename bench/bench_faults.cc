@@ -180,13 +180,10 @@ struct RunResult {
 };
 
 // Submits the job in windows of in-flight work; records worker pids seen for the fault thread.
-RunResult RunJob(const Config& cfg, uint64_t id_base, std::vector<int>* pids, std::mutex* pids_mu) {
+RunResult RunJob(const Config& cfg, const std::vector<cumulus::ActorHandle<Acc>>& actors,
+                 uint64_t id_base, std::vector<int>* pids, std::mutex* pids_mu) {
   RunResult r;
   auto t0 = Clock::now();
-  std::vector<cumulus::ActorHandle<Acc>> actors;
-  for (int i = 0; i < cfg.actors; ++i) {
-    actors.push_back(cumulus::Actor(CreateAcc).SetMaxRestarts(-1).Remote());
-  }
   std::set<uint64_t> seen;
   auto check = [&](uint64_t id, const cumulus::Result<std::pair<uint64_t, int>>& v) {
     if (!v.ok() || v->first != id * 3 + 1) {
@@ -299,11 +296,16 @@ int main(int argc, char** argv) {
   uint64_t per_run = cfg.tasks + static_cast<uint64_t>(cfg.actors) * cfg.calls_per_actor;
 
   // Rounds of the job, each with ids of its own, until the run's time is up.
+  // The run's actors live through its rounds (an actor lives until killed or its job ends).
   auto run_for = [&](uint64_t base, uint64_t* ids_used) {
+    std::vector<cumulus::ActorHandle<Acc>> actors;
+    for (int i = 0; i < cfg.actors; ++i) {
+      actors.push_back(cumulus::Actor(CreateAcc).SetMaxRestarts(-1).Remote());
+    }
     RunResult total;
     uint64_t round = 0;
     do {
-      RunResult r = RunJob(cfg, base + round * per_run, &pids, &pids_mu);
+      RunResult r = RunJob(cfg, actors, base + round * per_run, &pids, &pids_mu);
       total.seconds += r.seconds;
       total.completed += r.completed;
       total.lost += r.lost;
@@ -312,6 +314,7 @@ int main(int argc, char** argv) {
       ++round;
     } while (total.seconds < cfg.run_s);
     *ids_used = round * per_run;
+    for (auto& a : actors) (void)a.Kill();
     return total;
   };
   uint64_t calm_ids = 0, hit_ids = 0;

@@ -76,6 +76,15 @@ TEST_F(FaultTest, WorkerKilledTaskRetriedActorRestarted) {
   ExpectChecks(driver->ReadAll(120s),
                {"task_retried_after_sigkill", "task_without_retries_fails",
                 "actor_first_not_restarted", "actor_restarted_after_sigkill"});
+  // `cumulus status` lists what died, where and why.
+  std::string status;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        Cli({"status", "--address", address_, "--token-file", token_file_}, &status);
+        return status.find("running DieOnce killed by signal 9") != std::string::npos;
+      },
+      10s))
+      << status;
 }
 
 TEST_F(FaultTest, NodeKilledWorkMovesAndObjectsAreRebuilt) {
@@ -98,6 +107,11 @@ TEST_F(FaultTest, NodeKilledWorkMovesAndObjectsAreRebuilt) {
                 "too_deep_is_object_lost", "actor_result_is_object_lost",
                 "running_tasks_retried_elsewhere", "actor_restarted_elsewhere", "new_work_runs"});
   EXPECT_TRUE(WaitForState(a, NodeState::kDead, 15s)) << "the killed node was not declared dead";
+  std::string status;
+  Cli({"status", "--json", "--address", address_, "--token-file", token_file_}, &status);
+  EXPECT_NE(status.find("\"node\":\"" + a.substr(0, 8) + "\",\"what\":\"node DEAD"),
+            std::string::npos)
+      << status;
 }
 
 TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {

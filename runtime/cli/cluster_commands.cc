@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,6 +22,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/local_state.h"
+#include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
 #include "runtime/node/node_daemon.h"
@@ -533,6 +536,51 @@ Result<ClusterView> FetchStatus(const Flags& flags, HostPort* address) {
   return client->GetClusterStatus();
 }
 
+struct Failure {
+  int64_t micros = 0;
+  std::string node, what;
+};
+
+// The latest failures: nodes declared dead, and what each node recorded (workers that died under
+// work, tasks the memory monitor killed). Newest first, at most `n`.
+std::vector<Failure> RecentFailures(const Flags& flags, const ClusterView& view, size_t n) {
+  std::vector<Failure> out;
+  for (auto& node : view.nodes) {
+    if (node.state == NodeState::kDead) {
+      out.push_back(
+          {node.death_micros, node.id.Hex().substr(0, 8), "node DEAD: " + node.death_reason});
+    }
+  }
+  auto address = ResolveAddress(flags.Get("address"));
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (address.ok() && token.ok()) {
+    ControlClientOptions o;
+    o.request_timeout = std::chrono::seconds(10);
+    auto client = ControlClient::Connect(*address, *token, o);
+    if (client.ok()) {
+      auto page = (*client)->KvList(kFailuresNamespace, "", "", 10000);
+      if (page.ok()) {
+        for (auto& [key, value] : page->entries) {
+          size_t dash = key.find('-');
+          if (dash == std::string::npos) continue;
+          out.push_back({std::atoll(key.substr(0, dash).c_str()), key.substr(dash + 1), value});
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Failure& a, const Failure& b) { return a.micros > b.micros; });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::string LocalTime(int64_t micros) {
+  std::time_t t = static_cast<std::time_t>(micros / 1000000);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
 int StatusOrList(const std::vector<std::string>& args, bool list) {
   for (auto& a : args) {
     if (a == "-h" || a == "--help") {
@@ -579,6 +627,13 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
                ",\"count\":" + std::to_string(count) + "}";
         first = false;
       }
+      out += "],\"recent_failures\":[";
+      first = true;
+      for (auto& f : RecentFailures(flags, *view, 20)) {
+        out += std::string(first ? "" : ",") + "{\"micros\":" + std::to_string(f.micros) +
+               ",\"node\":" + JsonString(f.node) + ",\"what\":" + JsonString(f.what) + "}";
+        first = false;
+      }
       out += "]";
     }
     std::printf("%s}\n", out.c_str());
@@ -605,6 +660,16 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
       for (auto& [shape, count] : pending) {
         std::printf("  %6llu x {%s}\n", static_cast<unsigned long long>(count),
                     shape.empty() ? "no resources" : shape.c_str());
+      }
+    }
+    auto failures = RecentFailures(flags, *view, 10);
+    if (failures.empty()) {
+      std::printf("Recent failures: none\n");
+    } else {
+      std::printf("Recent failures (newest first):\n");
+      for (auto& f : failures) {
+        std::printf("  %s  node %s  %s\n", LocalTime(f.micros).c_str(), f.node.c_str(),
+                    f.what.c_str());
       }
     }
   }

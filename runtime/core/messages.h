@@ -103,6 +103,8 @@ constexpr const char* kJobQueueNamespace = "job_queue";
 // Output of jobs: keys "<job hex>/<16-digit micros>-<node hex 8>-<source>", in time order.
 constexpr const char* kJobLogsNamespace = "job_logs";
 bool IsTerminalJobState(const std::string& state);
+// Recent failures on each node: keys "<16-digit micros>-<node hex 8>", value one line.
+constexpr const char* kFailuresNamespace = "failures";
 // Where a placement group's bundles are held (head KV, namespace kGroupsNamespace, key hex id):
 // written by the node that reserved the group, read by nodes that route tasks into it.
 struct GroupRecord {

@@ -43,6 +43,7 @@ constexpr auto kWorkerStartTimeout = std::chrono::seconds(30);
 constexpr auto kIdleWorkerLifetime = std::chrono::seconds(60);
 constexpr auto kUnreachablePenalty = std::chrono::seconds(5);
 constexpr uint32_t kAllRounds = 0xFFFFFFFFu;  // a group release that is final
+constexpr const char* kEndedWithJob = "ended with its job";
 
 using Words = kj::Array<capnp::word>;
 
@@ -1680,6 +1681,13 @@ class TaskRouter::Impl {
         Close(c->second, "worker gone");
       }
     }
+    if (options_.on_failure && why != kEndedWithJob && (w.is_actor || !w.assigned.empty())) {
+      auto t = w.assigned.empty() ? tasks_.end() : tasks_.find(w.assigned.front());
+      std::string running =
+          t == tasks_.end() ? (w.is_actor ? "an actor" : "nothing") : t->second.function;
+      options_.on_failure("worker pid " + std::to_string(w.pid) + " of job " + w.job.Hex() +
+                          " running " + running + " " + why);
+    }
     bool first = true;
     for (const TaskId& id : w.assigned) {
       auto t = tasks_.find(id);
@@ -1721,7 +1729,7 @@ class TaskRouter::Impl {
       if (w.pid > 0) kill(w.pid, SIGKILL);
       for (auto& t : w.assigned) tasks_.erase(t);  // their owner is gone
       w.assigned.clear();
-      WorkerGone(id, "ended with its job");
+      WorkerGone(id, kEndedWithJob);
     }
     for (auto it = tasks_.begin(); it != tasks_.end();) {
       it = it->second.job == job ? tasks_.erase(it) : std::next(it);

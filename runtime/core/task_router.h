@@ -48,6 +48,8 @@ struct TaskRouterOptions {
   size_t pipeline_depth = 16;   // tasks queued on one leased worker
   // A driver attached to this node went away (called on the router's thread; must not block).
   std::function<void(const JobId&)> on_job_end;
+  // A worker died under work (for `cumulus status`'s recent failures; same thread rules).
+  std::function<void(const std::string&)> on_failure;
 };
 
 class TaskRouter {

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -87,6 +88,11 @@ class JobSupervisor::Impl {
   void JobEnded(const JobId& job) {
     std::lock_guard<std::mutex> lock(mu_);
     ended_.push_back(job);
+  }
+
+  void RecordFailure(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failures_.size() < 1000) failures_.emplace_back(NowMicros(), what);
   }
 
  private:
@@ -319,6 +325,8 @@ class JobSupervisor::Impl {
     std::map<std::string, uint64_t> shipped;              // log file -> bytes shipped
     std::vector<std::pair<JobId, std::string>> finished;  // exited, state not written yet
     std::vector<JobId> ended;
+    std::vector<std::pair<int64_t, std::string>> failures;  // not yet at the head
+    std::deque<std::string> failure_keys;                   // written, oldest first
     while (true) {
       bool stopping = !Pause(kShipEvery);
       // Exits and overdue stops.
@@ -344,6 +352,8 @@ class JobSupervisor::Impl {
         }
         ended.insert(ended.end(), ended_.begin(), ended_.end());
         ended_.clear();
+        failures.insert(failures.end(), failures_.begin(), failures_.end());
+        failures_.clear();
       }
       if (!head) {
         auto c = Connect();
@@ -355,6 +365,20 @@ class JobSupervisor::Impl {
           auto [job, outcome] = finished.back();
           st = Finish(*head, job, outcome);
           if (st.ok()) finished.pop_back();
+        }
+        while (st.ok() && !failures.empty()) {
+          char key[64];
+          std::snprintf(key, sizeof(key), "%016lld-%s",
+                        static_cast<long long>(failures.front().first),
+                        Node().Hex().substr(0, 8).c_str());
+          st = head->KvPut(kFailuresNamespace, key, failures.front().second).status();
+          if (!st.ok()) break;
+          failures.erase(failures.begin());
+          failure_keys.push_back(key);
+          while (failure_keys.size() > 100) {  // keep the last 100 of this node
+            (void)head->KvDelete(kFailuresNamespace, failure_keys.front());
+            failure_keys.pop_front();
+          }
         }
         while (st.ok() && !ended.empty()) {
           JobEnd end{NowMicros()};
@@ -423,6 +447,7 @@ class JobSupervisor::Impl {
   int control_fd_ = -1;
   std::map<JobId, Running> running_;
   std::vector<JobId> ended_;
+  std::vector<std::pair<int64_t, std::string>> failures_;
   std::thread control_, shipper_;
 };
 
@@ -436,6 +461,7 @@ JobSupervisor::JobSupervisor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 JobSupervisor::~JobSupervisor() = default;
 void JobSupervisor::SetNodeId(const NodeId& id) { impl_->SetNodeId(id); }
 void JobSupervisor::JobEnded(const JobId& job) { impl_->JobEnded(job); }
+void JobSupervisor::RecordFailure(const std::string& what) { impl_->RecordFailure(what); }
 std::string JobSupervisor::WorkerLogPath(const std::string& work_dir, const JobId& job) {
   return work_dir + "/logs/workers-" + job.Hex() + ".log";
 }

@@ -9,7 +9,8 @@
 //     STOPPED) in its submission record, which lives in the head's control store;
 //   - ships the new bytes of every job log on this node (drivers', and workers' of submitted jobs)
 //     to the head every half second (kJobLogsNamespace), where `cumulus logs` reads them;
-//   - records when a driver attached to this node went away (kJobEndsNamespace).
+//   - records when a driver attached to this node went away (kJobEndsNamespace), and recent
+//     failures on this node (kFailuresNamespace, the last 100 per node).
 // Head calls run on the supervisor's own threads, never on the node's task loop.
 #pragma once
 
@@ -39,6 +40,8 @@ class JobSupervisor {
   void SetNodeId(const NodeId& id);
   // A driver attached to this node went away (called from the task loop: does not block).
   void JobEnded(const JobId& job);
+  // Something died on this node (recorded at the head for `cumulus status`; does not block).
+  void RecordFailure(const std::string& what);
   // Where workers of a submitted job on this node write their output.
   static std::string WorkerLogPath(const std::string& work_dir, const JobId& job);
 

@@ -91,6 +91,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.labels = options.labels;
   router.gpu_ids = d->record_.gpu_ids;
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
+  router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
   auto started = TaskRouter::Start(router);
   if (!started.ok()) {
     d->Cleanup();
@@ -145,6 +146,11 @@ NodeDaemon::~NodeDaemon() {
 void NodeDaemon::OnJobEnded(const JobId& job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (supervisor_) supervisor_->JobEnded(job);
+}
+
+void NodeDaemon::OnFailure(const std::string& what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (supervisor_) supervisor_->RecordFailure(what);
 }
 
 void NodeDaemon::Cleanup() {

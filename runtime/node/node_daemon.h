@@ -61,6 +61,7 @@ class NodeDaemon {
   void Cleanup();
   void Run();
   void OnJobEnded(const JobId& job);  // from the router's thread
+  void OnFailure(const std::string& what);
 
   NodeDaemonOptions options_;
   std::unique_ptr<ObjectStore> store_;
