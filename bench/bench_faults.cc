@@ -408,11 +408,14 @@ int main(int argc, char** argv) {
               hit_rate / calm_rate, static_cast<unsigned long long>(hit.lost),
               static_cast<unsigned long long>(hit.duplicated),
               static_cast<unsigned long long>(hit_rerun));
-  std::printf("\n| fault | injected | detected: median ms | max ms |\n| --- | --- | --- | --- |\n");
-  std::printf("| node SIGKILL (until DEAD at the head) | %d | %.0f | %.0f |\n", node_kills,
-              Median(node_detect_ms), Max(node_detect_ms));
-  std::printf("| worker SIGKILL (until reaped by its node) | %d | %.1f | %.1f |\n", worker_kills,
-              Median(worker_detect_ms), Max(worker_detect_ms));
+  std::printf(
+      "\n| fault | injected | detection measured | median ms | max ms |\n"
+      "| --- | --- | --- | --- | --- |\n");
+  std::printf("| node SIGKILL (until DEAD at the head) | %d | %zu | %.0f | %.0f |\n", node_kills,
+              node_detect_ms.size(), Median(node_detect_ms), Max(node_detect_ms));
+  std::printf("| worker SIGKILL (until reaped by its node) | %d | %zu | %.1f | %.1f |\n",
+              worker_kills, worker_detect_ms.size(), Median(worker_detect_ms),
+              Max(worker_detect_ms));
   if (!calm.first_loss.empty() || !hit.first_loss.empty()) {
     std::printf("\nfirst loss: %s\n",
                 (hit.first_loss.empty() ? calm.first_loss : hit.first_loss).c_str());

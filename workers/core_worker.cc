@@ -58,11 +58,11 @@ class CoreWorkerImpl : public CoreWorker {
     if (const char* d = std::getenv("CUMULUS_MAX_LINEAGE_DEPTH")) {
       char* end = nullptr;
       long v = std::strtol(d, &end, 10);
-      if (*d && end && *end == 0 && v >= 0 && v <= 1000000) {
+      if (*d && end && *end == 0 && v >= 0 && v <= 10000) {
         max_lineage_depth_ = static_cast<int>(v);
       } else {
         CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_MAX_LINEAGE_DEPTH=" << d
-                          << " (want a whole number from 0 to 1000000)";
+                          << " (want a whole number from 0 to 10000)";
       }
     }
     job_ = o.job;
@@ -198,24 +198,23 @@ class CoreWorkerImpl : public CoreWorker {
     // A stored copy that cannot be read is rebuilt (lineage) and read again, a bounded number of
     // times (Rebuild fails the object once it may not be rebuilt any more).
     for (int round = 0;; ++round) {
-      auto got = GetOnce(id, timeout_ms, deadline, lock);
+      NodeId tried;
+      auto got = GetOnce(id, timeout_ms, deadline, lock, &tried);
       if (got.ok() || round > kMaxRebuilds || !IsLoss(got.status())) return got;
       auto it = objects_.find(id);
       if (it == objects_.end() || it->second.state != ObjectEntry::kReady || !it->second.stored) {
         return got;
       }
-      Rebuild(id, got.status().message());
+      Rebuild(id, tried, got.status().message());
     }
   }
 
   // A read of a stored object failed because its copy is gone (or its node cannot be reached).
-  static bool IsLoss(const Status& st) {
-    return st.code() == StatusCode::kObjectLost || st.code() == StatusCode::kUnavailable;
-  }
+  static bool IsLoss(const Status& st) { return st.code() == StatusCode::kObjectLost; }
 
   // One try of Get. REQUIRES: `lock` holds mu_ (it is held again on return).
   Result<internal::Payload> GetOnce(const ObjectId& id, int64_t timeout_ms, TimePoint deadline,
-                                    std::unique_lock<std::mutex>& lock) {
+                                    std::unique_lock<std::mutex>& lock, NodeId* tried) {
     auto it = objects_.find(id);
     if (it == objects_.end()) {
       return Status::NotFound("object " + id.Hex() +
@@ -243,6 +242,7 @@ class CoreWorkerImpl : public CoreWorker {
     }
     // In a store: this node's, or another node's (pull it here first).
     NodeId where = e.node;
+    *tried = where;
     std::string from = e.transfer;
     bool pulled = where != node_id_;
     if (pulled) e.local_copy = true;
@@ -796,6 +796,10 @@ class CoreWorkerImpl : public CoreWorker {
       if (!st.ok()) {
         // The actor's process is gone (its connection broke under this write): the call was
         // not delivered, so it stays first in line for the restarted actor, if there is one.
+        // Nothing more is read from the old connection (the reader closes it when it sees the
+        // shutdown; it may be in the middle of this connection's frames now).
+        auto old = conns_.find(a.conn);
+        if (old != conns_.end()) shutdown(old->second.fd, SHUT_RDWR);
         ActorLost(a, st.message());
         return;
       }
@@ -976,8 +980,9 @@ class CoreWorkerImpl : public CoreWorker {
           RecordLineage(*t, e);
         }
       }
-      ResolveWaiters(t->ret, e);
-      MaybeFree(obj);
+      ResolveWaiters(t->ret, e);  // may add or erase objects: find it again
+      obj = objects_.find(t->ret);
+      if (obj != objects_.end()) MaybeFree(obj);
     }
     for (const ObjectId& held : t->held) {
       auto h = objects_.find(held);
@@ -1019,14 +1024,16 @@ class CoreWorkerImpl : public CoreWorker {
     e.lineage = std::move(l);
   }
 
-  // The stored copy of `id` cannot be read (`why`): run the task that made it again, or fail the
-  // object with ObjectLost saying why it cannot be. True if it is being rebuilt. REQUIRES: mu_.
-  bool Rebuild(const ObjectId& id, const std::string& why) {
+  // The copy of `id` on `failed_node` cannot be read (`why`): run the task that made it again, or
+  // fail the object with ObjectLost saying why it cannot be. True if it is being rebuilt, or was
+  // already (its copy is elsewhere now). REQUIRES: mu_.
+  bool Rebuild(const ObjectId& id, const NodeId& failed_node, const std::string& why) {
     auto it = objects_.find(id);
     if (it == objects_.end()) return false;
     ObjectEntry& e = it->second;
     if (e.state == ObjectEntry::kPending) return true;  // already being rebuilt
     if (e.state != ObjectEntry::kReady || !e.stored) return false;
+    if (e.node != failed_node) return true;  // a report about a copy that was replaced
     std::string what = "object " + id.Hex();
     std::string cannot;
     if (id.IsPut()) {
@@ -1066,19 +1073,27 @@ class CoreWorkerImpl : public CoreWorker {
     return true;
   }
 
-  // Task `task` could not read its argument `lost`: if that is being rebuilt, the task waits for
-  // it and is sent again (not an attempt of its own). REQUIRES: mu_.
-  bool WaitForRebuiltArgument(const TaskId& task, const ObjectId& lost, const std::string& why) {
+  // Task `task` could not read its argument `lost` on `node`: if that is being rebuilt, the task
+  // waits for it and is sent again (not an attempt of its own); if it was rebuilt already, the
+  // task is sent again at once. REQUIRES: mu_.
+  bool WaitForRebuiltArgument(const TaskId& task, const ObjectId& lost, const NodeId& node,
+                              const std::string& why) {
     auto t = tasks_.find(task);
     if (t == tasks_.end() || t->second->actor_call) return false;
     PendingTask& p = *t->second;
     if (std::find(p.held.begin(), p.held.end(), lost) == p.held.end()) return false;
-    if (!Rebuild(lost, why)) return false;
+    if (!Rebuild(lost, node, why)) return false;
     auto e = objects_.find(lost);
-    if (e == objects_.end() || e->second.state != ObjectEntry::kPending) return false;
+    if (e == objects_.end()) return false;
     p.sent = false;
-    p.unresolved++;
-    e->second.waiting.push_back(task);
+    if (e->second.state == ObjectEntry::kPending) {
+      p.unresolved++;
+      e->second.waiting.push_back(task);
+    } else if (e->second.state == ObjectEntry::kReady) {
+      Dispatch(p);
+    } else {
+      return false;
+    }
     return true;
   }
 
@@ -1340,7 +1355,10 @@ class CoreWorkerImpl : public CoreWorker {
         CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(from));
         Status st = PullObject(hp, options_.token, id, PullInto(*store_));
         if (!st.ok() && st.code() != StatusCode::kAlreadyExists) {
-          return Status(st.code() == StatusCode::kNotFound ? StatusCode::kObjectLost : st.code(),
+          // Not there, or its node cannot be reached: the copy is lost (its owner may rebuild
+          // it). Other errors (this store is full) are not a loss.
+          bool lost = st.code() == StatusCode::kNotFound || st.code() == StatusCode::kUnavailable;
+          return Status(lost ? StatusCode::kObjectLost : st.code(),
                         "cannot fetch object " + id.Hex() + " from " + from + ": " + st.message());
         }
       }
@@ -1516,7 +1534,8 @@ class CoreWorkerImpl : public CoreWorker {
         if (r.getCode() != 0) {
           Status st(static_cast<StatusCode>(r.getCode()), r.getMessage());
           if (r.hasLostObject() &&
-              WaitForRebuiltArgument(id, IdFrom<ObjectId>(r.getLostObject()), st.message())) {
+              WaitForRebuiltArgument(id, IdFrom<ObjectId>(r.getLostObject()),
+                                     IdFrom<NodeId>(r.getLostObjectNode()), st.message())) {
             return true;
           }
           FinishTask(id, &st, nullptr);
@@ -1743,6 +1762,7 @@ class CoreWorkerImpl : public CoreWorker {
         cleanup();
         // Its owner may rebuild it (lineage) and send this task again.
         result->setLostObject(DataOf(id));
+        result->setLostObjectNode(DataOf(where));
         return Status::ObjectLost("argument " + std::to_string(args.size()) + " of " + function +
                                   " could not be read: " + buffer.status().message());
       }
@@ -1817,7 +1837,7 @@ class CoreWorkerImpl : public CoreWorker {
   std::mutex mu_;  // everything below, and writes (with write_mu_)
   std::condition_variable cv_;
   std::mutex write_mu_;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};
   std::unordered_map<ObjectId, ObjectEntry> objects_;
   std::unordered_map<TaskId, std::unique_ptr<PendingTask>> tasks_;
   std::unordered_map<ActorId, ActorEntry> actors_;

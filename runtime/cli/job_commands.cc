@@ -161,15 +161,33 @@ Result<SubmissionRecord> LoadSubmission(ControlClient& head, const JobId& job) {
   return Deserialize<SubmissionRecord>(raw);
 }
 
-// Prints the job's log entries after `*after`; returns how many.
-Result<size_t> PrintLogs(ControlClient& head, const JobId& job, std::string* after) {
+// What `logs` printed so far. Entries are keyed by the time their node shipped them, by that
+// node's clock: one that arrives late (or from a node whose clock is behind) sorts before the
+// last one printed, so each pass reads again from a minute before it, skipping what it printed.
+struct LogCursor {
+  std::set<std::string> printed;
+  int64_t newest_micros = 0;
+};
+
+// Prints the job's log entries not printed yet; returns how many.
+Result<size_t> PrintLogs(ControlClient& head, const JobId& job, LogCursor* cursor) {
+  std::string prefix = job.Hex() + "/";
+  std::string after;
+  if (cursor->newest_micros > 60000000) {
+    char key[64];
+    std::snprintf(key, sizeof(key), "%s%016lld", prefix.c_str(),
+                  static_cast<long long>(cursor->newest_micros - 60000000));
+    after = key;
+  }
   size_t n = 0;
   while (true) {
-    CUMULUS_ASSIGN_OR_RETURN(auto page,
-                             head.KvList(kJobLogsNamespace, job.Hex() + "/", *after, 200));
+    CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList(kJobLogsNamespace, prefix, after, 200));
     for (auto& [k, v] : page.entries) {
+      after = k;
+      if (!cursor->printed.insert(k).second) continue;
       std::fwrite(v.data(), 1, v.size(), stdout);
-      *after = k;
+      cursor->newest_micros =
+          std::max<int64_t>(cursor->newest_micros, std::atoll(k.c_str() + prefix.size()));
       ++n;
     }
     std::fflush(stdout);
@@ -211,17 +229,18 @@ Result<bool> JobOver(ControlClient& head, const JobId& job, std::string* state) 
 }
 
 int FollowLogs(ControlClient& head, const JobId& job, bool follow) {
-  std::string after, state;
+  std::string state;
+  LogCursor cursor;
   while (true) {
     auto over = JobOver(head, job, &state);  // before reading: what it wrote before ending shows
     if (!over.ok()) return Fail(over.status());
-    auto n = PrintLogs(head, job, &after);
+    auto n = PrintLogs(head, job, &cursor);
     if (!n.ok()) return Fail(n.status());
     if (!follow) return 0;
     if (*over) {
       // Its node ships output every half second: take what was still on its way.
       std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-      auto last = PrintLogs(head, job, &after);
+      auto last = PrintLogs(head, job, &cursor);
       if (!last.ok()) return Fail(last.status());
       std::fprintf(stderr, "cumulus: job %s %s\n", job.Hex().c_str(), state.c_str());
       return state == "SUCCEEDED" || state == "FINISHED" ? 0 : 1;

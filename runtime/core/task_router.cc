@@ -206,7 +206,8 @@ class TaskRouter::Impl {
     std::pair<PlacementGroupId, uint32_t> bundle;
     std::deque<TaskId> assigned;  // in the order sent; the front one runs
     bool blocked = false;
-    int64_t lent_cpu = 0;  // CPU units of its lease given back to the node while it is blocked
+    int64_t lent_cpu = 0;    // CPU units of its lease given back to the node while it is blocked
+    pid_t spawned_pid = -1;  // pid stays -1 once reaped; this one is for messages
     std::string killed_because;  // the node killed it on purpose (memory): says why
   };
 
@@ -513,10 +514,8 @@ class TaskRouter::Impl {
 
   void HandleResult(Conn& c, proto::TaskResult::Reader result, const Words& words) {
     TaskId id = IdFrom<TaskId>(result.getTaskId());
-    auto it = tasks_.find(id);
-    if (it == tasks_.end()) return;  // cancelled or already answered
-    Task& t = it->second;
     if (c.role == Role::kWorker) {
+      // The worker is done with it whatever became of the task meanwhile.
       auto w = workers_.find(c.worker);
       if (w == workers_.end()) return;
       if (!w->second.assigned.empty() && w->second.assigned.front() == id) {
@@ -525,11 +524,17 @@ class TaskRouter::Impl {
         auto& a = w->second.assigned;
         a.erase(std::remove(a.begin(), a.end(), id), a.end());
       }
-      if (t.actor_creation && result.getCode() != 0) {
-        // The constructor failed; the worker exits by itself. Its resources go when it does.
-      }
-      MaybeReleaseLease(w->second);
+      MaybeReleaseLease(w->second);  // (a failed constructor's worker exits by itself)
+    }
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return;  // cancelled or already answered
+    Task& t = it->second;
+    if (c.role == Role::kWorker) {
+      if (t.state != Task::kOnWorker || t.worker != c.worker) return;  // not its run of the task
     } else if (c.role == Role::kPeer) {
+      // Only from the node it was forwarded to, while it is there: a node declared dead that
+      // wakes up must not answer for a task that was placed again.
+      if (t.state != Task::kForwarded || t.forwarded_to != c.peer) return;
       // A result for a task this node forwarded: credit the peer's view optimistically.
       auto v = view_.find(t.forwarded_to);
       if (v != view_.end() && !t.actor_creation && t.req.placement_group.empty()) {
@@ -581,6 +586,7 @@ class TaskRouter::Impl {
         FailTask(id, Status::Cancelled("task " + t.function + " was cancelled before it ran"));
         break;
       case Task::kForwarded: {
+        t.cancelled = true;  // if that node is lost, the task is not placed again
         uint64_t peer = PeerConn(t.forwarded_to);
         if (peer) {
           capnp::MallocMessageBuilder message;
@@ -1618,6 +1624,7 @@ class TaskRouter::Impl {
     Worker& w = workers_[wid];
     w.id = wid;
     w.pid = pid;
+    w.spawned_pid = pid;
     w.job = job;
     w.key = key;
     w.started = now;
@@ -1685,7 +1692,7 @@ class TaskRouter::Impl {
       auto t = w.assigned.empty() ? tasks_.end() : tasks_.find(w.assigned.front());
       std::string running =
           t == tasks_.end() ? (w.is_actor ? "an actor" : "nothing") : t->second.function;
-      options_.on_failure("worker pid " + std::to_string(w.pid) + " of job " + w.job.Hex() +
+      options_.on_failure("worker pid " + std::to_string(w.spawned_pid) + " of job " + w.job.Hex() +
                           " running " + running + " " + why);
     }
     bool first = true;

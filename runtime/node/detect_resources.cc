@@ -50,6 +50,13 @@ MemoryUse MemoryUsage() {
   uint64_t current = 0, limit = 0;
   if (read_u64("/sys/fs/cgroup/memory.max", &limit) &&
       read_u64("/sys/fs/cgroup/memory.current", &current) && limit < (1ull << 50)) {
+    // The cgroup counts page cache the kernel can drop: leave out the inactive file pages.
+    std::ifstream stat("/sys/fs/cgroup/memory.stat");
+    std::string key;
+    uint64_t value = 0;
+    while (stat >> key >> value) {
+      if (key == "inactive_file") current -= std::min(current, value);
+    }
     m.used = current;
     m.limit = limit;
     return m;

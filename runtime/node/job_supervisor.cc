@@ -59,7 +59,12 @@ bool SafeRelativePath(const std::string& p) {
 
 class JobSupervisor::Impl {
  public:
-  explicit Impl(const JobSupervisorOptions& o) : options_(o), node_id_(o.node_id) {}
+  explicit Impl(const JobSupervisorOptions& o) : options_(o), node_id_(o.node_id) {
+    // Drivers start in their own directory: every path handed to them must be absolute.
+    std::error_code ec;
+    options_.work_dir = std::filesystem::absolute(options_.work_dir, ec).string();
+    options_.core_socket = std::filesystem::absolute(options_.core_socket, ec).string();
+  }
 
   void Begin() {
     std::filesystem::create_directories(options_.work_dir + "/logs");
@@ -78,6 +83,10 @@ class JobSupervisor::Impl {
     cv_.notify_all();
     if (control_.joinable()) control_.join();
     if (shipper_.joinable()) shipper_.join();
+    for (auto& [job, r] : running_) {  // killed above (or just now): do not leave zombies
+      kill(-r.pid, SIGKILL);
+      waitpid(r.pid, nullptr, 0);
+    }
   }
 
   void SetNodeId(const NodeId& id) {
@@ -152,14 +161,17 @@ class JobSupervisor::Impl {
           for (auto& [key, value] : page->entries) {
             std::string rest = key.substr(me.size() + 1);
             if (rest == "bell") continue;
-            (void)head->KvDelete(kJobQueueNamespace, key);
             auto job = JobId::FromHex(rest);
-            if (!job.ok()) continue;
-            if (value == "run") {
-              RunJob(*head, *job);
-            } else if (value == "stop") {
+            bool handled = true;
+            if (job.ok() && value == "run") {
+              handled = RunJob(*head, *job);
+            } else if (job.ok() && value == "stop") {
               StopJob(*head, *job);
             }
+            if (!handled) continue;  // the head failed us: the request stays for the next round
+            // Gone only if nobody changed it meanwhile (a "stop" written over a "run").
+            auto now = head->KvGet(kJobQueueNamespace, key);
+            if (now.ok() && *now == value) (void)head->KvDelete(kJobQueueNamespace, key);
           }
         }
       }
@@ -183,29 +195,43 @@ class JobSupervisor::Impl {
     return head.KvPut(kSubmissionsNamespace, job.Hex(), Serialize(r)).status();
   }
 
-  void RunJob(ControlClient& head, const JobId& job) {
+  // False if the head could not be read (try again later).
+  bool RunJob(ControlClient& head, const JobId& job) {
     auto record = Load(head, job);
     if (!record.ok()) {
       CUMULUS_LOG(WARN) << "job supervisor: cannot read job " << job.Hex() << ": "
                         << record.status().message();
-      return;
+      return record.status().code() == StatusCode::kNotFound;
     }
-    if (record->state != "PENDING") return;  // asked twice, or stopped before it started
-    Status st = Launch(head, job, *record);
+    if (record->state != "PENDING") return true;  // asked twice, or stopped before it started
+    pid_t pid = -1;
+    Status st = Launch(head, job, *record, &pid);
     if (!st.ok()) {
+      if (st.code() == StatusCode::kUnavailable && pid < 0) return false;  // the head, or fork
       record->state = "FAILED";
       record->message = "could not start the driver on node " + Node().Hex() + ": " + st.message();
       record->end_micros = NowMicros();
       CUMULUS_LOG(WARN) << "job supervisor: job " << job.Hex() << ": " << record->message;
     }
+    // RUNNING is written before the exit watcher may write how it ended.
     Status saved = Save(head, job, *record);
     if (!saved.ok()) {
       CUMULUS_LOG(WARN) << "job supervisor: cannot record the state of job " << job.Hex() << ": "
                         << saved.message();
     }
+    if (pid > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_[job].pid = pid;
+      if (stop_) kill(-pid, SIGKILL);  // the node is stopping under us
+    }
+    // Its files are on this node now; the head need not keep them.
+    for (uint32_t i = 0; i < record->package_chunks && pid > 0; ++i) {
+      (void)head.KvDelete(kPackagesNamespace, job.Hex() + "/" + std::to_string(i));
+    }
+    return true;
   }
 
-  Status Launch(ControlClient& head, const JobId& job, SubmissionRecord& record) {
+  Status Launch(ControlClient& head, const JobId& job, SubmissionRecord& record, pid_t* started) {
     if (record.entrypoint.empty()) return Status::InvalidArgument("the job has no entrypoint");
     // The package: chunks in the head's store.
     std::string packed;
@@ -281,11 +307,8 @@ class JobSupervisor::Impl {
     int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) return Status::Unavailable("cannot start " + program + ": " + std::strerror(rc));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      running_[job].pid = pid;
-    }
+    if (rc != 0) return Status::NotFound("cannot start " + program + ": " + std::strerror(rc));
+    *started = pid;
     record.state = "RUNNING";
     record.pid = pid;
     record.node = Node().Hex();

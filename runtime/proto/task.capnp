@@ -64,4 +64,5 @@ struct TaskResult {
   actorAddress @5 :Text;             # actor creation: host:port for direct calls
   workerPid @6 :Int32;
   lostObject @7 :Data;               # code ObjectLost: the argument that could not be read
+  lostObjectNode @8 :Data;           # the node whose copy of it could not be read
 }
