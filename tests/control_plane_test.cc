@@ -10,7 +10,9 @@
 
 #include <capnp/serialize.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -265,6 +267,46 @@ TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
   EXPECT_FALSE(*putter->KvPut("job1", "once", "a", /*overwrite=*/false));
   EXPECT_TRUE(*putter->KvPut("job1", "once", "b", /*overwrite=*/false));
   EXPECT_EQ(*putter->KvGet("job1", "once"), "a");
+}
+
+TEST_F(ControlPlaneTest, KeyValueListPagesThroughOneNamespaceAndPrefix) {
+  auto head = StartHead({});
+  auto c = Client();
+  for (int i = 0; i < 25; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "job/%02d", i);
+    ASSERT_TRUE(c->KvPut("logs", key, std::string(i, 'x')).ok());
+  }
+  ASSERT_TRUE(c->KvPut("logs", "joc", "other prefix").ok());
+  ASSERT_TRUE(c->KvPut("logz", "job/99", "other namespace").ok());
+  // Pages of 10, each after the last key of the previous one, in key order.
+  std::vector<std::string> keys;
+  std::string after;
+  int pages = 0;
+  while (true) {
+    auto page = c->KvList("logs", "job/", after, 10);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ++pages;
+    for (auto& [k, v] : page->entries) {
+      EXPECT_EQ(v.size(), static_cast<size_t>(std::atoi(k.c_str() + 4))) << k;
+      keys.push_back(k);
+    }
+    if (!page->more) break;
+    after = page->entries.back().first;
+  }
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(keys.size(), 25u);
+  EXPECT_EQ(keys.front(), "job/00");
+  EXPECT_EQ(keys.back(), "job/24");
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  auto only_keys = c->KvList("logs", "job/2", "", 0, /*keys_only=*/true);
+  ASSERT_TRUE(only_keys.ok());
+  ASSERT_EQ(only_keys->entries.size(), 5u);  // job/20 .. job/24
+  EXPECT_TRUE(only_keys->entries[0].second.empty());
+  auto none = c->KvList("nothing-here", "");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->entries.empty());
+  EXPECT_FALSE(none->more);
 }
 
 TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {

@@ -5,7 +5,9 @@
 //   --scenario=worker_death   tasks and actors whose processes are SIGKILLed
 //   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
 //   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
-//   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up
+//   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up,
+//                             and a detached actor ("keeper") that must stay
+//   --scenario=keeper         finds the detached actor, uses it and kills it
 //   --scenario=memory         a task that takes --mib=N MiB on its first try (the node's memory
 //                             monitor should kill and retry it)
 //   --scenario=job            run by `cumulus submit`: prints from the driver and a worker; with
@@ -314,11 +316,33 @@ void DriverDeath(const std::string& dir) {
                         .Remote(1 << 20, static_cast<uint32_t>(i)));
   }
   auto put = cumulus::Put(std::vector<uint8_t>(1 << 20, 1));
+  // One detached actor: it stays when this driver dies.
+  auto keeper = cumulus::Actor(CreateSurvivor).SetName("keeper").SetDetached().Remote();
+  auto keeper_pid = cumulus::TryGet(keeper.Task(&Survivor::Pid).Remote(), kWait);
+  (void)cumulus::TryGet(keeper.Task(&Survivor::Incr).Remote(), kWait);
   cumulus::Wait(blobs, blobs.size(), kWait);
   std::vector<cumulus::ObjectRef<std::string>> sleepers;
   for (int i = 0; i < 3; ++i) sleepers.push_back(cumulus::Task(SleepUntil).Remote(dir + "/never"));
-  Say("READY pids" + pids);
+  Say("READY keeper=" + std::to_string(keeper_pid.ok() ? *keeper_pid : -1) + " pids" + pids);
   WaitForFile(dir + "/never");  // the test kills this process first
+}
+
+// Another program finds the detached actor left by driver_death, uses it, and kills it.
+void Keeper() {
+  auto found = cumulus::GetActor<Survivor>("keeper");
+  auto count = found.ok() ? cumulus::TryGet(found->Task(&Survivor::Incr).Remote(), kWait)
+                          : cumulus::Result<int>(found.status());
+  Check("detached_actor_outlived_its_job", count.ok() && *count == 2, Text(count));
+  auto killed = found.ok() ? found->Kill() : found.status();
+  Check("detached_actor_killed", killed.ok(), killed.ToString());
+  auto gone = cumulus::GetActor<Survivor>("keeper");
+  Check("detached_actor_name_freed", Code(gone) == cumulus::StatusCode::kNotFound, Text(gone));
+  auto unnamed = cumulus::Actor(CreateSurvivor).SetDetached().Remote();
+  auto refused = cumulus::TryGet(unnamed.Task(&Survivor::Pid).Remote(), kWait);
+  Check("detached_needs_a_name",
+        Code(refused) == cumulus::StatusCode::kInvalidArgument &&
+            refused.status().message().find("SetName") != std::string::npos,
+        Text(refused));
 }
 
 int Job(const std::map<std::string, std::string>& args) {
@@ -357,6 +381,8 @@ int main(int argc, char** argv) {
     HeadRestart(dir);
   } else if (scenario == "driver_death") {
     DriverDeath(dir);
+  } else if (scenario == "keeper") {
+    Keeper();
   } else if (scenario == "memory") {
     auto tries = cumulus::TryGet(
         cumulus::Task(Hog).Remote(dir + "/hog", std::atoi(args["mib"].c_str())), kWait);

@@ -154,6 +154,8 @@ TEST_F(FaultTest, DriverKilledItsJobIsCleanedUpEverywhere) {
   std::istringstream in(ready->substr(ready->find("pids") + 4));
   for (pid_t p; in >> p;) pids.push_back(p);
   ASSERT_EQ(pids.size(), 3u) << *ready;
+  pid_t keeper = std::atoi(Field(*ready, "keeper").c_str());
+  ASSERT_GT(keeper, 0) << *ready;
   int stored = 0;
   for (auto& s : stores) stored += std::max(0, StoredObjects(s));
   EXPECT_GE(stored, 7) << "the driver's objects should be in the stores before it dies";
@@ -168,6 +170,15 @@ TEST_F(FaultTest, DriverKilledItsJobIsCleanedUpEverywhere) {
     EXPECT_TRUE(WaitUntil([&] { return StoredObjects(s) == 0; }, 15s))
         << "objects left in " << s << ": " << StoredObjects(s);
   }
+  // The detached actor stays, another program finds it, and Kill ends it.
+  EXPECT_EQ(kill(keeper, 0), 0) << "the detached actor died with its driver";
+  std::string actors;
+  Cli({"list", "actors", "--address", address_, "--token-file", token_file_}, &actors);
+  EXPECT_NE(actors.find("keeper"), std::string::npos) << actors;
+  auto second = Driver({"--scenario=keeper"}, CoreSocket(head_id));
+  ExpectChecks(second->ReadAll(120s), {"detached_actor_outlived_its_job", "detached_actor_killed",
+                                       "detached_actor_name_freed", "detached_needs_a_name"});
+  EXPECT_TRUE(WaitUntil([&] { return kill(keeper, 0) != 0; }, 15s)) << "Kill left it running";
 }
 
 TEST_F(FaultTest, MemoryPressureKillsTheNewestTaskBeforeTheKernelDoes) {

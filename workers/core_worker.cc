@@ -137,6 +137,14 @@ class CoreWorkerImpl : public CoreWorker {
     a.owned = true;
     a.name = options.name;
     a.max_restarts = options.max_restarts;
+    a.detached = options.detached;
+    if (a.detached && options.name.empty()) {
+      MarkActorDead(a, Status::InvalidArgument(
+                           "actor " + factory +
+                           " is detached but has no name: give it SetName(...) so that other "
+                           "programs can find it once this one is gone"));
+      return actor;
+    }
     if (a.max_restarts != 0) {
       // Kept to build it again; its object arguments stay alive as long as it may restart.
       a.creation_args = args;
@@ -374,6 +382,20 @@ class CoreWorkerImpl : public CoreWorker {
     }
     MarkActorDead(a, Status::ActorDied("actor " + a.factory + " (" + actor.Hex() +
                                        ") was killed by its handle"));
+    std::string name = a.name;
+    lock.unlock();
+    if (!name.empty()) {
+      // Its name is free again (if it still names this actor).
+      auto held = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
+      auto rec =
+          held.ok() ? Deserialize<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
+      if (rec.ok() && rec->actor_id == actor.Hex()) {
+        (void)WithHead([&](ControlClient& head) { return head.KvDelete(kActorsNamespace, name); });
+        (void)WithHead([&](ControlClient& head) {
+          return head.KvDelete(kActorsNamespace, name + "/address");
+        });
+      }
+    }
     return Status();
   }
 
@@ -393,6 +415,7 @@ class CoreWorkerImpl : public CoreWorker {
       a.id = id;
       a.class_name = rec.class_name;
       a.factory = name;
+      a.name = name;
       a.owned = false;
       if (rec.address.empty()) {
         // Registered but not created yet: wait for its owner to publish the address.
@@ -545,7 +568,7 @@ class CoreWorkerImpl : public CoreWorker {
     FlushFrees();
     // Owned actors end with their owner; named ones leave the registry.
     for (auto& [id, a] : actors_) {
-      if (!a.owned) continue;
+      if (!a.owned || a.detached) continue;
       bool alive = a.conn && a.state == ActorEntry::kAlive;
       MarkActorDead(a, Status::ActorDied("actor " + a.factory + " ended with its owner"));
       if (alive) {
@@ -645,6 +668,7 @@ class CoreWorkerImpl : public CoreWorker {
     std::deque<TaskId> queue;  // calls not sent yet, in order
     std::set<TaskId> in_flight;
     bool kill_when_created = false;
+    bool detached = false;  // outlives this process: not killed or unnamed at Stop
     // Restarts (owner only): how to build it again, and how often it may be.
     int max_restarts = 0;  // -1: forever
     int restarts = 0;
@@ -822,6 +846,7 @@ class CoreWorkerImpl : public CoreWorker {
     if (!t.actor.IsNil()) spec.setActorId(DataOf(t.actor));
     spec.setMaxRestarts(t.options.max_restarts);
     spec.setName(t.options.name);
+    spec.setDetached(t.options.detached);
     auto args = spec.initArgs(static_cast<unsigned>(t.args.size()));
     for (unsigned i = 0; i < t.args.size(); ++i) {
       auto& a = t.args[i];

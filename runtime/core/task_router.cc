@@ -176,6 +176,7 @@ class TaskRouter::Impl {
     TaskRequirements req;
     std::string function;
     bool actor_creation = false;
+    bool detached = false;  // a detached actor's constructor: its worker outlives the job
     int max_retries = 3;
     uint32_t attempt = 0;
     uint32_t hops = 0;
@@ -208,6 +209,7 @@ class TaskRouter::Impl {
     bool blocked = false;
     int64_t lent_cpu = 0;    // CPU units of its lease given back to the node while it is blocked
     pid_t spawned_pid = -1;  // pid stays -1 once reaped; this one is for messages
+    bool detached = false;   // hosts a detached actor: the end of its job leaves it running
     std::string killed_because;  // the node killed it on purpose (memory): says why
   };
 
@@ -497,6 +499,7 @@ class TaskRouter::Impl {
     t.req = RequirementsOf(spec);
     t.function = spec.getFunctionName();
     t.actor_creation = spec.getActorCreation();
+    t.detached = t.actor_creation && spec.getDetached();
     t.max_retries = spec.getMaxRetries();
     t.hops = spec.getHops();
     t.origin = c.id;
@@ -903,6 +906,7 @@ class TaskRouter::Impl {
     w->gpu_ids = gpu_ids;
     w->lease_class = t.class_key;
     w->is_actor = t.actor_creation;
+    w->detached = t.detached;
     Assign(*w, t);
     return true;
   }
@@ -1729,7 +1733,7 @@ class TaskRouter::Impl {
     if (job.IsNil()) return;
     std::vector<WorkerId> doomed;
     for (auto& [id, w] : workers_) {
-      if (w.job == job) doomed.push_back(id);
+      if (w.job == job && !w.detached) doomed.push_back(id);
     }
     for (auto& id : doomed) {
       Worker& w = workers_[id];

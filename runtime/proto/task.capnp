@@ -45,6 +45,7 @@ struct TaskSpec {
   hops @18 :UInt32;                          # times a node forwarded it (spillback happens once)
   labelNotEqual @19 :List(Node.Label);       # selector terms key!=value
   affinitySoft @20 :Bool;
+  detached @21 :Bool;                        # actor creation: outlives its job
 }
 
 struct ReturnObject {

@@ -442,6 +442,13 @@ class ActorCreator : public internal::OptionSetters<ActorCreator<F>> {
     this->options_.max_restarts = restarts;
     return *this;
   }
+  // The actor outlives the job that made it (its driver ending or dying does not stop it);
+  // other programs find it with GetActor(name), and it runs until someone calls Kill() on a
+  // handle. It needs SetName. With its creator gone, nobody restarts it if its process dies.
+  ActorCreator& SetDetached() {
+    this->options_.detached = true;
+    return *this;
+  }
   template <typename... A>
   ActorHandle<Class> Remote(A&&... args) {
     static_assert(sizeof...(A) == Traits::arity, "wrong number of arguments for this factory");

@@ -29,6 +29,7 @@ struct CallOptions {
   std::string name;            // actors: the name GetActor finds
   int max_retries = -2;        // -2: the default (tasks 3, actor methods 0); -1: forever
   int max_restarts = 0;        // actors
+  bool detached = false;       // actors: outlives its job (needs a name)
   int strategy = 0;            // 0 default, 1 spread, 2 node affinity
   NodeId affinity_node;
   bool affinity_soft = false;
