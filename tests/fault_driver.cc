@@ -4,6 +4,7 @@
 // barrier: the test creates --dir/<name> once it has done what the driver waits for.
 //   --scenario=worker_death   tasks and actors whose processes are SIGKILLed
 //   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
+//   --scenario=hung_node      --victim=NODE_ID: an actor on a node the test SIGSTOPs
 //   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
 //   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up,
 //                             and a detached actor ("keeper") that must stay
@@ -266,6 +267,25 @@ void NodeDeath(const std::string& dir, const cumulus::NodeId& victim) {
   Check("new_work_runs", fresh.ok() && *fresh == 5, Text(fresh));
 }
 
+// The test SIGSTOPs the victim: its connections stay open, so only the head's verdict (DEAD after
+// the heartbeat timeout) tells the owner that the actor there is gone.
+void HungNode(const std::string& dir, const cumulus::NodeId& victim) {
+  auto where = cumulus::TryGet(cumulus::Task(WhereAmI).SetNodeAffinity(victim).Remote(), kWait);
+  auto s = cumulus::Actor(CreateSurvivor).SetMaxRestarts(1).SetNodeAffinity(victim, true).Remote();
+  auto first = cumulus::TryGet(s.Task(&Survivor::Where).Remote(), kWait);
+  bool setup = where.ok() && first.ok() && *first == victim.Hex();
+  std::string detail = Text(where) + " " + (first.ok() ? *first : Text(first));
+  Say("READY");
+  if (!WaitForFile(dir + "/stopped")) return Check("test_stopped_the_node", false, "no file");
+  Check("actor_on_victim", setup, detail);
+  // Sent to the hung process; at-least-once: answered by the actor built again elsewhere.
+  auto moved = cumulus::TryGet(s.Task(&Survivor::Where).SetMaxRetries(1).Remote(), kWait);
+  auto restarted = cumulus::TryGet(s.Task(&Survivor::Restarted).Remote(), kWait);
+  Check("hung_node_actor_restarted_elsewhere",
+        moved.ok() && *moved != victim.Hex() && restarted.ok() && *restarted,
+        Text(moved) + " " + Text(restarted));
+}
+
 void HeadRestart(const std::string& dir) {
   // Work in flight while the head is down.
   auto s = cumulus::Actor(CreateSurvivor).Remote();
@@ -377,6 +397,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     NodeDeath(dir, *victim);
+  } else if (scenario == "hung_node") {
+    auto victim = cumulus::NodeId::FromHex(args["victim"]);
+    if (!victim.ok()) {
+      std::fprintf(stderr, "fault_driver: --victim=NODE_ID is required\n");
+      return 2;
+    }
+    HungNode(dir, *victim);
   } else if (scenario == "head_restart") {
     HeadRestart(dir);
   } else if (scenario == "driver_death") {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <memory>
@@ -48,6 +49,27 @@ class FaultTest : public ClusterTest {
     return n ? n->core_socket : "";
   }
   void Touch(const std::string& name) { std::ofstream(dir_.path() + "/" + name) << "1\n"; }
+  // Sends `sig` to `pid` and every process under it (children first found through /proc).
+  static void SignalTree(pid_t pid, int sig) {
+    std::vector<pid_t> tree = {pid};
+    for (size_t i = 0; i < tree.size(); ++i) {
+      for (auto& e : std::filesystem::directory_iterator("/proc")) {
+        pid_t child = std::atoi(e.path().filename().c_str());
+        if (child <= 0) continue;
+        std::ifstream stat(e.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        size_t paren = line.rfind(')');
+        if (paren == std::string::npos) continue;
+        std::istringstream rest(line.substr(paren + 2));
+        char state;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == tree[i]) tree.push_back(child);
+      }
+    }
+    for (pid_t p : tree) kill(p, sig);
+  }
   static void ExpectChecks(const std::string& out, std::initializer_list<const char*> checks) {
     ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
     for (const char* check : checks) {
@@ -112,6 +134,25 @@ TEST_F(FaultTest, NodeKilledWorkMovesAndObjectsAreRebuilt) {
   EXPECT_NE(status.find("\"node\":\"" + a.substr(0, 8) + "\",\"what\":\"node DEAD"),
             std::string::npos)
       << status;
+}
+
+TEST_F(FaultTest, HungNodeIsDeclaredDeadAndItsActorsRestartElsewhere) {
+  // A short heartbeat timeout: the hung node is DEAD after 3 s of silence.
+  auto head = StartHead(
+      {"--resources", "CPU=1", "--heartbeat-interval-ms", "500", "--heartbeat-timeout-ms", "3000"});
+  std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
+  std::string a, b;
+  auto victim = StartNode("a", {"--resources", "CPU=2"}, &a);
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
+  ASSERT_FALSE(a.empty() || b.empty());
+  auto driver = Driver({"--scenario=hung_node", "--victim=" + a}, CoreSocket(head_id));
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  // The whole machine freezes: the node and the workers it started.
+  SignalTree(victim->pid(), SIGSTOP);
+  Touch("stopped");
+  ExpectChecks(driver->ReadAll(120s), {"actor_on_victim", "hung_node_actor_restarted_elsewhere"});
+  EXPECT_TRUE(WaitForState(a, NodeState::kDead, 15s));
+  SignalTree(victim->pid(), SIGCONT);  // it finds itself declared dead and rejoins as new
 }
 
 TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {

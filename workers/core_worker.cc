@@ -669,6 +669,7 @@ class CoreWorkerImpl : public CoreWorker {
     std::set<TaskId> in_flight;
     bool kill_when_created = false;
     bool detached = false;  // outlives this process: not killed or unnamed at Stop
+    NodeId node;            // where it runs (actors this process created)
     // Restarts (owner only): how to build it again, and how often it may be.
     int max_restarts = 0;  // -1: forever
     int restarts = 0;
@@ -961,6 +962,7 @@ class CoreWorkerImpl : public CoreWorker {
                                            ") could not be created: " + error->ToString()));
       } else {
         std::string address = result->getActorAddress();
+        a.node = IdFrom<NodeId>(result->getNodeId());
         bool killed = a.state == ActorEntry::kDead;  // by its handle, while it was being built
         Status st = ConnectActorLocked(a, address);
         if (st.ok() && (killed || a.kill_when_created)) {
@@ -1608,6 +1610,22 @@ class CoreWorkerImpl : public CoreWorker {
       }
       case proto::CoreMessage::JOB_FINISHED:
         return true;
+      case proto::CoreMessage::NODE_DIED: {
+        if (tag != node_conn_) return false;
+        // A hung node keeps its connections open: its actors are lost all the same.
+        NodeId dead = IdFrom<NodeId>(msg.getNodeDied());
+        std::vector<ActorId> lost;
+        for (auto& [id, a] : actors_) {
+          if (a.node == dead && a.state == ActorEntry::kAlive) lost.push_back(id);
+        }
+        for (auto& id : lost) {
+          ActorEntry& a = actors_.at(id);
+          auto c = conns_.find(a.conn);
+          if (c != conns_.end()) shutdown(c->second.fd, SHUT_RDWR);
+          ActorLost(a, "its node " + dead.Hex() + " was declared dead by the head");
+        }
+        return true;
+      }
       default:
         return true;
     }

@@ -676,6 +676,15 @@ class TaskRouter::Impl {
   // connections open, so close ours; what was forwarded there is placed again.
   void DropDeadPeers() {
     for (const NodeId& id : newly_dead_) {
+      if (known_dead_.insert(id).second) {
+        // Owners here drop their actors on it (a hung node keeps their connections open).
+        capnp::MallocMessageBuilder message;
+        message.initRoot<proto::CoreMessage>().setNodeDied(DataOf(id));
+        std::string frame = EncodeFrame(message);
+        for (auto& [cid, c] : conns_) {
+          if (!c.closed && (c.role == Role::kDriver || c.role == Role::kWorker)) SendTo(cid, frame);
+        }
+      }
       auto p = peers_.find(id);
       if (p == peers_.end()) continue;
       auto c = conns_.find(p->second);
@@ -1933,6 +1942,7 @@ class TaskRouter::Impl {
   std::map<NodeId, uint64_t> peers_;
   std::set<JobId> submitted_;  // jobs run by `cumulus submit` (their workers' output is logged)
   std::vector<NodeId> newly_dead_;
+  std::set<NodeId> known_dead_;  // dead nodes already announced to local processes
   // The memory monitor (CheckMemory): CUMULUS_MEMORY_USAGE_THRESHOLD (0-1; 1 turns it off) and
   // CUMULUS_MEMORY_MONITOR_MS.
   double memory_threshold_ = 0.95;

@@ -74,5 +74,7 @@ struct CoreMessage {
     groupReply @10 :GroupReply;       # node->driver, node->node
     reserveBundles @11 :GroupRequest; # node->node: hold these bundles (strategy unused)
     removeGroup @12 :GroupRelease;    # driver->node(->nodes): release a group's bundles
+    nodeDied @13 :Data;               # node->its drivers and workers: the head declared this
+                                      # node (16-byte id) dead
   }
 }
