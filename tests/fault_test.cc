@@ -119,6 +119,17 @@ TEST_F(FaultTest, NodeKilledWorkMovesAndObjectsAreRebuilt) {
   // Lineage of up to 3 tasks is kept: the driver's 4-deep chain checks what happens beyond.
   auto driver = Driver({"--scenario=node_death", "--victim=" + a}, CoreSocket(head_id), "3");
   ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  // The state API sees the tasks running there (nodes report every 2 s).
+  std::string tasks;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        Cli({"list", "tasks", "--address", address_, "--token-file", token_file_, "--filter",
+             "node=" + a, "--filter", "state=RUNNING"},
+            &tasks);
+        return Count(tasks, "SleepUntil") == 2;
+      },
+      10s))
+      << tasks;
 
   victim->Kill(SIGKILL);
   (void)victim->Wait(10s);

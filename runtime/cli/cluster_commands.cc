@@ -69,13 +69,16 @@ DATA_DIR/logs/.
 constexpr const char* kStatusHelp = R"(Usage:
   cumulus status [--address HOST:PORT] [--token-file FILE] [--json]
   cumulus list nodes [--address HOST:PORT] [--token-file FILE] [--json]
-  cumulus list jobs|actors|placement-groups [--address HOST:PORT] [--token-file FILE]
-                [--filter KEY=VALUE]... [--limit N] [--json]
+  cumulus list jobs|actors|tasks|objects|placement-groups [--address HOST:PORT]
+                [--token-file FILE] [--filter KEY=VALUE]... [--limit N] [--json]
 
 status shows the nodes, their resources, and the demand that waits (resource shapes, how many).
 list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
-head). list placement-groups: groups and the nodes of their bundles. --filter keeps rows whose
-field equals VALUE (ids match by prefix); --limit shows at most N (default 100).
+head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
+RETRY_WAIT). list objects: the objects in each node's store (MEMORY, DISK, BOTH). Nodes report
+what they hold every 2 s, at most 1,000 of each (the totals say how many). list
+placement-groups: groups and the nodes of their bundles. --filter keeps rows whose field equals
+VALUE (ids match by prefix); --limit shows at most N (default 100).
 
 The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
 machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined
@@ -737,19 +740,14 @@ int ListCommand(const std::vector<std::string>& args) {
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "nodes") return StatusOrList(rest, true);
-  if (args[0] == "jobs" || args[0] == "actors" || args[0] == "placement-groups") {
+  if (args[0] == "jobs" || args[0] == "actors" || args[0] == "placement-groups" ||
+      args[0] == "tasks" || args[0] == "objects") {
     return ListStateCommand(args[0], rest);
   }
-  if (args[0] == "tasks" || args[0] == "objects") {
-    std::fprintf(stderr,
-                 "cumulus: this version cannot list %s: only the process that owns them knows "
-                 "them (no cluster-wide table yet); see 'cumulus status' for pending demand\n",
-                 args[0].c_str());
-    return 1;
-  }
-  return UsageError(
-      "cannot list '" + args[0] + "' (this version lists: nodes, jobs, actors, placement-groups)",
-      "cumulus list --help");
+  return UsageError("cannot list '" + args[0] +
+                        "' (this version lists: nodes, jobs, actors, tasks, objects, "
+                        "placement-groups)",
+                    "cumulus list --help");
 }
 
 int StopCommand(const std::vector<std::string>& args) {

@@ -351,7 +351,7 @@ Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags,
         break;
       }
       // Ids match by prefix, as they are shown shortened.
-      bool id = k == "job" || k == "node" || k == "id";
+      bool id = k == "job" || k == "node" || k == "id" || k == "task" || k == "object";
       keep = keep && (id ? it->second.rfind(v, 0) == 0 : it->second == v);
     }
     if (!keep) continue;
@@ -381,7 +381,9 @@ void PrintRows(const std::vector<Row>& rows, const std::vector<std::string>& col
   auto cell = [](const Row& r, const std::string& c) {
     auto it = r.find(c);
     std::string v = it == r.end() ? "" : it->second;
-    if ((c == "job" || c == "node" || c == "id") && v.size() > 12) v = v.substr(0, 12);
+    if ((c == "job" || c == "node" || c == "id" || c == "task" || c == "object") && v.size() > 12) {
+      v = v.substr(0, 12);
+    }
     if (c == "start_micros" || c == "end_micros") v = When(std::stoll(v.empty() ? "0" : v));
     return v.empty() ? std::string("-") : v;
   };
@@ -681,6 +683,63 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
       rows.push_back(row);
     }
     columns = {"name", "id", "class", "job", "state", "address"};
+  } else if (what == "tasks" || what == "objects") {
+    // Each alive node reports what it holds every 2 s (at most kMaxReportedRows of each).
+    auto view = (*head)->GetClusterStatus();
+    if (!view.ok()) return Fail(view.status());
+    std::set<std::string> alive;
+    for (auto& n : view->nodes) {
+      if (n.state == NodeState::kAlive) alive.insert(n.id.Hex());
+    }
+    uint64_t reported = 0, held = 0;
+    int64_t oldest = 0;
+    st = ForEachKv(**head, kNodeStateNamespace, "",
+                   [&](const std::string& node, const std::string& v) {
+                     if (!alive.count(node)) return;
+                     auto r = Deserialize<NodeStateReport>(v);
+                     if (!r.ok()) return;
+                     oldest = oldest == 0 ? r->micros : std::min(oldest, r->micros);
+                     if (what == "tasks") {
+                       held += r->tasks_total;
+                       for (auto& t : r->tasks) {
+                         rows.push_back(Row{{"task", t.task},
+                                            {"job", t.job},
+                                            {"function", t.function},
+                                            {"state", t.state},
+                                            {"node", node},
+                                            {"pid", t.pid > 0 ? std::to_string(t.pid) : ""},
+                                            {"attempt", std::to_string(t.attempt + 1)}});
+                         ++reported;
+                       }
+                     } else {
+                       held += r->objects_total;
+                       for (auto& o : r->objects) {
+                         rows.push_back(Row{{"object", o.object},
+                                            {"job", o.job},
+                                            {"size", std::to_string(o.size)},
+                                            {"where", o.where},
+                                            {"node", node},
+                                            {"pins", std::to_string(o.pins)}});
+                         ++reported;
+                       }
+                     }
+                   });
+    if (!st.ok()) return Fail(st);
+    columns =
+        what == "tasks"
+            ? std::vector<std::string>{"task", "job", "function", "state", "node", "pid", "attempt"}
+            : std::vector<std::string>{"object", "job", "size", "where", "node", "pins"};
+    if (!flags.Has("json")) {
+      std::printf("(%s as %zu alive node(s) reported them, the oldest report %.1f s ago",
+                  what.c_str(), alive.size(),
+                  oldest ? static_cast<double>(NowMicros() - oldest) / 1e6 : 0.0);
+      if (held > reported) {
+        std::printf("; %llu held, %llu reported: a node reports at most %zu",
+                    static_cast<unsigned long long>(held),
+                    static_cast<unsigned long long>(reported), kMaxReportedRows);
+      }
+      std::printf(")\n");
+    }
   } else {
     return UsageError("cannot list '" + what + "'", help);
   }

@@ -14,7 +14,7 @@ Usage: cumulus <command> [options]
 Commands:
   start           start a head (--head) or a node that joins one (--address HOST:PORT)
   status          show the cluster: nodes, their state, labels and resources
-  list            list nodes, jobs, actors or placement-groups
+  list            list nodes, jobs, actors, tasks, objects or placement-groups
   submit          run a driver program on the cluster as a job
   jobs            list jobs;  logs JOB: their output;  cancel JOB: stop one
   stop            stop what 'cumulus start' started on this machine

@@ -103,6 +103,31 @@ constexpr const char* kJobQueueNamespace = "job_queue";
 // Output of jobs: keys "<job hex>/<16-digit micros>-<node hex 8>-<source>", in time order.
 constexpr const char* kJobLogsNamespace = "job_logs";
 bool IsTerminalJobState(const std::string& state);
+// What a node holds, reported to the head every 2 s (namespace kNodeStateNamespace, key: node
+// hex) for `cumulus list tasks|objects`: at most kMaxReportedRows of each, and the totals.
+struct TaskStateRow {
+  std::string task, job, function;
+  std::string state;  // QUEUED, RUNNING, FORWARDED (to another node), RETRY_WAIT
+  int32_t pid = 0;    // RUNNING: the worker
+  uint32_t attempt = 0;
+  CUMULUS_SERIALIZE(task, job, function, state, pid, attempt)
+};
+struct ObjectStateRow {
+  std::string object, job;
+  uint64_t size = 0;
+  std::string where;  // MEMORY, DISK (spilled), BOTH
+  uint32_t pins = 0;
+  CUMULUS_SERIALIZE(object, job, size, where, pins)
+};
+struct NodeStateReport {
+  int64_t micros = 0;
+  uint64_t tasks_total = 0, objects_total = 0;
+  std::vector<TaskStateRow> tasks;
+  std::vector<ObjectStateRow> objects;
+  CUMULUS_SERIALIZE(micros, tasks_total, objects_total, tasks, objects)
+};
+constexpr const char* kNodeStateNamespace = "node_state";
+constexpr size_t kMaxReportedRows = 1000;
 // Recent failures on each node: keys "<16-digit micros>-<node hex 8>", value one line.
 constexpr const char* kFailuresNamespace = "failures";
 // Where a placement group's bundles are held (head KV, namespace kGroupsNamespace, key hex id):

@@ -1689,6 +1689,40 @@ class TaskRouter::Impl {
     }
   }
 
+  // For `cumulus list tasks` (read by the node's reporter thread).
+  void SnapshotTasks() {
+    std::vector<TaskStateRow> rows;
+    for (auto& [id, t] : tasks_) {
+      if (rows.size() >= kMaxReportedRows) break;
+      TaskStateRow r;
+      r.task = id.Hex();
+      r.job = t.job.Hex();
+      r.function = t.function;
+      r.attempt = t.attempt;
+      switch (t.state) {
+        case Task::kQueued:
+          r.state = t.waiting_retry ? "RETRY_WAIT" : "QUEUED";
+          break;
+        case Task::kForwarded:
+          r.state = "FORWARDED";
+          break;
+        case Task::kOnWorker: {
+          r.state = "RUNNING";
+          auto w = workers_.find(t.worker);
+          if (w != workers_.end()) {
+            r.pid = w->second.spawned_pid;
+            if (w->second.assigned.empty() || w->second.assigned.front() != id) r.state = "QUEUED";
+          }
+          break;
+        }
+      }
+      rows.push_back(std::move(r));
+    }
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    shared_tasks_ = std::move(rows);
+    shared_tasks_total_ = tasks_.size();
+  }
+
   void WorkerGone(const WorkerId& wid, std::string why) {
     auto it = workers_.find(wid);
     if (it == workers_.end()) return;
@@ -1808,6 +1842,10 @@ class TaskRouter::Impl {
       }
     }
     for (auto& [id, why] : gone) WorkerGone(id, why);
+    if (now >= next_task_snapshot_) {
+      next_task_snapshot_ = now + std::chrono::seconds(1);
+      SnapshotTasks();
+    }
     if (now >= next_memory_check_) {
       next_memory_check_ = now + memory_check_every_;
       CheckMemory(now);
@@ -1969,6 +2007,9 @@ class TaskRouter::Impl {
   ResourceSet shared_available_;
   std::vector<std::pair<ResourceSet, uint32_t>> shared_pending_;
   std::vector<int64_t> startup_micros_;
+  std::vector<TaskStateRow> shared_tasks_;  // guarded by shared_mu_
+  size_t shared_tasks_total_ = 0;
+  TimePoint next_task_snapshot_{};
 
   friend class TaskRouter;
 };
@@ -1992,6 +2033,15 @@ ResourceSet TaskRouter::Available() const { return impl_->Available(); }
 std::vector<std::pair<ResourceSet, uint32_t>> TaskRouter::PendingDemand() const {
   return impl_->PendingDemand();
 }
+std::vector<TaskStateRow> TaskRouter::Tasks(size_t limit, size_t* total) const {
+  std::lock_guard<std::mutex> lock(impl_->shared_mu_);
+  *total = impl_->shared_tasks_total_;
+  std::vector<TaskStateRow> out(
+      impl_->shared_tasks_.begin(),
+      impl_->shared_tasks_.begin() + std::min(limit, impl_->shared_tasks_.size()));
+  return out;
+}
+
 std::vector<int64_t> TaskRouter::WorkerStartupMicros() const {
   std::lock_guard<std::mutex> lock(impl_->shared_mu_);
   return impl_->startup_micros_;

@@ -24,6 +24,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/core/messages.h"
 #include "runtime/head/membership.h"
 #include "runtime/net/tcp.h"
 #include "runtime/object_store/object_store.h"
@@ -68,6 +69,8 @@ class TaskRouter {
   std::vector<std::pair<ResourceSet, uint32_t>> PendingDemand() const;
   // How long each worker took from being spawned to saying hello, in microseconds (cold start).
   std::vector<int64_t> WorkerStartupMicros() const;
+  // The tasks on this node (at most `limit`, refreshed every second) and how many in all.
+  std::vector<TaskStateRow> Tasks(size_t limit, size_t* total) const;
 
   class Impl;
 

@@ -350,6 +350,7 @@ class JobSupervisor::Impl {
     std::vector<JobId> ended;
     std::vector<std::pair<int64_t, std::string>> failures;  // not yet at the head
     std::deque<std::string> failure_keys;                   // written, oldest first
+    TimePoint next_report{};
     while (true) {
       bool stopping = !Pause(kShipEvery);
       // Exits and overdue stops.
@@ -402,6 +403,11 @@ class JobSupervisor::Impl {
             (void)head->KvDelete(kFailuresNamespace, failure_keys.front());
             failure_keys.pop_front();
           }
+        }
+        TimePoint now = SystemClock::Get().Now();
+        if (st.ok() && options_.state_report && now >= next_report) {
+          next_report = now + std::chrono::seconds(2);
+          st = head->KvPut(kNodeStateNamespace, Node().Hex(), options_.state_report()).status();
         }
         while (st.ok() && !ended.empty()) {
           JobEnd end{NowMicros()};

@@ -14,6 +14,7 @@
 // Head calls run on the supervisor's own threads, never on the node's task loop.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,8 @@ struct JobSupervisorOptions {
   std::string token;
   std::string work_dir;     // jobs/ and logs/ are made here
   std::string core_socket;  // where the drivers it starts connect
+  // A serialized NodeStateReport of what the node holds, sent to the head every 2 s.
+  std::function<std::string()> state_report;
 };
 
 class JobSupervisor {

@@ -118,6 +118,26 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   jobs.token = options.token;
   jobs.work_dir = d->store_dir_;
   jobs.core_socket = d->record_.core_socket;
+  jobs.state_report = [p = d.get()] {
+    NodeStateReport r;
+    r.micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    size_t total = 0;
+    r.tasks = p->router_->Tasks(kMaxReportedRows, &total);
+    r.tasks_total = total;
+    for (auto& o : p->store_->List(kMaxReportedRows, &total)) {
+      ObjectStateRow row;
+      row.object = o.id.Hex();
+      row.job = o.id.Task().Job().Hex();
+      row.size = o.size;
+      row.where = o.in_memory && o.on_disk ? "BOTH" : o.in_memory ? "MEMORY" : "DISK";
+      row.pins = static_cast<uint32_t>(o.pins);
+      r.objects.push_back(std::move(row));
+    }
+    r.objects_total = total;
+    return Serialize(r);
+  };
   auto supervisor = JobSupervisor::Start(jobs);
   if (!supervisor.ok()) {
     d->Cleanup();

@@ -363,6 +363,18 @@ Status ObjectStore::Delete(const ObjectId& id) {
   return Status();
 }
 
+std::vector<ObjectStore::Listed> ObjectStore::List(size_t limit, size_t* total) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Listed> out;
+  *total = 0;
+  for (auto& [id, e] : objects_) {
+    if (!e.sealed || e.delete_pending) continue;
+    ++*total;
+    if (out.size() < limit) out.push_back({id, e.size, e.in_memory, e.on_disk, e.pins});
+  }
+  return out;
+}
+
 size_t ObjectStore::DeleteIf(const std::function<bool(const ObjectId&)>& match) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ObjectId> doomed;

@@ -155,6 +155,14 @@ class ObjectStore {
   // Deletes every sealed, non-durable object `match` accepts (pinned ones when their last pin
   // goes), as when a job ends. Returns how many.
   size_t DeleteIf(const std::function<bool(const ObjectId&)>& match);
+  struct Listed {
+    ObjectId id;
+    uint64_t size = 0;
+    bool in_memory = false, on_disk = false;
+    int pins = 0;
+  };
+  // Up to `limit` sealed objects (in no particular order) and how many there are in all.
+  std::vector<Listed> List(size_t limit, size_t* total);
   // Moves a sealed, unpinned object to disk now and frees its memory.
   Status Spill(const ObjectId& id);
   // True if `id` is sealed here (in memory or on disk).
