@@ -524,6 +524,16 @@ class CoreWorkerImpl : public CoreWorker {
 
   NodeId node_id() const override { return node_id_; }
   bool was_restarted() const override { return was_restarted_; }
+
+  Status AnnounceJob(const std::string& record) override {
+    capnp::MallocMessageBuilder message;
+    auto j = message.initRoot<proto::CoreMessage>().initJobInfo();
+    j.setJobId(DataOf(job_));
+    j.setRecord(
+        capnp::Data::Reader(reinterpret_cast<const uint8_t*>(record.data()), record.size()));
+    std::lock_guard<std::mutex> lock(mu_);
+    return SendToNodeLocked(EncodeFrame(message));
+  }
   std::string transfer_address() const override { return transfer_address_; }
 
   Status PutRaw(const ObjectId& id, const std::string& bytes) override {

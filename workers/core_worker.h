@@ -41,6 +41,9 @@ class CoreWorker : public internal::Runtime {
   virtual void Stop() = 0;
   // Stores `bytes` as object `id` in this node's store, owned by this process (freed at Stop).
   virtual Status PutRaw(const ObjectId& id, const std::string& bytes) = 0;
+  // Tells this process's node where the job's program is (a serialized JobRecord), so that the
+  // job's work can start workers on any node without asking the head (drivers only).
+  virtual Status AnnounceJob(const std::string& record) = 0;
   // host:port of this node's object channel.
   virtual std::string transfer_address() const = 0;
 };

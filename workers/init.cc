@@ -135,10 +135,10 @@ Status RegisterJob(CoreWorker& core, ControlClient& head, const JobId& job) {
   record.start_micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  CUMULUS_ASSIGN_OR_RETURN(bool existed,
-                           head.KvPut(kJobsNamespace, job.Hex(), Serialize(record), false));
+  std::string bytes = Serialize(record);
+  CUMULUS_ASSIGN_OR_RETURN(bool existed, head.KvPut(kJobsNamespace, job.Hex(), bytes, false));
   if (existed) return Status::AlreadyExists("job id " + job.Hex() + " is taken");
-  return Status();
+  return core.AnnounceJob(bytes);
 }
 
 Status StartDriver(const InitOptions& options) {

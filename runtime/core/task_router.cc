@@ -186,8 +186,9 @@ class TaskRouter::Impl {
     WorkerId worker;
     bool cancelled = false;
     std::string class_key;
-    bool waiting_retry = false;  // in delayed_, not in a queue
-    TimePoint assigned_at{};     // when it was handed to its worker
+    bool waiting_retry = false;        // in delayed_, not in a queue
+    bool waiting_for_program = false;  // its job's program could not be fetched yet
+    TimePoint assigned_at{};           // when it was handed to its worker
   };
 
   struct Worker {
@@ -412,6 +413,20 @@ class TaskRouter::Impl {
         return HandleCancel(IdFrom<TaskId>(msg.getCancelTask()));
       case proto::CoreMessage::JOB_FINISHED:
         return EndJob(IdFrom<JobId>(msg.getJobFinished()), /*tell_peers=*/false);
+      case proto::CoreMessage::JOB_INFO: {
+        if (c.role != Role::kPeer && c.role != Role::kDriver) return;
+        JobId job = IdFrom<JobId>(msg.getJobInfo().getJobId());
+        if (c.role == Role::kDriver && job != c.job)
+          return Close(c, "a driver spoke for another job");
+        auto r = msg.getJobInfo().getRecord();
+        std::string bytes(reinterpret_cast<const char*>(r.begin()), r.size());
+        if (job.IsNil() || !Deserialize<JobRecord>(bytes).ok()) {
+          CUMULUS_LOG(WARN) << "node: ignoring a malformed job record";
+          return;
+        }
+        job_records_.emplace(job, std::move(bytes));
+        return;
+      }
       case proto::CoreMessage::WORKER_BLOCKED:
         return HandleBlocked(c, msg.getWorkerBlocked());
       case proto::CoreMessage::CREATE_GROUP:
@@ -901,6 +916,19 @@ class TaskRouter::Impl {
         if (gpu_units > 0) (void)gpus.Release(gpu_ids, gpu_units);
         TaskId id = t.id;
         // Leave the queue entry: Schedule erases it because we report it done.
+        if (spawned.status().code() == StatusCode::kUnavailable) {
+          // The job's program could not be fetched (the head is restarting, or the driver's
+          // node cannot be reached now): try again in a second rather than fail the task.
+          if (!t.waiting_for_program) {
+            CUMULUS_LOG(WARN) << "node: cannot start a worker for " << t.function << " yet ("
+                              << spawned.status().message() << "); it waits";
+          }
+          t.waiting_for_program = true;
+          t.state = Task::kQueued;
+          t.waiting_retry = true;
+          delayed_.emplace(now + std::chrono::seconds(1), id);
+          return true;
+        }
         FailTask(id, Status(spawned.status().code(), "cannot start a worker for " + t.function +
                                                          ": " + spawned.status().message()));
         return true;
@@ -948,6 +976,16 @@ class TaskRouter::Impl {
       unreachable_until_[node] = now + kUnreachablePenalty;
       schedule_dirty_ = true;
       return false;
+    }
+    // The first of a job's tasks to go there takes where the job's program is.
+    auto record = job_records_.find(t.job);
+    if (record != job_records_.end() && told_.insert({node, t.job}).second) {
+      capnp::MallocMessageBuilder info;
+      auto j = info.initRoot<proto::CoreMessage>().initJobInfo();
+      j.setJobId(DataOf(t.job));
+      j.setRecord(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(record->second.data()),
+                                      record->second.size()));
+      SendTo(peer, EncodeFrame(info));
     }
     // Mark the spec as forwarded once (hops = 1) so the other node does not pass it on again.
     Words words = kj::heapArray<capnp::word>((t.frame.size() - kFrameHeaderBytes) / 8);
@@ -1550,14 +1588,20 @@ class TaskRouter::Impl {
   Result<std::string> JobProgram(const JobId& job) {
     auto cached = programs_.find(job);
     if (cached != programs_.end()) return cached->second;
-    CUMULUS_RETURN_IF_ERROR(EnsureHead());
-    auto raw = head_->KvGet(kJobsNamespace, job.Hex());
-    if (!raw.ok()) {
-      if (raw.status().code() != StatusCode::kNotFound) head_.reset();
-      return Status(raw.status().code(), "job " + job.Hex() + " is not registered with the head (" +
-                                             raw.status().message() + ")");
+    // Told by the driver or the node that forwarded its work; else from the head.
+    auto known = job_records_.find(job);
+    if (known == job_records_.end()) {
+      CUMULUS_RETURN_IF_ERROR(EnsureHead());
+      auto raw = head_->KvGet(kJobsNamespace, job.Hex());
+      if (!raw.ok()) {
+        if (raw.status().code() != StatusCode::kNotFound) head_.reset();
+        return Status(raw.status().code(), "job " + job.Hex() +
+                                               " is not registered with the head (" +
+                                               raw.status().message() + ")");
+      }
+      known = job_records_.emplace(job, *raw).first;
     }
-    CUMULUS_ASSIGN_OR_RETURN(JobRecord record, Deserialize<JobRecord>(*raw));
+    CUMULUS_ASSIGN_OR_RETURN(JobRecord record, Deserialize<JobRecord>(known->second));
     std::string dir = options_.work_dir + "/jobs";
     std::filesystem::create_directories(dir);
     std::string base = record.argv.empty()
@@ -1790,6 +1834,10 @@ class TaskRouter::Impl {
     }
     programs_.erase(job);
     submitted_.erase(job);
+    job_records_.erase(job);
+    for (auto it = told_.begin(); it != told_.end();) {
+      it = it->second == job ? told_.erase(it) : std::next(it);
+    }
     // Its objects: their owner is gone, so nobody could free or read them.
     if (options_.store) {
       size_t freed =
@@ -1978,7 +2026,10 @@ class TaskRouter::Impl {
   std::map<NodeId, std::string> core_addresses_;
   std::map<NodeId, TimePoint> unreachable_until_;
   std::map<NodeId, uint64_t> peers_;
-  std::set<JobId> submitted_;  // jobs run by `cumulus submit` (their workers' output is logged)
+  std::set<JobId> submitted_;
+  std::map<JobId, std::string> job_records_;  // serialized JobRecord of jobs known here
+  std::set<std::pair<NodeId, JobId>> told_;   // peers sent a job's record already  // jobs run by
+                                              // `cumulus submit` (their workers' output is logged)
   std::vector<NodeId> newly_dead_;
   std::set<NodeId> known_dead_;  // dead nodes already announced to local processes
   // The memory monitor (CheckMemory): CUMULUS_MEMORY_USAGE_THRESHOLD (0-1; 1 turns it off) and

@@ -76,5 +76,12 @@ struct CoreMessage {
     removeGroup @12 :GroupRelease;    # driver->node(->nodes): release a group's bundles
     nodeDied @13 :Data;               # node->its drivers and workers: the head declared this
                                       # node (16-byte id) dead
+    jobInfo @14 :JobInfo;             # driver->node, node->node: where the job's program is, so
+                                      # that nodes start its workers without asking the head
   }
+}
+
+struct JobInfo {
+  jobId @0 :Data;
+  record @1 :Data;                    # a serialized JobRecord (runtime/core/messages.h)
 }
