@@ -158,12 +158,16 @@ TEST_F(FaultTest, HungNodeIsDeclaredDeadAndItsActorsRestartElsewhere) {
   ASSERT_FALSE(a.empty() || b.empty());
   auto driver = Driver({"--scenario=hung_node", "--victim=" + a}, CoreSocket(head_id));
   ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
-  // The whole machine freezes: the node and the workers it started.
+  // The whole machine freezes: the node and the workers it started (thawed again at the end,
+  // whatever happens, so that the test can clean up).
   SignalTree(victim->pid(), SIGSTOP);
+  struct Thaw {
+    pid_t pid;
+    ~Thaw() { SignalTree(pid, SIGCONT); }
+  } thaw{victim->pid()};
   Touch("stopped");
   ExpectChecks(driver->ReadAll(120s), {"actor_on_victim", "hung_node_actor_restarted_elsewhere"});
   EXPECT_TRUE(WaitForState(a, NodeState::kDead, 15s));
-  SignalTree(victim->pid(), SIGCONT);  // it finds itself declared dead and rejoins as new
 }
 
 TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {

@@ -138,6 +138,12 @@ class CoreWorkerImpl : public CoreWorker {
     a.name = options.name;
     a.max_restarts = options.max_restarts;
     a.detached = options.detached;
+    if (a.detached && !options.placement_group.empty()) {
+      MarkActorDead(a, Status::InvalidArgument(
+                           "actor " + factory +
+                           " is detached and in a placement group: a group ends with its job"));
+      return actor;
+    }
     if (a.detached && options.name.empty()) {
       MarkActorDead(a, Status::InvalidArgument(
                            "actor " + factory +
@@ -372,16 +378,20 @@ class CoreWorkerImpl : public CoreWorker {
     auto it = actors_.find(actor);
     if (it == actors_.end()) return Status::NotFound("actor " + actor.Hex() + " is unknown here");
     ActorEntry& a = it->second;
-    if (a.state == ActorEntry::kDead) return Status();
-    if (a.conn) {
+    bool was_dead = a.state == ActorEntry::kDead;
+    if (was_dead) {
+      // Its name may still be held (a detached actor whose creator went before it was built).
+    } else if (a.conn) {
       capnp::MallocMessageBuilder message;
       message.initRoot<proto::CoreMessage>().setKillActor(DataOf(actor));
       (void)SendOnConnLocked(a.conn, EncodeFrame(message));
     } else if (a.state == ActorEntry::kPending) {
       a.kill_when_created = true;
     }
-    MarkActorDead(a, Status::ActorDied("actor " + a.factory + " (" + actor.Hex() +
-                                       ") was killed by its handle"));
+    if (!was_dead) {
+      MarkActorDead(a, Status::ActorDied("actor " + a.factory + " (" + actor.Hex() +
+                                         ") was killed by its handle"));
+    }
     std::string name = a.name;
     lock.unlock();
     if (!name.empty()) {

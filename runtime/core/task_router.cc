@@ -44,6 +44,7 @@ constexpr auto kIdleWorkerLifetime = std::chrono::seconds(60);
 constexpr auto kUnreachablePenalty = std::chrono::seconds(5);
 constexpr uint32_t kAllRounds = 0xFFFFFFFFu;  // a group release that is final
 constexpr const char* kEndedWithJob = "ended with its job";
+constexpr auto kProgramWait = std::chrono::seconds(120);  // for a job's program, then fail
 
 using Words = kj::Array<capnp::word>;
 
@@ -188,7 +189,8 @@ class TaskRouter::Impl {
     std::string class_key;
     bool waiting_retry = false;        // in delayed_, not in a queue
     bool waiting_for_program = false;  // its job's program could not be fetched yet
-    TimePoint assigned_at{};           // when it was handed to its worker
+    TimePoint waiting_since{};
+    TimePoint assigned_at{};  // when it was handed to its worker
   };
 
   struct Worker {
@@ -420,8 +422,13 @@ class TaskRouter::Impl {
           return Close(c, "a driver spoke for another job");
         auto r = msg.getJobInfo().getRecord();
         std::string bytes(reinterpret_cast<const char*>(r.begin()), r.size());
-        if (job.IsNil() || !Deserialize<JobRecord>(bytes).ok()) {
-          CUMULUS_LOG(WARN) << "node: ignoring a malformed job record";
+        auto rec = Deserialize<JobRecord>(bytes);
+        auto binary =
+            rec.ok() ? ObjectId::FromHex(rec->binary_object) : Result<ObjectId>(rec.status());
+        bool hash_ok = rec.ok() && rec->binary_hash.size() == 16 &&
+                       rec->binary_hash.find_first_not_of("0123456789abcdef") == std::string::npos;
+        if (job.IsNil() || !binary.ok() || binary->Task().Job() != job || !hash_ok) {
+          CUMULUS_LOG(WARN) << "node: ignoring a malformed job record for job " << job.Hex();
           return;
         }
         job_records_.emplace(job, std::move(bytes));
@@ -665,6 +672,7 @@ class TaskRouter::Impl {
   void ApplySharedUpdates() {
     std::lock_guard<std::mutex> lock(shared_mu_);
     if (!new_node_id_.IsNil()) {
+      if (!node_id_.IsNil()) past_ids_.insert(node_id_);  // it may be declared dead: not news
       node_id_ = new_node_id_;
       new_node_id_ = NodeId();
     }
@@ -691,7 +699,7 @@ class TaskRouter::Impl {
   // connections open, so close ours; what was forwarded there is placed again.
   void DropDeadPeers() {
     for (const NodeId& id : newly_dead_) {
-      if (known_dead_.insert(id).second) {
+      if (!past_ids_.count(id) && known_dead_.insert(id).second) {
         // Owners here drop their actors on it (a hung node keeps their connections open).
         capnp::MallocMessageBuilder message;
         message.initRoot<proto::CoreMessage>().setNodeDied(DataOf(id));
@@ -911,7 +919,27 @@ class TaskRouter::Impl {
       if (!t.actor_creation && gpu_units == 0 && TaskWorkerCount() >= max_task_workers_) {
         return false;  // wait for a worker to come free
       }
-      auto spawned = Spawn(t.job, key, devices, now);
+      auto retry = program_retry_at_.find(t.job);
+      Result<Worker*> spawned = Status::Unavailable("its program could not be fetched");
+      if (retry == program_retry_at_.end() || retry->second <= now) {
+        spawned = Spawn(t.job, key, devices, now);
+        if (spawned.ok()) {
+          program_retry_at_.erase(t.job);
+        } else if (spawned.status().code() == StatusCode::kUnavailable) {
+          program_retry_at_[t.job] = now + std::chrono::seconds(1);  // one try a second per job
+        }
+      }
+      if (!spawned.ok() && spawned.status().code() == StatusCode::kUnavailable &&
+          t.waiting_for_program && now - t.waiting_since > kProgramWait) {
+        spawned = Status::Unavailable("the job's program could not be fetched for " +
+                                      std::to_string(kProgramWait.count()) + " s (" +
+                                      spawned.status().message() + ")");
+        t.waiting_for_program = false;
+        if (gpu_units > 0) (void)gpus.Release(gpu_ids, gpu_units);
+        FailTask(t.id, Status(StatusCode::kUnavailable, "cannot start a worker for " + t.function +
+                                                            ": " + spawned.status().message()));
+        return true;
+      }
       if (!spawned.ok()) {
         if (gpu_units > 0) (void)gpus.Release(gpu_ids, gpu_units);
         TaskId id = t.id;
@@ -922,6 +950,7 @@ class TaskRouter::Impl {
           if (!t.waiting_for_program) {
             CUMULUS_LOG(WARN) << "node: cannot start a worker for " << t.function << " yet ("
                               << spawned.status().message() << "); it waits";
+            t.waiting_since = now;
           }
           t.waiting_for_program = true;
           t.state = Task::kQueued;
@@ -1677,7 +1706,9 @@ class TaskRouter::Impl {
     }
     int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return Status::Unavailable("cannot start " + program + ": " + std::strerror(rc));
+    if (rc != 0) {
+      return Status::ResourceExhausted("cannot start " + program + ": " + std::strerror(rc));
+    }
     Worker& w = workers_[wid];
     w.id = wid;
     w.pid = pid;
@@ -1835,6 +1866,7 @@ class TaskRouter::Impl {
     programs_.erase(job);
     submitted_.erase(job);
     job_records_.erase(job);
+    program_retry_at_.erase(job);
     for (auto it = told_.begin(); it != told_.end();) {
       it = it->second == job ? told_.erase(it) : std::next(it);
     }
@@ -2031,7 +2063,9 @@ class TaskRouter::Impl {
   std::set<std::pair<NodeId, JobId>> told_;   // peers sent a job's record already  // jobs run by
                                               // `cumulus submit` (their workers' output is logged)
   std::vector<NodeId> newly_dead_;
-  std::set<NodeId> known_dead_;  // dead nodes already announced to local processes
+  std::set<NodeId> known_dead_;                  // dead nodes already announced to local processes
+  std::set<NodeId> past_ids_;                    // ids this node had before it rejoined
+  std::map<JobId, TimePoint> program_retry_at_;  // jobs whose program could not be fetched
   // The memory monitor (CheckMemory): CUMULUS_MEMORY_USAGE_THRESHOLD (0-1; 1 turns it off) and
   // CUMULUS_MEMORY_MONITOR_MS.
   double memory_threshold_ = 0.95;

@@ -351,6 +351,7 @@ class JobSupervisor::Impl {
     std::vector<std::pair<int64_t, std::string>> failures;  // not yet at the head
     std::deque<std::string> failure_keys;                   // written, oldest first
     TimePoint next_report{};
+    std::string reported_as;  // the node id the last state report was filed under
     while (true) {
       bool stopping = !Pause(kShipEvery);
       // Exits and overdue stops.
@@ -405,9 +406,16 @@ class JobSupervisor::Impl {
           }
         }
         TimePoint now = SystemClock::Get().Now();
-        if (st.ok() && options_.state_report && now >= next_report) {
+        std::string me = Node().Hex();
+        if (st.ok() && !reported_as.empty() && (reported_as != me || stopping)) {
+          // A report under an id this node no longer has (it rejoined, or it is stopping).
+          st = head->KvDelete(kNodeStateNamespace, reported_as).status();
+          if (st.ok()) reported_as.clear();
+        }
+        if (st.ok() && options_.state_report && now >= next_report && !stopping) {
           next_report = now + std::chrono::seconds(2);
-          st = head->KvPut(kNodeStateNamespace, Node().Hex(), options_.state_report()).status();
+          st = head->KvPut(kNodeStateNamespace, me, options_.state_report()).status();
+          if (st.ok()) reported_as = me;
         }
         while (st.ok() && !ended.empty()) {
           JobEnd end{NowMicros()};
