@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -137,6 +138,18 @@ class ClusterTest : public ::testing::Test {
     *output = p.ReadAll(30s);
     auto st = p.Wait(30s);
     return st && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  }
+
+  // A test driver's output (tests/driver_checks.h): every named check printed "ok", and the
+  // driver finished without failures.
+  static void ExpectChecks(const std::string& out, std::initializer_list<const char*> checks) {
+    ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
+    for (const char* check : checks) {
+      EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
+          << check << " did not pass:\n"
+          << out;
+    }
+    EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
   }
 
   TempDir dir_;

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "driver_checks.h"
+
 std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
 int Plus(int a, int b) { return a + b; }
 int Twice(int x) { return 2 * x; }
@@ -78,22 +80,9 @@ CUMULUS_REMOTE(WhereAmI, Plus, Twice, Nested, Fail, MakeBlob, Checksum, Checksum
                &Phoenix::Crash, &Phoenix::PidWhenExists);
 
 namespace {
-int failures = 0;
-void Check(const std::string& name, bool ok, const std::string& why = "") {
-  std::printf("CHECK %s %s%s\n", name.c_str(), ok ? "ok" : "FAIL ", ok ? "" : why.c_str());
-  std::fflush(stdout);
-  failures += ok ? 0 : 1;
-}
-std::map<std::string, std::string> Args(int argc, char** argv) {
-  std::map<std::string, std::string> out;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos)
-      out[a.substr(2, eq - 2)] = a.substr(eq + 1);
-  }
-  return out;
-}
+using driver::Args;
+using driver::Check;
+using driver::failures;
 template <typename Caller>
 std::set<std::string> Landings(int n, Caller make) {
   std::vector<cumulus::ObjectRef<std::string>> refs;

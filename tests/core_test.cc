@@ -26,16 +26,6 @@ class CoreTest : public ClusterTest {
     unsetenv("CUMULUS_TOKEN_FILE");
     return p;
   }
-  // Every named check printed "ok", and the driver finished without failures.
-  static void ExpectChecks(const std::string& out, std::initializer_list<const char*> checks) {
-    ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
-    for (const char* check : checks) {
-      EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
-          << check << " did not pass:\n"
-          << out;
-    }
-    EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
-  }
 };
 
 TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {

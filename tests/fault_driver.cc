@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "driver_checks.h"
+
 namespace {
 
 std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
@@ -123,26 +125,13 @@ CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Hog, Blob, Mix, SumWhere, Shout, SleepUn
 
 namespace {
 
-int failures = 0;
-void Check(const std::string& name, bool ok, const std::string& why = "") {
-  std::printf("CHECK %s %s%s\n", name.c_str(), ok ? "ok" : "FAIL ", ok ? "" : why.c_str());
-  std::fflush(stdout);
-  failures += ok ? 0 : 1;
-}
+using driver::Check;
+using driver::failures;
 void Say(const std::string& line) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
-std::map<std::string, std::string> Args(int argc, char** argv) {
-  std::map<std::string, std::string> out;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos)
-      out[a.substr(2, eq - 2)] = a.substr(eq + 1);
-  }
-  return out;
-}
+using driver::Args;
 template <typename R>
 std::string Text(const R& r) {
   return r.ok() ? std::string("ok") : r.status().ToString();

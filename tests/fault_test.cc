@@ -70,15 +70,6 @@ class FaultTest : public ClusterTest {
     }
     for (pid_t p : tree) kill(p, sig);
   }
-  static void ExpectChecks(const std::string& out, std::initializer_list<const char*> checks) {
-    ASSERT_NE(out.find("DONE"), std::string::npos) << "the driver did not finish:\n" << out;
-    for (const char* check : checks) {
-      EXPECT_NE(out.find(std::string("CHECK ") + check + " ok"), std::string::npos)
-          << check << " did not pass:\n"
-          << out;
-    }
-    EXPECT_NE(out.find("DONE failures=0"), std::string::npos) << out;
-  }
   // Objects in the store at `socket` (memory and disk).
   int StoredObjects(const std::string& socket) {
     std::string out;

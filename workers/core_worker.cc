@@ -112,12 +112,7 @@ class CoreWorkerImpl : public CoreWorker {
     ObjectId ret = ObjectId::FromTaskReturn(task, 1);
     std::unique_lock<std::mutex> lock(mu_);
     NewObject(ret);
-    auto pending = std::make_unique<PendingTask>();
-    pending->id = task;
-    pending->ret = ret;
-    pending->function = function;
-    pending->args = std::move(args);
-    pending->options = options;
+    auto pending = NewPending(task, ret, function, std::move(args), options);
     // Like Ray: a task takes one CPU unless it says otherwise, whatever else it asks for.
     pending->options.resources.emplace("CPU", 1.0);
     pending->max_retries = options.max_retries == -2 ? 3 : options.max_retries;
@@ -187,12 +182,7 @@ class CoreWorkerImpl : public CoreWorker {
       FailObject(ret, Status::NotFound("actor " + actor.Hex() + " is unknown to this process"));
       return ret;
     }
-    auto pending = std::make_unique<PendingTask>();
-    pending->id = task;
-    pending->ret = ret;
-    pending->function = method;
-    pending->args = std::move(args);
-    pending->options = options;
+    auto pending = NewPending(task, ret, method, std::move(args), options);
     pending->actor = actor;
     pending->actor_call = true;
     pending->max_retries = options.max_retries == -2 ? 0 : options.max_retries;
@@ -754,6 +744,19 @@ class CoreWorkerImpl : public CoreWorker {
     return t == tasks_.end() ? "a finished task" : "task " + t->second->function;
   }
 
+  static std::unique_ptr<PendingTask> NewPending(const TaskId& id, const ObjectId& ret,
+                                                 std::string function,
+                                                 std::vector<internal::ArgData> args,
+                                                 internal::CallOptions options) {
+    auto p = std::make_unique<PendingTask>();
+    p->id = id;
+    p->ret = ret;
+    p->function = std::move(function);
+    p->args = std::move(args);
+    p->options = std::move(options);
+    return p;
+  }
+
   // Resolves the arguments of a new task, or parks it until they are ready. REQUIRES: mu_.
   void Enqueue(std::unique_ptr<PendingTask> task) {
     PendingTask& t = *task;
@@ -1108,12 +1111,7 @@ class CoreWorkerImpl : public CoreWorker {
     CUMULUS_LOG(WARN) << "cumulus: " << what << " (result of " << l->function << ") was lost ("
                       << why << "); rebuilding it by running " << l->function << " again (rebuild "
                       << e.rebuilds << " of " << kMaxRebuilds << ")";
-    auto pending = std::make_unique<PendingTask>();
-    pending->id = id.Task();
-    pending->ret = id;
-    pending->function = l->function;
-    pending->args = l->args;
-    pending->options = l->options;
+    auto pending = NewPending(id.Task(), id, l->function, l->args, l->options);
     pending->max_retries = l->max_retries;
     Enqueue(std::move(pending));  // holds the arguments again before the lineage lets them go
     ReleasePins(l->pinned);
@@ -1209,12 +1207,7 @@ class CoreWorkerImpl : public CoreWorker {
     ObjectId ret = ObjectId::FromTaskReturn(task, 1);
     NewObject(ret);
     objects_[ret].refs = 0;  // nobody holds the creation result: freed once it arrives
-    auto pending = std::make_unique<PendingTask>();
-    pending->id = task;
-    pending->ret = ret;
-    pending->function = a.factory;
-    pending->args = std::move(args);
-    pending->options = options;
+    auto pending = NewPending(task, ret, a.factory, std::move(args), options);
     pending->actor_creation = true;
     pending->actor = a.id;
     pending->attempt = a.restarts;  // the worker tells WasRestarted() from it
