@@ -20,6 +20,9 @@ else()
   set(CUMULUS_ROCKSDB RocksDB::rocksdb)
 endif()
 
+# Gloo (libgloo-dev ships a CMake config with the target `gloo`): collectives on CPUs.
+find_package(Gloo CONFIG REQUIRED)
+
 # CAF 0.17 (libcaf-dev): Debian ships no CMake config, so the imported targets are made here.
 find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY caf_core)

@@ -1,0 +1,168 @@
+// collective_probe: one member of a collective group, for collective_test. Every rank fills its
+// buffers with value(rank, i) = (rank + 1) * (i % 97 + 1), so each can compute what every
+// operation must give, and prints "CHECK <name> ok|FAIL <why>" lines and "DONE failures=N".
+//   collective_probe --address=A --token-file=F --name=G --world=N --rank=R [--generation=K]
+//                    [--case=ops|die] [--big=1] [--timeout-ms=T]
+// --case=die: the last rank SIGKILLs itself before an allreduce; the others must fail within the
+// timeout, then form generation K+1 without it and check an allreduce there.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "driver_checks.h"
+#include "runtime/collective/collective.h"
+#include "runtime/head/head_server.h"
+
+using namespace cumulus;
+using driver::Check;
+
+namespace {
+
+template <typename T>
+T Value(int rank, size_t i) {
+  return static_cast<T>((rank + 1) * static_cast<int64_t>(i % 97 + 1));
+}
+
+template <typename T>
+T Expected(ReduceOp op, int world, size_t i) {
+  T v = Value<T>(0, i);
+  switch (op) {
+    case ReduceOp::kSum:
+      return static_cast<T>(v * (world * (world + 1) / 2));
+    case ReduceOp::kAvg:
+      return static_cast<T>(static_cast<T>(v * (world * (world + 1) / 2)) / world);
+    case ReduceOp::kMax:
+      return static_cast<T>(v * world);
+    case ReduceOp::kMin:
+      return v;
+  }
+  return 0;
+}
+
+const char* OpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+  }
+  return "?";
+}
+
+template <typename T>
+void CheckAllReduce(CollectiveGroup& g, DType type, ReduceOp op, size_t n) {
+  std::vector<T> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = Value<T>(g.rank(), i);
+  Status st = g.AllReduce(buf.data(), n, type, op);
+  size_t bad = n;
+  for (size_t i = 0; i < n && st.ok(); ++i) {
+    if (buf[i] != Expected<T>(op, g.world_size(), i)) {
+      bad = i;
+      break;
+    }
+  }
+  std::string name =
+      std::string("allreduce_") + OpName(op) + "_" + DTypeName(type) + "_" + std::to_string(n);
+  Check(name, st.ok() && bad == n,
+        st.ok() ? "element " + std::to_string(bad) + " is " + std::to_string(buf[bad]) +
+                      ", expected " + std::to_string(Expected<T>(op, g.world_size(), bad))
+                : st.ToString());
+}
+
+template <typename T>
+void CheckAll(CollectiveGroup& g, DType type) {
+  for (size_t n : {size_t{1}, size_t{7919}}) {  // one element, and a prime number of them
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+      CheckAllReduce<T>(g, type, op, n);
+    }
+  }
+  // Broadcast from the last rank.
+  std::vector<T> b(1001);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = Value<T>(g.rank(), i);
+  int root = g.world_size() - 1;
+  Status st = g.Broadcast(b.data(), b.size(), type, root);
+  bool same = st.ok();
+  for (size_t i = 0; i < b.size() && same; ++i) same = b[i] == Value<T>(root, i);
+  Check(std::string("broadcast_") + DTypeName(type), same, st.ToString());
+  // Allgather: rank r's block holds value(r, i).
+  std::vector<T> in(333), out(333 * g.world_size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = Value<T>(g.rank(), i);
+  st = g.AllGather(in.data(), out.data(), in.size(), type);
+  bool gathered = st.ok();
+  for (int r = 0; r < g.world_size() && gathered; ++r) {
+    for (size_t i = 0; i < in.size() && gathered; ++i) {
+      gathered = out[r * in.size() + i] == Value<T>(r, i);
+    }
+  }
+  Check(std::string("allgather_") + DTypeName(type), gathered, st.ToString());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto args = driver::Args(argc, argv);
+  CollectiveOptions o;
+  o.name = args["name"];
+  o.world_size = std::atoi(args["world"].c_str());
+  o.rank = std::atoi(args["rank"].c_str());
+  o.generation = static_cast<uint32_t>(std::atoi(args["generation"].c_str()));
+  o.timeout = std::chrono::milliseconds(
+      args.count("timeout-ms") ? std::atoi(args["timeout-ms"].c_str()) : 60000);
+  auto head = ParseHostPort(args["address"]);
+  auto token = LoadToken(args["token-file"]);
+  if (!head.ok() || !token.ok()) {
+    std::fprintf(stderr, "collective_probe: bad --address or --token-file\n");
+    return 2;
+  }
+  o.head = *head;
+  o.token = *token;
+  auto g = CollectiveGroup::Join(o);
+  Check("joined", g.ok(), g.ok() ? "" : g.status().ToString());
+  if (!g.ok()) {
+    std::printf("DONE failures=%d\n", driver::failures);
+    return 1;
+  }
+  CollectiveGroup& group = **g;
+  if (args["case"] == "die") {
+    Check("barrier_before", group.Barrier().ok());
+    if (group.rank() == group.world_size() - 1) kill(getpid(), SIGKILL);
+    std::vector<float> buf(1 << 16, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    Status st = group.AllReduce(buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double limit = std::chrono::duration<double>(o.timeout).count() + 5;
+    Check("peer_death_fails_the_others", !st.ok() && took < limit,
+          st.ok() ? "it succeeded" : st.ToString() + " after " + std::to_string(took) + " s");
+    Check("group_refuses_after_failure", !group.Barrier().ok());
+    // Form the group again without the dead rank.
+    CollectiveOptions again = o;
+    again.generation = o.generation + 1;
+    again.world_size = o.world_size - 1;
+    auto g2 = CollectiveGroup::Join(again);
+    Check("reformed", g2.ok(), g2.ok() ? "" : g2.status().ToString());
+    if (g2.ok()) CheckAllReduce<float>(**g2, DType::kFloat32, ReduceOp::kSum, 7919);
+  } else {
+    CheckAll<float>(group, DType::kFloat32);
+    CheckAll<double>(group, DType::kFloat64);
+    CheckAll<int32_t>(group, DType::kInt32);
+    CheckAll<int64_t>(group, DType::kInt64);
+    Check("barrier", group.Barrier().ok());
+    if (args["big"] == "1")
+      CheckAllReduce<float>(group, DType::kFloat32, ReduceOp::kSum, 64u << 20);
+    Status bad = group.Broadcast(nullptr, 1, DType::kFloat32, group.world_size());
+    Check("broadcast_bad_root_refused", bad.code() == StatusCode::kInvalidArgument, bad.ToString());
+  }
+  std::printf("DONE failures=%d\n", driver::failures);
+  std::fflush(stdout);
+  return driver::failures == 0 ? 0 : 1;
+}
