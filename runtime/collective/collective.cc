@@ -191,6 +191,7 @@ class CollectiveGroup::Impl {
                                      std::to_string(options_.world_size));
     }
     if (count == 0) return Status();
+    if (!data) return Status::InvalidArgument("Broadcast of a null buffer");
     return Run("Broadcast", [&] {
       gloo::BroadcastOptions opts(context_);
       size_t bytes = count * DTypeSize(type);
@@ -203,6 +204,7 @@ class CollectiveGroup::Impl {
 
   Status AllGather(const void* in, void* out, size_t count, DType type) {
     if (count == 0) return Status();
+    if (!in || !out) return Status::InvalidArgument("AllGather with a null buffer");
     return Run("AllGather", [&] {
       size_t bytes = count * DTypeSize(type);
       gloo::AllgatherOptions opts(context_);
