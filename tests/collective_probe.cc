@@ -107,6 +107,51 @@ void CheckAll(CollectiveGroup& g, DType type) {
   Check(std::string("allgather_") + DTypeName(type), gathered, st.ToString());
 }
 
+// 16-bit floats: small integers (exact in both formats through every reduction here).
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+void Check16(CollectiveGroup& g, DType type) {
+  const size_t n = 7919;
+  auto value = [](int rank, size_t i) { return static_cast<float>((rank + 1) * (i % 13 + 1)); };
+  int w = g.world_size();
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+    std::vector<uint16_t> buf(n);
+    for (size_t i = 0; i < n; ++i) buf[i] = Store(value(g.rank(), i));
+    Status st = g.AllReduce(buf.data(), n, type, op);
+    std::string why = st.ToString();
+    bool ok = st.ok();
+    for (size_t i = 0; i < n && ok; ++i) {
+      float v = value(0, i), sum = v * (w * (w + 1) / 2);
+      float want = op == ReduceOp::kSum   ? sum
+                   : op == ReduceOp::kAvg ? sum / w
+                   : op == ReduceOp::kMax ? v * w
+                                          : v;
+      if (Load(buf[i]) != want) {
+        ok = false;
+        why = "element " + std::to_string(i) + " is " + std::to_string(Load(buf[i])) +
+              ", expected " + std::to_string(want);
+      }
+    }
+    Check(std::string("allreduce_") + OpName(op) + "_" + DTypeName(type), ok, why);
+  }
+}
+
+// Two operations in flight at once, finished in the order they were started.
+void CheckAsync(CollectiveGroup& g) {
+  std::vector<float> a(4099), b(4099);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = Value<float>(g.rank(), i);
+    b[i] = Value<float>(g.rank(), i);
+  }
+  auto first = g.AllReduceAsync(a.data(), a.size(), DType::kFloat32, ReduceOp::kSum);
+  auto second = g.BroadcastAsync(b.data(), b.size(), DType::kFloat32, 0);
+  Status s2 = second->Wait(), s1 = first->Wait();
+  bool ok = s1.ok() && s2.ok() && first->Done() && second->Done();
+  for (size_t i = 0; i < a.size() && ok; ++i) {
+    ok = a[i] == Expected<float>(ReduceOp::kSum, g.world_size(), i) && b[i] == Value<float>(0, i);
+  }
+  Check("async_allreduce_and_broadcast", ok, s1.ToString() + " " + s2.ToString());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +193,8 @@ int main(int argc, char** argv) {
     CollectiveOptions again = o;
     again.generation = o.generation + 1;
     again.world_size = o.world_size - 1;
+    // A survivor may only notice at the end of the timeout, after the other began to wait here.
+    again.timeout = 3 * o.timeout;
     auto g2 = CollectiveGroup::Join(again);
     Check("reformed", g2.ok(), g2.ok() ? "" : g2.status().ToString());
     if (g2.ok()) CheckAllReduce<float>(**g2, DType::kFloat32, ReduceOp::kSum, 7919);
@@ -156,6 +203,9 @@ int main(int argc, char** argv) {
     CheckAll<double>(group, DType::kFloat64);
     CheckAll<int32_t>(group, DType::kInt32);
     CheckAll<int64_t>(group, DType::kInt64);
+    Check16<HalfToFloat, FloatToHalf>(group, DType::kFloat16);
+    Check16<BFloatToFloat, FloatToBFloat>(group, DType::kBFloat16);
+    CheckAsync(group);
     Check("barrier", group.Barrier().ok());
     if (args["big"] == "1")
       CheckAllReduce<float>(group, DType::kFloat32, ReduceOp::kSum, 64u << 20);

@@ -40,10 +40,12 @@ TEST_F(CollectiveTest, EveryOperationAndDtypeMatchesTheReferenceWithTwoToFourRan
     auto outs = RunGroup("ops" + std::to_string(world), world);
     for (int r = 0; r < world; ++r) {
       SCOPED_TRACE("world " + std::to_string(world) + " rank " + std::to_string(r));
-      ExpectChecks(outs[r], {"joined", "allreduce_sum_float32_1", "allreduce_avg_int64_7919",
-                             "allreduce_max_int32_7919", "allreduce_min_float64_7919",
-                             "broadcast_float32", "broadcast_int64", "allgather_int32",
-                             "allgather_float64", "barrier", "broadcast_bad_root_refused"});
+      ExpectChecks(outs[r],
+                   {"joined", "allreduce_sum_float32_1", "allreduce_avg_int64_7919",
+                    "allreduce_max_int32_7919", "allreduce_min_float64_7919", "broadcast_float32",
+                    "broadcast_int64", "allgather_int32", "allgather_float64", "barrier",
+                    "broadcast_bad_root_refused", "allreduce_avg_float16", "allreduce_sum_bfloat16",
+                    "allreduce_max_bfloat16", "async_allreduce_and_broadcast"});
     }
   }
 }

@@ -9,10 +9,14 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
+#include <thread>
 
 #include "runtime/head/control_client.h"
 
@@ -26,6 +30,9 @@ size_t DTypeSize(DType t) {
     case DType::kFloat64:
     case DType::kInt64:
       return 8;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
   }
   return 0;
 }
@@ -40,8 +47,98 @@ const char* DTypeName(DType t) {
       return "int32";
     case DType::kInt64:
       return "int64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "?";
+}
+
+Status CollectiveWork::Wait(Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout == Duration::max()) {
+    cv_.wait(lock, [&] { return done_; });
+  } else if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    return Status::TimedOut("the collective operation did not finish in time (it goes on)");
+  }
+  return status_;
+}
+
+bool CollectiveWork::Done() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void CollectiveWork::Finish(Status st) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = std::move(st);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+// 16-bit floats: reduced in float32, rounded back to nearest-even.
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(man & 0x400u)) {
+        man <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t man = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow: infinity
+  if (exp <= 0) {                                               // subnormal or zero
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    man |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (man >> 13);
+  uint32_t rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) ++half;  // may carry into the exponent
+  return static_cast<uint16_t>(half);
+}
+
+float BFloatToFloat(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToBFloat(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fffu + ((x >> 16) & 1);  // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
 }
 
 namespace {
@@ -84,6 +181,29 @@ class HeadStore : public gloo::rendezvous::Store {
   Duration timeout_;
 };
 
+template <float (*Load)(uint16_t), uint16_t (*Store)(float), int Op>
+void Reduce16(void* c_, const void* a_, const void* b_, size_t n) {
+  auto* c = static_cast<uint16_t*>(c_);
+  auto* a = static_cast<const uint16_t*>(a_);
+  auto* b = static_cast<const uint16_t*>(b_);
+  for (size_t i = 0; i < n; ++i) {
+    float x = Load(a[i]), y = Load(b[i]);
+    c[i] = Store(Op == 0 ? x + y : Op == 1 ? std::max(x, y) : std::min(x, y));
+  }
+}
+
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+gloo::AllreduceOptions::Func Reduce16Func(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax:
+      return &Reduce16<Load, Store, 1>;
+    case ReduceOp::kMin:
+      return &Reduce16<Load, Store, 2>;
+    default:
+      return &Reduce16<Load, Store, 0>;
+  }
+}
+
 template <typename T>
 gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
   using F = void (*)(void*, const void*, const void*, size_t);
@@ -102,6 +222,42 @@ gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
 class CollectiveGroup::Impl {
  public:
   explicit Impl(const CollectiveOptions& o) : options_(o) {}
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stop_ = true;
+    }
+    queue_cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    for (auto& [work, fn] : queue_) work->Finish(Status::Cancelled("the group was closed"));
+  }
+
+  // Operations run on this one thread, in the order they were started.
+  std::shared_ptr<CollectiveWork> Start(std::function<Status()> op) {
+    auto work = std::make_shared<CollectiveWork>();
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
+      queue_.emplace_back(work, std::move(op));
+    }
+    queue_cv_.notify_all();
+    return work;
+  }
+
+  void Work() {
+    while (true) {
+      std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>> next;
+      {
+        std::unique_lock<std::mutex> lock(queue_mu_);
+        queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        next = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      next.first->Finish(next.second());
+    }
+  }
 
   Status Join() {
     const auto& o = options_;
@@ -158,13 +314,30 @@ class CollectiveGroup::Impl {
     opts.setInput(static_cast<T*>(data), count);
     opts.setOutput(static_cast<T*>(data), count);
     opts.setReduceFunction(ReduceFunc<T>(op));
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setTag(next_tag_++);
-    gloo::allreduce(opts);
+    Ring(opts);
     if (op == ReduceOp::kAvg) {
       T* p = static_cast<T*>(data);
       for (size_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] / options_.world_size);
     }
+  }
+
+  template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+  void AllReduce16(void* data, size_t count, ReduceOp op) {
+    gloo::AllreduceOptions opts(context_);
+    opts.setInput(static_cast<uint16_t*>(data), count);
+    opts.setOutput(static_cast<uint16_t*>(data), count);
+    opts.setReduceFunction(Reduce16Func<Load, Store>(op));
+    Ring(opts);
+    if (op == ReduceOp::kAvg) {
+      auto* p = static_cast<uint16_t*>(data);
+      for (size_t i = 0; i < count; ++i) p[i] = Store(Load(p[i]) / options_.world_size);
+    }
+  }
+
+  void Ring(gloo::AllreduceOptions& opts) {
+    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    opts.setTag(next_tag_++);
+    gloo::allreduce(opts);
   }
 
   Status AllReduce(void* data, size_t count, DType type, ReduceOp op) {
@@ -172,6 +345,10 @@ class CollectiveGroup::Impl {
     if (!data) return Status::InvalidArgument("AllReduce of a null buffer");
     return Run("AllReduce", [&] {
       switch (type) {
+        case DType::kFloat16:
+          return AllReduce16<HalfToFloat, FloatToHalf>(data, count, op);
+        case DType::kBFloat16:
+          return AllReduce16<BFloatToFloat, FloatToBFloat>(data, count, op);
         case DType::kFloat32:
           return AllReduceT<float>(data, count, op);
         case DType::kFloat64:
@@ -225,6 +402,11 @@ class CollectiveGroup::Impl {
 
   CollectiveOptions options_;
   std::shared_ptr<gloo::Context> context_;
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>>> queue_;
+  bool stop_ = false;
+  std::thread worker_;
   std::mutex mu_;
   Status broken_;
   uint32_t next_tag_ = 1;
@@ -239,16 +421,27 @@ Result<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Join(const CollectiveO
 CollectiveGroup::CollectiveGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CollectiveGroup::~CollectiveGroup() = default;
 
+// Every operation runs on the group's thread, in order; the synchronous ones wait for theirs.
+std::shared_ptr<CollectiveWork> CollectiveGroup::AllReduceAsync(void* data, size_t count,
+                                                                DType type, ReduceOp op) {
+  return impl_->Start([=] { return impl_->AllReduce(data, count, type, op); });
+}
+std::shared_ptr<CollectiveWork> CollectiveGroup::BroadcastAsync(void* data, size_t count,
+                                                                DType type, int root) {
+  return impl_->Start([=] { return impl_->Broadcast(data, count, type, root); });
+}
 Status CollectiveGroup::AllReduce(void* data, size_t count, DType type, ReduceOp op) {
-  return impl_->AllReduce(data, count, type, op);
+  return AllReduceAsync(data, count, type, op)->Wait();
 }
 Status CollectiveGroup::Broadcast(void* data, size_t count, DType type, int root) {
-  return impl_->Broadcast(data, count, type, root);
+  return BroadcastAsync(data, count, type, root)->Wait();
 }
 Status CollectiveGroup::AllGather(const void* in, void* out, size_t count, DType type) {
-  return impl_->AllGather(in, out, count, type);
+  return impl_->Start([=] { return impl_->AllGather(in, out, count, type); })->Wait();
 }
-Status CollectiveGroup::Barrier() { return impl_->Barrier(); }
+Status CollectiveGroup::Barrier() {
+  return impl_->Start([=] { return impl_->Barrier(); })->Wait();
+}
 int CollectiveGroup::rank() const { return impl_->options_.rank; }
 int CollectiveGroup::world_size() const { return impl_->options_.world_size; }
 const std::string& CollectiveGroup::name() const { return impl_->options_.name; }

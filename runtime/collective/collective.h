@@ -8,12 +8,16 @@
 // died or hangs makes the operation fail on the others with TimedOut or Unavailable naming the
 // group, instead of hanging; the group is then unusable and must be formed again.
 //
-// Not yet: device buffers (NCCL), float16/bfloat16, asynchronous handles, send/recv,
-// reduce-scatter, and checks that every rank issues the same operations in the same order.
+// float16 and bfloat16 are reduced in float32 and rounded back to nearest-even.
+// Not yet: device buffers (NCCL), send/recv, reduce-scatter, and checks that every rank issues
+// the same operations in the same order.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cumulus/status.h"
@@ -23,9 +27,14 @@
 namespace cumulus {
 
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
-enum class DType { kFloat32, kFloat64, kInt32, kInt64 };
+enum class DType { kFloat32, kFloat64, kInt32, kInt64, kFloat16, kBFloat16 };
 size_t DTypeSize(DType t);
 const char* DTypeName(DType t);
+// IEEE binary16 and bfloat16 from and to float (round to nearest even).
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloatToFloat(uint16_t b);
+uint16_t FloatToBFloat(float f);
 
 struct CollectiveOptions {
   std::string name;         // the group
@@ -36,6 +45,23 @@ struct CollectiveOptions {
   std::string token;
   std::string bind_host = "127.0.0.1";          // where this member listens for the others
   Duration timeout = std::chrono::seconds(60);  // joining, and every operation
+};
+
+// An operation started with an ...Async call. Operations of one group run one at a time, in the
+// order they were started (by a thread of the group), so the caller may compute meanwhile.
+class CollectiveWork {
+ public:
+  // Waits until it finished (or `timeout` passed: TimedOut, and the work goes on); its result.
+  Status Wait(Duration timeout = Duration::max());
+  bool Done();
+
+  void Finish(Status st);  // the group's thread
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
 };
 
 class CollectiveGroup {
@@ -52,6 +78,10 @@ class CollectiveGroup {
   // `out` (world_size x count elements) ends with each rank's `in`, in rank order.
   Status AllGather(const void* in, void* out, size_t count, DType type);
   Status Barrier();
+  // The same, started now and finished in order by the group's thread; `data` must stay valid
+  // (and untouched) until the work is done.
+  std::shared_ptr<CollectiveWork> AllReduceAsync(void* data, size_t count, DType type, ReduceOp op);
+  std::shared_ptr<CollectiveWork> BroadcastAsync(void* data, size_t count, DType type, int root);
 
   int rank() const;
   int world_size() const;
