@@ -250,13 +250,38 @@ class CollectiveGroup::Impl {
       std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>> next;
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
-        queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        queue_cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
         if (stop_) return;
         next = std::move(queue_.front());
         queue_.pop_front();
+        busy_ = true;
       }
-      next.first->Finish(next.second());
+      Status st = next.second();
+      {
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        busy_ = false;
+      }
+      queue_cv_.notify_all();
+      next.first->Finish(std::move(st));
     }
+  }
+
+  // A synchronous operation runs on the caller's thread, once those started before it are done
+  // (no hand-off to the group's thread: a small allreduce is latency-bound).
+  Status RunNow(const std::function<Status()>& op) {
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stop_ || (queue_.empty() && !busy_); });
+      if (stop_) return Status::Cancelled("the group was closed");
+      busy_ = true;
+    }
+    Status st = op();
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      busy_ = false;
+    }
+    queue_cv_.notify_all();
+    return st;
   }
 
   Status Join() {
@@ -406,6 +431,7 @@ class CollectiveGroup::Impl {
   std::condition_variable queue_cv_;
   std::deque<std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>>> queue_;
   bool stop_ = false;
+  bool busy_ = false;  // an operation is running (on the group's thread or a caller's)
   std::thread worker_;
   std::mutex mu_;
   Status broken_;
@@ -421,7 +447,8 @@ Result<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Join(const CollectiveO
 CollectiveGroup::CollectiveGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CollectiveGroup::~CollectiveGroup() = default;
 
-// Every operation runs on the group's thread, in order; the synchronous ones wait for theirs.
+// Operations run one at a time in the order they were started: asynchronous ones on the group's
+// thread, synchronous ones on the caller's once the earlier ones are done.
 std::shared_ptr<CollectiveWork> CollectiveGroup::AllReduceAsync(void* data, size_t count,
                                                                 DType type, ReduceOp op) {
   return impl_->Start([=] { return impl_->AllReduce(data, count, type, op); });
@@ -431,16 +458,16 @@ std::shared_ptr<CollectiveWork> CollectiveGroup::BroadcastAsync(void* data, size
   return impl_->Start([=] { return impl_->Broadcast(data, count, type, root); });
 }
 Status CollectiveGroup::AllReduce(void* data, size_t count, DType type, ReduceOp op) {
-  return AllReduceAsync(data, count, type, op)->Wait();
+  return impl_->RunNow([&] { return impl_->AllReduce(data, count, type, op); });
 }
 Status CollectiveGroup::Broadcast(void* data, size_t count, DType type, int root) {
-  return BroadcastAsync(data, count, type, root)->Wait();
+  return impl_->RunNow([&] { return impl_->Broadcast(data, count, type, root); });
 }
 Status CollectiveGroup::AllGather(const void* in, void* out, size_t count, DType type) {
-  return impl_->Start([=] { return impl_->AllGather(in, out, count, type); })->Wait();
+  return impl_->RunNow([&] { return impl_->AllGather(in, out, count, type); });
 }
 Status CollectiveGroup::Barrier() {
-  return impl_->Start([=] { return impl_->Barrier(); })->Wait();
+  return impl_->RunNow([&] { return impl_->Barrier(); });
 }
 int CollectiveGroup::rank() const { return impl_->options_.rank; }
 int CollectiveGroup::world_size() const { return impl_->options_.world_size; }
