@@ -250,38 +250,13 @@ class CollectiveGroup::Impl {
       std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>> next;
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
-        queue_cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
+        queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
         if (stop_) return;
         next = std::move(queue_.front());
         queue_.pop_front();
-        busy_ = true;
       }
-      Status st = next.second();
-      {
-        std::lock_guard<std::mutex> lock(queue_mu_);
-        busy_ = false;
-      }
-      queue_cv_.notify_all();
-      next.first->Finish(std::move(st));
+      next.first->Finish(next.second());
     }
-  }
-
-  // A synchronous operation runs on the caller's thread, once those started before it are done
-  // (no hand-off to the group's thread: a small allreduce is latency-bound).
-  Status RunNow(const std::function<Status()>& op) {
-    {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stop_ || (queue_.empty() && !busy_); });
-      if (stop_) return Status::Cancelled("the group was closed");
-      busy_ = true;
-    }
-    Status st = op();
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      busy_ = false;
-    }
-    queue_cv_.notify_all();
-    return st;
   }
 
   Status Join() {
@@ -329,6 +304,9 @@ class CollectiveGroup::Impl {
                         std::to_string(options_.world_size) + ") failed: " + why +
                         "; the group must be formed again (a new generation)";
       broken_ = timed_out ? Status::TimedOut(msg) : Status::Unavailable(msg);
+      // Close this member's connections now: the others, who may be waiting for it inside the
+      // same operation, fail at once instead of at their timeout.
+      context_.reset();
       return broken_;
     }
   }
@@ -431,7 +409,6 @@ class CollectiveGroup::Impl {
   std::condition_variable queue_cv_;
   std::deque<std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>>> queue_;
   bool stop_ = false;
-  bool busy_ = false;  // an operation is running (on the group's thread or a caller's)
   std::thread worker_;
   std::mutex mu_;
   Status broken_;
@@ -447,8 +424,7 @@ Result<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Join(const CollectiveO
 CollectiveGroup::CollectiveGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CollectiveGroup::~CollectiveGroup() = default;
 
-// Operations run one at a time in the order they were started: asynchronous ones on the group's
-// thread, synchronous ones on the caller's once the earlier ones are done.
+// Every operation runs on the group's thread, in order; the synchronous ones wait for theirs.
 std::shared_ptr<CollectiveWork> CollectiveGroup::AllReduceAsync(void* data, size_t count,
                                                                 DType type, ReduceOp op) {
   return impl_->Start([=] { return impl_->AllReduce(data, count, type, op); });
@@ -458,16 +434,16 @@ std::shared_ptr<CollectiveWork> CollectiveGroup::BroadcastAsync(void* data, size
   return impl_->Start([=] { return impl_->Broadcast(data, count, type, root); });
 }
 Status CollectiveGroup::AllReduce(void* data, size_t count, DType type, ReduceOp op) {
-  return impl_->RunNow([&] { return impl_->AllReduce(data, count, type, op); });
+  return AllReduceAsync(data, count, type, op)->Wait();
 }
 Status CollectiveGroup::Broadcast(void* data, size_t count, DType type, int root) {
-  return impl_->RunNow([&] { return impl_->Broadcast(data, count, type, root); });
+  return BroadcastAsync(data, count, type, root)->Wait();
 }
 Status CollectiveGroup::AllGather(const void* in, void* out, size_t count, DType type) {
-  return impl_->RunNow([&] { return impl_->AllGather(in, out, count, type); });
+  return impl_->Start([=] { return impl_->AllGather(in, out, count, type); })->Wait();
 }
 Status CollectiveGroup::Barrier() {
-  return impl_->RunNow([&] { return impl_->Barrier(); });
+  return impl_->Start([=] { return impl_->Barrier(); })->Wait();
 }
 int CollectiveGroup::rank() const { return impl_->options_.rank; }
 int CollectiveGroup::world_size() const { return impl_->options_.world_size; }

@@ -48,8 +48,7 @@ struct CollectiveOptions {
 };
 
 // An operation started with an ...Async call. Operations of one group run one at a time, in the
-// order they were started: asynchronous ones on a thread of the group (so the caller may compute
-// meanwhile), synchronous ones on the caller's thread once the earlier ones are done.
+// order they were started (by a thread of the group), so the caller may compute meanwhile.
 class CollectiveWork {
  public:
   // Waits until it finished (or `timeout` passed: TimedOut, and the work goes on); its result.
