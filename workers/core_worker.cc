@@ -277,11 +277,7 @@ class CoreWorkerImpl : public CoreWorker {
       if (it != objects_.end()) objects_.erase(it);
       return st;
     }
-    it->second.state = ObjectEntry::kReady;
-    it->second.stored = true;
-    it->second.node = node_id_;
-    it->second.transfer = transfer_address_;
-    it->second.size = bytes.size();
+    SetStoredHere(it->second, bytes.size());
     return id;
   }
 
@@ -295,11 +291,7 @@ class CoreWorkerImpl : public CoreWorker {
     lock.lock();
     ObjectEntry& e = objects_[id];
     e = ObjectEntry();
-    e.state = ObjectEntry::kReady;
-    e.stored = true;
-    e.node = node_id_;
-    e.transfer = transfer_address_;
-    e.size = size;
+    SetStoredHere(e, size);
     return id;
   }
 
@@ -541,11 +533,7 @@ class CoreWorkerImpl : public CoreWorker {
     std::lock_guard<std::mutex> lock(mu_);
     ObjectEntry& e = objects_[id];
     e = ObjectEntry();
-    e.state = ObjectEntry::kReady;
-    e.stored = true;
-    e.node = node_id_;
-    e.transfer = transfer_address_;
-    e.size = bytes.size();
+    SetStoredHere(e, bytes.size());
     return Status();
   }
 
@@ -733,6 +721,15 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   TaskId CurrentTaskLocked() const { return current_task_.IsNil() ? driver_task_ : current_task_; }
+
+  // `e` is sealed in this node's store. REQUIRES: mu_.
+  void SetStoredHere(ObjectEntry& e, uint64_t size) {
+    e.state = ObjectEntry::kReady;
+    e.stored = true;
+    e.node = node_id_;
+    e.transfer = transfer_address_;
+    e.size = size;
+  }
 
   void NewObject(const ObjectId& id) {
     ObjectEntry& e = objects_[id];

@@ -8,6 +8,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -81,49 +82,12 @@ void CollectiveWork::Finish(Status st) {
 
 // 16-bit floats: reduced in float32, rounded back to nearest-even.
 float HalfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while (!(man & 0x400u)) {
-        man <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  gloo::float16 v;
+  v.x = h;
+  return gloo::cpu_half2float(v);
 }
 
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t man = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow: infinity
-  if (exp <= 0) {                                               // subnormal or zero
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    man |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (man >> 13);
-  uint32_t rest = man & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) ++half;  // may carry into the exponent
-  return static_cast<uint16_t>(half);
-}
+uint16_t FloatToHalf(float f) { return gloo::cpu_float2half_rn(f).x; }
 
 float BFloatToFloat(uint16_t b) {
   uint32_t bits = static_cast<uint32_t>(b) << 16;
