@@ -2,9 +2,11 @@
 // buffers with value(rank, i) = (rank + 1) * (i % 97 + 1), so each can compute what every
 // operation must give, and prints "CHECK <name> ok|FAIL <why>" lines and "DONE failures=N".
 //   collective_probe --address=A --token-file=F --name=G --world=N --rank=R [--generation=K]
-//                    [--case=ops|die] [--big=1] [--timeout-ms=T]
+//                    [--case=ops|die|mismatch] [--big=1] [--timeout-ms=T]
 // --case=die: the last rank SIGKILLs itself before an allreduce; the others must fail within the
 // timeout, then form generation K+1 without it and check an allreduce there.
+// --case=mismatch: rank 0 issues an allreduce where the others issue a broadcast; every rank
+// must fail within the timeout with an error that says so.
 #include <signal.h>
 #include <unistd.h>
 
@@ -107,6 +109,54 @@ void CheckAll(CollectiveGroup& g, DType type) {
   Check(std::string("allgather_") + DTypeName(type), gathered, st.ToString());
 }
 
+// ReduceScatter: rank r ends with the reduction of block r of every rank's input.
+template <typename T>
+void CheckReduceScatter(CollectiveGroup& g, DType type, ReduceOp op, size_t n) {
+  int w = g.world_size();
+  std::vector<T> in(n * w), out(n);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = Value<T>(g.rank(), i);
+  Status st = g.ReduceScatter(in.data(), out.data(), n, type, op);
+  std::string why = st.ToString();
+  bool ok = st.ok();
+  for (size_t i = 0; i < n && ok; ++i) {
+    T want = Expected<T>(op, w, g.rank() * n + i);
+    if (out[i] != want) {
+      ok = false;
+      why = "element " + std::to_string(i) + " is " + std::to_string(out[i]) + ", expected " +
+            std::to_string(want);
+    }
+  }
+  Check(std::string("reducescatter_") + OpName(op) + "_" + DTypeName(type) + "_" +
+            std::to_string(n),
+        ok, why);
+}
+
+// Send/Recv around the ring: rank r sends value(r, i) to r + 1 and receives r - 1's. Even ranks
+// send first, odd ones receive first, so no two ranks wait on each other.
+void CheckSendRecv(CollectiveGroup& g) {
+  int w = g.world_size(), r = g.rank();
+  std::vector<int64_t> mine(5003), theirs(5003, -1);
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = Value<int64_t>(r, i);
+  Status s1, s2;
+  for (int round = 0; round < 2; ++round) {  // twice: the second pair must match the second
+    if (r % 2 == 0) {
+      s1 = g.Send(mine.data(), mine.size(), DType::kInt64, (r + 1) % w);
+      s2 = g.Recv(theirs.data(), theirs.size(), DType::kInt64, (r + w - 1) % w);
+    } else {
+      s2 = g.Recv(theirs.data(), theirs.size(), DType::kInt64, (r + w - 1) % w);
+      s1 = g.Send(mine.data(), mine.size(), DType::kInt64, (r + 1) % w);
+    }
+    for (auto& v : mine) v += 1000000;
+  }
+  bool ok = s1.ok() && s2.ok();
+  for (size_t i = 0; i < theirs.size() && ok; ++i) {
+    ok = theirs[i] == Value<int64_t>((r + w - 1) % w, i) + 1000000;
+  }
+  Check("send_recv_ring", ok, s1.ToString() + " " + s2.ToString());
+  Status self = g.Send(mine.data(), 1, DType::kInt64, r);
+  Check("send_to_self_refused", self.code() == StatusCode::kInvalidArgument, self.ToString());
+}
+
 // 16-bit floats: small integers (exact in both formats through every reduction here).
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
 void Check16(CollectiveGroup& g, DType type) {
@@ -178,7 +228,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   CollectiveGroup& group = **g;
-  if (args["case"] == "die") {
+  if (args["case"] == "mismatch") {
+    // Rank 0 issues an allreduce where the others issue a broadcast.
+    Check("barrier_before", group.Barrier().ok());
+    std::vector<float> buf(100, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    Status st = group.rank() == 0
+                    ? group.AllReduce(buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum)
+                    : group.Broadcast(buf.data(), buf.size(), DType::kFloat32, 0);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double limit = std::chrono::duration<double>(o.timeout).count() + 5;
+    std::printf("error: %s\n", st.ToString().c_str());
+    Check("mismatch_fails_clearly",
+          !st.ok() && took < limit &&
+              st.message().find("ranks issued different operations") != std::string::npos,
+          st.ToString() + " after " + std::to_string(took) + " s");
+  } else if (args["case"] == "die") {
     Check("barrier_before", group.Barrier().ok());
     if (group.rank() == group.world_size() - 1) kill(getpid(), SIGKILL);
     std::vector<float> buf(1 << 16, 1.0f);
@@ -203,6 +268,12 @@ int main(int argc, char** argv) {
     CheckAll<double>(group, DType::kFloat64);
     CheckAll<int32_t>(group, DType::kInt32);
     CheckAll<int64_t>(group, DType::kInt64);
+    for (size_t n : {size_t{1}, size_t{7919}}) {
+      CheckReduceScatter<float>(group, DType::kFloat32, ReduceOp::kSum, n);
+      CheckReduceScatter<int64_t>(group, DType::kInt64, ReduceOp::kMax, n);
+      CheckReduceScatter<double>(group, DType::kFloat64, ReduceOp::kAvg, n);
+    }
+    CheckSendRecv(group);
     Check16<HalfToFloat, FloatToHalf>(group, DType::kFloat16);
     Check16<BFloatToFloat, FloatToBFloat>(group, DType::kBFloat16);
     CheckAsync(group);

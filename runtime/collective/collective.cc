@@ -19,6 +19,11 @@
 #include <mutex>
 #include <thread>
 
+#include <signal.h>
+
+#include <map>
+
+#include "runtime/collective/nccl_comm.h"
 #include "runtime/head/control_client.h"
 
 namespace cumulus {
@@ -139,6 +144,8 @@ class HeadStore : public gloo::rendezvous::Store {
     }
   }
 
+  ControlClient& client() { return *head_; }
+
  private:
   std::unique_ptr<ControlClient> head_;
   std::string ns_;
@@ -181,31 +188,139 @@ gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
   }
 }
 
+
+// What an operation is, for the fingerprint every rank must share and for error messages.
+struct OpDesc {
+  const char* kind;
+  DType type = DType::kFloat32;
+  size_t count = 0;
+  int reduce = -1;  // a ReduceOp, or -1
+  int root = -1;    // Broadcast's root, or the peer of Send/Recv
+};
+
+std::string Describe(const OpDesc& d) {
+  static const char* kOps[] = {"sum", "avg", "max", "min"};
+  std::string s = std::string(d.kind) + "(";
+  if (d.count > 0) s += std::string(DTypeName(d.type)) + " x " + std::to_string(d.count);
+  if (d.reduce >= 0) s += std::string(", ") + kOps[d.reduce];
+  if (d.root >= 0) s += ", rank " + std::to_string(d.root);
+  return s + ")";
+}
+
+// FNV-1a over the operation's number and description: ranks that disagree on either use
+// different Gloo slots, so they never exchange data with each other.
+uint32_t Fingerprint(uint64_t seq, const OpDesc& d) {
+  std::string key = std::to_string(seq) + " " + Describe(d);
+  uint32_t h = 2166136261u;
+  for (unsigned char c : key) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+gloo::AllreduceOptions::Func ReduceFor(DType type, ReduceOp op) {
+  switch (type) {
+    case DType::kFloat16:
+      return Reduce16Func<HalfToFloat, FloatToHalf>(op);
+    case DType::kBFloat16:
+      return Reduce16Func<BFloatToFloat, FloatToBFloat>(op);
+    case DType::kFloat32:
+      return ReduceFunc<float>(op);
+    case DType::kFloat64:
+      return ReduceFunc<double>(op);
+    case DType::kInt32:
+      return ReduceFunc<int32_t>(op);
+    case DType::kInt64:
+      return ReduceFunc<int64_t>(op);
+  }
+  return nullptr;
+}
+
+template <typename T>
+void DivideT(void* data, size_t count, int by) {
+  T* p = static_cast<T*>(data);
+  for (size_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] / by);
+}
+
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+void Divide16(void* data, size_t count, int by) {
+  auto* p = static_cast<uint16_t*>(data);
+  for (size_t i = 0; i < count; ++i) p[i] = Store(Load(p[i]) / by);
+}
+
+// kAvg: the sum divided by the world size (integers round towards zero).
+void Divide(void* data, size_t count, DType type, int by) {
+  switch (type) {
+    case DType::kFloat16:
+      return Divide16<HalfToFloat, FloatToHalf>(data, count, by);
+    case DType::kBFloat16:
+      return Divide16<BFloatToFloat, FloatToBFloat>(data, count, by);
+    case DType::kFloat32:
+      return DivideT<float>(data, count, by);
+    case DType::kFloat64:
+      return DivideT<double>(data, count, by);
+    case DType::kInt32:
+      return DivideT<int32_t>(data, count, by);
+    case DType::kInt64:
+      return DivideT<int64_t>(data, count, by);
+  }
+}
+
+constexpr uint8_t kReduceScatterPrefix = 0x51;
+constexpr uint8_t kPointToPointPrefix = 0x52;
+
+// A Gloo operation still running this long past the group's timeout is given up by the watchdog.
+constexpr Duration kWatchdogGrace = std::chrono::seconds(2);
+
 }  // namespace
 
-class CollectiveGroup::Impl {
+class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGroup::Impl> {
  public:
   explicit Impl(const CollectiveOptions& o) : options_(o) {}
 
-  ~Impl() {
+  // Stops the threads. A thread stuck in an operation the watchdog gave up on is left to finish
+  // on its own (it holds this Impl alive); nothing waits for it.
+  void Close() {
     {
-      std::lock_guard<std::mutex> lock(queue_mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
+      FailQueued(Status::Cancelled("the group was closed"));
     }
-    queue_cv_.notify_all();
-    if (worker_.joinable()) worker_.join();
-    for (auto& [work, fn] : queue_) work->Finish(Status::Cancelled("the group was closed"));
+    cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+    bool stuck;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stuck = running_ != nullptr || gave_up_;
+    }
+    if (worker_.joinable()) {
+      if (stuck && gave_up_) {
+        worker_.detach();
+      } else {
+        worker_.join();
+      }
+    }
   }
 
-  // Operations run on this one thread, in the order they were started.
+  // Operations run on one thread of the group, in the order they were started.
   std::shared_ptr<CollectiveWork> Start(std::function<Status()> op) {
     auto work = std::make_shared<CollectiveWork>();
     {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) {
+        work->Finish(Status::Cancelled("the group was closed"));
+        return work;
+      }
+      if (gave_up_) {  // the thread is stuck: nothing queued would ever run
+        work->Finish(broken_);
+        return work;
+      }
+      if (!worker_.joinable()) {
+        auto self = shared_from_this();
+        worker_ = std::thread([self] { self->Work(); });
+        watchdog_ = std::thread([self] { self->Watch(); });
+      }
       queue_.emplace_back(work, std::move(op));
     }
-    queue_cv_.notify_all();
+    cv_.notify_all();
     return work;
   }
 
@@ -213,14 +328,64 @@ class CollectiveGroup::Impl {
     while (true) {
       std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>> next;
       {
-        std::unique_lock<std::mutex> lock(queue_mu_);
-        queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_ || gave_up_) return;
         next = std::move(queue_.front());
         queue_.pop_front();
+        running_ = next.first;
+        running_since_ = std::chrono::steady_clock::now();
       }
-      next.first->Finish(next.second());
+      cv_.notify_all();  // the watchdog starts timing it
+      Status st = next.second();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_ = nullptr;
+        if (gave_up_) return;  // the watchdog already failed it and everything queued
+      }
+      next.first->Finish(std::move(st));
     }
+  }
+
+  // The watchdog: an operation still running past the timeout (plus a grace for Gloo's own
+  // timeout to fire first) fails, with everything queued behind it, and the group is broken. An
+  // NCCL communicator is aborted (its kernels return); a Gloo operation cannot be interrupted, so
+  // its thread is left behind, and its buffer may still be written until it ends.
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      if (!running_) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto deadline = running_since_ + options_.timeout + kWatchdogGrace;
+      if (std::chrono::steady_clock::now() < deadline) {
+        cv_.wait_until(lock, deadline);
+        continue;
+      }
+      gave_up_ = true;
+      if (broken_.ok()) {
+        broken_ = Status::TimedOut(
+            "an operation of group '" + options_.name + "' (rank " +
+            std::to_string(options_.rank) + " of " + std::to_string(options_.world_size) +
+            ") was still running " + std::to_string(ToMillis(options_.timeout + kWatchdogGrace)) +
+            " ms after it started; the watchdog gave up on it: form the group again (a new "
+            "generation)");
+      }
+      if (nccl_) nccl_->Abort();
+      running_->Finish(broken_);
+      running_ = nullptr;
+      FailQueued(broken_);
+    }
+  }
+
+  void FailQueued(const Status& why) {  // holds mu_
+    for (auto& [work, fn] : queue_) work->Finish(why);
+    queue_.clear();
+  }
+
+  static int64_t ToMillis(Duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   }
 
   Status Join() {
@@ -230,102 +395,175 @@ class CollectiveGroup::Impl {
       return Status::InvalidArgument("rank " + std::to_string(o.rank) + " of a group of " +
                                      std::to_string(o.world_size) + " does not exist");
     }
+    std::string no_nccl;
+    bool nccl = o.nccl != CollectiveOptions::Nccl::kOff && NcclComm::Available(&no_nccl);
+    if (o.nccl == CollectiveOptions::Nccl::kOn && !nccl) {
+      return Status::Unavailable("group '" + o.name + "' asked for NCCL: " + no_nccl);
+    }
     ControlClientOptions co;
     co.role = "collective";
     co.request_timeout = o.timeout + std::chrono::seconds(5);
     CUMULUS_ASSIGN_OR_RETURN(auto head, ControlClient::Connect(o.head, o.token, co));
-    std::string ns = "collective/" + o.name + "/" + std::to_string(o.generation);
+    ns_ = "collective/" + o.name + "/" + std::to_string(o.generation);
+    auto fail = [&](const std::string& why) {
+      return Status::Unavailable("rank " + std::to_string(o.rank) + " could not join group '" +
+                                 o.name + "' (generation " + std::to_string(o.generation) + ", " +
+                                 std::to_string(o.world_size) + " ranks): " + why);
+    };
     try {
-      HeadStore store(std::move(head), ns, o.timeout);
+      store_ = std::make_unique<HeadStore>(std::move(head), ns_, o.timeout);
       gloo::transport::tcp::attr attr;
       attr.hostname = o.bind_host;
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world_size);
       ctx->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout));
-      ctx->connectFullMesh(store, device);
+      ctx->connectFullMesh(*store_, device);
       context_ = std::move(ctx);
     } catch (const std::exception& e) {
-      return Status::Unavailable("rank " + std::to_string(o.rank) + " could not join group '" +
-                                 o.name + "' (generation " + std::to_string(o.generation) + ", " +
-                                 std::to_string(o.world_size) + " ranks): " + e.what());
+      return fail(e.what());
+    }
+    if (nccl) {
+      // Rank 0 makes the NCCL unique id; the others read it from the head.
+      std::string id;
+      if (o.rank == 0) {
+        auto made = NcclComm::NewUniqueId();
+        if (!made.ok()) return fail(made.status().message());
+        id = *made;
+        auto put = store_->client().KvPut(ns_, "nccl_id", id);
+        if (!put.ok()) return fail("publishing the NCCL id: " + put.status().message());
+      } else {
+        auto got = store_->client().KvWait(ns_, "nccl_id", o.timeout);
+        if (!got.ok()) return fail("reading the NCCL id: " + got.status().message());
+        id = *got;
+      }
+      auto comm = NcclComm::Create(id, o.world_size, o.rank, o.cuda_device, o.timeout);
+      if (!comm.ok()) return fail(comm.status().message());
+      nccl_ = std::move(*comm);
     }
     return Status();
   }
 
-  // Runs one operation; Gloo's exceptions (a peer gone, a timeout) fail it and the group.
+  // Runs one operation; a failure (a Gloo exception: a peer gone, a timeout; an NCCL error)
+  // breaks the group. `collective` operations carry the group's next number in their
+  // fingerprint (which, on Gloo, is their tag); point-to-point ones do not.
   template <typename Fn>
-  Status Run(const char* what, Fn fn) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!broken_.ok()) return broken_;
+  Status Run(const OpDesc& desc, bool collective, Fn fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!broken_.ok()) return broken_;
+    }
+    uint64_t seq = collective ? next_seq_++ : 0;
+    uint32_t tag = Fingerprint(seq, desc);
+    std::string why;
+    bool timed_out = false;
     try {
-      fn();
-      return Status();
+      Status st = fn(tag);
+      if (st.ok()) return st;
+      why = st.message();
+      timed_out = st.code() == StatusCode::kTimedOut;
     } catch (const std::exception& e) {
-      std::string why = e.what();
-      bool timed_out = why.find("imeout") != std::string::npos;
-      std::string msg = std::string(what) + " in group '" + options_.name + "' (rank " +
-                        std::to_string(options_.rank) + " of " +
-                        std::to_string(options_.world_size) + ") failed: " + why +
-                        "; the group must be formed again (a new generation)";
-      broken_ = timed_out ? Status::TimedOut(msg) : Status::Unavailable(msg);
-      // Close this member's connections now: the others, who may be waiting for it inside the
-      // same operation, fail at once instead of at their timeout.
-      context_.reset();
-      return broken_;
+      why = e.what();
+      timed_out = why.find("imeout") != std::string::npos || why.find("imed out") != std::string::npos;
     }
+    // Close this member's connections now: the others, who may be waiting for it inside the
+    // same operation, fail at once instead of at their timeout.
+    context_.reset();
+    if (nccl_) nccl_->Abort();
+    std::string msg = Describe(desc) + (collective ? " (operation #" + std::to_string(seq) + ")" : "") +
+                      " in group '" + options_.name + "' (rank " + std::to_string(options_.rank) +
+                      " of " + std::to_string(options_.world_size) + ") failed: " + why;
+    if (collective) msg += Compare(seq, desc);
+    msg += "; the group must be formed again (a new generation)";
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.ok()) broken_ = timed_out ? Status::TimedOut(msg) : Status::Unavailable(msg);
+    return broken_;
   }
 
-  template <typename T>
-  void AllReduceT(void* data, size_t count, ReduceOp op) {
-    gloo::AllreduceOptions opts(context_);
-    opts.setInput(static_cast<T*>(data), count);
-    opts.setOutput(static_cast<T*>(data), count);
-    opts.setReduceFunction(ReduceFunc<T>(op));
-    Ring(opts);
-    if (op == ReduceOp::kAvg) {
-      T* p = static_cast<T*>(data);
-      for (size_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] / options_.world_size);
+  // After a failed operation: publishes what this rank was doing and reads what the others
+  // published (briefly: a dead rank publishes nothing), so that ranks that issued different
+  // operations say so.
+  std::string Compare(uint64_t seq, const OpDesc& desc) {
+    std::string mine = std::to_string(seq) + " " + Describe(desc);
+    auto& head = store_->client();
+    if (!head.KvPut(ns_, "failed/rank_" + std::to_string(options_.rank), mine).ok()) return "";
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    std::string differ;
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (r == options_.rank) continue;
+      auto left = std::max<Duration>(until - std::chrono::steady_clock::now(),
+                                     std::chrono::milliseconds(1));
+      auto theirs = head.KvWait(ns_, "failed/rank_" + std::to_string(r), left);
+      if (!theirs.ok() || *theirs == mine) continue;
+      auto space = theirs->find(' ');
+      differ += "; rank " + std::to_string(r) + " issued " + theirs->substr(space + 1) +
+                " as operation #" + theirs->substr(0, space);
     }
+    if (differ.empty()) return "";
+    return "; ranks issued different operations (every rank must issue the same collective "
+           "operations in the same order): this rank issued " + Describe(desc) +
+           " as operation #" + std::to_string(seq) + differ;
   }
 
-  template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-  void AllReduce16(void* data, size_t count, ReduceOp op) {
-    gloo::AllreduceOptions opts(context_);
-    opts.setInput(static_cast<uint16_t*>(data), count);
-    opts.setOutput(static_cast<uint16_t*>(data), count);
-    opts.setReduceFunction(Reduce16Func<Load, Store>(op));
-    Ring(opts);
-    if (op == ReduceOp::kAvg) {
-      auto* p = static_cast<uint16_t*>(data);
-      for (size_t i = 0; i < count; ++i) p[i] = Store(Load(p[i]) / options_.world_size);
-    }
+  Duration timeout() const { return options_.timeout; }
+  std::chrono::milliseconds timeout_ms() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout);
   }
 
-  void Ring(gloo::AllreduceOptions& opts) {
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setTag(next_tag_++);
-    gloo::allreduce(opts);
+  // Where the buffer lives picks the backend.
+  Result<bool> OnDevice(const void* a, const void* b = nullptr) {
+    bool da = NcclComm::IsDevicePointer(a), db = b && NcclComm::IsDevicePointer(b);
+    if ((da || db) && !nccl_) {
+      std::string why;
+      NcclComm::Available(&why);
+      return Status::InvalidArgument("a device buffer was given to group '" + options_.name +
+                                     "', which has no NCCL communicator (" +
+                                     (why.empty() ? "joined with nccl = kOff" : why) + ")");
+    }
+    if (b && da != db) {
+      return Status::InvalidArgument("one buffer is on the device and the other on the host");
+    }
+    return da;
   }
 
   Status AllReduce(void* data, size_t count, DType type, ReduceOp op) {
     if (count == 0) return Status();
     if (!data) return Status::InvalidArgument("AllReduce of a null buffer");
-    return Run("AllReduce", [&] {
-      switch (type) {
+    CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
+    OpDesc d{"AllReduce", type, count, static_cast<int>(op)};
+    return Run(d, true, [&](uint32_t tag) {
+      if (device) return nccl_->AllReduce(data, count, type, op, timeout());
+      gloo::AllreduceOptions opts(context_);
+      switch (type) {  // Gloo splits the buffer by element: give it the element type
         case DType::kFloat16:
-          return AllReduce16<HalfToFloat, FloatToHalf>(data, count, op);
         case DType::kBFloat16:
-          return AllReduce16<BFloatToFloat, FloatToBFloat>(data, count, op);
+          SetBuffer<uint16_t>(opts, data, count);
+          break;
         case DType::kFloat32:
-          return AllReduceT<float>(data, count, op);
+          SetBuffer<float>(opts, data, count);
+          break;
         case DType::kFloat64:
-          return AllReduceT<double>(data, count, op);
+          SetBuffer<double>(opts, data, count);
+          break;
         case DType::kInt32:
-          return AllReduceT<int32_t>(data, count, op);
+          SetBuffer<int32_t>(opts, data, count);
+          break;
         case DType::kInt64:
-          return AllReduceT<int64_t>(data, count, op);
+          SetBuffer<int64_t>(opts, data, count);
+          break;
       }
+      opts.setReduceFunction(ReduceFor(type, op));
+      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      opts.setTag(tag);
+      gloo::allreduce(opts);
+      if (op == ReduceOp::kAvg) Divide(data, count, type, options_.world_size);
+      return Status();
     });
+  }
+
+  template <typename T>
+  static void SetBuffer(gloo::AllreduceOptions& opts, void* data, size_t count) {
+    opts.setInput(static_cast<T*>(data), count);
+    opts.setOutput(static_cast<T*>(data), count);
   }
 
   Status Broadcast(void* data, size_t count, DType type, int root) {
@@ -336,66 +574,186 @@ class CollectiveGroup::Impl {
     }
     if (count == 0) return Status();
     if (!data) return Status::InvalidArgument("Broadcast of a null buffer");
-    return Run("Broadcast", [&] {
+    CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
+    OpDesc d{"Broadcast", type, count, -1, root};
+    return Run(d, true, [&](uint32_t tag) {
+      if (device) return nccl_->Broadcast(data, count, type, root, timeout());
       gloo::BroadcastOptions opts(context_);
-      size_t bytes = count * DTypeSize(type);
-      opts.setOutput(static_cast<uint8_t*>(data), bytes);
+      opts.setOutput(static_cast<uint8_t*>(data), count * DTypeSize(type));
       opts.setRoot(root);
-      opts.setTag(next_tag_++);
+      opts.setTag(tag);
       gloo::broadcast(opts);
+      return Status();
     });
   }
 
   Status AllGather(const void* in, void* out, size_t count, DType type) {
     if (count == 0) return Status();
     if (!in || !out) return Status::InvalidArgument("AllGather with a null buffer");
-    return Run("AllGather", [&] {
+    CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(in, out));
+    OpDesc d{"AllGather", type, count};
+    return Run(d, true, [&](uint32_t tag) {
+      if (device) return nccl_->AllGather(in, out, count, type, timeout());
       size_t bytes = count * DTypeSize(type);
       gloo::AllgatherOptions opts(context_);
       opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), bytes);
       opts.setOutput(static_cast<uint8_t*>(out), bytes * options_.world_size);
-      opts.setTag(next_tag_++);
+      opts.setTag(tag);
       gloo::allgather(opts);
+      return Status();
     });
+  }
+
+  Status ReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op) {
+    if (count == 0) return Status();
+    if (!in || !out) return Status::InvalidArgument("ReduceScatter with a null buffer");
+    CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(in, out));
+    OpDesc d{"ReduceScatter", type, count, static_cast<int>(op)};
+    return Run(d, true, [&](uint32_t tag) {
+      if (device) return nccl_->ReduceScatter(in, out, count, type, op, timeout());
+      RingReduceScatter(in, out, count, type, op, tag);
+      return Status();
+    });
+  }
+
+  // Ring reduce-scatter: in step s, rank r sends its partial sum of block (r - s - 1) to the
+  // right and adds the left's partial sum of block (r - s - 2) into its own; after n - 1 steps
+  // block r holds every rank's contribution.
+  void RingReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op,
+                         uint32_t tag) {
+    const int n = options_.world_size, r = options_.rank;
+    const size_t block = count * DTypeSize(type);
+    if (n > 1) {
+      std::vector<uint8_t> acc(static_cast<const uint8_t*>(in),
+                               static_cast<const uint8_t*>(in) + block * n);
+      std::vector<uint8_t> scratch(block);
+      auto send = context_->createUnboundBuffer(acc.data(), acc.size());
+      auto recv = context_->createUnboundBuffer(scratch.data(), scratch.size());
+      auto reduce = ReduceFor(type, op);
+      const int right = (r + 1) % n, left = (r + n - 1) % n;
+      for (int s = 0; s < n - 1; ++s) {
+        uint64_t slot = gloo::Slot::build(kReduceScatterPrefix, tag + static_cast<uint32_t>(s));
+        size_t out_block = static_cast<size_t>((r - s - 1 + 2 * n) % n);
+        size_t in_block = static_cast<size_t>((r - s - 2 + 2 * n) % n);
+        send->send(right, slot, out_block * block, block);
+        recv->recv(left, slot, 0, block);
+        recv->waitRecv(timeout_ms());
+        reduce(acc.data() + in_block * block, acc.data() + in_block * block, scratch.data(),
+               count);
+        send->waitSend(timeout_ms());
+      }
+      std::memcpy(out, acc.data() + static_cast<size_t>(r) * block, block);
+    } else {
+      std::memcpy(out, in, block);
+    }
+    if (op == ReduceOp::kAvg) Divide(out, count, type, n);
   }
 
   Status Barrier() {
-    return Run("Barrier", [&] {
+    return Run(OpDesc{"Barrier"}, true, [&](uint32_t tag) {
       gloo::BarrierOptions opts(context_);
-      opts.setTag(next_tag_++);
+      opts.setTag(tag);
       gloo::barrier(opts);
+      return Status();
     });
   }
 
+  Status PointToPoint(bool sending, void* data, size_t count, DType type, int peer) {
+    const char* what = sending ? "Send" : "Recv";
+    if (peer < 0 || peer >= options_.world_size || peer == options_.rank) {
+      return Status::InvalidArgument(std::string(what) + " with rank " + std::to_string(peer) +
+                                     ": not another member of a group of " +
+                                     std::to_string(options_.world_size));
+    }
+    if (count == 0) return Status();
+    if (!data) return Status::InvalidArgument(std::string(what) + " of a null buffer");
+    CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
+    OpDesc d{what, type, count, -1, peer};
+    return Run(d, false, [&](uint32_t) {
+      if (device) {
+        return sending ? nccl_->Send(data, count, type, peer, timeout())
+                       : nccl_->Recv(data, count, type, peer, timeout());
+      }
+      // The k-th message from A to B: both ends count it.
+      int src = sending ? options_.rank : peer, dst = sending ? peer : options_.rank;
+      uint64_t k = (sending ? sent_ : received_)[peer]++;
+      std::string key = std::to_string(src) + ">" + std::to_string(dst) + "#" + std::to_string(k);
+      uint32_t h = 2166136261u;
+      for (unsigned char c : key) h = (h ^ c) * 16777619u;
+      uint64_t slot = gloo::Slot::build(kPointToPointPrefix, h);
+      size_t bytes = count * DTypeSize(type);
+      auto buf = context_->createUnboundBuffer(data, bytes);
+      if (sending) {
+        buf->send(peer, slot, 0, bytes);
+        buf->waitSend(timeout_ms());
+      } else {
+        buf->recv(peer, slot, 0, bytes);
+        buf->waitRecv(timeout_ms());
+      }
+      return Status();
+    });
+  }
+
+  Status health() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
+
   CollectiveOptions options_;
+  std::string ns_;
+  std::unique_ptr<HeadStore> store_;
   std::shared_ptr<gloo::Context> context_;
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
+  std::unique_ptr<NcclComm> nccl_;
+  uint64_t next_seq_ = 1;
+  std::map<int, uint64_t> sent_, received_;
+
+  std::mutex mu_;  // guards what follows
+  std::condition_variable cv_;
   std::deque<std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>>> queue_;
+  std::shared_ptr<CollectiveWork> running_;
+  TimePoint running_since_;
   bool stop_ = false;
-  std::thread worker_;
-  std::mutex mu_;
+  bool gave_up_ = false;
   Status broken_;
-  uint32_t next_tag_ = 1;
+  std::thread worker_, watchdog_;
 };
 
 Result<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Join(const CollectiveOptions& options) {
-  auto impl = std::make_unique<Impl>(options);
+  // Gloo writes to its sockets with writev, which raises SIGPIPE when a peer has died: a member
+  // must get an error, not be killed by the signal. Ignored only if nobody handles it already.
+  struct sigaction old {};
+  if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+  auto impl = std::make_shared<Impl>(options);
   CUMULUS_RETURN_IF_ERROR(impl->Join());
   return std::unique_ptr<CollectiveGroup>(new CollectiveGroup(std::move(impl)));
 }
 
-CollectiveGroup::CollectiveGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-CollectiveGroup::~CollectiveGroup() = default;
+CollectiveGroup::CollectiveGroup(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CollectiveGroup::~CollectiveGroup() { impl_->Close(); }
 
 // Every operation runs on the group's thread, in order; the synchronous ones wait for theirs.
 std::shared_ptr<CollectiveWork> CollectiveGroup::AllReduceAsync(void* data, size_t count,
                                                                 DType type, ReduceOp op) {
-  return impl_->Start([=] { return impl_->AllReduce(data, count, type, op); });
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->AllReduce(data, count, type, op); });
 }
 std::shared_ptr<CollectiveWork> CollectiveGroup::BroadcastAsync(void* data, size_t count,
                                                                 DType type, int root) {
-  return impl_->Start([=] { return impl_->Broadcast(data, count, type, root); });
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->Broadcast(data, count, type, root); });
+}
+std::shared_ptr<CollectiveWork> CollectiveGroup::SendAsync(const void* data, size_t count,
+                                                           DType type, int peer) {
+  Impl* g = impl_.get();
+  return g->Start(
+      [=] { return g->PointToPoint(true, const_cast<void*>(data), count, type, peer); });
+}
+std::shared_ptr<CollectiveWork> CollectiveGroup::RecvAsync(void* data, size_t count, DType type,
+                                                           int peer) {
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->PointToPoint(false, data, count, type, peer); });
 }
 Status CollectiveGroup::AllReduce(void* data, size_t count, DType type, ReduceOp op) {
   return AllReduceAsync(data, count, type, op)->Wait();
@@ -404,13 +762,29 @@ Status CollectiveGroup::Broadcast(void* data, size_t count, DType type, int root
   return BroadcastAsync(data, count, type, root)->Wait();
 }
 Status CollectiveGroup::AllGather(const void* in, void* out, size_t count, DType type) {
-  return impl_->Start([=] { return impl_->AllGather(in, out, count, type); })->Wait();
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->AllGather(in, out, count, type); })->Wait();
+}
+Status CollectiveGroup::ReduceScatter(const void* in, void* out, size_t count, DType type,
+                                      ReduceOp op) {
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->ReduceScatter(in, out, count, type, op); })->Wait();
 }
 Status CollectiveGroup::Barrier() {
-  return impl_->Start([=] { return impl_->Barrier(); })->Wait();
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->Barrier(); })->Wait();
+}
+Status CollectiveGroup::Send(const void* data, size_t count, DType type, int peer) {
+  return SendAsync(data, count, type, peer)->Wait();
+}
+Status CollectiveGroup::Recv(void* data, size_t count, DType type, int peer) {
+  return RecvAsync(data, count, type, peer)->Wait();
 }
 int CollectiveGroup::rank() const { return impl_->options_.rank; }
 int CollectiveGroup::world_size() const { return impl_->options_.world_size; }
 const std::string& CollectiveGroup::name() const { return impl_->options_.name; }
+uint32_t CollectiveGroup::generation() const { return impl_->options_.generation; }
+bool CollectiveGroup::has_nccl() const { return impl_->nccl_ != nullptr; }
+Status CollectiveGroup::health() const { return impl_->health(); }
 
 }  // namespace cumulus

@@ -1,16 +1,22 @@
 // CollectiveGroup: a group of processes (actors, or any processes with the cluster's address and
-// token) that run collective operations together on host buffers, over Gloo's TCP transport.
+// token) that run collective operations together: on host buffers over Gloo's TCP transport, on
+// device buffers over NCCL (when built with NCCL and the member sees a GPU). One API: the backend
+// is chosen by where the buffer lives.
 //
 // Each member joins with (group name, generation, world size, rank). Rendezvous goes through the
-// head's key-value store: a Gloo rendezvous Store backed by it, under namespace
-// "collective/<name>/<generation>", so a group re-formed after a failure (a new generation) never
-// reads the old one's addresses. Every operation is bounded by the group's timeout: a member that
-// died or hangs makes the operation fail on the others with TimedOut or Unavailable naming the
-// group, instead of hanging; the group is then unusable and must be formed again.
+// head's key-value store (a Gloo rendezvous Store backed by it, and the NCCL unique id), under
+// namespace "collective/<name>/<generation>", so a group re-formed after a failure (a new
+// generation) never reads the old one's addresses.
 //
-// float16 and bfloat16 are reduced in float32 and rounded back to nearest-even.
-// Not yet: device buffers (NCCL), send/recv, reduce-scatter, and checks that every rank issues
-// the same operations in the same order.
+// Every rank must issue the same collective operations in the same order. Each operation carries
+// a fingerprint of (its number in the group, kind, dtype, count, reduce op, root): ranks whose
+// operations differ never exchange data, and when the operation fails (at the latest at the
+// group's timeout) the error says which rank issued what. A member that died or hangs makes the
+// operation fail on the others within the timeout (a watchdog fails an operation still running
+// past its deadline, and aborts the NCCL communicator); the group is then unusable and must be
+// formed again with a new generation.
+//
+// float16 and bfloat16 are reduced in float32 (on Gloo) and rounded back to nearest-even.
 #pragma once
 
 #include <condition_variable>
@@ -45,6 +51,10 @@ struct CollectiveOptions {
   std::string token;
   std::string bind_host = "127.0.0.1";          // where this member listens for the others
   Duration timeout = std::chrono::seconds(60);  // joining, and every operation
+  // NCCL for device buffers: kAuto forms an NCCL communicator when this build has NCCL and the
+  // member sees a GPU (CUDA_VISIBLE_DEVICES); kOn fails Join otherwise; kOff never.
+  enum class Nccl { kAuto, kOn, kOff } nccl = Nccl::kAuto;
+  int cuda_device = 0;  // the device (of those visible) the NCCL communicator uses
 };
 
 // An operation started with an ...Async call. Operations of one group run one at a time, in the
@@ -55,7 +65,7 @@ class CollectiveWork {
   Status Wait(Duration timeout = Duration::max());
   bool Done();
 
-  void Finish(Status st);  // the group's thread
+  void Finish(Status st);  // the group's thread (or its watchdog)
 
  private:
   std::mutex mu_;
@@ -77,21 +87,38 @@ class CollectiveGroup {
   Status Broadcast(void* data, size_t count, DType type, int root);
   // `out` (world_size x count elements) ends with each rank's `in`, in rank order.
   Status AllGather(const void* in, void* out, size_t count, DType type);
+  // `in` holds world_size blocks of `count` elements; `out` (count elements) ends with the
+  // reduction over all ranks of block `rank()`.
+  Status ReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op);
   Status Barrier();
-  // The same, started now and finished in order by the group's thread; `data` must stay valid
-  // (and untouched) until the work is done.
+  // Point to point, matched in order per (sender, receiver): the k-th Send from A to B fills the
+  // k-th Recv on B from A. Send returns once the data is handed over (B has posted its Recv) and,
+  // like every operation, runs after this member's earlier ones: two ranks that both Send to each
+  // other first wait until the timeout, so order them (the lower rank sends first). They are not
+  // part of the collective order that every rank must share.
+  Status Send(const void* data, size_t count, DType type, int peer);
+  Status Recv(void* data, size_t count, DType type, int peer);
+
+  // The same, started now and finished in order by the group's thread; the buffers must stay
+  // valid (and untouched) until the work is done.
   std::shared_ptr<CollectiveWork> AllReduceAsync(void* data, size_t count, DType type, ReduceOp op);
   std::shared_ptr<CollectiveWork> BroadcastAsync(void* data, size_t count, DType type, int root);
+  std::shared_ptr<CollectiveWork> SendAsync(const void* data, size_t count, DType type, int peer);
+  std::shared_ptr<CollectiveWork> RecvAsync(void* data, size_t count, DType type, int peer);
 
   int rank() const;
   int world_size() const;
   const std::string& name() const;
+  uint32_t generation() const;
+  bool has_nccl() const;  // device buffers can be used
+  // OK while usable; after a failed operation, that failure.
+  Status health() const;
 
   class Impl;
 
  private:
-  explicit CollectiveGroup(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit CollectiveGroup(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace cumulus

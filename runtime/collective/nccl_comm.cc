@@ -1,0 +1,280 @@
+#include "runtime/collective/nccl_comm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#if CUMULUS_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
+
+namespace cumulus {
+
+#if CUMULUS_HAVE_NCCL
+
+namespace {
+
+int VisibleDevices() {
+  static const int n = [] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      cudaGetLastError();  // clear it: "no device" is not an error for a CPU-only member
+      return 0;
+    }
+    return count;
+  }();
+  return n;
+}
+
+ncclDataType_t NcclType(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return ncclFloat32;
+    case DType::kFloat64:
+      return ncclFloat64;
+    case DType::kInt32:
+      return ncclInt32;
+    case DType::kInt64:
+      return ncclInt64;
+    case DType::kFloat16:
+      return ncclFloat16;
+    case DType::kBFloat16:
+      return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+  }
+  return ncclSum;
+}
+
+}  // namespace
+
+struct NcclComm::State {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  std::atomic<bool> aborted{false};
+};
+
+bool NcclComm::Available(std::string* why) {
+  if (VisibleDevices() > 0) return true;
+  if (why) *why = "no GPU is visible to this process (CUDA_VISIBLE_DEVICES)";
+  return false;
+}
+
+bool NcclComm::IsDevicePointer(const void* p) {
+  if (!p || VisibleDevices() == 0) return false;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+Result<std::string> NcclComm::NewUniqueId() {
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) {
+    return Status::Unavailable(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+  }
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+// Polls the communicator until `done` says the work finished; past `deadline`, or on an
+// asynchronous NCCL error, aborts it.
+static Status Poll(NcclComm::State& s, TimePoint deadline, const std::function<bool()>& done,
+                   const char* what) {
+  auto pause = std::chrono::microseconds(20);
+  while (true) {
+    if (done()) return Status();
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(s.comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      std::string why = ncclGetErrorString(async);
+      ncclCommAbort(s.comm);
+      s.aborted = true;
+      return Status::Unavailable(std::string("NCCL ") + what + ": " + why);
+    }
+    if (s.aborted) return Status::Unavailable(std::string("NCCL ") + what + ": aborted");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ncclCommAbort(s.comm);
+      s.aborted = true;
+      return Status::TimedOut(std::string("NCCL ") + what +
+                              " did not finish in time (a peer died or hangs); the communicator "
+                              "was aborted");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id, int world_size,
+                                                   int rank, int device, Duration timeout) {
+  std::string why;
+  if (!Available(&why)) return Status::Unavailable(why);
+  if (device < 0 || device >= VisibleDevices()) {
+    return Status::InvalidArgument("CUDA device " + std::to_string(device) + " is not visible (" +
+                                   std::to_string(VisibleDevices()) + " visible)");
+  }
+  if (unique_id.size() != sizeof(ncclUniqueId::internal)) {
+    return Status::InvalidArgument("a malformed NCCL unique id (" +
+                                   std::to_string(unique_id.size()) + " bytes)");
+  }
+  auto s = std::make_unique<State>();
+  s->device = device;
+  cudaSetDevice(device);
+  if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess) {
+    return Status::Unavailable(std::string("cudaStreamCreate: ") +
+                               cudaGetErrorString(cudaGetLastError()));
+  }
+  ncclUniqueId id;
+  std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // so that a missing rank makes joining time out instead of hang
+  ncclResult_t r = ncclCommInitRankConfig(&s->comm, world_size, id, rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    cudaStreamDestroy(s->stream);
+    return Status::Unavailable(std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r));
+  }
+  Status st = Poll(
+      *s, std::chrono::steady_clock::now() + timeout,
+      [&] {
+        ncclResult_t state = ncclInProgress;
+        ncclCommGetAsyncError(s->comm, &state);
+        return state == ncclSuccess;
+      },
+      "joining");
+  if (!st.ok()) {
+    cudaStreamDestroy(s->stream);
+    return st;
+  }
+  return std::unique_ptr<NcclComm>(new NcclComm(std::move(s)));
+}
+
+NcclComm::NcclComm(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+NcclComm::~NcclComm() {
+  if (state_->aborted) {
+    // ncclCommAbort freed it.
+  } else {
+    ncclCommDestroy(state_->comm);
+  }
+  cudaStreamDestroy(state_->stream);
+}
+
+void NcclComm::Abort() {
+  if (!state_->aborted.exchange(true)) ncclCommAbort(state_->comm);
+}
+
+// Enqueues with `enqueue` (non-blocking communicator: ncclInProgress is fine), then waits for
+// the stream.
+template <typename Fn>
+static Status Launch(NcclComm::State& s, const char* what, Duration timeout, Fn enqueue) {
+  if (s.aborted) return Status::Unavailable(std::string("NCCL ") + what + ": aborted");
+  cudaSetDevice(s.device);
+  TimePoint deadline = std::chrono::steady_clock::now() + timeout;
+  ncclResult_t r = enqueue();
+  if (r == ncclInProgress) {
+    Status st = Poll(
+        s, deadline,
+        [&] {
+          ncclResult_t state = ncclInProgress;
+          ncclCommGetAsyncError(s.comm, &state);
+          return state != ncclInProgress;
+        },
+        what);
+    if (!st.ok()) return st;
+  } else if (r != ncclSuccess) {
+    return Status::Unavailable(std::string("NCCL ") + what + ": " + ncclGetErrorString(r));
+  }
+  return Poll(
+      s, deadline, [&] { return cudaStreamQuery(s.stream) == cudaSuccess; }, what);
+}
+
+Status NcclComm::AllReduce(void* data, size_t count, DType type, ReduceOp op, Duration timeout) {
+  return Launch(*state_, "allreduce", timeout, [&] {
+    return ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), state_->comm,
+                         state_->stream);
+  });
+}
+
+Status NcclComm::Broadcast(void* data, size_t count, DType type, int root, Duration timeout) {
+  return Launch(*state_, "broadcast", timeout, [&] {
+    return ncclBroadcast(data, data, count, NcclType(type), root, state_->comm, state_->stream);
+  });
+}
+
+Status NcclComm::AllGather(const void* in, void* out, size_t count, DType type,
+                           Duration timeout) {
+  return Launch(*state_, "allgather", timeout, [&] {
+    return ncclAllGather(in, out, count, NcclType(type), state_->comm, state_->stream);
+  });
+}
+
+Status NcclComm::ReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op,
+                               Duration timeout) {
+  return Launch(*state_, "reduce-scatter", timeout, [&] {
+    return ncclReduceScatter(in, out, count, NcclType(type), NcclOp(op), state_->comm,
+                             state_->stream);
+  });
+}
+
+Status NcclComm::Send(const void* data, size_t count, DType type, int peer, Duration timeout) {
+  return Launch(*state_, "send", timeout, [&] {
+    return ncclSend(data, count, NcclType(type), peer, state_->comm, state_->stream);
+  });
+}
+
+Status NcclComm::Recv(void* data, size_t count, DType type, int peer, Duration timeout) {
+  return Launch(*state_, "recv", timeout, [&] {
+    return ncclRecv(data, count, NcclType(type), peer, state_->comm, state_->stream);
+  });
+}
+
+#else  // no NCCL in this build
+
+struct NcclComm::State {};
+
+bool NcclComm::Available(std::string* why) {
+  if (why) *why = "this build of Cumulus has no NCCL (configure with -DCUMULUS_CUDA=ON)";
+  return false;
+}
+bool NcclComm::IsDevicePointer(const void*) { return false; }
+Result<std::string> NcclComm::NewUniqueId() {
+  return Status::Unavailable("this build of Cumulus has no NCCL");
+}
+Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string&, int, int, int, Duration) {
+  return Status::Unavailable("this build of Cumulus has no NCCL");
+}
+NcclComm::NcclComm(std::unique_ptr<State> state) : state_(std::move(state)) {}
+NcclComm::~NcclComm() = default;
+void NcclComm::Abort() {}
+static Status NoNccl() { return Status::Unavailable("this build of Cumulus has no NCCL"); }
+Status NcclComm::AllReduce(void*, size_t, DType, ReduceOp, Duration) { return NoNccl(); }
+Status NcclComm::Broadcast(void*, size_t, DType, int, Duration) { return NoNccl(); }
+Status NcclComm::AllGather(const void*, void*, size_t, DType, Duration) { return NoNccl(); }
+Status NcclComm::ReduceScatter(const void*, void*, size_t, DType, ReduceOp, Duration) {
+  return NoNccl();
+}
+Status NcclComm::Send(const void*, size_t, DType, int, Duration) { return NoNccl(); }
+Status NcclComm::Recv(void*, size_t, DType, int, Duration) { return NoNccl(); }
+
+#endif
+
+}  // namespace cumulus
