@@ -516,6 +516,24 @@ class CoreWorkerImpl : public CoreWorker {
 
   NodeId node_id() const override { return node_id_; }
   bool was_restarted() const override { return was_restarted_; }
+  ActorId current_actor() const override {
+    std::lock_guard<std::mutex> lock(actor_id_mu_);
+    return actor_id_;
+  }
+  Status KvPut(const std::string& ns, const std::string& key, const std::string& value) override {
+    auto put = WithHead([&](ControlClient& head) { return head.KvPut(ns, key, value); });
+    return put.ok() ? Status() : put.status();
+  }
+  Result<std::string> KvWait(const std::string& ns, const std::string& key,
+                             int64_t timeout_ms) override {
+    return WithHead([&](ControlClient& head) {
+      return head.KvWait(ns, key, std::chrono::milliseconds(timeout_ms));
+    });
+  }
+  std::pair<std::string, std::string> cluster_credentials() const override {
+    return {options_.head.ToString(), options_.token};
+  }
+  std::string bind_host() const override { return options_.bind_host; }
 
   Status AnnounceJob(const std::string& record) override {
     capnp::MallocMessageBuilder message;
@@ -1829,8 +1847,11 @@ class CoreWorkerImpl : public CoreWorker {
           st = Status::InvalidArgument(function + " is not an actor factory");
         } else {
           was_restarted_ = spec.getAttempt() > 0;
+          {
+            std::lock_guard<std::mutex> lock(actor_id_mu_);
+            actor_id_ = IdFrom<ActorId>(spec.getActorId());
+          }
           actor_ = fn->construct(args);
-          actor_id_ = IdFrom<ActorId>(spec.getActorId());
           st = StartActorListener(result);
         }
       } else if (spec.getActorId().size() > 0) {
@@ -1927,7 +1948,8 @@ class CoreWorkerImpl : public CoreWorker {
   bool node_gone_ = false;
 
   std::shared_ptr<void> actor_;
-  ActorId actor_id_;
+  mutable std::mutex actor_id_mu_;
+  ActorId actor_id_;  // guarded by actor_id_mu_ (user threads read it)
 };
 
 Result<std::unique_ptr<CoreWorker>> CoreWorker::Start(const CoreWorkerOptions& options) {

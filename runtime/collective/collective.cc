@@ -529,6 +529,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     if (count == 0) return Status();
     if (!data) return Status::InvalidArgument("AllReduce of a null buffer");
     CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
+    if (options_.world_size == 1 && !device) return Status();  // its own data is the reduction
     OpDesc d{"AllReduce", type, count, static_cast<int>(op)};
     return Run(d, true, [&](uint32_t tag) {
       if (device) return nccl_->AllReduce(data, count, type, op, timeout());

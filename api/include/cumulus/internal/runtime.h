@@ -76,6 +76,17 @@ class Runtime {
   virtual NodeId node_id() const = 0;
   // Actor workers: this instance was built again after its predecessor died.
   virtual bool was_restarted() const { return false; }
+  // In an actor's worker: that actor (from its constructor on); elsewhere a null id.
+  virtual ActorId current_actor() const = 0;
+  // The head's key-value store, for libraries built on the runtime (collective groups).
+  virtual Status KvPut(const std::string& ns, const std::string& key, const std::string& value) = 0;
+  // Waits up to timeout_ms for the key to exist.
+  virtual Result<std::string> KvWait(const std::string& ns, const std::string& key,
+                                     int64_t timeout_ms) = 0;
+  // The head's host:port and the cluster token, for libraries that open their own connections.
+  virtual std::pair<std::string, std::string> cluster_credentials() const = 0;
+  // Where this process listens for other nodes (its node's bind address).
+  virtual std::string bind_host() const = 0;
 };
 
 // The process's runtime; null before Init and after Shutdown.
