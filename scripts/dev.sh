@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, build and run Cumulus on Debian 12.
 #
-#   scripts/dev.sh demo   install missing packages, build, run build/bin/tasks on an embedded cluster
+#   scripts/dev.sh demo   install missing packages, build, run build/bin/fashion_mnist (data-parallel
+#                         training with 2 actors) on an embedded cluster
 #   scripts/dev.sh test   install missing packages, build, run the whole test suite (ctest)
 #
 # Packages are installed only when missing (needs root, or sudo). The build lives in build/ and is
@@ -10,7 +11,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: scripts/dev.sh demo|test  (demo: build and run the tasks example on an embedded cluster; test: build and run all tests)" >&2
+  echo "usage: scripts/dev.sh demo|test  (demo: build and run the data-parallel training example on an embedded cluster; test: build and run all tests)" >&2
   exit 2
 }
 
@@ -71,7 +72,7 @@ cmake --build "$build" -j "$(nproc)"
 # --- run -------------------------------------------------------------------------------------
 case "$mode" in
   demo)
-    demo="$build/bin/tasks"
+    demo="$build/bin/fashion_mnist"
     [[ -x "$demo" ]] || die "$demo was not built"
     step "running $demo"
     "$demo"

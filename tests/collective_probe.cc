@@ -2,11 +2,15 @@
 // buffers with value(rank, i) = (rank + 1) * (i % 97 + 1), so each can compute what every
 // operation must give, and prints "CHECK <name> ok|FAIL <why>" lines and "DONE failures=N".
 //   collective_probe --address=A --token-file=F --name=G --world=N --rank=R [--generation=K]
-//                    [--case=ops|die|mismatch] [--big=1] [--timeout-ms=T]
+//                    [--case=ops|die|hang|mismatch|watchdog] [--big=1] [--timeout-ms=T]
 // --case=die: the last rank SIGKILLs itself before an allreduce; the others must fail within the
 // timeout, then form generation K+1 without it and check an allreduce there.
 // --case=mismatch: rank 0 issues an allreduce where the others issue a broadcast; every rank
 // must fail within the timeout with an error that says so.
+// --case=hang: the last rank SIGSTOPs itself before an allreduce; the others must fail within the
+// timeout. --case=watchdog (with CUMULUS_COLLECTIVE_FAILPOINT=stall): a barrier that never ends
+// is failed by the watchdog. --case=gpu: device buffers through NCCL against host buffers
+// through Gloo (prints "SKIP <why>" where no GPU or no NCCL).
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,8 +21,14 @@
 #include <string>
 #include <vector>
 
+#if CUMULUS_HAVE_NCCL
+#include <cuda_runtime.h>
+#endif
+
+#include "cumulus/collective.h"
 #include "driver_checks.h"
 #include "runtime/collective/collective.h"
+#include "runtime/collective/nccl_comm.h"
 #include "runtime/head/head_server.h"
 
 using namespace cumulus;
@@ -157,6 +167,36 @@ void CheckSendRecv(CollectiveGroup& g) {
   Check("send_to_self_refused", self.code() == StatusCode::kInvalidArgument, self.ToString());
 }
 
+// Gradient buckets: tensors of uneven sizes cut into a 1 KiB first bucket and then 1 MiB ones,
+// marked ready out of order, end averaged like one allreduce of the whole buffer would.
+void CheckBuckets(CollectiveGroup& g) {
+  std::vector<size_t> sizes = {5, 300000, 7, 70000};
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  std::vector<float> grads(total);
+  bool ok = true;
+  std::string why;
+  GradientBuckets buckets(&g, grads.data(), sizes, 1024, 1 << 20);
+  ok = buckets.buckets() == 3 && buckets.bucket_tensors(1) == std::make_pair<size_t, size_t>(1, 2);
+  if (!ok) why = std::to_string(buckets.buckets()) + " buckets";
+  for (int step = 0; step < 2 && ok; ++step) {
+    for (size_t i = 0; i < total; ++i) grads[i] = Value<float>(g.rank(), i) + step;
+    for (size_t t : {3, 2, 0}) buckets.Ready(t);  // tensor 1 never: Wait reduces it anyway
+    Status st = buckets.Wait();
+    ok = st.ok();
+    why = st.ToString();
+    for (size_t i = 0; i < total && ok; ++i) {
+      float want = Expected<float>(ReduceOp::kAvg, g.world_size(), i) + step;
+      if (grads[i] != want) {
+        ok = false;
+        why = "step " + std::to_string(step) + " element " + std::to_string(i) + " is " +
+              std::to_string(grads[i]) + ", expected " + std::to_string(want);
+      }
+    }
+  }
+  Check("gradient_buckets", ok, why);
+}
+
 // 16-bit floats: small integers (exact in both formats through every reduction here).
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
 void Check16(CollectiveGroup& g, DType type) {
@@ -202,6 +242,73 @@ void CheckAsync(CollectiveGroup& g) {
   Check("async_allreduce_and_broadcast", ok, s1.ToString() + " " + s2.ToString());
 }
 
+#if CUMULUS_HAVE_NCCL
+// Device buffers through NCCL, checked against the same operation on host buffers (Gloo) in the
+// same group.
+template <typename T>
+void CheckDeviceAgainstHost(CollectiveGroup& g, DType type, ReduceOp op, size_t n) {
+  std::vector<T> host(n), back(n);
+  for (size_t i = 0; i < n; ++i) host[i] = Value<T>(g.rank(), i);
+  T* dev = nullptr;
+  std::string name =
+      std::string("gpu_allreduce_") + OpName(op) + "_" + DTypeName(type) + "_" + std::to_string(n);
+  if (cudaMalloc(&dev, n * sizeof(T)) != cudaSuccess) {
+    Check(name, false, "cudaMalloc failed");
+    return;
+  }
+  cudaMemcpy(dev, host.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+  Status sd = g.AllReduce(dev, n, type, op);
+  Status sh = g.AllReduce(host.data(), n, type, op);
+  cudaMemcpy(back.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost);
+  cudaFree(dev);
+  bool ok = sd.ok() && sh.ok() && back == host;
+  Check(name, ok, sd.ToString() + " " + sh.ToString());
+}
+
+void CheckGpu(CollectiveGroup& g) {
+  Check("nccl_communicator", g.has_nccl());
+  for (size_t n : {size_t{1}, size_t{7919}, size_t{16} << 20}) {
+    CheckDeviceAgainstHost<float>(g, DType::kFloat32, ReduceOp::kSum, n);
+  }
+  CheckDeviceAgainstHost<double>(g, DType::kFloat64, ReduceOp::kMax, 7919);
+  CheckDeviceAgainstHost<int64_t>(g, DType::kInt64, ReduceOp::kMin, 7919);
+  CheckDeviceAgainstHost<float>(g, DType::kFloat32, ReduceOp::kAvg, 7919);
+  // Broadcast, allgather and reduce-scatter on the device.
+  const size_t n = 4099;
+  int w = g.world_size();
+  std::vector<float> in(n * w), out(n * w);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = Value<float>(g.rank(), i);
+  float *din = nullptr, *dout = nullptr;
+  cudaMalloc(&din, in.size() * sizeof(float));
+  cudaMalloc(&dout, out.size() * sizeof(float));
+  cudaMemcpy(din, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice);
+  Status st = g.AllGather(din, dout, n, DType::kFloat32);
+  cudaMemcpy(out.data(), dout, out.size() * sizeof(float), cudaMemcpyDeviceToHost);
+  bool ok = st.ok();
+  for (int r = 0; r < w && ok; ++r) {
+    for (size_t i = 0; i < n && ok; ++i) ok = out[r * n + i] == Value<float>(r, i);
+  }
+  Check("gpu_allgather_float32", ok, st.ToString());
+  st = g.ReduceScatter(din, dout, n, DType::kFloat32, ReduceOp::kSum);
+  cudaMemcpy(out.data(), dout, n * sizeof(float), cudaMemcpyDeviceToHost);
+  ok = st.ok();
+  for (size_t i = 0; i < n && ok; ++i) {
+    ok = out[i] == Expected<float>(ReduceOp::kSum, w, g.rank() * n + i);
+  }
+  Check("gpu_reducescatter_float32", ok, st.ToString());
+  st = g.Broadcast(din, n, DType::kFloat32, 0);
+  cudaMemcpy(out.data(), din, n * sizeof(float), cudaMemcpyDeviceToHost);
+  ok = st.ok();
+  for (size_t i = 0; i < n && ok; ++i) ok = out[i] == Value<float>(0, i);
+  Check("gpu_broadcast_float32", ok, st.ToString());
+  Status mixed = g.AllGather(din, out.data(), n, DType::kFloat32);
+  Check("gpu_mixed_buffers_refused", mixed.code() == StatusCode::kInvalidArgument,
+        mixed.ToString());
+  cudaFree(din);
+  cudaFree(dout);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,6 +328,14 @@ int main(int argc, char** argv) {
   }
   o.head = *head;
   o.token = *token;
+  if (args["case"] == "gpu") {
+    std::string why;
+    if (!NcclComm::Available(&why)) {
+      std::printf("SKIP %s\n", why.c_str());
+      return 0;
+    }
+    o.nccl = CollectiveOptions::Nccl::kOn;
+  }
   auto g = CollectiveGroup::Join(o);
   Check("joined", g.ok(), g.ok() ? "" : g.status().ToString());
   if (!g.ok()) {
@@ -228,7 +343,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   CollectiveGroup& group = **g;
-  if (args["case"] == "mismatch") {
+  if (args["case"] == "gpu") {
+#if CUMULUS_HAVE_NCCL
+    CheckGpu(group);
+#endif
+  } else if (args["case"] == "mismatch") {
     // Rank 0 issues an allreduce where the others issue a broadcast.
     Check("barrier_before", group.Barrier().ok());
     std::vector<float> buf(100, 1.0f);
@@ -243,6 +362,31 @@ int main(int argc, char** argv) {
           !st.ok() && took < limit &&
               st.message().find("ranks issued different operations") != std::string::npos,
           st.ToString() + " after " + std::to_string(took) + " s");
+  } else if (args["case"] == "hang") {
+    // The last rank stops (SIGSTOP) before an allreduce; the test kills it afterwards.
+    Check("barrier_before", group.Barrier().ok());
+    std::fflush(stdout);
+    if (group.rank() == group.world_size() - 1) kill(getpid(), SIGSTOP);
+    std::vector<float> buf(1 << 16, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    Status st = group.AllReduce(buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double limit = std::chrono::duration<double>(o.timeout).count() + 5;
+    Check("hung_peer_fails_the_others", !st.ok() && took < limit,
+          st.ok() ? "it succeeded" : st.ToString() + " after " + std::to_string(took) + " s");
+  } else if (args["case"] == "watchdog") {
+    // With CUMULUS_COLLECTIVE_FAILPOINT=stall the operation never returns in time: the watchdog
+    // must fail it, and closing the group must not wait for the stuck thread.
+    auto start = std::chrono::steady_clock::now();
+    Status st = group.Barrier();
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double limit = std::chrono::duration<double>(o.timeout).count() + 4;
+    Check("watchdog_fails_a_stuck_operation",
+          st.code() == StatusCode::kTimedOut &&
+              st.message().find("watchdog gave up") != std::string::npos && took < limit,
+          st.ToString() + " after " + std::to_string(took) + " s");
+    Status after = group.Barrier();
+    Check("group_refuses_after_watchdog", after.code() == StatusCode::kTimedOut, after.ToString());
   } else if (args["case"] == "die") {
     Check("barrier_before", group.Barrier().ok());
     if (group.rank() == group.world_size() - 1) kill(getpid(), SIGKILL);
@@ -274,6 +418,7 @@ int main(int argc, char** argv) {
       CheckReduceScatter<double>(group, DType::kFloat64, ReduceOp::kAvg, n);
     }
     CheckSendRecv(group);
+    CheckBuckets(group);
     Check16<HalfToFloat, FloatToHalf>(group, DType::kFloat16);
     Check16<BFloatToFloat, FloatToBFloat>(group, DType::kBFloat16);
     CheckAsync(group);

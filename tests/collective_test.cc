@@ -48,7 +48,8 @@ TEST_F(CollectiveTest, EveryOperationAndDtypeMatchesTheReferenceWithTwoToFourRan
                     "broadcast_bad_root_refused", "allreduce_avg_float16", "allreduce_sum_bfloat16",
                     "allreduce_max_bfloat16", "async_allreduce_and_broadcast",
                     "reducescatter_sum_float32_1", "reducescatter_max_int64_7919",
-                    "reducescatter_avg_float64_7919", "send_recv_ring", "send_to_self_refused"});
+                    "reducescatter_avg_float64_7919", "send_recv_ring", "send_to_self_refused",
+                    "gradient_buckets"});
     }
   }
 }
@@ -74,6 +75,36 @@ TEST_F(CollectiveTest, ARankKilledMidGroupFailsTheOthersAndTheGroupCanBeFormedAg
   EXPECT_EQ(outs[2].find("DONE"), std::string::npos) << outs[2];
 }
 
+TEST_F(CollectiveTest, AHungRankFailsTheOthersWithinTheTimeout) {
+  auto head = StartHead({"--no-node"});
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{std::string(CUMULUS_BIN_DIR) + "/collective_probe",
+                                 "--address=" + address_, "--token-file=" + token_file_,
+                                 "--name=hang", "--world=3", "--rank=" + std::to_string(r),
+                                 "--case=hang", "--timeout-ms=3000"},
+        /*merge_stderr=*/true));
+  }
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ExpectChecks(ranks[r]->ReadAll(120s), {"joined", "barrier_before", "hung_peer_fails_the_others"});
+  }
+  ranks[2]->Kill(SIGKILL);  // it is stopped, and would stay so
+}
+
+TEST_F(CollectiveTest, TheWatchdogFailsAnOperationThatNeverEnds) {
+  auto head = StartHead({"--no-node"});
+  setenv("CUMULUS_COLLECTIVE_FAILPOINT", "stall", 1);
+  Subprocess p({std::string(CUMULUS_BIN_DIR) + "/collective_probe", "--address=" + address_,
+                "--token-file=" + token_file_, "--name=stuck", "--world=1", "--rank=0",
+                "--case=watchdog", "--timeout-ms=1000"},
+               /*merge_stderr=*/true);
+  unsetenv("CUMULUS_COLLECTIVE_FAILPOINT");
+  ExpectChecks(p.ReadAll(60s),
+               {"joined", "watchdog_fails_a_stuck_operation", "group_refuses_after_watchdog"});
+}
+
 TEST_F(CollectiveTest, RanksIssuingDifferentOperationsFailSayingSo) {
   auto head = StartHead({"--no-node"});
   auto outs = RunGroup("mismatch", 3, {"--case=mismatch", "--timeout-ms=3000"});
@@ -81,6 +112,41 @@ TEST_F(CollectiveTest, RanksIssuingDifferentOperationsFailSayingSo) {
     SCOPED_TRACE("rank " + std::to_string(r));
     ExpectChecks(outs[r], {"joined", "barrier_before", "mismatch_fails_clearly"});
   }
+}
+
+// One rank per visible GPU would need several GPUs; one GPU allows a one-rank NCCL group, whose
+// device results are checked against the same operations on host buffers.
+TEST_F(CollectiveTest, DeviceBuffersGoThroughNcclAndAgreeWithHostBuffers) {
+  auto head = StartHead({"--no-node"});
+  auto outs = RunGroup("gpu", 1, {"--case=gpu"});
+  if (outs[0].rfind("SKIP ", 0) == 0) GTEST_SKIP() << "no GPU path here: " << outs[0].substr(5);
+  ExpectChecks(outs[0], {"joined", "nccl_communicator", "gpu_allreduce_sum_float32_16777216",
+                         "gpu_allreduce_max_float64_7919", "gpu_allreduce_min_int64_7919",
+                         "gpu_allreduce_avg_float32_7919", "gpu_allgather_float32",
+                         "gpu_reducescatter_float32", "gpu_broadcast_float32",
+                         "gpu_mixed_buffers_refused"});
+}
+
+// Actors spread over two nodes form a group the driver declares; one member's process is
+// SIGKILLed, the survivors' next allreduce fails, the actor restarts, and the driver declares
+// the group again (a new generation), which works.
+TEST_F(CollectiveTest, ADeclaredGroupOfActorsOnTwoNodesIsFormedAgainAfterAMemberDies) {
+  head_store_memory_ = "256M";  // the driver program is shipped through the stores
+  node_store_memory_ = "256M";
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string b;
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
+  ASSERT_FALSE(b.empty());
+  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+  Subprocess driver({std::string(CUMULUS_BIN_DIR) + "/collective_driver"}, /*merge_stderr=*/true);
+  unsetenv("CUMULUS_ADDRESS");
+  unsetenv("CUMULUS_TOKEN_FILE");
+  ExpectChecks(driver.ReadAll(180s),
+               {"members_on_two_nodes", "duplicate_member_refused",
+                "join_by_name_outside_an_actor_refused", "undeclared_group_times_out", "declared",
+                "joined", "allreduce_across_nodes", "survivors_fail", "member_restarted",
+                "declared_again", "rejoined", "allreduce_after_reforming"});
 }
 
 TEST_F(CollectiveTest, AMissingRankMakesJoiningTimeOut) {

@@ -534,6 +534,7 @@ class CoreWorkerImpl : public CoreWorker {
     return {options_.head.ToString(), options_.token};
   }
   std::string bind_host() const override { return options_.bind_host; }
+  JobId job_id() const override { return options_.job; }
 
   Status AnnounceJob(const std::string& record) override {
     capnp::MallocMessageBuilder message;

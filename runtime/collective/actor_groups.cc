@@ -11,14 +11,18 @@ namespace cumulus {
 
 namespace {
 
-// Declarations live under this namespace of the head's store: key = group name, value =
-// "<generation>\n<actor hex> <actor hex> ...".
+// Declarations live under this namespace of the head's store: key = "<job hex>/<group name>",
+// value = "<generation>\n<actor hex> <actor hex> ...".
 constexpr char kGroupsNamespace[] = "collective_groups";
 
-internal::Runtime& RuntimeOr(Status* error) {
+Result<internal::Runtime*> CurrentRuntimeOrError() {
   internal::Runtime* rt = internal::CurrentRuntime();
-  if (!rt) *error = Status::InvalidArgument("cumulus::Init() has not been called");
-  return *rt;
+  if (!rt) return Status::InvalidArgument("cumulus::Init() has not been called");
+  return rt;
+}
+
+std::string DeclarationKey(internal::Runtime& rt, const std::string& name) {
+  return rt.job_id().Hex() + "/" + name;
 }
 
 struct Declaration {
@@ -48,25 +52,23 @@ Status CreateCollectiveGroup(const std::string& name, const std::vector<ActorId>
       }
     }
   }
-  Status error;
-  internal::Runtime& rt = RuntimeOr(&error);
-  if (!error.ok()) return error;
+  CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
+  internal::Runtime& rt = *runtime;
   uint32_t generation = 0;
-  auto old = rt.KvWait(kGroupsNamespace, name, 0);
+  auto old = rt.KvWait(kGroupsNamespace, DeclarationKey(rt, name), 0);
   if (old.ok()) {
     auto d = ParseDeclaration(*old);
     if (d.ok()) generation = d->generation + 1;
   }
   std::string value = std::to_string(generation) + "\n";
   for (auto& m : members) value += m.Hex() + " ";
-  return rt.KvPut(kGroupsNamespace, name, value);
+  return rt.KvPut(kGroupsNamespace, DeclarationKey(rt, name), value);
 }
 
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& name,
                                                              Duration timeout) {
-  Status error;
-  internal::Runtime& rt = RuntimeOr(&error);
-  if (!error.ok()) return error;
+  CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
+  internal::Runtime& rt = *runtime;
   ActorId me = rt.current_actor();
   if (me == ActorId()) {
     return Status::InvalidArgument(
@@ -76,9 +78,11 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& 
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string seen;
   while (true) {
+    // Short waits: a long one would hold this process's connection to the head.
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    auto raw = rt.KvWait(kGroupsNamespace, name, std::max<int64_t>(left.count(), 0));
+    auto raw = rt.KvWait(kGroupsNamespace, DeclarationKey(rt, name),
+                         std::clamp<int64_t>(left.count(), 0, 500));
     if (raw.ok()) {
       seen = *raw;
       auto d = ParseDeclaration(*raw);
@@ -96,8 +100,8 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& 
                               (seen.empty() ? "): none was made" : "): it lists others") +
                               "; declare it from the driver with CreateCollectiveGroup");
     }
-    // A declaration from an earlier run (or generation) is there: wait for the new one.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // An earlier declaration (a generation without this actor) is there: wait for the new one.
+    if (raw.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
@@ -105,12 +109,12 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& 
                                                              int world_size, int rank,
                                                              uint32_t generation,
                                                              Duration timeout) {
-  Status error;
-  internal::Runtime& rt = RuntimeOr(&error);
-  if (!error.ok()) return error;
+  CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
+  internal::Runtime& rt = *runtime;
   auto [head, token] = rt.cluster_credentials();
   CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(head));
   CollectiveOptions o;
+  o.scope = rt.job_id().Hex();  // another run's group of the same name never meets this one
   o.name = name;
   o.generation = generation;
   o.world_size = world_size;
@@ -143,6 +147,7 @@ GradientBuckets::GradientBuckets(CollectiveGroup* group, float* grads, std::vect
   if (!sizes_.empty()) bucket_end_.push_back(sizes_.size());
   pending_.resize(bucket_end_.size());
   work_.resize(bucket_end_.size());
+  ready_.assign(sizes_.size(), false);
   for (size_t b = 0; b < bucket_end_.size(); ++b) {
     auto [first, last] = bucket_tensors(b);
     pending_[b] = last - first;
@@ -161,16 +166,17 @@ void GradientBuckets::Launch(size_t b) {
 }
 
 void GradientBuckets::Ready(size_t i) {
-  if (i >= sizes_.size()) return;
-  size_t b = bucket_of_[i];
-  if (pending_[b] > 0 && --pending_[b] == 0 && !work_[b]) Launch(b);
+  if (i >= sizes_.size() || ready_[i]) return;  // unknown or repeated: nothing changes
+  ready_[i] = true;
+  --pending_[bucket_of_[i]];
+  // Buckets start in bucket order on every rank (the group's operations must match), as soon as
+  // they and all before them are complete.
+  while (next_launch_ < work_.size() && pending_[next_launch_] == 0) Launch(next_launch_++);
 }
 
 Status GradientBuckets::Wait() {
   Status first_error;
-  for (size_t b = 0; b < work_.size(); ++b) {
-    if (!work_[b]) Launch(b);  // tensors never marked ready: reduce them anyway
-  }
+  while (next_launch_ < work_.size()) Launch(next_launch_++);  // reduce unmarked ones anyway
   for (size_t b = 0; b < work_.size(); ++b) {
     Status st = work_[b]->Wait();
     if (!st.ok() && first_error.ok()) first_error = st;
@@ -178,6 +184,8 @@ Status GradientBuckets::Wait() {
     auto [first, last] = bucket_tensors(b);
     pending_[b] = last - first;
   }
+  ready_.assign(sizes_.size(), false);
+  next_launch_ = 0;
   return first_error;
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -276,23 +277,24 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
  public:
   explicit Impl(const CollectiveOptions& o) : options_(o) {}
 
-  // Stops the threads. A thread stuck in an operation the watchdog gave up on is left to finish
-  // on its own (it holds this Impl alive); nothing waits for it.
+  // Fails what is queued, waits for the operation in flight (bounded: the watchdog gives up on
+  // it at its deadline), then stops the threads. A thread stuck in an operation the watchdog gave
+  // up on is left to finish on its own (it holds this Impl alive); nothing waits for it.
   void Close() {
+    bool gave_up;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
+      std::unique_lock<std::mutex> lock(mu_);
+      closing_ = true;
       FailQueued(Status::Cancelled("the group was closed"));
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return running_ == nullptr; });
+      stop_ = true;
+      gave_up = gave_up_;
     }
     cv_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
-    bool stuck;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stuck = running_ != nullptr || gave_up_;
-    }
     if (worker_.joinable()) {
-      if (stuck && gave_up_) {
+      if (gave_up) {
         worker_.detach();
       } else {
         worker_.join();
@@ -305,7 +307,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     auto work = std::make_shared<CollectiveWork>();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) {
+      if (closing_) {
         work->Finish(Status::Cancelled("the group was closed"));
         return work;
       }
@@ -335,27 +337,37 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
         queue_.pop_front();
         running_ = next.first;
         running_since_ = std::chrono::steady_clock::now();
+        op_returned_ = false;
       }
       cv_.notify_all();  // the watchdog starts timing it
       Status st = next.second();
       {
         std::lock_guard<std::mutex> lock(mu_);
-        running_ = nullptr;
         if (gave_up_) return;  // the watchdog already failed it and everything queued
+        running_ = nullptr;
       }
+      cv_.notify_all();  // Close may be waiting for it
       next.first->Finish(std::move(st));
     }
   }
 
+  // Called by an operation once its transfer ended (it then only reports): the watchdog stops
+  // timing it.
+  void OpReturned() {
+    std::lock_guard<std::mutex> lock(mu_);
+    op_returned_ = true;
+  }
+
   // The watchdog: an operation still running past the timeout (plus a grace for Gloo's own
   // timeout to fire first) fails, with everything queued behind it, and the group is broken. An
-  // NCCL communicator is aborted (its kernels return); a Gloo operation cannot be interrupted, so
-  // its thread is left behind, and its buffer may still be written until it ends.
+  // NCCL communicator is asked to abort (the polling thread aborts it; its kernels return); a
+  // Gloo operation cannot be interrupted, so its thread is left behind, and its buffer may still
+  // be written until it ends.
   void Watch() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      if (!running_) {
-        cv_.wait(lock);
+      if (!running_ || op_returned_) {
+        cv_.wait_for(lock, std::chrono::milliseconds(100));
         continue;
       }
       auto deadline = running_since_ + options_.timeout + kWatchdogGrace;
@@ -372,10 +384,11 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
             " ms after it started; the watchdog gave up on it: form the group again (a new "
             "generation)");
       }
-      if (nccl_) nccl_->Abort();
+      if (nccl_) nccl_->RequestAbort();
       running_->Finish(broken_);
       running_ = nullptr;
       FailQueued(broken_);
+      cv_.notify_all();
     }
   }
 
@@ -395,16 +408,12 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       return Status::InvalidArgument("rank " + std::to_string(o.rank) + " of a group of " +
                                      std::to_string(o.world_size) + " does not exist");
     }
-    std::string no_nccl;
-    bool nccl = o.nccl != CollectiveOptions::Nccl::kOff && NcclComm::Available(&no_nccl);
-    if (o.nccl == CollectiveOptions::Nccl::kOn && !nccl) {
-      return Status::Unavailable("group '" + o.name + "' asked for NCCL: " + no_nccl);
-    }
     ControlClientOptions co;
     co.role = "collective";
     co.request_timeout = o.timeout + std::chrono::seconds(5);
     CUMULUS_ASSIGN_OR_RETURN(auto head, ControlClient::Connect(o.head, o.token, co));
-    ns_ = "collective/" + o.name + "/" + std::to_string(o.generation);
+    ns_ = "collective/" + (o.scope.empty() ? "" : o.scope + "/") + o.name + "/" +
+          std::to_string(o.generation);
     auto fail = [&](const std::string& why) {
       return Status::Unavailable("rank " + std::to_string(o.rank) + " could not join group '" +
                                  o.name + "' (generation " + std::to_string(o.generation) + ", " +
@@ -422,25 +431,69 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     } catch (const std::exception& e) {
       return fail(e.what());
     }
-    if (nccl) {
-      // Rank 0 makes the NCCL unique id; the others read it from the head.
-      std::string id;
-      if (o.rank == 0) {
-        auto made = NcclComm::NewUniqueId();
-        if (!made.ok()) return fail(made.status().message());
-        id = *made;
-        auto put = store_->client().KvPut(ns_, "nccl_id", id);
-        if (!put.ok()) return fail("publishing the NCCL id: " + put.status().message());
-      } else {
-        auto got = store_->client().KvWait(ns_, "nccl_id", o.timeout);
-        if (!got.ok()) return fail("reading the NCCL id: " + got.status().message());
-        id = *got;
+    if (o.nccl != CollectiveOptions::Nccl::kOff) {
+      std::string why;
+      auto agreed = AgreeOnNccl(&why);
+      if (!agreed.ok()) return fail(agreed.status().message());
+      bool nccl = *agreed;
+      if (!nccl && o.nccl == CollectiveOptions::Nccl::kOn) {
+        return fail("NCCL was asked for (Nccl::kOn), but " + why);
       }
-      auto comm = NcclComm::Create(id, o.world_size, o.rank, o.cuda_device, o.timeout);
-      if (!comm.ok()) return fail(comm.status().message());
-      nccl_ = std::move(*comm);
+      if (nccl) {
+        // Rank 0 makes the NCCL unique id; the others read it from the head.
+        std::string id;
+        if (o.rank == 0) {
+          auto made = NcclComm::NewUniqueId();
+          if (!made.ok()) return fail(made.status().message());
+          id = *made;
+          auto put = store_->client().KvPut(ns_, "nccl_id", id);
+          if (!put.ok()) return fail("publishing the NCCL id: " + put.status().message());
+        } else {
+          auto got = store_->client().KvWait(ns_, "nccl_id", o.timeout);
+          if (!got.ok()) return fail("reading the NCCL id: " + got.status().message());
+          id = *got;
+        }
+        auto comm = NcclComm::Create(id, o.world_size, o.rank, o.cuda_device, o.timeout);
+        if (!comm.ok()) return fail(comm.status().message());
+        nccl_ = std::move(*comm);
+      }
     }
     return Status();
+  }
+
+  // Every member says whether it can use NCCL (and on which GPU); NCCL is used only if all can,
+  // each on a different GPU (NCCL refuses two ranks on one device). `why` says why not.
+  Result<bool> AgreeOnNccl(std::string* why) {
+    const auto& o = options_;
+    std::string reason;
+    std::string mine = NcclComm::Available(&reason)
+                           ? "1 " + NcclComm::DeviceUuid(o.cuda_device)
+                           : "0 " + reason;
+    auto& head = store_->client();
+    auto put = head.KvPut(ns_, "nccl/rank_" + std::to_string(o.rank), mine);
+    if (!put.ok()) return Status::Unavailable("publishing NCCL capability: " + put.status().message());
+    std::map<std::string, int> devices;
+    bool all = true;
+    for (int r = 0; r < o.world_size; ++r) {
+      auto theirs = head.KvWait(ns_, "nccl/rank_" + std::to_string(r), o.timeout);
+      if (!theirs.ok()) {
+        return Status::Unavailable("reading rank " + std::to_string(r) +
+                                   "'s NCCL capability: " + theirs.status().message());
+      }
+      if (theirs->rfind("1 ", 0) != 0) {
+        if (all) *why = "rank " + std::to_string(r) + " cannot use NCCL: " + theirs->substr(2);
+        all = false;
+        continue;
+      }
+      std::string uuid = theirs->substr(2);
+      if (devices.count(uuid) && all) {
+        *why = "ranks " + std::to_string(devices[uuid]) + " and " + std::to_string(r) +
+               " see the same GPU (NCCL needs one GPU per rank)";
+        all = false;
+      }
+      devices[uuid] = r;
+    }
+    return all;
   }
 
   // Runs one operation; a failure (a Gloo exception: a peer gone, a timeout; an NCCL error)
@@ -456,19 +509,25 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     uint32_t tag = Fingerprint(seq, desc);
     std::string why;
     bool timed_out = false;
+    // Fault injection for the watchdog's test: the operation stalls past every deadline.
+    static const bool stall = std::getenv("CUMULUS_COLLECTIVE_FAILPOINT") &&
+                              std::string(std::getenv("CUMULUS_COLLECTIVE_FAILPOINT")) == "stall";
+    if (stall) std::this_thread::sleep_for(options_.timeout + std::chrono::seconds(10));
     try {
       Status st = fn(tag);
+      OpReturned();
       if (st.ok()) return st;
       why = st.message();
       timed_out = st.code() == StatusCode::kTimedOut;
     } catch (const std::exception& e) {
+      OpReturned();
       why = e.what();
       timed_out = why.find("imeout") != std::string::npos || why.find("imed out") != std::string::npos;
     }
     // Close this member's connections now: the others, who may be waiting for it inside the
     // same operation, fail at once instead of at their timeout.
     context_.reset();
-    if (nccl_) nccl_->Abort();
+    if (nccl_) nccl_->Abort();  // this thread polls it: safe here
     std::string msg = Describe(desc) + (collective ? " (operation #" + std::to_string(seq) + ")" : "") +
                       " in group '" + options_.name + "' (rank " + std::to_string(options_.rank) +
                       " of " + std::to_string(options_.world_size) + ") failed: " + why;
@@ -509,6 +568,19 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     return std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout);
   }
 
+  // Enums from callers are checked: a cast integer must not index tables or pick no function.
+  static Status CheckTypes(const char* what, DType type, int op) {
+    if (DTypeSize(type) == 0) {
+      return Status::InvalidArgument(std::string(what) + " of an unknown dtype (" +
+                                     std::to_string(static_cast<int>(type)) + ")");
+    }
+    if (op < -1 || op > static_cast<int>(ReduceOp::kMin)) {
+      return Status::InvalidArgument(std::string(what) + " with an unknown reduce op (" +
+                                     std::to_string(op) + ")");
+    }
+    return Status();
+  }
+
   // Where the buffer lives picks the backend.
   Result<bool> OnDevice(const void* a, const void* b = nullptr) {
     bool da = NcclComm::IsDevicePointer(a), db = b && NcclComm::IsDevicePointer(b);
@@ -526,6 +598,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   }
 
   Status AllReduce(void* data, size_t count, DType type, ReduceOp op) {
+    CUMULUS_RETURN_IF_ERROR(CheckTypes("AllReduce", type, static_cast<int>(op)));
     if (count == 0) return Status();
     if (!data) return Status::InvalidArgument("AllReduce of a null buffer");
     CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
@@ -573,6 +646,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
                                      ", which is not in a group of " +
                                      std::to_string(options_.world_size));
     }
+    CUMULUS_RETURN_IF_ERROR(CheckTypes("Broadcast", type, -1));
     if (count == 0) return Status();
     if (!data) return Status::InvalidArgument("Broadcast of a null buffer");
     CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
@@ -589,6 +663,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   }
 
   Status AllGather(const void* in, void* out, size_t count, DType type) {
+    CUMULUS_RETURN_IF_ERROR(CheckTypes("AllGather", type, -1));
     if (count == 0) return Status();
     if (!in || !out) return Status::InvalidArgument("AllGather with a null buffer");
     CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(in, out));
@@ -606,6 +681,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   }
 
   Status ReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op) {
+    CUMULUS_RETURN_IF_ERROR(CheckTypes("ReduceScatter", type, static_cast<int>(op)));
     if (count == 0) return Status();
     if (!in || !out) return Status::InvalidArgument("ReduceScatter with a null buffer");
     CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(in, out));
@@ -632,16 +708,23 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       auto recv = context_->createUnboundBuffer(scratch.data(), scratch.size());
       auto reduce = ReduceFor(type, op);
       const int right = (r + 1) % n, left = (r + n - 1) % n;
+      // One deadline for the whole ring, not a timeout per step.
+      const auto deadline = std::chrono::steady_clock::now() + timeout_ms();
+      auto left_ms = [&] {
+        return std::max(std::chrono::milliseconds(1),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now()));
+      };
       for (int s = 0; s < n - 1; ++s) {
         uint64_t slot = gloo::Slot::build(kReduceScatterPrefix, tag + static_cast<uint32_t>(s));
         size_t out_block = static_cast<size_t>((r - s - 1 + 2 * n) % n);
         size_t in_block = static_cast<size_t>((r - s - 2 + 2 * n) % n);
         send->send(right, slot, out_block * block, block);
         recv->recv(left, slot, 0, block);
-        recv->waitRecv(timeout_ms());
+        recv->waitRecv(left_ms());
         reduce(acc.data() + in_block * block, acc.data() + in_block * block, scratch.data(),
                count);
-        send->waitSend(timeout_ms());
+        send->waitSend(left_ms());
       }
       std::memcpy(out, acc.data() + static_cast<size_t>(r) * block, block);
     } else {
@@ -666,6 +749,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
                                      ": not another member of a group of " +
                                      std::to_string(options_.world_size));
     }
+    CUMULUS_RETURN_IF_ERROR(CheckTypes(what, type, -1));
     if (count == 0) return Status();
     if (!data) return Status::InvalidArgument(std::string(what) + " of a null buffer");
     CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
@@ -713,8 +797,10 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   std::deque<std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>>> queue_;
   std::shared_ptr<CollectiveWork> running_;
   TimePoint running_since_;
-  bool stop_ = false;
-  bool gave_up_ = false;
+  bool closing_ = false;     // Close began: nothing new starts
+  bool stop_ = false;        // the threads end
+  bool gave_up_ = false;     // the watchdog failed the operation in flight
+  bool op_returned_ = false;  // the operation in flight is only reporting its failure
   Status broken_;
   std::thread worker_, watchdog_;
 };

@@ -5,8 +5,9 @@
 //
 // Each member joins with (group name, generation, world size, rank). Rendezvous goes through the
 // head's key-value store (a Gloo rendezvous Store backed by it, and the NCCL unique id), under
-// namespace "collective/<name>/<generation>", so a group re-formed after a failure (a new
-// generation) never reads the old one's addresses.
+// namespace "collective/<scope>/<name>/<generation>", so a group re-formed after a failure (a new
+// generation) never reads the old one's addresses. NCCL is used only if every member can (each
+// has NCCL, sees a GPU, and a different one).
 //
 // Every rank must issue the same collective operations in the same order. Each operation carries
 // a fingerprint of (its number in the group, kind, dtype, count, reduce op, root): ranks whose
@@ -44,6 +45,10 @@ uint16_t FloatToBFloat(float f);
 
 struct CollectiveOptions {
   std::string name;         // the group
+  // What distinguishes this run's group from another of the same name and generation (the
+  // runtime's joins use the job id). Members of one group share it; a (scope, name, generation)
+  // must not be reused, or members meet the old run's rendezvous entries.
+  std::string scope;
   uint32_t generation = 0;  // a re-formed group takes a new one
   int world_size = 0;
   int rank = -1;
@@ -51,8 +56,9 @@ struct CollectiveOptions {
   std::string token;
   std::string bind_host = "127.0.0.1";          // where this member listens for the others
   Duration timeout = std::chrono::seconds(60);  // joining, and every operation
-  // NCCL for device buffers: kAuto forms an NCCL communicator when this build has NCCL and the
-  // member sees a GPU (CUDA_VISIBLE_DEVICES); kOn fails Join otherwise; kOff never.
+  // NCCL for device buffers: kAuto forms an NCCL communicator when every member can (this build
+  // has NCCL, each sees a GPU through CUDA_VISIBLE_DEVICES, and no two share one); kOn fails Join
+  // otherwise; kOff never. All members must pass the same setting.
   enum class Nccl { kAuto, kOn, kOff } nccl = Nccl::kAuto;
   int cuda_device = 0;  // the device (of those visible) the NCCL communicator uses
 };

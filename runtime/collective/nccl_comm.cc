@@ -18,15 +18,21 @@ namespace cumulus {
 
 namespace {
 
-int VisibleDevices() {
+// The devices this process sees, and why none where there are none.
+int VisibleDevices(std::string* why = nullptr) {
+  static std::string error;
   static const int n = [] {
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      error = cudaGetErrorString(e);
       cudaGetLastError();  // clear it: "no device" is not an error for a CPU-only member
       return 0;
     }
+    if (count == 0) error = "CUDA sees no device (CUDA_VISIBLE_DEVICES)";
     return count;
   }();
+  if (why) *why = error;
   return n;
 }
 
@@ -68,13 +74,35 @@ struct NcclComm::State {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int device = 0;
-  std::atomic<bool> aborted{false};
+  std::atomic<bool> aborted{false};          // ncclCommAbort was called (by the op thread)
+  std::atomic<bool> abort_requested{false};  // another thread asked for it
 };
 
+// Aborts once, on the thread that polls the communicator.
+static void AbortOnce(NcclComm::State& s) {
+  if (!s.aborted.exchange(true)) ncclCommAbort(s.comm);
+}
+
 bool NcclComm::Available(std::string* why) {
-  if (VisibleDevices() > 0) return true;
-  if (why) *why = "no GPU is visible to this process (CUDA_VISIBLE_DEVICES)";
+  std::string error;
+  if (VisibleDevices(&error) > 0) return true;
+  if (why) *why = "no GPU is visible to this process: " + error;
   return false;
+}
+
+std::string NcclComm::DeviceUuid(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();
+    return "device-" + std::to_string(device);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : prop.uuid.bytes) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
 }
 
 bool NcclComm::IsDevicePointer(const void* p) {
@@ -98,23 +126,30 @@ Result<std::string> NcclComm::NewUniqueId() {
 
 // Polls the communicator until `done` says the work finished; past `deadline`, or on an
 // asynchronous NCCL error, aborts it.
-static Status Poll(NcclComm::State& s, TimePoint deadline, const std::function<bool()>& done,
+static Status Poll(NcclComm::State& s, TimePoint deadline, const std::function<Status()>& done,
                    const char* what) {
   auto pause = std::chrono::microseconds(20);
   while (true) {
-    if (done()) return Status();
+    if (s.aborted) return Status::Unavailable(std::string("NCCL ") + what + ": aborted");
+    if (s.abort_requested) {
+      AbortOnce(s);
+      return Status::Unavailable(std::string("NCCL ") + what + ": aborted by the watchdog");
+    }
+    Status st = done();  // OK: finished; Cancelled: not yet; anything else: failed
+    if (st.ok()) return st;
+    if (st.code() != StatusCode::kCancelled) {
+      AbortOnce(s);
+      return Status::Unavailable(std::string("NCCL ") + what + ": " + st.message());
+    }
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(s.comm, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
       std::string why = ncclGetErrorString(async);
-      ncclCommAbort(s.comm);
-      s.aborted = true;
+      AbortOnce(s);
       return Status::Unavailable(std::string("NCCL ") + what + ": " + why);
     }
-    if (s.aborted) return Status::Unavailable(std::string("NCCL ") + what + ": aborted");
     if (std::chrono::steady_clock::now() >= deadline) {
-      ncclCommAbort(s.comm);
-      s.aborted = true;
+      AbortOnce(s);
       return Status::TimedOut(std::string("NCCL ") + what +
                               " did not finish in time (a peer died or hangs); the communicator "
                               "was aborted");
@@ -122,6 +157,15 @@ static Status Poll(NcclComm::State& s, TimePoint deadline, const std::function<b
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
+}
+
+// The communicator's state after a non-blocking call: done, not yet, or failed.
+static Status CommState(NcclComm::State& s) {
+  ncclResult_t state = ncclInProgress;
+  ncclCommGetAsyncError(s.comm, &state);
+  if (state == ncclSuccess) return Status();
+  if (state == ncclInProgress) return Status::Cancelled("in progress");
+  return Status::Unavailable(ncclGetErrorString(state));
 }
 
 Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id, int world_size,
@@ -139,7 +183,7 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
   auto s = std::make_unique<State>();
   s->device = device;
   cudaSetDevice(device);
-  if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess) {
+  if (cudaStreamCreate(&s->stream) != cudaSuccess) {
     return Status::Unavailable(std::string("cudaStreamCreate: ") +
                                cudaGetErrorString(cudaGetLastError()));
   }
@@ -149,17 +193,12 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
   config.blocking = 0;  // so that a missing rank makes joining time out instead of hang
   ncclResult_t r = ncclCommInitRankConfig(&s->comm, world_size, id, rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
+    if (s->comm) ncclCommAbort(s->comm);
     cudaStreamDestroy(s->stream);
     return Status::Unavailable(std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r));
   }
   Status st = Poll(
-      *s, std::chrono::steady_clock::now() + timeout,
-      [&] {
-        ncclResult_t state = ncclInProgress;
-        ncclCommGetAsyncError(s->comm, &state);
-        return state == ncclSuccess;
-      },
-      "joining");
+      *s, std::chrono::steady_clock::now() + timeout, [&] { return CommState(*s); }, "joining");
   if (!st.ok()) {
     cudaStreamDestroy(s->stream);
     return st;
@@ -178,9 +217,9 @@ NcclComm::~NcclComm() {
   cudaStreamDestroy(state_->stream);
 }
 
-void NcclComm::Abort() {
-  if (!state_->aborted.exchange(true)) ncclCommAbort(state_->comm);
-}
+void NcclComm::Abort() { AbortOnce(*state_); }
+
+void NcclComm::RequestAbort() { state_->abort_requested = true; }
 
 // Enqueues with `enqueue` (non-blocking communicator: ncclInProgress is fine), then waits for
 // the stream.
@@ -191,20 +230,20 @@ static Status Launch(NcclComm::State& s, const char* what, Duration timeout, Fn 
   TimePoint deadline = std::chrono::steady_clock::now() + timeout;
   ncclResult_t r = enqueue();
   if (r == ncclInProgress) {
-    Status st = Poll(
-        s, deadline,
-        [&] {
-          ncclResult_t state = ncclInProgress;
-          ncclCommGetAsyncError(s.comm, &state);
-          return state != ncclInProgress;
-        },
-        what);
-    if (!st.ok()) return st;
+    CUMULUS_RETURN_IF_ERROR(Poll(s, deadline, [&] { return CommState(s); }, what));
   } else if (r != ncclSuccess) {
     return Status::Unavailable(std::string("NCCL ") + what + ": " + ncclGetErrorString(r));
   }
   return Poll(
-      s, deadline, [&] { return cudaStreamQuery(s.stream) == cudaSuccess; }, what);
+      s, deadline,
+      [&] {
+        cudaError_t e = cudaStreamQuery(s.stream);
+        if (e == cudaSuccess) return Status();
+        if (e == cudaErrorNotReady) return Status::Cancelled("running");
+        cudaGetLastError();
+        return Status::Unavailable(std::string("CUDA: ") + cudaGetErrorString(e));
+      },
+      what);
 }
 
 Status NcclComm::AllReduce(void* data, size_t count, DType type, ReduceOp op, Duration timeout) {
@@ -256,6 +295,7 @@ bool NcclComm::Available(std::string* why) {
   return false;
 }
 bool NcclComm::IsDevicePointer(const void*) { return false; }
+std::string NcclComm::DeviceUuid(int) { return ""; }
 Result<std::string> NcclComm::NewUniqueId() {
   return Status::Unavailable("this build of Cumulus has no NCCL");
 }
@@ -265,6 +305,7 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string&, int, int,
 NcclComm::NcclComm(std::unique_ptr<State> state) : state_(std::move(state)) {}
 NcclComm::~NcclComm() = default;
 void NcclComm::Abort() {}
+void NcclComm::RequestAbort() {}
 static Status NoNccl() { return Status::Unavailable("this build of Cumulus has no NCCL"); }
 Status NcclComm::AllReduce(void*, size_t, DType, ReduceOp, Duration) { return NoNccl(); }
 Status NcclComm::Broadcast(void*, size_t, DType, int, Duration) { return NoNccl(); }

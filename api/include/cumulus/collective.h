@@ -21,9 +21,10 @@
 
 namespace cumulus {
 
-// Declares group `name` over `members` (members[i] is rank i) in the head's key-value store.
-// Declaring a name again (a new run, or the group re-formed with restarted actors) makes a new
-// generation: members joining it never meet the old one's.
+// Declares group `name` over `members` (members[i] is rank i) in the head's key-value store,
+// for this job (another program's group of the same name is another group). Declaring the name
+// again (the group re-formed with restarted actors) makes a new generation: members joining it
+// never meet the old one's.
 Status CreateCollectiveGroup(const std::string& name, const std::vector<ActorId>& members);
 
 template <typename C>
@@ -39,7 +40,7 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
     const std::string& name, Duration timeout = std::chrono::seconds(60));
 
 // In any process of the program (driver, task or actor): joins `name` as `rank` of
-// `world_size`, with the cluster's address and credentials filled in.
+// `world_size`, with the cluster's address and credentials filled in; groups are per job.
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
     const std::string& name, int world_size, int rank, uint32_t generation = 0,
     Duration timeout = std::chrono::seconds(60));
@@ -47,8 +48,9 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
 // Gradient bucketing, as PyTorch's DDP: the gradients live in one flat buffer, laid out in the
 // order backpropagation finishes them (the last layer's first). They are cut into buckets, a small
 // first one (so that communication starts early) and then up to `bucket_bytes` each; a bucket is
-// averaged over the group (AllReduceAsync, kAvg) as soon as all its tensors are Ready, while
-// backpropagation computes the earlier layers.
+// averaged over the group (AllReduceAsync, kAvg) as soon as all its tensors, and all earlier
+// buckets, are Ready (buckets start in the same order on every rank), while backpropagation
+// computes the earlier layers. A tensor marked twice in a step counts once.
 class GradientBuckets {
  public:
   // `sizes`: the element count of each tensor, in ready order; the buffer holds their sum.
@@ -73,6 +75,8 @@ class GradientBuckets {
   std::vector<size_t> sizes_, offsets_;
   std::vector<size_t> bucket_of_, bucket_end_;  // bucket_end_[b]: one past its last tensor
   std::vector<size_t> pending_;                 // tensors of each bucket not yet ready
+  std::vector<bool> ready_;                     // tensors marked this step
+  size_t next_launch_ = 0;                      // buckets start in order
   std::vector<std::shared_ptr<CollectiveWork>> work_;
 };
 

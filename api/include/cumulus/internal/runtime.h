@@ -87,6 +87,8 @@ class Runtime {
   virtual std::pair<std::string, std::string> cluster_credentials() const = 0;
   // Where this process listens for other nodes (its node's bind address).
   virtual std::string bind_host() const = 0;
+  // The job this process belongs to (its driver's, for workers).
+  virtual JobId job_id() const = 0;
 };
 
 // The process's runtime; null before Init and after Shutdown.
