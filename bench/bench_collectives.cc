@@ -7,7 +7,7 @@
 //   build/bin/bench_collectives --quick   1 KiB ... 64 MiB, fewer repetitions (< 30 s)
 //
 // Then data-parallel training throughput (samples/s) of examples/fashion_mnist with 1, 2 and 4
-// workers, against perfect scaling on this machine's cores.
+// workers, against perfect scaling on this machine's cores, and with one GPU where there is one.
 //
 // algbw = S / t; busbw = algbw * 2(n-1)/n (what each link carried per second). Times are medians.
 #include <gloo/allreduce.h>
@@ -231,6 +231,23 @@ int TrainingThroughput(bool quick) {
     std::printf("| %d | %.0f | %.2fx | %.0f | %.2f | %s |\n", workers, rate, rate / one, ideal,
                 rate / ideal, accuracy.c_str());
     std::fflush(stdout);
+  }
+  // The same on one GPU (cuBLAS and kernels, a one-rank NCCL group), where a node has one.
+  Subprocess gpu({bin, "--device", "gpu", "--workers", "1", "--epochs", "1", "--train-limit",
+                  std::to_string(images)},
+                 /*merge_stderr=*/true);
+  std::string out = gpu.ReadAll(std::chrono::seconds(600));
+  size_t at = out.find("final test accuracy ");
+  double acc = 0, rate = 0;
+  if (at != std::string::npos &&
+      std::sscanf(out.c_str() + at, "final test accuracy %lf%% after %*d epochs (%lf", &acc,
+                  &rate) == 2) {
+    std::printf("| 1 GPU | %.0f | %.2fx | - | - | %.2f%% |\n", rate, rate / one, acc);
+  } else if (out.find("node has no GPU") != std::string::npos) {
+    std::printf("# GPU: skipped, no node of the embedded cluster has a GPU\n");
+  } else {
+    std::printf("# GPU training failed:\n%s\n", out.c_str());
+    return 1;
   }
   return 0;
 }

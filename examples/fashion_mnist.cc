@@ -5,9 +5,11 @@
 //
 //   build/bin/fashion_mnist [--workers N] [--epochs E] [--batch B] [--lr LR] [--momentum M]
 //                           [--hidden H1,H2] [--seed S] [--train-limit K] [--data DIR]
-//                           [--cpus-per-worker C] [--first-bucket-kib K] [--min-accuracy PCT]
-//                           [--compare-single]
+//                           [--cpus-per-worker C] [--device cpu|gpu] [--first-bucket-kib K]
+//                           [--min-accuracy PCT] [--compare-single]
 //
+// With --device gpu each actor takes a GPU (GPU=1), trains with cuBLAS and CUDA kernels
+// (mlp_cuda.cu) and the group averages the device gradients over NCCL: the same program.
 // The dataset is Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). With the
 // same global batch, N workers compute the same averaged gradient as one (up to float rounding),
 // so accuracy after E epochs does not depend on N; --compare-single trains a 1-worker run too and
@@ -30,6 +32,8 @@
 #include <cumulus/collective.h>
 #include <cumulus/cumulus.h>
 
+#include "mlp_model.h"
+
 namespace {
 
 struct Config {
@@ -42,10 +46,11 @@ struct Config {
   int seed = 1;
   int train_limit = 0;  // 0: all 60,000
   int first_bucket_kib = 1024;  // gradient buckets: the first one, then up to 25 MiB
+  std::string device = "cpu";   // or "gpu": each actor trains on a GPU of its own
   std::string data = "/usr/share/datasets/fashion-mnist";
   std::string group;
   CUMULUS_SERIALIZE(world, epochs, batch, lr, momentum, hidden1, hidden2, seed, train_limit,
-                    first_bucket_kib, data, group)
+                    first_bucket_kib, device, data, group)
 };
 
 struct EpochReport {
@@ -150,7 +155,7 @@ void MatMulT(const float* a, const float* b, float* c, int m, int k, int n) {
   }
 }
 
-class Mlp {
+class Mlp final : public Model {
  public:
   // Parameters and gradients are flat, in the order backpropagation finishes them:
   // W3, b3, W2, b2, W1, b1 (W is in x out).
@@ -171,16 +176,17 @@ class Mlp {
     }
   }
 
-  const std::vector<size_t>& sizes() const { return sizes_; }
-  std::vector<float>& params() { return params_; }
-  std::vector<float>& grads() { return grads_; }
+  const std::vector<size_t>& sizes() const override { return sizes_; }
+  float* params() override { return params_.data(); }
+  float* grads() override { return grads_.data(); }
+  const std::vector<float>& host_params() const { return params_; }
 
   // Which flat tensor is layer l's weight (2 * (2 - l)) and bias (that + 1).
   static size_t WeightTensor(int l) { return size_t(2 * (2 - l)); }
 
   // Forward pass of m samples; fills the activations; returns the summed loss (and, with
   // `correct`, counts right answers).
-  double Forward(const float* x, const uint8_t* y, int m, int* correct = nullptr) {
+  double Forward(const float* x, const uint8_t* y, int m, int* correct) override {
     act_[0].assign(x, x + size_t(m) * 784);
     for (int l = 0; l < 3; ++l) {
       int in = dims_[l], out = dims_[l + 1];
@@ -210,8 +216,7 @@ class Mlp {
 
   // Backward pass of the last Forward (mean loss over its m samples); calls ready(tensor) as
   // each gradient is final.
-  template <typename Ready>
-  void Backward(const uint8_t* y, int m, Ready ready) {
+  void Backward(const uint8_t* y, int m, const std::function<void(size_t)>& ready) override {
     std::vector<float> delta(act_[3]);  // softmax - one-hot, over m
     for (int i = 0; i < m; ++i) delta[size_t(i) * 10 + y[i]] -= 1.0f;
     for (auto& v : delta) v /= m;
@@ -238,7 +243,7 @@ class Mlp {
   }
 
   // SGD with momentum on the (averaged) gradients.
-  void Step(float lr, float momentum) {
+  void Step(float lr, float momentum) override {
     for (size_t i = 0; i < params_.size(); ++i) {
       velocity_[i] = momentum * velocity_[i] + grads_[i];
       params_[i] -= lr * velocity_[i];
@@ -265,20 +270,28 @@ class Trainer {
   Trainer(int rank, Config config)
       : rank_(rank),
         config_(std::move(config)),
-        train_(Load(config_.data, "train", config_.train_limit)),
-        model_(config_.hidden1, config_.hidden2, config_.seed) {}
+        train_(Load(config_.data, "train", config_.train_limit)) {
+    auto cpu = std::make_unique<Mlp>(config_.hidden1, config_.hidden2, config_.seed);
+    if (config_.device == "gpu") {
+      model_ = MakeGpuMlp(config_.hidden1, config_.hidden2, cpu->host_params(), &model_error_);
+    } else {
+      model_ = std::move(cpu);
+    }
+  }
 
   // Joins the group the driver declared and starts from rank 0's weights (as DDP does).
   std::string Setup() {
+    if (!model_) return "no model on the " + config_.device + ": " + model_error_;
     auto group = cumulus::JoinCollectiveGroup(config_.group);
     if (!group.ok()) return group.status().ToString();
     group_ = std::move(*group);
-    cumulus::Status st = group_->Broadcast(model_.params().data(), model_.params().size(),
-                                           cumulus::DType::kFloat32, 0);
+    size_t total = 0;
+    for (size_t n : model_->sizes()) total += n;
+    cumulus::Status st = group_->Broadcast(model_->params(), total, cumulus::DType::kFloat32, 0);
     if (!st.ok()) return st.ToString();
     // A small first bucket (the last layers' gradients are ready first), then up to 25 MiB.
     buckets_ = std::make_unique<cumulus::GradientBuckets>(
-        group_.get(), model_.grads().data(), model_.sizes(), size_t(config_.first_bucket_kib) << 10);
+        group_.get(), model_->grads(), model_->sizes(), size_t(config_.first_bucket_kib) << 10);
     return "";
   }
 
@@ -303,13 +316,13 @@ class Trainer {
         std::copy_n(train_.x.data() + size_t(idx) * 784, 784, x.data() + size_t(i) * 784);
         y[i] = train_.y[idx];
       }
-      report.loss += model_.Forward(x.data(), y.data(), local);
-      model_.Backward(y.data(), local, [&](size_t tensor) { buckets_->Ready(tensor); });
+      report.loss += model_->Forward(x.data(), y.data(), local, nullptr);
+      model_->Backward(y.data(), local, [&](size_t tensor) { buckets_->Ready(tensor); });
       auto wait_start = std::chrono::steady_clock::now();
       cumulus::Status st = buckets_->Wait();
       report.waited += Since(wait_start);
       if (!st.ok()) throw std::runtime_error("averaging gradients: " + st.ToString());
-      model_.Step(lr, static_cast<float>(config_.momentum));
+      model_->Step(lr, static_cast<float>(config_.momentum));
       report.samples += local;
     }
     report.loss /= std::max<int64_t>(report.samples, 1);
@@ -323,7 +336,7 @@ class Trainer {
     int correct = 0;
     for (int at = 0; at < test_.n; at += 1000) {
       int m = std::min(1000, test_.n - at);
-      model_.Forward(test_.x.data() + size_t(at) * 784, test_.y.data() + at, m, &correct);
+      model_->Forward(test_.x.data() + size_t(at) * 784, test_.y.data() + at, m, &correct);
     }
     return 100.0 * correct / test_.n;
   }
@@ -332,7 +345,8 @@ class Trainer {
   int rank_;
   Config config_;
   Dataset train_, test_;
-  Mlp model_;
+  std::unique_ptr<Model> model_;
+  std::string model_error_;
   std::unique_ptr<cumulus::CollectiveGroup> group_;
   std::unique_ptr<cumulus::GradientBuckets> buckets_;
 };
@@ -349,7 +363,9 @@ void Usage(FILE* out) {
   std::fprintf(out,
                "Usage: fashion_mnist [--workers N] [--epochs E] [--batch B] [--lr LR]\n"
                "                     [--momentum M] [--hidden H1,H2] [--seed S] [--train-limit K]\n"
-               "                     [--data DIR] [--cpus-per-worker C] [--first-bucket-kib K]\n"
+               "                     [--data DIR] [--cpus-per-worker C] [--device cpu|gpu]\n"
+               "                     [--first-bucket-kib K]"
+               "\n"
                "                     [--min-accuracy PCT] [--compare-single]\n\n"
                "Trains a 784-H1-H2-10 MLP on Fashion-MNIST with N actors (data parallel: each\n"
                "takes B/N samples of every global batch of B; gradients averaged by allreduce)\n"
@@ -364,6 +380,8 @@ void Usage(FILE* out) {
                "  --train-limit K      train on the first K images only (default: all 60,000)\n"
                "  --data DIR           the dataset (default /usr/share/datasets/fashion-mnist)\n"
                "  --cpus-per-worker C  CPUs each actor needs (default 1)\n"
+               "  --device cpu|gpu     train on CPUs (Gloo) or on a GPU per actor (cuBLAS and\n"
+               "                       CUDA kernels; gradients averaged by NCCL) (default cpu)\n"
                "  --first-bucket-kib K gradients are averaged in buckets: the first (the last\n"
                "                       layers) up to K KiB, the others up to 25 MiB (default\n"
                "                       1024, as PyTorch DDP; the default model's 0.9 MB of\n"
@@ -382,8 +400,9 @@ RunResult Train(const Config& base, double cpus, const char* label) {
   config.group = "fashion-mnist-" + std::to_string(config.world);
   std::vector<cumulus::ActorHandle<Trainer>> workers;
   for (int r = 0; r < config.world; ++r) {
-    workers.push_back(
-        cumulus::Actor(MakeTrainer).SetResource("CPU", cpus).Remote(r, config));
+    auto actor = cumulus::Actor(MakeTrainer).SetResource("CPU", cpus);
+    if (config.device == "gpu") actor.SetResource("GPU", 1);  // a GPU of its own
+    workers.push_back(actor.Remote(r, config));
   }
   cumulus::Status st = cumulus::CreateCollectiveGroup(config.group, cumulus::ActorIds(workers));
   if (!st.ok()) throw std::runtime_error("declaring the group: " + st.ToString());
@@ -467,6 +486,13 @@ int main(int argc, char** argv) {
       config.train_limit = static_cast<int>(number(0));
     } else if (a == "--first-bucket-kib") {
       config.first_bucket_kib = static_cast<int>(number(1));
+    } else if (a == "--device") {
+      config.device = value();
+      if (config.device != "cpu" && config.device != "gpu") {
+        std::fprintf(stderr, "fashion_mnist: --device %s: expected cpu or gpu\n",
+                     config.device.c_str());
+        return 2;
+      }
     } else if (a == "--data") {
       config.data = value();
     } else if (a == "--cpus-per-worker") {
@@ -496,7 +522,7 @@ int main(int argc, char** argv) {
   // An embedded cluster gets a CPU for each worker even on a smaller machine (they then share
   // cores): every member of a group must run at once.
   cumulus::InitOptions options;
-  if (!std::getenv("CUMULUS_ADDRESS")) {
+  if (!std::getenv("CUMULUS_ADDRESS") && config.device == "cpu") {  // GPU runs keep detection
     int want = static_cast<int>(std::ceil(cpus * config.world));
     int have = static_cast<int>(std::thread::hardware_concurrency());
     options.resources = "CPU=" + std::to_string(std::max(want, have));
@@ -508,9 +534,10 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     Load(config.data, "t10k", 1);  // a missing dataset fails here, with what to install
-    std::printf("Training a 784-%d-%d-10 MLP on Fashion-MNIST: %d worker%s, global batch %d, "
+    std::printf("Training a 784-%d-%d-10 MLP on Fashion-MNIST: %d %s worker%s, global batch %d, "
                 "%d epoch%s, SGD lr %g (cosine decay) momentum %g\n",
-                config.hidden1, config.hidden2, config.world, config.world == 1 ? "" : "s",
+                config.hidden1, config.hidden2, config.world, config.device.c_str(),
+                config.world == 1 ? "" : "s",
                 config.batch, config.epochs, config.epochs == 1 ? "" : "s", config.lr,
                 config.momentum);
     std::fflush(stdout);

@@ -1,0 +1,36 @@
+// The model of examples/fashion_mnist.cc, on the CPU (fashion_mnist.cc) or a GPU (mlp_cuda.cu):
+// a 784-h1-h2-10 MLP whose parameters and gradients are flat float32 buffers, laid out in the
+// order backpropagation finishes them (W3, b3, W2, b2, W1, b1; W is in x out, row-major).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Element counts of the six tensors, in the order above.
+  virtual const std::vector<size_t>& sizes() const = 0;
+  // The flat buffers: host memory for the CPU model, device memory for the GPU one (so that a
+  // collective group reduces them with Gloo or NCCL).
+  virtual float* params() = 0;
+  virtual float* grads() = 0;
+  // Forward pass of m samples (x: m x 784 and y on the host); the summed loss, and right answers
+  // added to *correct when given.
+  virtual double Forward(const float* x, const uint8_t* y, int m, int* correct) = 0;
+  // Backward pass of the last Forward (the mean loss over its m samples); calls ready(tensor) as
+  // each gradient is final (its kernels enqueued, on the GPU).
+  virtual void Backward(const uint8_t* y, int m, const std::function<void(size_t)>& ready) = 0;
+  // SGD with momentum on the (averaged) gradients.
+  virtual void Step(float lr, float momentum) = 0;
+};
+
+// The same MLP on the GPU this process sees (cuBLAS and a few kernels, on the legacy default
+// stream), starting from `init` (host, the layout above). Null with `why` where this build has
+// no CUDA or no GPU is visible.
+std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init,
+                                  std::string* why);
