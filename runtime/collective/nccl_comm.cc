@@ -182,7 +182,11 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
   }
   auto s = std::make_unique<State>();
   s->device = device;
-  cudaSetDevice(device);
+  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+    cudaGetLastError();
+    return Status::Unavailable("cudaSetDevice(" + std::to_string(device) +
+                               "): " + cudaGetErrorString(e));
+  }
   if (cudaStreamCreate(&s->stream) != cudaSuccess) {
     return Status::Unavailable(std::string("cudaStreamCreate: ") +
                                cudaGetErrorString(cudaGetLastError()));
@@ -197,8 +201,11 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
     cudaStreamDestroy(s->stream);
     return Status::Unavailable(std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r));
   }
+  // Creating a communicator (and a CUDA context) can take seconds: at least 30 s for it.
+  Duration init_time = std::max<Duration>(timeout, std::chrono::seconds(30));
   Status st = Poll(
-      *s, std::chrono::steady_clock::now() + timeout, [&] { return CommState(*s); }, "joining");
+      *s, std::chrono::steady_clock::now() + init_time, [&] { return CommState(*s); },
+      "joining");
   if (!st.ok()) {
     cudaStreamDestroy(s->stream);
     return st;
@@ -209,12 +216,32 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
 NcclComm::NcclComm(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 NcclComm::~NcclComm() {
-  if (state_->aborted) {
-    // ncclCommAbort freed it.
-  } else {
-    ncclCommDestroy(state_->comm);
+  State& s = *state_;
+  if (!s.aborted) {
+    // Finalize first (it waits for the peers, so bounded here), after which destroy never
+    // blocks; a communicator that does not finalize in time is aborted instead.
+    bool finalized = false;
+    ncclResult_t r = ncclCommFinalize(s.comm);
+    if (r == ncclSuccess || r == ncclInProgress) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < deadline) {
+        ncclResult_t state = ncclInProgress;
+        ncclCommGetAsyncError(s.comm, &state);
+        if (state == ncclSuccess) {
+          finalized = true;
+          break;
+        }
+        if (state != ncclInProgress) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    if (finalized) {
+      ncclCommDestroy(s.comm);
+    } else {
+      AbortOnce(s);
+    }
   }
-  cudaStreamDestroy(state_->stream);
+  cudaStreamDestroy(s.stream);
 }
 
 void NcclComm::Abort() { AbortOnce(*state_); }
