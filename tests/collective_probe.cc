@@ -225,21 +225,37 @@ void Check16(CollectiveGroup& g, DType type) {
   }
 }
 
-// Two operations in flight at once, finished in the order they were started.
+// Five operations in flight at once (allreduce, broadcast, allgather, reduce-scatter, barrier),
+// finished in the order they were started.
 void CheckAsync(CollectiveGroup& g) {
   std::vector<float> a(4099), b(4099);
   for (size_t i = 0; i < a.size(); ++i) {
     a[i] = Value<float>(g.rank(), i);
     b[i] = Value<float>(g.rank(), i);
   }
+  const int w = g.world_size();
+  std::vector<int32_t> mine(101, g.rank()), all(101 * w, -1), blocks(101 * w), reduced(101);
+  for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = Value<int32_t>(g.rank(), i);
   auto first = g.AllReduceAsync(a.data(), a.size(), DType::kFloat32, ReduceOp::kSum);
   auto second = g.BroadcastAsync(b.data(), b.size(), DType::kFloat32, 0);
-  Status s2 = second->Wait(), s1 = first->Wait();
-  bool ok = s1.ok() && s2.ok() && first->Done() && second->Done();
+  auto third = g.AllGatherAsync(mine.data(), all.data(), mine.size(), DType::kInt32);
+  auto fourth = g.ReduceScatterAsync(blocks.data(), reduced.data(), 101, DType::kInt32,
+                                     ReduceOp::kSum);
+  auto fifth = g.BarrierAsync();
+  Status s5 = fifth->Wait(), s2 = second->Wait(), s1 = first->Wait(), s3 = third->Wait(),
+         s4 = fourth->Wait();
+  bool ok = s1.ok() && s2.ok() && s3.ok() && s4.ok() && s5.ok() && first->Done() &&
+            second->Done();
   for (size_t i = 0; i < a.size() && ok; ++i) {
-    ok = a[i] == Expected<float>(ReduceOp::kSum, g.world_size(), i) && b[i] == Value<float>(0, i);
+    ok = a[i] == Expected<float>(ReduceOp::kSum, w, i) && b[i] == Value<float>(0, i);
   }
-  Check("async_allreduce_and_broadcast", ok, s1.ToString() + " " + s2.ToString());
+  for (size_t i = 0; i < all.size() && ok; ++i) ok = all[i] == static_cast<int32_t>(i / 101);
+  for (size_t i = 0; i < reduced.size() && ok; ++i) {
+    ok = reduced[i] == Expected<int32_t>(ReduceOp::kSum, w, g.rank() * 101 + i);
+  }
+  Check("async_allreduce_and_broadcast", ok,
+        s1.ToString() + " " + s2.ToString() + " " + s3.ToString() + " " + s4.ToString() + " " +
+            s5.ToString());
 }
 
 #if CUMULUS_HAVE_NCCL

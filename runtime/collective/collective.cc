@@ -848,19 +848,29 @@ Status CollectiveGroup::AllReduce(void* data, size_t count, DType type, ReduceOp
 Status CollectiveGroup::Broadcast(void* data, size_t count, DType type, int root) {
   return BroadcastAsync(data, count, type, root)->Wait();
 }
-Status CollectiveGroup::AllGather(const void* in, void* out, size_t count, DType type) {
+std::shared_ptr<CollectiveWork> CollectiveGroup::AllGatherAsync(const void* in, void* out,
+                                                                size_t count, DType type) {
   Impl* g = impl_.get();
-  return g->Start([=] { return g->AllGather(in, out, count, type); })->Wait();
+  return g->Start([=] { return g->AllGather(in, out, count, type); });
+}
+std::shared_ptr<CollectiveWork> CollectiveGroup::ReduceScatterAsync(const void* in, void* out,
+                                                                    size_t count, DType type,
+                                                                    ReduceOp op) {
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->ReduceScatter(in, out, count, type, op); });
+}
+std::shared_ptr<CollectiveWork> CollectiveGroup::BarrierAsync() {
+  Impl* g = impl_.get();
+  return g->Start([=] { return g->Barrier(); });
+}
+Status CollectiveGroup::AllGather(const void* in, void* out, size_t count, DType type) {
+  return AllGatherAsync(in, out, count, type)->Wait();
 }
 Status CollectiveGroup::ReduceScatter(const void* in, void* out, size_t count, DType type,
                                       ReduceOp op) {
-  Impl* g = impl_.get();
-  return g->Start([=] { return g->ReduceScatter(in, out, count, type, op); })->Wait();
+  return ReduceScatterAsync(in, out, count, type, op)->Wait();
 }
-Status CollectiveGroup::Barrier() {
-  Impl* g = impl_.get();
-  return g->Start([=] { return g->Barrier(); })->Wait();
-}
+Status CollectiveGroup::Barrier() { return BarrierAsync()->Wait(); }
 Status CollectiveGroup::Send(const void* data, size_t count, DType type, int peer) {
   return SendAsync(data, count, type, peer)->Wait();
 }

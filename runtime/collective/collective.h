@@ -109,6 +109,11 @@ class CollectiveGroup {
   // valid (and untouched) until the work is done.
   std::shared_ptr<CollectiveWork> AllReduceAsync(void* data, size_t count, DType type, ReduceOp op);
   std::shared_ptr<CollectiveWork> BroadcastAsync(void* data, size_t count, DType type, int root);
+  std::shared_ptr<CollectiveWork> AllGatherAsync(const void* in, void* out, size_t count,
+                                                 DType type);
+  std::shared_ptr<CollectiveWork> ReduceScatterAsync(const void* in, void* out, size_t count,
+                                                     DType type, ReduceOp op);
+  std::shared_ptr<CollectiveWork> BarrierAsync();
   std::shared_ptr<CollectiveWork> SendAsync(const void* data, size_t count, DType type, int peer);
   std::shared_ptr<CollectiveWork> RecvAsync(void* data, size_t count, DType type, int peer);
 
