@@ -188,6 +188,26 @@ int Rank(const Setup& s, int world, int rank) {
 // Data-parallel training throughput: examples/fashion_mnist (one epoch on `images` training
 // images, on its own embedded cluster) with 1, 2 and 4 workers; samples/s, median of `reps` runs.
 // The anchor is the 1-worker rate times min(N, cores): perfect scaling on this machine.
+struct TrainingRun {
+  bool ok = false;
+  double accuracy = 0, samples_per_second = 0;
+  std::string output;
+};
+
+// One epoch of fashion_mnist with `args`; its final line is
+// "final test accuracy 84.08% after 1 epochs (20162 samples/s with 2 workers)".
+TrainingRun Train(const std::string& bin, std::vector<std::string> args) {
+  args.insert(args.begin(), bin);
+  Subprocess p(args, /*merge_stderr=*/true);
+  TrainingRun run;
+  run.output = p.ReadAll(std::chrono::seconds(600));
+  size_t at = run.output.find("final test accuracy ");
+  run.ok = at != std::string::npos &&
+           std::sscanf(run.output.c_str() + at, "final test accuracy %lf%% after %*d epochs (%lf",
+                       &run.accuracy, &run.samples_per_second) == 2;
+  return run;
+}
+
 int TrainingThroughput(bool quick) {
   std::string bin = ExecutableDir() + "/fashion_mnist";
   if (access(bin.c_str(), X_OK) != 0) {
@@ -196,11 +216,13 @@ int TrainingThroughput(bool quick) {
   }
   const int images = quick ? 12000 : 60000, reps = quick ? 1 : 3;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::printf("\n# data-parallel training: %s --workers N --epochs 1 --train-limit %d (MLP "
-              "784-256-128-10, global batch 128); %d core%s; median of %d run%s\n",
-              bin.c_str(), images, cores, cores == 1 ? "" : "s", reps, reps == 1 ? "" : "s");
-  std::printf("| workers | samples/s | vs 1 worker | ideal: 1-worker rate x min(N, cores) | "
-              "samples/s / ideal | test accuracy after the epoch |\n");
+  std::printf(
+      "\n# data-parallel training: %s --workers N --epochs 1 --train-limit %d (MLP "
+      "784-256-128-10, global batch 128); %d core%s; median of %d run%s\n",
+      bin.c_str(), images, cores, cores == 1 ? "" : "s", reps, reps == 1 ? "" : "s");
+  std::printf(
+      "| workers | samples/s | vs 1 worker | ideal: 1-worker rate x min(N, cores) | "
+      "samples/s / ideal | test accuracy after the epoch |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   unsetenv("CUMULUS_ADDRESS");
   double one = 0;
@@ -208,21 +230,15 @@ int TrainingThroughput(bool quick) {
     std::vector<double> rates;
     std::string accuracy = "?";
     for (int rep = 0; rep < reps; ++rep) {
-      Subprocess p({bin, "--workers", std::to_string(workers), "--epochs", "1", "--train-limit",
-                    std::to_string(images)});
-      std::string out = p.ReadAll(std::chrono::seconds(600));
-      // "final test accuracy 84.08% after 1 epochs (20162 samples/s with 2 workers)"
-      size_t at = out.find("final test accuracy ");
-      double acc = 0, rate = 0;
-      if (at == std::string::npos ||
-          std::sscanf(out.c_str() + at, "final test accuracy %lf%% after %*d epochs (%lf", &acc,
-                      &rate) != 2) {
-        std::printf("# training with %d workers failed:\n%s\n", workers, out.c_str());
+      TrainingRun run = Train(bin, {"--workers", std::to_string(workers), "--epochs", "1",
+                                    "--train-limit", std::to_string(images)});
+      if (!run.ok) {
+        std::printf("# training with %d workers failed:\n%s\n", workers, run.output.c_str());
         return 1;
       }
-      rates.push_back(rate);
+      rates.push_back(run.samples_per_second);
       char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.2f%%", acc);
+      std::snprintf(buf, sizeof(buf), "%.2f%%", run.accuracy);
       accuracy = buf;
     }
     double rate = Median(rates);
@@ -233,20 +249,15 @@ int TrainingThroughput(bool quick) {
     std::fflush(stdout);
   }
   // The same on one GPU (cuBLAS and kernels, a one-rank NCCL group), where a node has one.
-  Subprocess gpu({bin, "--device", "gpu", "--workers", "1", "--epochs", "1", "--train-limit",
-                  std::to_string(images)},
-                 /*merge_stderr=*/true);
-  std::string out = gpu.ReadAll(std::chrono::seconds(600));
-  size_t at = out.find("final test accuracy ");
-  double acc = 0, rate = 0;
-  if (at != std::string::npos &&
-      std::sscanf(out.c_str() + at, "final test accuracy %lf%% after %*d epochs (%lf", &acc,
-                  &rate) == 2) {
-    std::printf("| 1 GPU | %.0f | %.2fx | - | - | %.2f%% |\n", rate, rate / one, acc);
-  } else if (out.find("node has no GPU") != std::string::npos) {
+  TrainingRun gpu = Train(bin, {"--device", "gpu", "--workers", "1", "--epochs", "1",
+                                "--train-limit", std::to_string(images)});
+  if (gpu.ok) {
+    std::printf("| 1 GPU | %.0f | %.2fx | - | - | %.2f%% |\n", gpu.samples_per_second,
+                gpu.samples_per_second / one, gpu.accuracy);
+  } else if (gpu.output.find("node has no GPU") != std::string::npos) {
     std::printf("# GPU: skipped, no node of the embedded cluster has a GPU\n");
   } else {
-    std::printf("# GPU training failed:\n%s\n", out.c_str());
+    std::printf("# GPU training failed:\n%s\n", gpu.output.c_str());
     return 1;
   }
   return 0;

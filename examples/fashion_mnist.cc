@@ -44,7 +44,7 @@ struct Config {
   double momentum = 0.9;
   int hidden1 = 256, hidden2 = 128;
   int seed = 1;
-  int train_limit = 0;  // 0: all 60,000
+  int train_limit = 0;          // 0: all 60,000
   int first_bucket_kib = 1024;  // gradient buckets: the first one, then up to 25 MiB
   std::string device = "cpu";   // or "gpu": each actor trains on a GPU of its own
   std::string data = "/usr/share/datasets/fashion-mnist";
@@ -391,7 +391,7 @@ void Usage(FILE* out) {
 }
 
 struct RunResult {
-  std::vector<double> accuracy;  // per epoch
+  std::vector<double> accuracy;   // per epoch
   double samples_per_second = 0;  // over all epochs
 };
 
@@ -534,12 +534,12 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     Load(config.data, "t10k", 1);  // a missing dataset fails here, with what to install
-    std::printf("Training a 784-%d-%d-10 MLP on Fashion-MNIST: %d %s worker%s, global batch %d, "
-                "%d epoch%s, SGD lr %g (cosine decay) momentum %g\n",
-                config.hidden1, config.hidden2, config.world, config.device.c_str(),
-                config.world == 1 ? "" : "s",
-                config.batch, config.epochs, config.epochs == 1 ? "" : "s", config.lr,
-                config.momentum);
+    std::printf(
+        "Training a 784-%d-%d-10 MLP on Fashion-MNIST: %d %s worker%s, global batch %d, "
+        "%d epoch%s, SGD lr %g (cosine decay) momentum %g\n",
+        config.hidden1, config.hidden2, config.world, config.device.c_str(),
+        config.world == 1 ? "" : "s", config.batch, config.epochs, config.epochs == 1 ? "" : "s",
+        config.lr, config.momentum);
     std::fflush(stdout);
     RunResult run = Train(config, cpus, "");
     double final_acc = run.accuracy.back();
@@ -549,10 +549,11 @@ int main(int argc, char** argv) {
       Config single = config;
       single.world = 1;
       RunResult one = Train(single, cpus, "[1 worker] ");
-      std::printf("1 worker: %.2f%%, %d workers: %.2f%% (difference %+.2f points); %.0f vs %.0f "
-                  "samples/s\n",
-                  one.accuracy.back(), config.world, final_acc, final_acc - one.accuracy.back(),
-                  one.samples_per_second, run.samples_per_second);
+      std::printf(
+          "1 worker: %.2f%%, %d workers: %.2f%% (difference %+.2f points); %.0f vs %.0f "
+          "samples/s\n",
+          one.accuracy.back(), config.world, final_acc, final_acc - one.accuracy.back(),
+          one.samples_per_second, run.samples_per_second);
     }
     if (min_accuracy >= 0 && final_acc < min_accuracy) {
       std::printf("FAIL: %.2f%% is below --min-accuracy %.2f%%\n", final_acc, min_accuracy);

@@ -157,8 +157,8 @@ class GpuMlp final : public Model {
     for (int l = 2; l >= 0; --l) {
       int in = dims_[l], out = dims_[l + 1];
       // dW (in x out) = A^T (in x m) . delta (m x out), as dW^T = delta^T . A.
-      Blas(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, out, in, m, &one, delta, out, act_[l].p,
-                       in, &zero, W(grads_.p, l), out),
+      Blas(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, out, in, m, &one, delta, out, act_[l].p, in,
+                       &zero, W(grads_.p, l), out),
            "weight gradient sgemm");
       BiasGrad<<<Blocks(out), kThreads>>>(delta, B(grads_.p, l), m, out);
       ready(WeightTensor(l));

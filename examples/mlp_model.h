@@ -32,5 +32,4 @@ class Model {
 // The same MLP on the GPU this process sees (cuBLAS and a few kernels, on the legacy default
 // stream), starting from `init` (host, the layout above). Null with `why` where this build has
 // no CUDA or no GPU is visible.
-std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init,
-                                  std::string* why);
+std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init, std::string* why);

@@ -32,8 +32,8 @@ class Member {
     if (!group_) throw std::runtime_error("not in a group");
     std::vector<double> v(n);
     for (int i = 0; i < n; ++i) v[i] = (group_->rank() + 1.0) * (i + 1);
-    cumulus::Status st = group_->AllReduce(v.data(), v.size(), cumulus::DType::kFloat64,
-                                           cumulus::ReduceOp::kSum);
+    cumulus::Status st =
+        group_->AllReduce(v.data(), v.size(), cumulus::DType::kFloat64, cumulus::ReduceOp::kSum);
     if (!st.ok()) throw std::runtime_error(st.ToString());
     return v;
   }

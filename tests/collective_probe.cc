@@ -136,9 +136,9 @@ void CheckReduceScatter(CollectiveGroup& g, DType type, ReduceOp op, size_t n) {
             std::to_string(want);
     }
   }
-  Check(std::string("reducescatter_") + OpName(op) + "_" + DTypeName(type) + "_" +
-            std::to_string(n),
-        ok, why);
+  Check(
+      std::string("reducescatter_") + OpName(op) + "_" + DTypeName(type) + "_" + std::to_string(n),
+      ok, why);
 }
 
 // Send/Recv around the ring: rank r sends value(r, i) to r + 1 and receives r - 1's. Even ranks
@@ -239,13 +239,12 @@ void CheckAsync(CollectiveGroup& g) {
   auto first = g.AllReduceAsync(a.data(), a.size(), DType::kFloat32, ReduceOp::kSum);
   auto second = g.BroadcastAsync(b.data(), b.size(), DType::kFloat32, 0);
   auto third = g.AllGatherAsync(mine.data(), all.data(), mine.size(), DType::kInt32);
-  auto fourth = g.ReduceScatterAsync(blocks.data(), reduced.data(), 101, DType::kInt32,
-                                     ReduceOp::kSum);
+  auto fourth =
+      g.ReduceScatterAsync(blocks.data(), reduced.data(), 101, DType::kInt32, ReduceOp::kSum);
   auto fifth = g.BarrierAsync();
   Status s5 = fifth->Wait(), s2 = second->Wait(), s1 = first->Wait(), s3 = third->Wait(),
          s4 = fourth->Wait();
-  bool ok = s1.ok() && s2.ok() && s3.ok() && s4.ok() && s5.ok() && first->Done() &&
-            second->Done();
+  bool ok = s1.ok() && s2.ok() && s3.ok() && s4.ok() && s5.ok() && first->Done() && second->Done();
   for (size_t i = 0; i < a.size() && ok; ++i) {
     ok = a[i] == Expected<float>(ReduceOp::kSum, w, i) && b[i] == Value<float>(0, i);
   }

@@ -90,8 +90,8 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& 
       auto it = std::find(d->members.begin(), d->members.end(), me.Hex());
       if (it != d->members.end()) {
         int rank = static_cast<int>(it - d->members.begin());
-        return JoinCollectiveGroup(name, static_cast<int>(d->members.size()), rank,
-                                   d->generation, timeout);
+        return JoinCollectiveGroup(name, static_cast<int>(d->members.size()), rank, d->generation,
+                                   timeout);
       }
     }
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -161,8 +161,8 @@ std::pair<size_t, size_t> GradientBuckets::bucket_tensors(size_t b) const {
 void GradientBuckets::Launch(size_t b) {
   auto [first, last] = bucket_tensors(b);
   size_t count = offsets_[last - 1] + sizes_[last - 1] - offsets_[first];
-  work_[b] = group_->AllReduceAsync(grads_ + offsets_[first], count, DType::kFloat32,
-                                    ReduceOp::kAvg);
+  work_[b] =
+      group_->AllReduceAsync(grads_ + offsets_[first], count, DType::kFloat32, ReduceOp::kAvg);
 }
 
 void GradientBuckets::Ready(size_t i) {

@@ -189,7 +189,6 @@ gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
   }
 }
 
-
 // What an operation is, for the fingerprint every rank must share and for error messages.
 struct OpDesc {
   const char* kind;
@@ -208,13 +207,17 @@ std::string Describe(const OpDesc& d) {
   return s + ")";
 }
 
-// FNV-1a over the operation's number and description: ranks that disagree on either use
-// different Gloo slots, so they never exchange data with each other.
-uint32_t Fingerprint(uint64_t seq, const OpDesc& d) {
-  std::string key = std::to_string(seq) + " " + Describe(d);
+// FNV-1a: Gloo tags and slots from text every rank computes the same way.
+uint32_t Hash32(const std::string& key) {
   uint32_t h = 2166136261u;
   for (unsigned char c : key) h = (h ^ c) * 16777619u;
   return h;
+}
+
+// The operation's number and description: ranks that disagree on either use different Gloo
+// slots, so they never exchange data with each other.
+uint32_t Fingerprint(uint64_t seq, const OpDesc& d) {
+  return Hash32(std::to_string(seq) + " " + Describe(d));
 }
 
 gloo::AllreduceOptions::Func ReduceFor(DType type, ReduceOp op) {
@@ -366,8 +369,8 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   void Watch() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      if (!running_ || op_returned_) {
-        cv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (!running_ || op_returned_) {  // Work and Close notify when that changes
+        cv_.wait(lock);
         continue;
       }
       auto deadline = running_since_ + options_.timeout + kWatchdogGrace;
@@ -378,9 +381,9 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       gave_up_ = true;
       if (broken_.ok()) {
         broken_ = Status::TimedOut(
-            "an operation of group '" + options_.name + "' (rank " +
-            std::to_string(options_.rank) + " of " + std::to_string(options_.world_size) +
-            ") was still running " + std::to_string(ToMillis(options_.timeout + kWatchdogGrace)) +
+            "an operation of group '" + options_.name + "' (rank " + std::to_string(options_.rank) +
+            " of " + std::to_string(options_.world_size) + ") was still running " +
+            std::to_string(ToMillis(options_.timeout + kWatchdogGrace)) +
             " ms after it started; the watchdog gave up on it: form the group again (a new "
             "generation)");
       }
@@ -466,12 +469,12 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   Result<bool> AgreeOnNccl(std::string* why) {
     const auto& o = options_;
     std::string reason;
-    std::string mine = NcclComm::Available(&reason)
-                           ? "1 " + NcclComm::DeviceUuid(o.cuda_device)
-                           : "0 " + reason;
+    std::string mine =
+        NcclComm::Available(&reason) ? "1 " + NcclComm::DeviceUuid(o.cuda_device) : "0 " + reason;
     auto& head = store_->client();
     auto put = head.KvPut(ns_, "nccl/rank_" + std::to_string(o.rank), mine);
-    if (!put.ok()) return Status::Unavailable("publishing NCCL capability: " + put.status().message());
+    if (!put.ok())
+      return Status::Unavailable("publishing NCCL capability: " + put.status().message());
     std::map<std::string, int> devices;
     bool all = true;
     for (int r = 0; r < o.world_size; ++r) {
@@ -522,13 +525,15 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     } catch (const std::exception& e) {
       OpReturned();
       why = e.what();
-      timed_out = why.find("imeout") != std::string::npos || why.find("imed out") != std::string::npos;
+      timed_out =
+          why.find("imeout") != std::string::npos || why.find("imed out") != std::string::npos;
     }
     // Close this member's connections now: the others, who may be waiting for it inside the
     // same operation, fail at once instead of at their timeout.
     context_.reset();
     if (nccl_) nccl_->Abort();  // this thread polls it: safe here
-    std::string msg = Describe(desc) + (collective ? " (operation #" + std::to_string(seq) + ")" : "") +
+    std::string msg = Describe(desc) +
+                      (collective ? " (operation #" + std::to_string(seq) + ")" : "") +
                       " in group '" + options_.name + "' (rank " + std::to_string(options_.rank) +
                       " of " + std::to_string(options_.world_size) + ") failed: " + why;
     if (collective) msg += Compare(seq, desc);
@@ -559,8 +564,8 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     }
     if (differ.empty()) return "";
     return "; ranks issued different operations (every rank must issue the same collective "
-           "operations in the same order): this rank issued " + Describe(desc) +
-           " as operation #" + std::to_string(seq) + differ;
+           "operations in the same order): this rank issued " +
+           Describe(desc) + " as operation #" + std::to_string(seq) + differ;
   }
 
   Duration timeout() const { return options_.timeout; }
@@ -722,8 +727,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
         send->send(right, slot, out_block * block, block);
         recv->recv(left, slot, 0, block);
         recv->waitRecv(left_ms());
-        reduce(acc.data() + in_block * block, acc.data() + in_block * block, scratch.data(),
-               count);
+        reduce(acc.data() + in_block * block, acc.data() + in_block * block, scratch.data(), count);
         send->waitSend(left_ms());
       }
       std::memcpy(out, acc.data() + static_cast<size_t>(r) * block, block);
@@ -762,10 +766,9 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       // The k-th message from A to B: both ends count it.
       int src = sending ? options_.rank : peer, dst = sending ? peer : options_.rank;
       uint64_t k = (sending ? sent_ : received_)[peer]++;
-      std::string key = std::to_string(src) + ">" + std::to_string(dst) + "#" + std::to_string(k);
-      uint32_t h = 2166136261u;
-      for (unsigned char c : key) h = (h ^ c) * 16777619u;
-      uint64_t slot = gloo::Slot::build(kPointToPointPrefix, h);
+      uint64_t slot = gloo::Slot::build(
+          kPointToPointPrefix,
+          Hash32(std::to_string(src) + ">" + std::to_string(dst) + "#" + std::to_string(k)));
       size_t bytes = count * DTypeSize(type);
       auto buf = context_->createUnboundBuffer(data, bytes);
       if (sending) {
@@ -797,9 +800,9 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   std::deque<std::pair<std::shared_ptr<CollectiveWork>, std::function<Status()>>> queue_;
   std::shared_ptr<CollectiveWork> running_;
   TimePoint running_since_;
-  bool closing_ = false;     // Close began: nothing new starts
-  bool stop_ = false;        // the threads end
-  bool gave_up_ = false;     // the watchdog failed the operation in flight
+  bool closing_ = false;      // Close began: nothing new starts
+  bool stop_ = false;         // the threads end
+  bool gave_up_ = false;      // the watchdog failed the operation in flight
   bool op_returned_ = false;  // the operation in flight is only reporting its failure
   Status broken_;
   std::thread worker_, watchdog_;

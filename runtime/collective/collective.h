@@ -44,7 +44,7 @@ float BFloatToFloat(uint16_t b);
 uint16_t FloatToBFloat(float f);
 
 struct CollectiveOptions {
-  std::string name;         // the group
+  std::string name;  // the group
   // What distinguishes this run's group from another of the same name and generation (the
   // runtime's joins use the job id). Members of one group share it; a (scope, name, generation)
   // must not be reused, or members meet the old run's rendezvous entries.

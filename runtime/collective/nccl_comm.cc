@@ -204,8 +204,7 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
   // Creating a communicator (and a CUDA context) can take seconds: at least 30 s for it.
   Duration init_time = std::max<Duration>(timeout, std::chrono::seconds(30));
   Status st = Poll(
-      *s, std::chrono::steady_clock::now() + init_time, [&] { return CommState(*s); },
-      "joining");
+      *s, std::chrono::steady_clock::now() + init_time, [&] { return CommState(*s); }, "joining");
   if (!st.ok()) {
     cudaStreamDestroy(s->stream);
     return st;
@@ -257,7 +256,8 @@ static Status Launch(NcclComm::State& s, const char* what, Duration timeout, Fn 
   TimePoint deadline = std::chrono::steady_clock::now() + timeout;
   ncclResult_t r = enqueue();
   if (r == ncclInProgress) {
-    CUMULUS_RETURN_IF_ERROR(Poll(s, deadline, [&] { return CommState(s); }, what));
+    CUMULUS_RETURN_IF_ERROR(Poll(
+        s, deadline, [&] { return CommState(s); }, what));
   } else if (r != ncclSuccess) {
     return Status::Unavailable(std::string("NCCL ") + what + ": " + ncclGetErrorString(r));
   }
@@ -286,8 +286,7 @@ Status NcclComm::Broadcast(void* data, size_t count, DType type, int root, Durat
   });
 }
 
-Status NcclComm::AllGather(const void* in, void* out, size_t count, DType type,
-                           Duration timeout) {
+Status NcclComm::AllGather(const void* in, void* out, size_t count, DType type, Duration timeout) {
   return Launch(*state_, "allgather", timeout, [&] {
     return ncclAllGather(in, out, count, NcclType(type), state_->comm, state_->stream);
   });
