@@ -41,15 +41,27 @@ TEST_F(CollectiveTest, EveryOperationAndDtypeMatchesTheReferenceWithTwoToFourRan
     auto outs = RunGroup("ops" + std::to_string(world), world);
     for (int r = 0; r < world; ++r) {
       SCOPED_TRACE("world " + std::to_string(world) + " rank " + std::to_string(r));
-      ExpectChecks(outs[r],
-                   {"joined", "allreduce_sum_float32_1", "allreduce_avg_int64_7919",
-                    "allreduce_max_int32_7919", "allreduce_min_float64_7919", "broadcast_float32",
-                    "broadcast_int64", "allgather_int32", "allgather_float64", "barrier",
-                    "broadcast_bad_root_refused", "allreduce_avg_float16", "allreduce_sum_bfloat16",
-                    "allreduce_max_bfloat16", "async_allreduce_and_broadcast",
-                    "reducescatter_sum_float32_1", "reducescatter_max_int64_7919",
-                    "reducescatter_avg_float64_7919", "send_recv_ring", "send_to_self_refused",
-                    "gradient_buckets"});
+      ExpectChecks(outs[r], {"joined",
+                             "allreduce_sum_float32_1",
+                             "allreduce_avg_int64_7919",
+                             "allreduce_max_int32_7919",
+                             "allreduce_min_float64_7919",
+                             "broadcast_float32",
+                             "broadcast_int64",
+                             "allgather_int32",
+                             "allgather_float64",
+                             "barrier",
+                             "broadcast_bad_root_refused",
+                             "allreduce_avg_float16",
+                             "allreduce_sum_bfloat16",
+                             "allreduce_max_bfloat16",
+                             "async_allreduce_and_broadcast",
+                             "reducescatter_sum_float32_1",
+                             "reducescatter_max_int64_7919",
+                             "reducescatter_avg_float64_7919",
+                             "send_recv_ring",
+                             "send_to_self_refused",
+                             "gradient_buckets"});
     }
   }
 }
@@ -88,7 +100,8 @@ TEST_F(CollectiveTest, AHungRankFailsTheOthersWithinTheTimeout) {
   }
   for (int r = 0; r < 2; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
-    ExpectChecks(ranks[r]->ReadAll(120s), {"joined", "barrier_before", "hung_peer_fails_the_others"});
+    ExpectChecks(ranks[r]->ReadAll(120s),
+                 {"joined", "barrier_before", "hung_peer_fails_the_others"});
   }
   ranks[2]->Kill(SIGKILL);  // it is stopped, and would stay so
 }
@@ -107,7 +120,8 @@ TEST_F(CollectiveTest, TheWatchdogFailsAnOperationThatNeverEnds) {
 
 TEST_F(CollectiveTest, RanksIssuingDifferentOperationsFailSayingSo) {
   auto head = StartHead({"--no-node"});
-  auto outs = RunGroup("mismatch", 3, {"--case=mismatch", "--timeout-ms=3000"});
+  // Found by the watchdog's comparison after about a second, not at the 30 s timeout.
+  auto outs = RunGroup("mismatch", 3, {"--case=mismatch", "--timeout-ms=30000"});
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     ExpectChecks(outs[r], {"joined", "barrier_before", "mismatch_fails_clearly"});
@@ -120,11 +134,11 @@ TEST_F(CollectiveTest, DeviceBuffersGoThroughNcclAndAgreeWithHostBuffers) {
   auto head = StartHead({"--no-node"});
   auto outs = RunGroup("gpu", 1, {"--case=gpu"});
   if (outs[0].rfind("SKIP ", 0) == 0) GTEST_SKIP() << "no GPU path here: " << outs[0].substr(5);
-  ExpectChecks(outs[0], {"joined", "nccl_communicator", "gpu_allreduce_sum_float32_16777216",
-                         "gpu_allreduce_max_float64_7919", "gpu_allreduce_min_int64_7919",
-                         "gpu_allreduce_avg_float32_7919", "gpu_allgather_float32",
-                         "gpu_reducescatter_float32", "gpu_broadcast_float32",
-                         "gpu_mixed_buffers_refused"});
+  ExpectChecks(outs[0],
+               {"joined", "nccl_communicator", "gpu_allreduce_sum_float32_16777216",
+                "gpu_allreduce_max_float64_7919", "gpu_allreduce_min_int64_7919",
+                "gpu_allreduce_avg_float32_7919", "gpu_allgather_float32",
+                "gpu_reducescatter_float32", "gpu_broadcast_float32", "gpu_mixed_buffers_refused"});
 }
 
 // Actors spread over two nodes form a group the driver declares; one member's process is

@@ -273,6 +273,10 @@ constexpr uint8_t kPointToPointPrefix = 0x52;
 
 // A Gloo operation still running this long past the group's timeout is given up by the watchdog.
 constexpr Duration kWatchdogGrace = std::chrono::seconds(2);
+// A collective still running after kProbeAfter (or half the timeout) is compared with what the
+// other ranks run, every kProbeEvery, through the head's store.
+constexpr Duration kProbeAfter = std::chrono::seconds(1);
+constexpr Duration kProbeEvery = std::chrono::milliseconds(500);
 
 }  // namespace
 
@@ -340,6 +344,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
         queue_.pop_front();
         running_ = next.first;
         running_since_ = std::chrono::steady_clock::now();
+        running_seq_ = 0;  // until Run says which collective it is
         op_returned_ = false;
       }
       cv_.notify_all();  // the watchdog starts timing it
@@ -373,26 +378,85 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
         cv_.wait(lock);
         continue;
       }
+      auto now = std::chrono::steady_clock::now();
       auto deadline = running_since_ + options_.timeout + kWatchdogGrace;
-      if (std::chrono::steady_clock::now() < deadline) {
-        cv_.wait_until(lock, deadline);
-        continue;
-      }
-      gave_up_ = true;
-      if (broken_.ok()) {
-        broken_ = Status::TimedOut(
+      if (now >= deadline) {
+        GiveUp(Status::TimedOut(
             "an operation of group '" + options_.name + "' (rank " + std::to_string(options_.rank) +
             " of " + std::to_string(options_.world_size) + ") was still running " +
             std::to_string(ToMillis(options_.timeout + kWatchdogGrace)) +
             " ms after it started; the watchdog gave up on it: form the group again (a new "
-            "generation)");
+            "generation)"));
+        continue;
       }
-      if (nccl_) nccl_->RequestAbort();
-      running_->Finish(broken_);
-      running_ = nullptr;
-      FailQueued(broken_);
-      cv_.notify_all();
+      if (running_seq_ > 0 && now >= next_probe_) {
+        // A collective running this long: do the others run the same one? (Ranks that issued
+        // different operations would otherwise wait for each other until the timeout.)
+        auto work = running_;
+        uint64_t seq = running_seq_;
+        std::string desc = running_desc_;
+        lock.unlock();
+        std::string differ = ProbePeers(seq, desc);
+        lock.lock();
+        next_probe_ = std::chrono::steady_clock::now() + kProbeEvery;
+        if (!differ.empty() && running_ == work && !op_returned_) {
+          GiveUp(Status::Unavailable(desc + " (operation #" + std::to_string(seq) + ") in group '" +
+                                     options_.name + "' (rank " + std::to_string(options_.rank) +
+                                     " of " + std::to_string(options_.world_size) +
+                                     ") cannot complete: " + differ +
+                                     "; the group must be formed again (a new generation)"));
+        }
+        continue;
+      }
+      cv_.wait_until(lock, running_seq_ > 0 ? std::min(deadline, next_probe_) : deadline);
     }
+  }
+
+  // Fails the operation in flight and everything queued; the group is broken (holds mu_). The
+  // operation's thread, if it is still inside Gloo, is left to end on its own.
+  void GiveUp(Status why) {
+    gave_up_ = true;
+    if (broken_.ok()) broken_ = std::move(why);
+    if (nccl_) nccl_->RequestAbort();
+    running_->Finish(broken_);
+    running_ = nullptr;
+    FailQueued(broken_);
+    cv_.notify_all();
+  }
+
+  // Publishes the collective this rank has been running for a while and reads what the others
+  // published; a rank that published a different operation under the same number means the
+  // ranks disagree (text for the error), else "". Uses its own connection to the head.
+  std::string ProbePeers(uint64_t seq, const std::string& desc) {
+    if (!probe_head_) {
+      ControlClientOptions co;
+      co.role = "collective";
+      co.request_timeout = std::chrono::seconds(5);
+      auto c = ControlClient::Connect(options_.head, options_.token, co);
+      if (!c.ok()) return "";
+      probe_head_ = std::move(*c);
+    }
+    std::string mine = std::to_string(seq) + " " + desc;
+    if (!probe_head_->KvPut(ns_, "inflight/rank_" + std::to_string(options_.rank), mine).ok()) {
+      return "";
+    }
+    std::string differ;
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (r == options_.rank) continue;
+      auto theirs = probe_head_->KvGet(ns_, "inflight/rank_" + std::to_string(r));
+      if (!theirs.ok()) continue;
+      auto space = theirs->find(' ');
+      if (space == std::string::npos || theirs->substr(0, space) != std::to_string(seq) ||
+          *theirs == mine) {
+        continue;
+      }
+      differ += "; rank " + std::to_string(r) + " issued " + theirs->substr(space + 1) +
+                " as operation #" + std::to_string(seq);
+    }
+    if (differ.empty()) return "";
+    return "ranks issued different operations (every rank must issue the same collective "
+           "operations in the same order): this rank issued " +
+           desc + " as operation #" + std::to_string(seq) + differ;
   }
 
   void FailQueued(const Status& why) {  // holds mu_
@@ -510,6 +574,14 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     }
     uint64_t seq = collective ? next_seq_++ : 0;
     uint32_t tag = Fingerprint(seq, desc);
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // for the watchdog's probe of the others
+      running_seq_ = seq;
+      running_desc_ = Describe(desc);
+      next_probe_ =
+          std::chrono::steady_clock::now() + std::min<Duration>(kProbeAfter, options_.timeout / 2);
+    }
+    cv_.notify_all();
     std::string why;
     bool timed_out = false;
     // Fault injection for the watchdog's test: the operation stalls past every deadline.
@@ -554,9 +626,15 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     std::string differ;
     for (int r = 0; r < options_.world_size; ++r) {
       if (r == options_.rank) continue;
-      auto left = std::max<Duration>(until - std::chrono::steady_clock::now(),
-                                     std::chrono::milliseconds(1));
-      auto theirs = head.KvWait(ns_, "failed/rank_" + std::to_string(r), left);
+      // What it runs now, if the watchdog published it for this operation (a rank whose
+      // watchdog found the disagreement first publishes no failure: it is still inside Gloo);
+      // else what it failed in.
+      auto theirs = head.KvGet(ns_, "inflight/rank_" + std::to_string(r));
+      if (!theirs.ok() || theirs->rfind(std::to_string(seq) + " ", 0) != 0) {
+        auto left = std::max<Duration>(until - std::chrono::steady_clock::now(),
+                                       std::chrono::milliseconds(1));
+        theirs = head.KvWait(ns_, "failed/rank_" + std::to_string(r), left);
+      }
       if (!theirs.ok() || *theirs == mine) continue;
       auto space = theirs->find(' ');
       differ += "; rank " + std::to_string(r) + " issued " + theirs->substr(space + 1) +
@@ -804,6 +882,10 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   bool stop_ = false;         // the threads end
   bool gave_up_ = false;      // the watchdog failed the operation in flight
   bool op_returned_ = false;  // the operation in flight is only reporting its failure
+  uint64_t running_seq_ = 0;  // the collective in flight (0: none, or point to point)
+  std::string running_desc_;
+  TimePoint next_probe_;
+  std::unique_ptr<ControlClient> probe_head_;  // the watchdog's own connection
   Status broken_;
   std::thread worker_, watchdog_;
 };
