@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "runtime/core/messages.h"
 
 namespace cumulus {
 namespace {
@@ -161,6 +162,17 @@ TEST_F(CollectiveTest, ADeclaredGroupOfActorsOnTwoNodesIsFormedAgainAfterAMember
                 "join_by_name_outside_an_actor_refused", "undeclared_group_times_out", "declared",
                 "joined", "allreduce_across_nodes", "survivors_fail", "member_restarted",
                 "declared_again", "rejoined", "allreduce_after_reforming"});
+  // Once the driver is gone, its node deletes the job's rendezvous entries and declarations.
+  auto head_client = Client();
+  ASSERT_NE(head_client, nullptr);
+  auto empty = [&](const char* ns) {
+    auto page = head_client->KvList(ns, "", "", 10, /*keys_only=*/true);
+    return page.ok() && page->entries.empty();
+  };
+  EXPECT_TRUE(
+      WaitUntil([&] { return empty(kCollectiveNamespace) && empty(kCollectiveGroupsNamespace); },
+                std::chrono::seconds(20)))
+      << "the job's collective entries are still in the head's store";
 }
 
 TEST_F(CollectiveTest, AMissingRankMakesJoiningTimeOut) {

@@ -5,15 +5,15 @@
 #include <thread>
 
 #include "cumulus/collective.h"
+#include "runtime/core/messages.h"
 #include "runtime/net/tcp.h"
 
 namespace cumulus {
 
 namespace {
 
-// Declarations live under this namespace of the head's store: key = "<job hex>/<group name>",
-// value = "<generation>\n<actor hex> <actor hex> ...".
-constexpr char kGroupsNamespace[] = "collective_groups";
+// Declarations live in the head's store (kCollectiveGroupsNamespace): key = "<job hex>/<group
+// name>", value = "<generation>\n<actor hex> <actor hex> ...".
 
 Result<internal::Runtime*> CurrentRuntimeOrError() {
   internal::Runtime* rt = internal::CurrentRuntime();
@@ -55,14 +55,14 @@ Status CreateCollectiveGroup(const std::string& name, const std::vector<ActorId>
   CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
   internal::Runtime& rt = *runtime;
   uint32_t generation = 0;
-  auto old = rt.KvWait(kGroupsNamespace, DeclarationKey(rt, name), 0);
+  auto old = rt.KvWait(kCollectiveGroupsNamespace, DeclarationKey(rt, name), 0);
   if (old.ok()) {
     auto d = ParseDeclaration(*old);
     if (d.ok()) generation = d->generation + 1;
   }
   std::string value = std::to_string(generation) + "\n";
   for (auto& m : members) value += m.Hex() + " ";
-  return rt.KvPut(kGroupsNamespace, DeclarationKey(rt, name), value);
+  return rt.KvPut(kCollectiveGroupsNamespace, DeclarationKey(rt, name), value);
 }
 
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& name,
@@ -81,7 +81,7 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& 
     // Short waits: a long one would hold this process's connection to the head.
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    auto raw = rt.KvWait(kGroupsNamespace, DeclarationKey(rt, name),
+    auto raw = rt.KvWait(kCollectiveGroupsNamespace, DeclarationKey(rt, name),
                          std::clamp<int64_t>(left.count(), 0, 500));
     if (raw.ok()) {
       seen = *raw;

@@ -25,6 +25,7 @@
 #include <map>
 
 #include "runtime/collective/nccl_comm.h"
+#include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 
 namespace cumulus {
@@ -117,17 +118,19 @@ namespace {
 // only; failures become exceptions, which Join turns into a Status.
 class HeadStore : public gloo::rendezvous::Store {
  public:
-  HeadStore(std::unique_ptr<ControlClient> head, std::string ns, Duration timeout)
-      : head_(std::move(head)), ns_(std::move(ns)), timeout_(timeout) {}
+  // Keys are `prefix` + Gloo's key, in namespace `ns`.
+  HeadStore(std::unique_ptr<ControlClient> head, std::string ns, std::string prefix,
+            Duration timeout)
+      : head_(std::move(head)), ns_(std::move(ns)), prefix_(std::move(prefix)), timeout_(timeout) {}
 
   void set(const std::string& key, const std::vector<char>& data) override {
-    auto put = head_->KvPut(ns_, key, std::string(data.begin(), data.end()));
+    auto put = head_->KvPut(ns_, prefix_ + key, std::string(data.begin(), data.end()));
     if (!put.ok())
       throw std::runtime_error("rendezvous put of " + key + ": " + put.status().message());
   }
 
   std::vector<char> get(const std::string& key) override {
-    auto v = head_->KvWait(ns_, key, timeout_);  // Gloo reads a key its peer may not have set
+    auto v = head_->KvWait(ns_, prefix_ + key, timeout_);  // its peer may not have set it yet
     if (!v.ok())
       throw std::runtime_error("rendezvous wait for " + key + ": " + v.status().message());
     return std::vector<char>(v->begin(), v->end());
@@ -139,7 +142,7 @@ class HeadStore : public gloo::rendezvous::Store {
 
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override {
     for (auto& k : keys) {
-      auto v = head_->KvWait(ns_, k, t);
+      auto v = head_->KvWait(ns_, prefix_ + k, t);
       if (!v.ok())
         throw std::runtime_error("rendezvous wait for " + k + ": " + v.status().message());
     }
@@ -149,7 +152,7 @@ class HeadStore : public gloo::rendezvous::Store {
 
  private:
   std::unique_ptr<ControlClient> head_;
-  std::string ns_;
+  std::string ns_, prefix_;
   Duration timeout_;
 };
 
@@ -437,13 +440,14 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       probe_head_ = std::move(*c);
     }
     std::string mine = std::to_string(seq) + " " + desc;
-    if (!probe_head_->KvPut(ns_, "inflight/rank_" + std::to_string(options_.rank), mine).ok()) {
+    if (!probe_head_->KvPut(ns_, Key("inflight/rank_" + std::to_string(options_.rank)), mine)
+             .ok()) {
       return "";
     }
     std::string differ;
     for (int r = 0; r < options_.world_size; ++r) {
       if (r == options_.rank) continue;
-      auto theirs = probe_head_->KvGet(ns_, "inflight/rank_" + std::to_string(r));
+      auto theirs = probe_head_->KvGet(ns_, Key("inflight/rank_" + std::to_string(r)));
       if (!theirs.ok()) continue;
       auto space = theirs->find(' ');
       if (space == std::string::npos || theirs->substr(0, space) != std::to_string(seq) ||
@@ -479,15 +483,15 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     co.role = "collective";
     co.request_timeout = o.timeout + std::chrono::seconds(5);
     CUMULUS_ASSIGN_OR_RETURN(auto head, ControlClient::Connect(o.head, o.token, co));
-    ns_ = "collective/" + (o.scope.empty() ? "" : o.scope + "/") + o.name + "/" +
-          std::to_string(o.generation);
+    prefix_ =
+        (o.scope.empty() ? "" : o.scope + "/") + o.name + "/" + std::to_string(o.generation) + "/";
     auto fail = [&](const std::string& why) {
       return Status::Unavailable("rank " + std::to_string(o.rank) + " could not join group '" +
                                  o.name + "' (generation " + std::to_string(o.generation) + ", " +
                                  std::to_string(o.world_size) + " ranks): " + why);
     };
     try {
-      store_ = std::make_unique<HeadStore>(std::move(head), ns_, o.timeout);
+      store_ = std::make_unique<HeadStore>(std::move(head), ns_, prefix_, o.timeout);
       gloo::transport::tcp::attr attr;
       attr.hostname = o.bind_host;
       auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -513,10 +517,10 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
           auto made = NcclComm::NewUniqueId();
           if (!made.ok()) return fail(made.status().message());
           id = *made;
-          auto put = store_->client().KvPut(ns_, "nccl_id", id);
+          auto put = store_->client().KvPut(ns_, Key("nccl_id"), id);
           if (!put.ok()) return fail("publishing the NCCL id: " + put.status().message());
         } else {
-          auto got = store_->client().KvWait(ns_, "nccl_id", o.timeout);
+          auto got = store_->client().KvWait(ns_, Key("nccl_id"), o.timeout);
           if (!got.ok()) return fail("reading the NCCL id: " + got.status().message());
           id = *got;
         }
@@ -536,13 +540,13 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     std::string mine =
         NcclComm::Available(&reason) ? "1 " + NcclComm::DeviceUuid(o.cuda_device) : "0 " + reason;
     auto& head = store_->client();
-    auto put = head.KvPut(ns_, "nccl/rank_" + std::to_string(o.rank), mine);
+    auto put = head.KvPut(ns_, Key("nccl/rank_" + std::to_string(o.rank)), mine);
     if (!put.ok())
       return Status::Unavailable("publishing NCCL capability: " + put.status().message());
     std::map<std::string, int> devices;
     bool all = true;
     for (int r = 0; r < o.world_size; ++r) {
-      auto theirs = head.KvWait(ns_, "nccl/rank_" + std::to_string(r), o.timeout);
+      auto theirs = head.KvWait(ns_, Key("nccl/rank_" + std::to_string(r)), o.timeout);
       if (!theirs.ok()) {
         return Status::Unavailable("reading rank " + std::to_string(r) +
                                    "'s NCCL capability: " + theirs.status().message());
@@ -621,7 +625,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   std::string Compare(uint64_t seq, const OpDesc& desc) {
     std::string mine = std::to_string(seq) + " " + Describe(desc);
     auto& head = store_->client();
-    if (!head.KvPut(ns_, "failed/rank_" + std::to_string(options_.rank), mine).ok()) return "";
+    if (!head.KvPut(ns_, Key("failed/rank_" + std::to_string(options_.rank)), mine).ok()) return "";
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
     std::string differ;
     for (int r = 0; r < options_.world_size; ++r) {
@@ -629,11 +633,11 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       // What it runs now, if the watchdog published it for this operation (a rank whose
       // watchdog found the disagreement first publishes no failure: it is still inside Gloo);
       // else what it failed in.
-      auto theirs = head.KvGet(ns_, "inflight/rank_" + std::to_string(r));
+      auto theirs = head.KvGet(ns_, Key("inflight/rank_" + std::to_string(r)));
       if (!theirs.ok() || theirs->rfind(std::to_string(seq) + " ", 0) != 0) {
         auto left = std::max<Duration>(until - std::chrono::steady_clock::now(),
                                        std::chrono::milliseconds(1));
-        theirs = head.KvWait(ns_, "failed/rank_" + std::to_string(r), left);
+        theirs = head.KvWait(ns_, Key("failed/rank_" + std::to_string(r)), left);
       }
       if (!theirs.ok() || *theirs == mine) continue;
       auto space = theirs->find(' ');
@@ -865,8 +869,12 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     return broken_;
   }
 
+  // This group's entries in the head's store: namespace ns_, keys prefix_ + ...
+  std::string Key(const std::string& k) const { return prefix_ + k; }
+
   CollectiveOptions options_;
-  std::string ns_;
+  std::string ns_ = kCollectiveNamespace;
+  std::string prefix_;
   std::unique_ptr<HeadStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<NcclComm> nccl_;

@@ -67,6 +67,13 @@ struct JobEnd {
 };
 constexpr const char* kJobEndsNamespace = "job_ends";
 
+// Collective groups (runtime/collective): rendezvous entries under key prefix
+// "<scope>/<name>/<generation>/" (scope: the job hex for groups the runtime forms), and groups
+// declared over actors under "<job hex>/<name>". The node of a job's driver deletes the job's
+// entries in both when the driver goes away.
+constexpr const char* kCollectiveNamespace = "collective";
+constexpr const char* kCollectiveGroupsNamespace = "collective_groups";
+
 // A job run by `cumulus submit` (namespace kSubmissionsNamespace, key: job hex). The CLI writes
 // it PENDING with its package; the node that runs the driver moves it on.
 struct SubmissionRecord {

@@ -420,12 +420,28 @@ class JobSupervisor::Impl {
         while (st.ok() && !ended.empty()) {
           JobEnd end{NowMicros()};
           st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), Serialize(end)).status();
+          if (st.ok()) st = DeleteCollectiveEntries(*head, ended.back());
           if (st.ok()) ended.pop_back();
         }
         if (!st.ok()) head.reset();  // try again next round
       }
       if (stopping) return;
     }
+  }
+
+  // The job's collective groups are over: their rendezvous entries and declarations go.
+  static Status DeleteCollectiveEntries(ControlClient& head, const JobId& job) {
+    for (const char* ns : {kCollectiveNamespace, kCollectiveGroupsNamespace}) {
+      while (true) {
+        CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList(ns, job.Hex() + "/", "", 1000,
+                                                        /*keys_only=*/true));
+        for (auto& [key, value] : page.entries) {
+          CUMULUS_RETURN_IF_ERROR(head.KvDelete(ns, key).status());
+        }
+        if (!page.more || page.entries.empty()) break;
+      }
+    }
+    return Status();
   }
 
   Status Finish(ControlClient& head, const JobId& job, const std::string& outcome) {
