@@ -198,7 +198,8 @@ void CheckBuckets(CollectiveGroup& g) {
   Check("gradient_buckets", ok, why);
 }
 
-// 16-bit floats: small integers (exact in both formats through every reduction here).
+// 16-bit floats: small integers (exact in both formats through every reduction here), with
+// allreduce and reduce-scatter.
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
 void Check16(CollectiveGroup& g, DType type) {
   const size_t n = 7919;
@@ -224,6 +225,22 @@ void Check16(CollectiveGroup& g, DType type) {
     }
     Check(std::string("allreduce_") + OpName(op) + "_" + DTypeName(type), ok, why);
   }
+  // Reduce-scatter (our own ring, reducing in float32 too): rank r gets block r summed.
+  const size_t block = 1001;
+  std::vector<uint16_t> in(block * w), out(block);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = Store(value(g.rank(), i));
+  Status st = g.ReduceScatter(in.data(), out.data(), block, type, ReduceOp::kSum);
+  std::string why = st.ToString();
+  bool ok = st.ok();
+  for (size_t i = 0; i < block && ok; ++i) {
+    float want = value(0, g.rank() * block + i) * (w * (w + 1) / 2);
+    if (Load(out[i]) != want) {
+      ok = false;
+      why = "element " + std::to_string(i) + " is " + std::to_string(Load(out[i])) +
+            ", expected " + std::to_string(want);
+    }
+  }
+  Check(std::string("reducescatter_sum_") + DTypeName(type), ok, why);
 }
 
 // Five operations in flight at once (allreduce, broadcast, allgather, reduce-scatter, barrier),
