@@ -298,8 +298,13 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       FailQueued(Status::Cancelled("the group was closed"));
       cv_.notify_all();
       cv_.wait(lock, [&] { return running_ == nullptr; });
+      // An operation given up on may still be inside Gloo, writing into its buffer: wait for it
+      // to end (Gloo's own timeout ends it), so that the caller may free the buffers once the
+      // group is gone. Only one stuck past even that is left behind.
+      cv_.wait_until(lock, busy_since_ + options_.timeout + 2 * kWatchdogGrace,
+                     [&] { return !worker_busy_; });
       stop_ = true;
-      gave_up = gave_up_;
+      gave_up = worker_busy_;
     }
     cv_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
@@ -346,7 +351,8 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
         next = std::move(queue_.front());
         queue_.pop_front();
         running_ = next.first;
-        running_since_ = std::chrono::steady_clock::now();
+        running_since_ = busy_since_ = std::chrono::steady_clock::now();
+        worker_busy_ = true;
         running_seq_ = 0;  // until Run says which collective it is
         op_returned_ = false;
       }
@@ -354,7 +360,11 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
       Status st = next.second();
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (gave_up_) return;  // the watchdog already failed it and everything queued
+        worker_busy_ = false;
+        if (gave_up_) {      // the watchdog already failed it and everything queued
+          cv_.notify_all();  // Close may be waiting for it
+          return;
+        }
         running_ = nullptr;
       }
       cv_.notify_all();  // Close may be waiting for it
@@ -392,9 +402,10 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
             "generation)"));
         continue;
       }
-      if (running_seq_ > 0 && now >= next_probe_) {
-        // A collective running this long: do the others run the same one? (Ranks that issued
-        // different operations would otherwise wait for each other until the timeout.)
+      if (running_seq_ > 0 && options_.world_size > 1 && now >= next_probe_) {
+        // A collective running this long: do the others run the same one, and has any of them
+        // failed or given up? (Ranks that issued different operations would otherwise wait for
+        // each other until the timeout.)
         auto work = running_;
         uint64_t seq = running_seq_;
         std::string desc = running_desc_;
@@ -407,7 +418,11 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
                                      options_.name + "' (rank " + std::to_string(options_.rank) +
                                      " of " + std::to_string(options_.world_size) +
                                      ") cannot complete: " + differ +
-                                     "; the group must be formed again (a new generation)"));
+                                     "; the group must be formed again (a new generation); its "
+                                     "buffer may be written until the group is destroyed"));
+          lock.unlock();
+          Publish("gaveup/rank_" + std::to_string(options_.rank), differ);
+          lock.lock();
         }
         continue;
       }
@@ -427,40 +442,62 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     cv_.notify_all();
   }
 
-  // Publishes the collective this rank has been running for a while and reads what the others
-  // published; a rank that published a different operation under the same number means the
-  // ranks disagree (text for the error), else "". Uses its own connection to the head.
-  std::string ProbePeers(uint64_t seq, const std::string& desc) {
+  // The watchdog's own connection to the head (never the worker's: both threads use theirs
+  // alone); dropped after an error, and made again on the next probe.
+  template <typename Call>
+  auto WithProbeHead(Call call) -> decltype(call(std::declval<ControlClient&>())) {
     if (!probe_head_) {
       ControlClientOptions co;
       co.role = "collective";
-      co.request_timeout = std::chrono::seconds(5);
+      co.request_timeout = std::chrono::seconds(2);
       auto c = ControlClient::Connect(options_.head, options_.token, co);
-      if (!c.ok()) return "";
+      if (!c.ok()) return c.status();
       probe_head_ = std::move(*c);
     }
+    auto r = call(*probe_head_);
+    if (!r.ok()) probe_head_.reset();
+    return r;
+  }
+
+  void Publish(const std::string& key, const std::string& value) {
+    (void)WithProbeHead([&](ControlClient& head) { return head.KvPut(ns_, Key(key), value); });
+  }
+
+  // Publishes the collective this rank has been running for a while and reads, in one listing
+  // of the group's entries, what the others published: a different operation under the same
+  // number, a failure, or a give-up means this operation cannot complete (text for the error);
+  // else "".
+  std::string ProbePeers(uint64_t seq, const std::string& desc) {
     std::string mine = std::to_string(seq) + " " + desc;
-    if (!probe_head_->KvPut(ns_, Key("inflight/rank_" + std::to_string(options_.rank)), mine)
-             .ok()) {
-      return "";
-    }
-    std::string differ;
-    for (int r = 0; r < options_.world_size; ++r) {
-      if (r == options_.rank) continue;
-      auto theirs = probe_head_->KvGet(ns_, Key("inflight/rank_" + std::to_string(r)));
-      if (!theirs.ok()) continue;
-      auto space = theirs->find(' ');
-      if (space == std::string::npos || theirs->substr(0, space) != std::to_string(seq) ||
-          *theirs == mine) {
-        continue;
+    Publish("inflight/rank_" + std::to_string(options_.rank), mine);
+    auto page = WithProbeHead([&](ControlClient& head) { return head.KvList(ns_, prefix_); });
+    if (!page.ok()) return "";
+    std::string differ, broken;
+    const std::string me = "rank_" + std::to_string(options_.rank);
+    for (auto& [key, value] : page->entries) {
+      std::string k = key.substr(prefix_.size());
+      auto slash = k.find('/');
+      if (slash == std::string::npos || k.substr(slash + 1) == me) continue;
+      std::string kind = k.substr(0, slash), who = "rank " + k.substr(slash + 6);
+      if (kind == "inflight") {
+        auto space = value.find(' ');
+        if (space == std::string::npos || value.substr(0, space) != std::to_string(seq) ||
+            value == mine) {
+          continue;
+        }
+        differ += "; " + who + " issued " + value.substr(space + 1) + " as operation #" +
+                  std::to_string(seq);
+      } else if ((kind == "failed" || kind == "gaveup") && broken.empty()) {
+        broken = who + (kind == "failed" ? " failed in operation #" + value
+                                         : " gave up on the group: " + value);
       }
-      differ += "; rank " + std::to_string(r) + " issued " + theirs->substr(space + 1) +
-                " as operation #" + std::to_string(seq);
     }
-    if (differ.empty()) return "";
-    return "ranks issued different operations (every rank must issue the same collective "
-           "operations in the same order): this rank issued " +
-           desc + " as operation #" + std::to_string(seq) + differ;
+    if (!differ.empty()) {
+      return "ranks issued different operations (every rank must issue the same collective "
+             "operations in the same order): this rank issued " +
+             desc + " as operation #" + std::to_string(seq) + differ;
+    }
+    return broken;
   }
 
   void FailQueued(const Status& why) {  // holds mu_
@@ -890,6 +927,8 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   bool stop_ = false;         // the threads end
   bool gave_up_ = false;      // the watchdog failed the operation in flight
   bool op_returned_ = false;  // the operation in flight is only reporting its failure
+  bool worker_busy_ = false;  // the worker thread is inside an operation (given up on or not)
+  TimePoint busy_since_;
   uint64_t running_seq_ = 0;  // the collective in flight (0: none, or point to point)
   std::string running_desc_;
   TimePoint next_probe_;

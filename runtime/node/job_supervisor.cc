@@ -348,6 +348,7 @@ class JobSupervisor::Impl {
     std::map<std::string, uint64_t> shipped;              // log file -> bytes shipped
     std::vector<std::pair<JobId, std::string>> finished;  // exited, state not written yet
     std::vector<JobId> ended;
+    std::vector<JobId> cleanup;  // ended jobs whose collective entries are still to delete
     std::vector<std::pair<int64_t, std::string>> failures;  // not yet at the head
     std::deque<std::string> failure_keys;                   // written, oldest first
     TimePoint next_report{};
@@ -420,8 +421,14 @@ class JobSupervisor::Impl {
         while (st.ok() && !ended.empty()) {
           JobEnd end{NowMicros()};
           st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), Serialize(end)).status();
-          if (st.ok()) st = DeleteCollectiveEntries(*head, ended.back());
-          if (st.ok()) ended.pop_back();
+          if (st.ok()) {
+            cleanup.push_back(ended.back());
+            ended.pop_back();
+          }
+        }
+        while (st.ok() && !cleanup.empty()) {
+          st = DeleteCollectiveEntries(*head, cleanup.back());
+          if (st.ok()) cleanup.pop_back();
         }
         if (!st.ok()) head.reset();  // try again next round
       }
