@@ -7,8 +7,8 @@
 // head's key-value store (a Gloo rendezvous Store backed by it, and the NCCL unique id), in
 // namespace "collective" under key prefix "<scope>/<name>/<generation>/", so a group re-formed
 // after a failure (a new generation) never reads the old one's addresses; the node of a job's
-// driver deletes the job's entries when the driver goes away. NCCL is used only if every member can (each
-// has NCCL, sees a GPU, and a different one).
+// driver deletes the job's entries when the driver goes away. NCCL is used only if every member can
+// (each has NCCL, sees a GPU, and a different one).
 //
 // Every rank must issue the same collective operations in the same order. Each operation carries
 // a fingerprint of (its number in the group, kind, dtype, count, reduce op, root): ranks whose
