@@ -159,15 +159,10 @@ class Mlp final : public Model {
  public:
   // Parameters and gradients are flat, in the order backpropagation finishes them:
   // W3, b3, W2, b2, W1, b1 (W is in x out).
-  Mlp(int h1, int h2, int seed) : dims_{784, h1, h2, 10} {
-    for (int l = 2; l >= 0; --l) {
-      sizes_.push_back(size_t(dims_[l]) * dims_[l + 1]);
-      sizes_.push_back(size_t(dims_[l + 1]));
-    }
-    size_t total = std::accumulate(sizes_.begin(), sizes_.end(), size_t{0});
-    params_.assign(total, 0.0f);
-    grads_.assign(total, 0.0f);
-    velocity_.assign(total, 0.0f);
+  Mlp(int h1, int h2, int seed) : layout_(h1, h2), dims_(layout_.dims) {
+    params_.assign(layout_.total, 0.0f);
+    grads_.assign(layout_.total, 0.0f);
+    velocity_.assign(layout_.total, 0.0f);
     std::mt19937 rng(seed);
     for (int l = 0; l < 3; ++l) {  // He initialisation; biases start at zero
       std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / dims_[l]));
@@ -176,13 +171,10 @@ class Mlp final : public Model {
     }
   }
 
-  const std::vector<size_t>& sizes() const override { return sizes_; }
+  const std::vector<size_t>& sizes() const override { return layout_.sizes; }
   float* params() override { return params_.data(); }
   float* grads() override { return grads_.data(); }
   const std::vector<float>& host_params() const { return params_; }
-
-  // Which flat tensor is layer l's weight (2 * (2 - l)) and bias (that + 1).
-  static size_t WeightTensor(int l) { return size_t(2 * (2 - l)); }
 
   // Forward pass of m samples; fills the activations; returns the summed loss (and, with
   // `correct`, counts right answers).
@@ -230,8 +222,8 @@ class Mlp final : public Model {
       for (int i = 0; i < m; ++i) {
         for (int j = 0; j < out; ++j) gb[j] += delta[size_t(i) * out + j];
       }
-      ready(WeightTensor(l));
-      ready(WeightTensor(l) + 1);
+      ready(MlpLayout::WeightTensor(l));
+      ready(MlpLayout::WeightTensor(l) + 1);
       if (l == 0) break;
       std::vector<float> prev(size_t(m) * in);
       MatMulT(delta.data(), W(params_, l), prev.data(), m, in, out);
@@ -251,14 +243,11 @@ class Mlp final : public Model {
   }
 
  private:
-  size_t Offset(int tensor) const {
-    return std::accumulate(sizes_.begin(), sizes_.begin() + tensor, size_t{0});
-  }
-  float* W(std::vector<float>& v, int l) { return v.data() + Offset(int(WeightTensor(l))); }
-  float* B(std::vector<float>& v, int l) { return v.data() + Offset(int(WeightTensor(l)) + 1); }
+  float* W(std::vector<float>& v, int l) { return v.data() + layout_.weight(l); }
+  float* B(std::vector<float>& v, int l) { return v.data() + layout_.bias(l); }
 
-  int dims_[4];
-  std::vector<size_t> sizes_;
+  MlpLayout layout_;
+  const int* dims_;
   std::vector<float> params_, grads_, velocity_;
   std::vector<float> act_[4];
 };

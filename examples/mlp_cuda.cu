@@ -102,12 +102,8 @@ struct DeviceBuffer {
 
 class GpuMlp final : public Model {
  public:
-  GpuMlp(int h1, int h2, const std::vector<float>& init) : dims_{784, h1, h2, 10} {
-    for (int l = 2; l >= 0; --l) {
-      sizes_.push_back(size_t(dims_[l]) * dims_[l + 1]);
-      sizes_.push_back(size_t(dims_[l + 1]));
-    }
-    total_ = std::accumulate(sizes_.begin(), sizes_.end(), size_t{0});
+  GpuMlp(int h1, int h2, const std::vector<float>& init)
+      : layout_(h1, h2), dims_(layout_.dims), total_(layout_.total) {
     if (init.size() != total_) throw std::runtime_error("initial parameters of the wrong size");
     params_.Reserve(total_);
     grads_.Reserve(total_);
@@ -119,7 +115,7 @@ class GpuMlp final : public Model {
   }
   ~GpuMlp() override { cublasDestroy(blas_); }
 
-  const std::vector<size_t>& sizes() const override { return sizes_; }
+  const std::vector<size_t>& sizes() const override { return layout_.sizes; }
   float* params() override { return params_.p; }
   float* grads() override { return grads_.p; }
 
@@ -161,8 +157,8 @@ class GpuMlp final : public Model {
                        &zero, W(grads_.p, l), out),
            "weight gradient sgemm");
       BiasGrad<<<Blocks(out), kThreads>>>(delta, B(grads_.p, l), m, out);
-      ready(WeightTensor(l));
-      ready(WeightTensor(l) + 1);
+      ready(MlpLayout::WeightTensor(l));
+      ready(MlpLayout::WeightTensor(l) + 1);
       if (l == 0) break;
       // prev (m x in) = delta (m x out) . W^T (out x in), as prev^T = W . delta^T.
       auto& prev = back_[l];
@@ -182,16 +178,12 @@ class GpuMlp final : public Model {
   }
 
  private:
-  static size_t WeightTensor(int l) { return size_t(2 * (2 - l)); }
-  size_t Offset(size_t tensor) const {
-    return std::accumulate(sizes_.begin(), sizes_.begin() + tensor, size_t{0});
-  }
-  float* W(float* base, int l) const { return base + Offset(WeightTensor(l)); }
-  float* B(float* base, int l) const { return base + Offset(WeightTensor(l) + 1); }
+  float* W(float* base, int l) const { return base + layout_.weight(l); }
+  float* B(float* base, int l) const { return base + layout_.bias(l); }
 
-  int dims_[4];
-  std::vector<size_t> sizes_;
-  size_t total_ = 0;
+  MlpLayout layout_;
+  const int* dims_;
+  size_t total_;
   cublasHandle_t blas_ = nullptr;
   DeviceBuffer<float> params_, grads_, velocity_, delta_, loss_;
   DeviceBuffer<float> act_[4], back_[3];

@@ -10,8 +10,34 @@
 #include <string>
 #include <vector>
 
+// Where each tensor lives in the flat buffers (both models share it).
+struct MlpLayout {
+  MlpLayout(int h1, int h2) : dims{784, h1, h2, 10} {
+    for (int l = 2; l >= 0; --l) {
+      sizes.push_back(size_t(dims[l]) * dims[l + 1]);
+      sizes.push_back(size_t(dims[l + 1]));
+    }
+    for (size_t n : sizes) {
+      offsets.push_back(total);
+      total += n;
+    }
+  }
+  // Layer l's weight tensor (its bias is the next one).
+  static size_t WeightTensor(int l) { return size_t(2 * (2 - l)); }
+  size_t weight(int l) const { return offsets[WeightTensor(l)]; }
+  size_t bias(int l) const { return offsets[WeightTensor(l) + 1]; }
+
+  int dims[4];                // 784, h1, h2, 10
+  std::vector<size_t> sizes;  // element counts, in the order above
+  std::vector<size_t> offsets;
+  size_t total = 0;
+};
+
 class Model {
  public:
+  Model() = default;
+  Model(const Model&) = delete;  // models point into their own layout
+  Model& operator=(const Model&) = delete;
   virtual ~Model() = default;
   // Element counts of the six tensors, in the order above.
   virtual const std::vector<size_t>& sizes() const = 0;

@@ -219,8 +219,8 @@ uint32_t Hash32(const std::string& key) {
 
 // The operation's number and description: ranks that disagree on either use different Gloo
 // slots, so they never exchange data with each other.
-uint32_t Fingerprint(uint64_t seq, const OpDesc& d) {
-  return Hash32(std::to_string(seq) + " " + Describe(d));
+uint32_t Fingerprint(uint64_t seq, const std::string& described) {
+  return Hash32(std::to_string(seq) + " " + described);
 }
 
 gloo::AllreduceOptions::Func ReduceFor(DType type, ReduceOp op) {
@@ -609,20 +609,19 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   // fingerprint (which, on Gloo, is their tag); point-to-point ones do not.
   template <typename Fn>
   Status Run(const OpDesc& desc, bool collective, Fn fn) {
+    const std::string described = Describe(desc);
+    uint64_t seq = collective ? next_seq_ : 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!broken_.ok()) return broken_;
-    }
-    uint64_t seq = collective ? next_seq_++ : 0;
-    uint32_t tag = Fingerprint(seq, desc);
-    {
-      std::lock_guard<std::mutex> lock(mu_);  // for the watchdog's probe of the others
-      running_seq_ = seq;
-      running_desc_ = Describe(desc);
+      running_seq_ = seq;  // for the watchdog's probe of the others
+      running_desc_ = described;
       next_probe_ =
           std::chrono::steady_clock::now() + std::min<Duration>(kProbeAfter, options_.timeout / 2);
     }
     cv_.notify_all();
+    if (collective) ++next_seq_;
+    uint32_t tag = Fingerprint(seq, described);
     std::string why;
     bool timed_out = false;
     // Fault injection for the watchdog's test: the operation stalls past every deadline.
