@@ -1,4 +1,6 @@
-// TaskRouter: the node's half of running tasks and actors. One epoll thread that
+// TaskRouter: the node's half of running tasks and actors, and the composition root of the units
+// that do it (runtime/node/: WorkerPool, JobProgramCache, RemoteNodes, GroupCoordinator;
+// scheduler/: ResourcePool, BundleTable, NodePolicy). One event-loop thread (runtime/net/) that
 //   - accepts drivers and workers on a Unix socket (core.sock, 0600) and other nodes on TCP
 //     (cluster token first);
 //   - places each submitted task with scheduler/placement.h over a snapshot: this node's exact
@@ -47,6 +49,10 @@ struct TaskRouterOptions {
   std::vector<uint32_t> gpu_ids;
   size_t max_task_workers = 0;  // 0: max(4, 2 x CPUs)
   size_t pipeline_depth = 16;   // tasks queued on one leased worker
+  // The memory monitor: when the machine's memory use reaches this fraction, the newest task
+  // that may be retried is killed (1 turns it off); checked this often.
+  double memory_threshold = 0.95;
+  Duration memory_check_every = std::chrono::milliseconds(250);
   // A driver attached to this node went away (called on the router's thread; must not block).
   std::function<void(const JobId&)> on_job_end;
   // A worker died under work (for `cumulus status`'s recent failures; same thread rules).

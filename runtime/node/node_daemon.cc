@@ -20,6 +20,29 @@ ControlClientOptions NodeClientOptions() {
 }
 }  // namespace
 
+namespace {
+
+// The memory monitor's settings: CUMULUS_MEMORY_USAGE_THRESHOLD (a fraction in (0, 1]; 1 turns
+// it off) and CUMULUS_MEMORY_MONITOR_MS (10-60000).
+void ReadMemoryMonitorEnvironment(TaskRouterOptions& router) {
+  if (const char* t = std::getenv("CUMULUS_MEMORY_USAGE_THRESHOLD")) {
+    char* end = nullptr;
+    double v = std::strtod(t, &end);
+    if (*t && *end == 0 && v > 0 && v <= 1) {
+      router.memory_threshold = v;
+    } else {
+      CUMULUS_LOG(WARN) << "node: ignoring CUMULUS_MEMORY_USAGE_THRESHOLD=" << t
+                        << " (want a fraction in (0, 1]; 1 turns the memory monitor off)";
+    }
+  }
+  if (const char* ms = std::getenv("CUMULUS_MEMORY_MONITOR_MS")) {
+    long v = std::strtol(ms, nullptr, 10);
+    if (v >= 10 && v <= 60000) router.memory_check_every = std::chrono::milliseconds(v);
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("the node needs a data dir");
   if (options.declared.GetUnits("GPU") % ResourceSet::kUnit != 0) {
@@ -90,6 +113,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.total = total;
   router.labels = options.labels;
   router.gpu_ids = d->record_.gpu_ids;
+  ReadMemoryMonitorEnvironment(router);
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
   auto started = TaskRouter::Start(router);

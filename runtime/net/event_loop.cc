@@ -1,0 +1,210 @@
+#include "runtime/net/event_loop.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cumulus {
+
+namespace {
+constexpr uint64_t kWakeTag = 0;
+}  // namespace
+
+Result<std::unique_ptr<EventLoop>> EventLoop::Create(Handlers handlers) {
+  std::unique_ptr<EventLoop> loop(new EventLoop(std::move(handlers)));
+  loop->epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  if (loop->epoll_ < 0) return Status::Internal(std::string("epoll_create1: ") + strerror(errno));
+  if (pipe2(loop->wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Status::Internal(std::string("pipe2: ") + strerror(errno));
+  }
+  loop->Watch(loop->wake_[0], kWakeTag, EPOLLIN);
+  return loop;
+}
+
+EventLoop::~EventLoop() {
+  for (auto& [id, c] : conns_) close(c.fd);
+  for (auto& l : listeners_) close(l.fd);
+  for (int fd : {epoll_, wake_[0], wake_[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void EventLoop::Watch(int fd, uint64_t tag, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = tag;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void EventLoop::Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes) {
+  listeners_.push_back({listen_fd, tcp, max_frame_bytes});
+  Watch(listen_fd, listeners_.size(), EPOLLIN);
+}
+
+uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
+  int flags = fcntl(fd, F_GETFL);
+  if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  uint64_t id = next_conn_++;
+  Conn& c = conns_[id];
+  c.fd = fd;
+  c.tcp = tcp;
+  c.decoder.set_max_frame_bytes(max_frame_bytes);
+  Watch(fd, id, EPOLLIN);
+  return id;
+}
+
+void EventLoop::Accept(const Listener& l) {
+  while (true) {
+    int fd = accept4(l.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (l.tcp) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    uint64_t id = Adopt(fd, l.tcp, l.max_frame_bytes);
+    if (handlers_.on_accept) handlers_.on_accept(id, l.tcp);
+  }
+}
+
+void EventLoop::Send(uint64_t conn, std::string frame) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.closed) return;
+  Conn& c = it->second;
+  if (c.out_pos == c.out.size()) {
+    c.out.clear();
+    c.out_pos = 0;
+  }
+  if (c.out.empty()) dirty_.push_back(conn);
+  c.out.append(frame);
+}
+
+void EventLoop::Close(uint64_t conn, const std::string& why) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.closed) return;
+  Conn& c = it->second;
+  c.closed = true;
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
+  shutdown(c.fd, SHUT_RDWR);
+  closed_.push_back(conn);
+  if (handlers_.on_close) handlers_.on_close(conn, why);
+}
+
+void EventLoop::SetFrameLimit(uint64_t conn, uint32_t max_frame_bytes) {
+  auto it = conns_.find(conn);
+  if (it != conns_.end()) it->second.decoder.set_max_frame_bytes(max_frame_bytes);
+}
+
+bool EventLoop::IsOpen(uint64_t conn) const {
+  auto it = conns_.find(conn);
+  return it != conns_.end() && !it->second.closed;
+}
+
+bool EventLoop::IsTcp(uint64_t conn) const {
+  auto it = conns_.find(conn);
+  return it != conns_.end() && it->second.tcp;
+}
+
+void EventLoop::Poll(std::chrono::milliseconds timeout) {
+  epoll_event events[256];
+  int n = epoll_wait(epoll_, events, 256, static_cast<int>(timeout.count()));
+  for (int i = 0; i < n; ++i) {
+    uint64_t tag = events[i].data.u64;
+    if (tag == kWakeTag) {
+      char buf[64];
+      while (read(wake_[0], buf, sizeof(buf)) > 0) {
+      }
+    } else if (tag <= listeners_.size()) {
+      Accept(listeners_[tag - 1]);
+    } else {
+      auto it = conns_.find(tag);
+      if (it == conns_.end() || it->second.closed) continue;
+      if (events[i].events & EPOLLOUT) FlushOne(tag, it->second);
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadFrom(tag);
+    }
+  }
+}
+
+void EventLoop::ReadFrom(uint64_t id) {
+  char buf[65536];
+  for (int rounds = 0; rounds < 16; ++rounds) {
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.closed) return;
+    ssize_t got = read(it->second.fd, buf, sizeof(buf));
+    if (got > 0) {
+      it->second.decoder.Append(buf, static_cast<size_t>(got));
+      if (static_cast<size_t>(got) < sizeof(buf)) break;
+      continue;
+    }
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    Close(id, got == 0 ? "closed" : std::strerror(errno));
+    return;
+  }
+  while (true) {
+    // A handler may close this or any connection: look it up again each time.
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.closed) return;
+    auto frame = it->second.decoder.Next();
+    if (!frame.ok()) {
+      Close(id, "sent a malformed frame: " + frame.status().message());
+      return;
+    }
+    if (!*frame) return;
+    handlers_.on_frame(id, std::move(**frame));
+  }
+}
+
+void EventLoop::FlushOne(uint64_t id, Conn& c) {
+  while (c.out_pos < c.out.size()) {
+    ssize_t n = send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out_pos += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    Close(id, "write failed");
+    return;
+  }
+  bool pending = c.out_pos < c.out.size();
+  if (!pending) {
+    c.out.clear();
+    c.out_pos = 0;
+  }
+  if (pending != c.want_write) {
+    c.want_write = pending;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    ev.data.u64 = id;
+    epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+}
+
+void EventLoop::Flush() {
+  // Writing may close a connection, whose handler may queue more: take the list first.
+  std::vector<uint64_t> dirty;
+  dirty.swap(dirty_);
+  for (uint64_t id : dirty) {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second.closed) FlushOne(id, it->second);
+  }
+  std::vector<uint64_t> closed;
+  closed.swap(closed_);
+  for (uint64_t id : closed) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    close(it->second.fd);
+    conns_.erase(it);
+  }
+}
+
+void EventLoop::Wake() {
+  char c = 1;
+  (void)!write(wake_[1], &c, 1);
+}
+
+}  // namespace cumulus

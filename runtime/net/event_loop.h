@@ -1,0 +1,103 @@
+// EventLoop: the sockets of one event-loop thread — listening sockets, framed connections
+// (runtime/net/frame.h) with their read and write buffers, and a wake pipe for other threads.
+//
+// The owner runs the loop on its own thread: Poll() waits for events and hands each complete
+// frame to `on_frame`; the owner then does its periodic work, and Flush() writes what was queued
+// with Send() and frees the connections closed meanwhile. A connection is named by a number that
+// is never reused. Writes never block: what the socket does not take is kept and written when it
+// can be.
+//
+// Thread safety: Wake() may be called from any thread; everything else only on the loop's thread.
+// Handlers run on the loop's thread and may call Send and Close (of any connection) re-entrantly.
+#pragma once
+
+#include <capnp/message.h>
+#include <kj/array.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cumulus/status.h"
+#include "runtime/net/frame.h"
+
+namespace cumulus {
+
+using FrameWords = kj::Array<capnp::word>;
+
+class EventLoop {
+ public:
+  struct Handlers {
+    // A connection accepted on a listening socket (optional).
+    std::function<void(uint64_t conn, bool tcp)> on_accept;
+    // One complete frame's message words.
+    std::function<void(uint64_t conn, FrameWords words)> on_frame;
+    // The connection is closed (by the peer, an error, a malformed frame, or Close): `why` says
+    // which ("closed" when the peer closed it). Called once; its id is not used again.
+    std::function<void(uint64_t conn, const std::string& why)> on_close;
+  };
+
+  static Result<std::unique_ptr<EventLoop>> Create(Handlers handlers);
+  ~EventLoop();  // closes every socket it holds (no handler runs)
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Accepts connections on `listen_fd` (which it now owns); their frames may be up to
+  // `max_frame_bytes` long until SetFrameLimit says otherwise.
+  void Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes);
+  // Takes a connected socket (made non-blocking here); returns its connection id.
+  uint64_t Adopt(int fd, bool tcp, uint32_t max_frame_bytes);
+
+  // Queues a whole frame for `conn`; nothing happens if it is closed or unknown.
+  void Send(uint64_t conn, std::string frame);
+  // Closes `conn` now (on_close runs before this returns) unless it is closed already.
+  void Close(uint64_t conn, const std::string& why);
+  void SetFrameLimit(uint64_t conn, uint32_t max_frame_bytes);
+
+  bool IsOpen(uint64_t conn) const;
+  bool IsTcp(uint64_t conn) const;
+
+  // Waits up to `timeout` for socket events and handles them.
+  void Poll(std::chrono::milliseconds timeout);
+  // Writes what was queued and frees the sockets of connections closed since the last call.
+  void Flush();
+  // Makes a Poll in progress return (thread-safe).
+  void Wake();
+
+ private:
+  struct Conn {
+    int fd = -1;
+    bool tcp = false;
+    bool closed = false;
+    bool want_write = false;
+    FrameDecoder decoder{0};
+    std::string out;
+    size_t out_pos = 0;
+  };
+  struct Listener {
+    int fd = -1;
+    bool tcp = false;
+    uint32_t max_frame_bytes = 0;
+  };
+
+  explicit EventLoop(Handlers handlers) : handlers_(std::move(handlers)) {}
+  void Watch(int fd, uint64_t tag, uint32_t events);
+  void Accept(const Listener& l);
+  void ReadFrom(uint64_t id);
+  void FlushOne(uint64_t id, Conn& c);
+
+  Handlers handlers_;
+  int epoll_ = -1;
+  int wake_[2] = {-1, -1};
+  std::vector<Listener> listeners_;  // tag = index + 1 (0 is the wake pipe)
+  std::unordered_map<uint64_t, Conn> conns_;
+  uint64_t next_conn_ = 1ull << 32;  // above every listener tag
+  std::vector<uint64_t> dirty_;      // connections with queued writes
+  std::vector<uint64_t> closed_;     // closed, socket not yet freed
+};
+
+}  // namespace cumulus

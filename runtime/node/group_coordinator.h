@@ -1,0 +1,120 @@
+// GroupCoordinator: the two-phase reservation of placement groups (gangs) made by way of this
+// node, for the driver or worker that asked.
+//
+//   kWaiting    the group fits the cluster but not now: it is pending demand, placed again on
+//               each scheduling pass (and after a refused try, 100 ms later);
+//   kReserving  the nodes chosen were asked to hold their bundles (try `round`); a reply of an
+//               older try is stale and its bundles are released at once;
+//   kReady      every node holds its bundles: the group's record (GroupRecord, head KV) tells
+//               other nodes where to route its tasks.
+// One refusal (or a node that closes its connection) releases the try everywhere and waits again.
+// Removal is only by the group's own job, and always for good (kAllRounds).
+//
+// The coordinator does no I/O of its own: it talks to the node through GroupHost, which the task
+// router implements. Not thread-safe: the node's event loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/base/clock.h"
+#include "runtime/proto/core.capnp.h"
+#include "scheduler/placement.h"
+
+namespace cumulus {
+
+class GroupHost {
+ public:
+  virtual ~GroupHost() = default;
+  virtual const NodeId& node_id() const = 0;
+  // This node (exact) and the view of the others; without those not reachable lately unless
+  // `include_unreachable`.
+  virtual ClusterSnapshot Snapshot(TimePoint now, bool include_unreachable) = 0;
+  // Asks the head for the cluster view now (at most every 100 ms unless `force`); true if it did.
+  virtual bool RefreshView(TimePoint now, bool force) = 0;
+  // Holds / releases bundles on this node (BundleTable).
+  virtual Status ReserveHere(const PlacementGroupId& id, const JobId& job, uint32_t round,
+                             const std::vector<uint32_t>& indices,
+                             const std::vector<ResourceSet>& bundles) = 0;
+  virtual void ReleaseHere(const PlacementGroupId& id, uint32_t round) = 0;
+  // Sends a frame to another node; false if it cannot be reached (it is then avoided a while).
+  virtual bool SendToNode(const NodeId& node, std::string frame, TimePoint now) = 0;
+  virtual void SendToConn(uint64_t conn, std::string frame) = 0;
+  // Books (`take`) or credits resources in the view of another node.
+  virtual void BookView(const NodeId& node, const ResourceSet& r, bool take) = 0;
+  // The head's key-value store (namespace kGroupsNamespace).
+  virtual Status HeadPut(const std::string& key, const std::string& value) = 0;
+  virtual Result<std::string> HeadGet(const std::string& key) = 0;
+  virtual Status HeadDelete(const std::string& key) = 0;
+};
+
+class GroupCoordinator {
+ public:
+  explicit GroupCoordinator(GroupHost& host) : host_(host) {}
+
+  // A driver or worker of `job` on connection `origin` asks for a group; refusals are answered
+  // at once.
+  void Create(uint64_t origin, const JobId& job, proto::GroupRequest::Reader req);
+  // Places the waiting groups and asks the chosen nodes to hold their bundles. The demand of
+  // groups that wait is added to `pending`.
+  void Schedule(TimePoint now, std::vector<std::pair<ResourceSet, uint32_t>>& pending);
+  // A node answered a reservation.
+  void OnReply(uint64_t conn, const NodeId& peer, proto::GroupReply::Reader reply);
+  // The connection this node sends to `peer` on closed.
+  void OnPeerClosed(const NodeId& peer);
+  // Another node released a group (try `round`) that this node may have coordinated.
+  void OnPeerRelease(const PlacementGroupId& id, uint32_t round);
+  // A driver or worker of `job` on connection `conn` removes a group.
+  void Remove(uint64_t conn, const JobId& job, const PlacementGroupId& id);
+  // The job ended: forget its groups (every node releases the job's bundles itself).
+  void EndJob(const JobId& job);
+  // True if a waiting group is due to be placed again.
+  bool Due(TimePoint now) const;
+
+  // The job and node of each bundle of a group: known here, or from the head's record.
+  // NotFound: no such group; Unavailable: not reserved yet, or the head cannot be asked now.
+  Result<std::pair<JobId, std::vector<NodeId>>> Locate(const PlacementGroupId& id);
+  // A cached location turned out wrong.
+  void ForgetLocation(const PlacementGroupId& id) { locations_.erase(id); }
+
+  static std::string ReleaseFrame(const PlacementGroupId& id, uint32_t round);
+
+ private:
+  struct GroupOp {
+    PlacementGroupId id;
+    JobId job;
+    std::vector<ResourceSet> bundles;
+    GroupStrategy strategy = GroupStrategy::kPack;
+    uint64_t origin = 0;  // the connection waiting for the answer
+    enum State { kWaiting, kReserving, kReady } state = kWaiting;
+    std::vector<NodeId> nodes;  // per bundle, once placed
+    std::set<NodeId> awaiting;  // nodes that have not answered yet
+    std::string refused;        // why a node said no, this round
+    uint32_t round = 0;         // tries so far; replies of older ones are stale
+    TimePoint retry_at{};
+    bool removed = false;  // removed while nodes were still answering
+  };
+
+  void Conclude(const PlacementGroupId& id, TimePoint now);
+  void ReleaseEverywhere(const GroupOp& op, uint32_t round, TimePoint now);
+  void Forget(const PlacementGroupId& id);
+  void Reply(uint64_t conn, const PlacementGroupId& id, const Status& st,
+             const std::vector<NodeId>& nodes, uint32_t round = 0);
+
+  GroupHost& host_;
+  std::map<PlacementGroupId, GroupOp> groups_;
+  // Groups reserved by way of other nodes (job, node per bundle), from the head's records.
+  std::map<PlacementGroupId, std::pair<JobId, std::vector<NodeId>>> locations_;
+};
+
+// A reply to a group request or reservation, as a frame.
+std::string GroupReplyFrame(const PlacementGroupId& id, const Status& st,
+                            const std::vector<NodeId>& nodes, uint32_t round);
+
+}  // namespace cumulus
