@@ -45,6 +45,23 @@ bool MayRetry(int max_retries, uint32_t attempt) {
   return max_retries < 0 || static_cast<int64_t>(attempt) < max_retries;
 }
 
+LossOutcome AfterWorkerDied(const LostTask& t) {
+  if (t.cancelled) return LossOutcome::kFailCancelled;
+  if (t.actor_creation) return LossOutcome::kFailActorDied;
+  if (!t.started) return LossOutcome::kRequeue;
+  return MayRetry(t.max_retries, t.attempt) ? LossOutcome::kRetryLater
+                                            : LossOutcome::kFailNoRetries;
+}
+
+LossOutcome AfterNodeLost(const LostTask& t) {
+  // An actor built there died with the node: it is placed again (its owner's restart count is
+  // for actors that died after they were built).
+  if (t.actor_creation) return LossOutcome::kRequeue;
+  if (t.cancelled) return LossOutcome::kFailCancelled;
+  return MayRetry(t.max_retries, t.attempt) ? LossOutcome::kRetryLater
+                                            : LossOutcome::kFailNoRetries;
+}
+
 std::optional<size_t> ChooseMemoryVictim(const std::vector<RunningTask>& tasks) {
   std::optional<size_t> victim;
   for (size_t i = 0; i < tasks.size(); ++i) {

@@ -33,6 +33,24 @@ Duration RetryBackoff(uint32_t attempt);
 // True if a task that has run `attempt` retries so far may run again (`max_retries` < 0: always).
 bool MayRetry(int max_retries, uint32_t attempt);
 
+// What becomes of a task whose worker died, or whose node was lost while the task was there.
+enum class LossOutcome {
+  kFailCancelled,  // it was cancelled: fail it as such
+  kFailActorDied,  // an actor's constructor whose worker died: the actor died
+  kRequeue,        // it had not started (or is an actor to build elsewhere): not an attempt
+  kRetryLater,     // an attempt: queue it again after RetryBackoff
+  kFailNoRetries,  // an attempt, and none is left
+};
+struct LostTask {
+  bool cancelled = false;
+  bool actor_creation = false;
+  bool started = true;  // the worker was running it (not only holding it in its queue)
+  int max_retries = 3;
+  uint32_t attempt = 0;  // retries so far
+};
+LossOutcome AfterWorkerDied(const LostTask& t);
+LossOutcome AfterNodeLost(const LostTask& t);
+
 // A task running on a worker, as the memory monitor sees it.
 struct RunningTask {
   bool retriable = false;  // MayRetry

@@ -60,6 +60,30 @@ TEST(NodePolicyTest, RetriesBackOffUpToFiveSeconds) {
   EXPECT_TRUE(MayRetry(-1, 1000000)) << "negative: retry forever";
 }
 
+TEST(NodePolicyTest, WhatBecomesOfALostTask) {
+  LostTask running;
+  running.max_retries = 1;
+  EXPECT_EQ(AfterWorkerDied(running), LossOutcome::kRetryLater);
+  running.attempt = 1;
+  EXPECT_EQ(AfterWorkerDied(running), LossOutcome::kFailNoRetries);
+  LostTask queued_behind = running;
+  queued_behind.started = false;
+  EXPECT_EQ(AfterWorkerDied(queued_behind), LossOutcome::kRequeue) << "not an attempt";
+  LostTask cancelled = running;
+  cancelled.cancelled = true;
+  EXPECT_EQ(AfterWorkerDied(cancelled), LossOutcome::kFailCancelled);
+  LostTask actor;
+  actor.actor_creation = true;
+  EXPECT_EQ(AfterWorkerDied(actor), LossOutcome::kFailActorDied)
+      << "its owner decides about restarts";
+  EXPECT_EQ(AfterNodeLost(actor), LossOutcome::kRequeue) << "placed again elsewhere";
+  actor.cancelled = true;
+  EXPECT_EQ(AfterNodeLost(actor), LossOutcome::kRequeue);
+  EXPECT_EQ(AfterNodeLost(cancelled), LossOutcome::kFailCancelled);
+  LostTask forwarded;
+  EXPECT_EQ(AfterNodeLost(forwarded), LossOutcome::kRetryLater);
+}
+
 TEST(NodePolicyTest, TheMemoryVictimIsTheNewestRetriableTask) {
   auto at = [&](int ms) { return TimePoint{} + std::chrono::milliseconds(ms); };
   EXPECT_FALSE(ChooseMemoryVictim({}).has_value());

@@ -1,32 +1,26 @@
 #include "runtime/core/task_router.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
-#include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
-#include "runtime/head/node_codec.h"
 #include "runtime/net/event_loop.h"
 #include "runtime/node/detect_resources.h"
 #include "runtime/node/group_coordinator.h"
-#include "runtime/node/job_programs.h"
+#include "runtime/node/head_link.h"
 #include "runtime/node/job_supervisor.h"
 #include "runtime/node/remote_nodes.h"
-#include "runtime/node/worker_pool.h"
-#include "scheduler/bundle_table.h"
-#include "scheduler/gpu_assignment.h"
+#include "runtime/node/task_table.h"
+#include "runtime/node/worker_leases.h"
 #include "scheduler/node_policy.h"
-#include "scheduler/resource_pool.h"
 
 namespace cumulus {
 
@@ -67,9 +61,8 @@ class TaskRouter::Impl : public GroupHost {
   explicit Impl(const TaskRouterOptions& o)
       : options_(o),
         node_id_(o.node_id),
-        resources_(o.total, o.gpu_ids),
-        pool_(PoolOptions(o)),
-        programs_(o.work_dir, o.store, o.token),
+        leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token),
+        head_(o.head, o.token, "node-router"),
         groups_(*this) {}
 
   Status Start() {
@@ -107,19 +100,11 @@ class TaskRouter::Impl : public GroupHost {
     new_node_id_ = id;
     view_dirty_ = true;
   }
-  ResourceSet Available() const {
-    std::lock_guard<std::mutex> lock(shared_mu_);
-    return shared_available_;
-  }
-  std::vector<std::pair<ResourceSet, uint32_t>> PendingDemand() const {
-    std::lock_guard<std::mutex> lock(shared_mu_);
-    return shared_pending_;
-  }
 
  private:
   enum class Role { kUnknown, kDriver, kWorker, kPeer };
 
-  // What this node knows of a connection (its sockets are the event loop's).
+  // What this node knows of a connection (its socket is the event loop's).
   struct Conn {
     bool tcp = false;
     bool closed = false;
@@ -129,31 +114,6 @@ class TaskRouter::Impl : public GroupHost {
     NodeId peer;      // peers
   };
 
-  struct Task {
-    TaskId id;
-    JobId job;
-    std::string frame;  // the submitTask frame as it arrived: forwarded or sent to a worker as is
-    TaskRequirements req;
-    std::string function;
-    bool actor_creation = false;
-    bool detached = false;  // a detached actor's constructor: its worker outlives the job
-    int max_retries = 3;
-    uint32_t attempt = 0;
-    uint32_t hops = 0;
-    uint64_t origin = 0;  // the connection its result goes back to
-    enum State { kQueued, kForwarded, kOnWorker } state = kQueued;
-    NodeId forwarded_to;
-    WorkerId worker;
-    bool cancelled = false;
-    std::string class_key;
-    bool waiting_retry = false;        // in delayed_, not in a queue
-    bool waiting_for_program = false;  // its job's program could not be fetched yet
-    TimePoint waiting_since{};
-    TimePoint assigned_at{};  // when it was handed to its worker
-  };
-
-  // ---- event loop --------------------------------------------------------------------------
-
   void Loop() {
     TimePoint last_housekeeping = SystemClock::Get().Now();
     while (!stop_) {
@@ -161,19 +121,22 @@ class TaskRouter::Impl : public GroupHost {
       if (stop_) break;
       ApplySharedUpdates();
       TimePoint now = SystemClock::Get().Now();
-      if (!delayed_.empty()) RequeueDue(now);
+      if (tasks_.RequeueDue(now)) schedule_dirty_ = true;
       if (now - last_housekeeping > std::chrono::milliseconds(50)) {
         last_housekeeping = now;
         Housekeeping(now);
       }
       if (schedule_dirty_) Schedule();
       loop_->Flush();
-      ReapClosed();
+      for (uint64_t id : closed_) conns_.erase(id);
+      closed_.clear();
     }
   }
 
   void Send(uint64_t conn, std::string frame) { loop_->Send(conn, std::move(frame)); }
   void Close(uint64_t conn, const std::string& why) { loop_->Close(conn, why); }
+
+  // ---- messages ----------------------------------------------------------------------------
 
   void OnFrame(uint64_t id, FrameWords words) {
     try {
@@ -185,8 +148,6 @@ class TaskRouter::Impl : public GroupHost {
       Close(id, std::string("sent a malformed message: ") + e.getDescription().cStr());
     }
   }
-
-  // ---- messages ----------------------------------------------------------------------------
 
   void Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader msg, const FrameWords& words) {
     if (c.role == Role::kUnknown) {
@@ -207,11 +168,12 @@ class TaskRouter::Impl : public GroupHost {
       case proto::CoreMessage::JOB_INFO: {
         if (c.role != Role::kPeer && c.role != Role::kDriver) return;
         JobId job = IdFrom<JobId>(msg.getJobInfo().getJobId());
-        if (c.role == Role::kDriver && job != c.job)
+        if (c.role == Role::kDriver && job != c.job) {
           return Close(id, "a driver spoke for another job");
+        }
         auto r = msg.getJobInfo().getRecord();
-        if (!programs_.Remember(job,
-                                std::string(reinterpret_cast<const char*>(r.begin()), r.size()))) {
+        if (!leases_.programs().Remember(
+                job, std::string(reinterpret_cast<const char*>(r.begin()), r.size()))) {
           CUMULUS_LOG(WARN) << "node: ignoring a malformed job record for job " << job.Hex();
         }
         return;
@@ -223,24 +185,25 @@ class TaskRouter::Impl : public GroupHost {
         groups_.Create(id, JobOf(c), msg.getCreateGroup());
         schedule_dirty_ = true;
         return;
-      case proto::CoreMessage::RESERVE_BUNDLES:
+      case proto::CoreMessage::RESERVE_BUNDLES: {
         if (c.role != Role::kPeer) return Close(id, "only a node may reserve bundles");
-        return HandleReserveBundles(id, msg.getReserveBundles());
+        Reservation r = DecodeReservation(msg.getReserveBundles());
+        Status st =
+            r.error.ok() ? ReserveHere(r.id, r.job, r.round, r.indices, r.bundles) : r.error;
+        return Send(id, GroupReplyFrame(r.id, st, {}, r.round));
+      }
       case proto::CoreMessage::GROUP_REPLY:
         if (c.role != Role::kPeer) return Close(id, "only a node may answer a reservation");
-        groups_.OnReply(id, c.peer, msg.getGroupReply());
-        return;
+        return groups_.OnReply(id, c.peer, msg.getGroupReply());
       case proto::CoreMessage::REMOVE_GROUP: {
         auto g = IdFrom<PlacementGroupId>(msg.getRemoveGroup().getGroupId());
         if (g.IsNil()) return;
         if (c.role == Role::kPeer) {
           uint32_t round = msg.getRemoveGroup().getRound();
           ReleaseHere(g, round);
-          groups_.OnPeerRelease(g, round);
-        } else {
-          groups_.Remove(id, JobOf(c), g);  // only its own job's groups, and always for good
+          return groups_.OnPeerRelease(g, round);
         }
-        return;
+        return groups_.Remove(id, JobOf(c), g);  // only its own job's groups, for good
       }
       default:
         CUMULUS_LOG(WARN) << "node: ignoring an unexpected message on a core connection";
@@ -262,7 +225,7 @@ class TaskRouter::Impl : public GroupHost {
     }
     if (role == "worker") {
       WorkerId wid = IdFrom<WorkerId>(h.getWorkerId());
-      Worker* w = pool_.Find(wid);
+      Worker* w = leases_.workers().Find(wid);
       if (!w || w->closing()) return Close(id, "unknown worker id");
       c.role = Role::kWorker;
       c.worker = wid;
@@ -277,16 +240,13 @@ class TaskRouter::Impl : public GroupHost {
       CUMULUS_LOG(DEBUG) << "node: worker " << w->pid << " ready after " << startup << " us";
       SendHelloAck(id);
       for (const TaskId& t : w->assigned) {
-        auto task = tasks_.find(t);
-        if (task != tasks_.end()) Send(id, task->second.frame);
+        if (RoutedTask* task = tasks_.Find(t)) Send(id, task->frame);
       }
       return;
-    } else if (role == "driver") {
-      c.role = Role::kDriver;
-      c.job = IdFrom<JobId>(h.getJobId());
-    } else {
-      return Close(id, "unknown role '" + role + "'");
     }
+    if (role != "driver") return Close(id, "unknown role '" + role + "'");
+    c.role = Role::kDriver;
+    c.job = IdFrom<JobId>(h.getJobId());
     SendHelloAck(id);
   }
 
@@ -299,66 +259,48 @@ class TaskRouter::Impl : public GroupHost {
     Send(id, EncodeFrame(message));
   }
 
-  void HandleSubmit(uint64_t conn, Conn& c, proto::TaskSpec::Reader spec, const FrameWords& words) {
-    Task t;
-    t.id = IdFrom<TaskId>(spec.getTaskId());
-    if (t.id.IsNil() || tasks_.count(t.id)) {
-      if (!t.id.IsNil()) return;  // a duplicate: the first copy's result answers it
-      return Close(conn, "submitted a task without a valid id");
-    }
-    t.job = IdFrom<JobId>(spec.getJobId());
-    t.frame = FrameOfWords(words);
-    t.req = RequirementsOf(spec);
-    t.function = spec.getFunctionName();
-    t.actor_creation = spec.getActorCreation();
-    t.detached = t.actor_creation && spec.getDetached();
-    t.max_retries = spec.getMaxRetries();
-    t.hops = spec.getHops();
-    t.origin = conn;
-    t.class_key = t.req.placement.demand.ToString() + "|" + t.req.placement.labels.ToString() +
-                  "|" + std::to_string(static_cast<int>(t.req.placement.strategy)) + "|" +
-                  t.req.placement.affinity_node.Hex() + (t.actor_creation ? "|actor" : "");
-    if (!t.req.placement_group.empty()) {
-      t.class_key += "|pg:" + t.req.placement_group + ":" + std::to_string(t.req.bundle_index);
-    }
+  void HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reader spec, const FrameWords& words) {
+    RoutedTask t = TaskFromSpec(spec, words, id);
+    if (t.id.IsNil()) return Close(id, "submitted a task without a valid id");
+    if (tasks_.Contains(t.id)) return;  // a duplicate: the first copy's result answers it
     if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
-    TaskId id = t.id;
-    auto& task = tasks_.emplace(id, std::move(t)).first->second;
-    Requeue(task, /*front=*/false);
+    tasks_.Add(std::move(t));
+    schedule_dirty_ = true;
   }
 
   void HandleResult(Conn& c, proto::TaskResult::Reader result, const FrameWords& words) {
     TaskId id = IdFrom<TaskId>(result.getTaskId());
     if (c.role == Role::kWorker) {
       // The worker is done with it whatever became of the task meanwhile.
-      Worker* w = pool_.Find(c.worker);
+      Worker* w = leases_.workers().Find(c.worker);
       if (!w) return;
-      if (!w->assigned.empty() && w->assigned.front() == id) {
-        w->assigned.pop_front();
+      auto& a = w->assigned;
+      if (!a.empty() && a.front() == id) {
+        a.pop_front();
       } else {
-        auto& a = w->assigned;
         a.erase(std::remove(a.begin(), a.end(), id), a.end());
       }
-      MaybeReleaseLease(*w);  // (a failed constructor's worker exits by itself)
+      // (A failed constructor's worker exits by itself.)
+      leases_.ReleaseIfIdle(*w, SystemClock::Get().Now());
+      schedule_dirty_ = true;
     }
-    auto it = tasks_.find(id);
-    if (it == tasks_.end()) return;  // cancelled or already answered
-    Task& t = it->second;
+    RoutedTask* t = tasks_.Find(id);
+    if (!t) return;  // cancelled or already answered
     if (c.role == Role::kWorker) {
-      if (t.state != Task::kOnWorker || t.worker != c.worker) return;  // not its run of the task
+      if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
     } else if (c.role == Role::kPeer) {
       // Only from the node it was forwarded to, while it is there: a node declared dead that
       // wakes up must not answer for a task that was placed again.
-      if (t.state != Task::kForwarded || t.forwarded_to != c.peer) return;
+      if (t->state != RoutedTask::kForwarded || t->forwarded_to != c.peer) return;
       // A result for a task this node forwarded: credit the peer's view optimistically.
-      if (!t.actor_creation && t.req.placement_group.empty()) {
-        view_.Book(t.forwarded_to, t.req.placement.demand, /*take=*/false);
+      if (!t->actor_creation && t->req.placement_group.empty()) {
+        remote_.Book(t->forwarded_to, t->req.placement.demand, /*take=*/false);
       }
     } else {
       return;
     }
-    Send(t.origin, FrameOfWords(words));
-    tasks_.erase(it);
+    Send(t->origin, FrameOfWords(words));
+    tasks_.Erase(id);
     schedule_dirty_ = true;
   }
 
@@ -389,91 +331,48 @@ class TaskRouter::Impl : public GroupHost {
   }
 
   void HandleCancel(const TaskId& id) {
-    auto it = tasks_.find(id);
-    if (it == tasks_.end()) return;
-    Task& t = it->second;
-    switch (t.state) {
-      case Task::kQueued:  // its queue entry is dropped when the queue reaches it
-        FailTask(id, Status::Cancelled("task " + t.function + " was cancelled before it ran"));
-        break;
-      case Task::kForwarded: {
-        t.cancelled = true;  // if that node is lost, the task is not placed again
-        if (uint64_t peer = PeerConn(t.forwarded_to)) {
+    RoutedTask* t = tasks_.Find(id);
+    if (!t) return;
+    switch (t->state) {
+      case RoutedTask::kQueued:  // its queue entry is dropped when the queue reaches it
+        return FailTask(id,
+                        Status::Cancelled("task " + t->function + " was cancelled before it ran"));
+      case RoutedTask::kForwarded: {
+        t->cancelled = true;  // if that node is lost, the task is not placed again
+        if (uint64_t peer = PeerConn(t->forwarded_to)) {
           capnp::MallocMessageBuilder message;
           message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(id));
           Send(peer, EncodeFrame(message));
         }
-        break;
+        return;
       }
-      case Task::kOnWorker: {
-        t.cancelled = true;
+      case RoutedTask::kOnWorker:
+        t->cancelled = true;
         // The worker may be deep in user code: only killing it stops it for sure.
-        if (Worker* w = pool_.Find(t.worker)) pool_.Kill(*w);
-        break;
-      }
+        if (Worker* w = leases_.workers().Find(t->worker)) leases_.workers().Kill(*w);
+        return;
     }
   }
 
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b) {
     if (c.role != Role::kWorker) return;
-    Worker* w = pool_.Find(c.worker);
+    Worker* w = leases_.workers().Find(c.worker);
     if (!w) return;
-    w->blocked = b.getBlocked();
-    // Like Ray: a task waiting in Get for other tasks lends its CPU to them meanwhile (nested
-    // tasks would otherwise deadlock a full node). Bundle leases keep theirs.
-    if (w->blocked && w->leased && !w->is_actor && !w->in_bundle && w->lent_cpu == 0) {
-      w->lent_cpu = w->lease.GetUnits("CPU");
-      resources_.LendCpu(w->lent_cpu);
-    } else if (!w->blocked && w->lent_cpu > 0) {
-      resources_.ReclaimCpu(w->lent_cpu);
-      w->lent_cpu = 0;
-    }
+    leases_.SetBlocked(*w, b.getBlocked());
     // Tasks queued behind a task that waits on other tasks could deadlock it: run them elsewhere.
     for (auto raw : b.getReturned()) {
       TaskId id = IdFrom<TaskId>(raw);
       auto& a = w->assigned;
       a.erase(std::remove(a.begin(), a.end(), id), a.end());
-      auto t = tasks_.find(id);
-      if (t != tasks_.end()) Requeue(t->second, /*front=*/true);
+      if (RoutedTask* t = tasks_.Find(id)) tasks_.Requeue(*t, /*front=*/true);
     }
     schedule_dirty_ = true;
   }
 
-  void HandleReserveBundles(uint64_t conn, proto::GroupRequest::Reader req) {
-    PlacementGroupId id = IdFrom<PlacementGroupId>(req.getGroupId());
-    std::vector<ResourceSet> bundles;
-    std::vector<uint32_t> indices;
-    Status st;
-    for (auto b : req.getBundles()) {
-      uint32_t i = b.getIndex();
-      if (i > 1u << 20) {
-        st = Status::InvalidArgument("bundle index " + std::to_string(i) + " is out of range");
-        break;
-      }
-      if (std::find(indices.begin(), indices.end(), i) != indices.end()) {
-        st = Status::InvalidArgument("bundle " + std::to_string(i) + " is named twice");
-        break;
-      }
-      if (bundles.size() <= i) bundles.resize(i + 1);
-      bundles[i] = DecodeResources(b.getResources());
-      indices.push_back(i);
-    }
-    if (id.IsNil()) st = Status::InvalidArgument("a placement group needs a 16-byte id");
-    if (req.getRound() == 0 || req.getRound() == kAllRounds) {
-      st = Status::InvalidArgument("a reservation needs a try number");
-    }
-    if (st.ok()) {
-      st = ReserveHere(id, IdFrom<JobId>(req.getJobId()), req.getRound(), indices, bundles);
-    }
-    Send(conn, GroupReplyFrame(id, st, {}, req.getRound()));
-  }
-
   JobId JobOf(const Conn& c) {
-    if (c.role == Role::kWorker) {
-      Worker* w = pool_.Find(c.worker);
-      return w ? w->job : JobId();
-    }
-    return c.job;
+    if (c.role != Role::kWorker) return c.job;
+    Worker* w = leases_.workers().Find(c.worker);
+    return w ? w->job : JobId();
   }
 
   // ---- the cluster view ----------------------------------------------------------------------
@@ -483,24 +382,19 @@ class TaskRouter::Impl : public GroupHost {
     {
       std::lock_guard<std::mutex> lock(shared_mu_);
       if (!new_node_id_.IsNil()) {
-        view_.Renamed(node_id_);  // it may be declared dead: not news
+        remote_.Renamed(node_id_);  // its old id may be declared dead: not news
         node_id_ = new_node_id_;
         new_node_id_ = NodeId();
       }
       if (!view_dirty_) return;
       view_dirty_ = false;
-      dead = view_.Update(shared_view_, node_id_);
+      dead = remote_.Update(shared_view_, node_id_);
       schedule_dirty_ = true;
     }
-    DropDeadPeers(dead);
-  }
-
-  // The head declared these nodes dead: a hung node (SIGSTOP, a frozen VM) keeps its TCP
-  // connections open, so close ours; what was forwarded there is placed again.
-  void DropDeadPeers(const std::vector<NodeId>& dead) {
+    // A hung node (SIGSTOP, a frozen VM) keeps its TCP connections open: close ours, so that what
+    // was forwarded there is placed again, and tell the owners here to drop their actors on it.
     for (const NodeId& id : dead) {
-      if (view_.FirstNewsOfDeath(id)) {
-        // Owners here drop their actors on it (a hung node keeps their connections open).
+      if (remote_.FirstNewsOfDeath(id)) {
         capnp::MallocMessageBuilder message;
         message.initRoot<proto::CoreMessage>().setNodeDied(DataOf(id));
         std::string frame = EncodeFrame(message);
@@ -513,16 +407,25 @@ class TaskRouter::Impl : public GroupHost {
     }
   }
 
+  // ---- GroupHost: what the placement-group coordinator needs of this node --------------------
+
+  const NodeId& node_id() const override { return node_id_; }
+
+  ClusterSnapshot Snapshot(TimePoint now, bool include_unreachable) override {
+    NodeView self;
+    self.id = node_id_;
+    self.total = options_.total;
+    self.available = leases_.available();
+    self.labels = options_.labels;
+    return remote_.Snapshot(self, now, include_unreachable);
+  }
+
   // Fetches the cluster view from the head now (at most every 100 ms unless `force`).
   bool RefreshView(TimePoint now, bool force) override {
     if (!force && now - last_refresh_ < std::chrono::milliseconds(100)) return false;
     last_refresh_ = now;
-    if (!EnsureHead().ok()) return false;
-    auto view = head_->GetClusterStatus();
-    if (!view.ok()) {
-      head_.reset();
-      return false;
-    }
+    auto view = head_.Call([](ControlClient& h) { return h.GetClusterStatus(); });
+    if (!view.ok()) return false;
     {
       std::lock_guard<std::mutex> lock(shared_mu_);
       shared_view_ = view->nodes;
@@ -532,76 +435,30 @@ class TaskRouter::Impl : public GroupHost {
     return true;
   }
 
-  // The head client of the loop thread. After a failed connect it waits a second before trying
-  // again: every call here blocks the loop.
-  Status EnsureHead() {
-    if (head_) return Status();
-    TimePoint now = SystemClock::Get().Now();
-    if (now < head_retry_at_) return Status::Unavailable("the head cannot be reached (retrying)");
-    ControlClientOptions o;
-    o.role = "node-router";
-    o.request_timeout = std::chrono::seconds(10);
-    auto connected = ControlClient::Connect(options_.head, options_.token, o);
-    if (!connected.ok()) {
-      head_retry_at_ = now + std::chrono::seconds(1);
-      return connected.status();
-    }
-    head_ = std::move(*connected);
-    return Status();
-  }
-  // A head call; the client is dropped after an error other than NotFound.
-  template <typename F>
-  auto WithHead(F call) -> decltype(call(std::declval<ControlClient&>())) {
-    Status st = EnsureHead();
-    if (!st.ok()) return st;
-    auto r = call(*head_);
-    if (!r.ok() && r.status().code() != StatusCode::kNotFound) head_.reset();
-    return r;
-  }
-
-  NodeView Self() const {
-    NodeView self;
-    self.id = node_id_;
-    self.total = options_.total;
-    self.available = resources_.available();
-    self.labels = options_.labels;
-    return self;
-  }
-
-  // ---- GroupHost: what the placement-group coordinator needs of this node --------------------
-
-  const NodeId& node_id() const override { return node_id_; }
-  ClusterSnapshot Snapshot(TimePoint now, bool include_unreachable) override {
-    return view_.Snapshot(Self(), now, include_unreachable);
-  }
   Status ReserveHere(const PlacementGroupId& id, const JobId& job, uint32_t round,
                      const std::vector<uint32_t>& indices,
                      const std::vector<ResourceSet>& bundles) override {
-    Status st = bundles_.Reserve(id, job, round, indices, bundles, resources_, node_id_.Hex());
+    Status st = leases_.Reserve(id, job, round, indices, bundles, node_id_.Hex());
     if (st.ok()) schedule_dirty_ = true;
     return st;
   }
+
   // Gives a group's bundles held here (those reserved by try `round` or earlier) back to the
   // node; the workers using them are ended.
   void ReleaseHere(const PlacementGroupId& id, uint32_t round) override {
     if (round == kAllRounds) groups_.ForgetLocation(id);
-    std::set<BundleKey> held;
-    for (auto& key : bundles_.HeldThrough(id, round)) held.insert(key);
-    std::vector<WorkerId> doomed;
-    for (auto& [wid, w] : pool_.workers()) {
-      if (w.leased && w.in_bundle && held.count(w.bundle)) doomed.push_back(wid);
-    }
-    for (auto& wid : doomed) {
-      if (Worker* w = pool_.Find(wid)) pool_.Kill(*w);
+    for (auto& wid : leases_.WorkersInBundles(id, round)) {
+      if (Worker* w = leases_.workers().Find(wid)) leases_.workers().Kill(*w);
       WorkerGone(wid, "was stopped: its placement group was removed");
     }
-    bundles_.Release(id, round, resources_);
+    leases_.ReleaseBundles(id, round);
     schedule_dirty_ = true;
   }
+
   bool SendToNode(const NodeId& node, std::string frame, TimePoint now) override {
     uint64_t peer = PeerConn(node);
     if (!peer) {
-      view_.Unreachable(node, now);
+      remote_.Unreachable(node, now);
       schedule_dirty_ = true;
       return false;
     }
@@ -610,17 +467,17 @@ class TaskRouter::Impl : public GroupHost {
   }
   void SendToConn(uint64_t conn, std::string frame) override { Send(conn, std::move(frame)); }
   void BookView(const NodeId& node, const ResourceSet& r, bool take) override {
-    view_.Book(node, r, take);
+    remote_.Book(node, r, take);
   }
   Status HeadPut(const std::string& key, const std::string& value) override {
-    return WithHead([&](ControlClient& h) { return h.KvPut(kGroupsNamespace, key, value); })
+    return head_.Call([&](ControlClient& h) { return h.KvPut(kGroupsNamespace, key, value); })
         .status();
   }
   Result<std::string> HeadGet(const std::string& key) override {
-    return WithHead([&](ControlClient& h) { return h.KvGet(kGroupsNamespace, key); });
+    return head_.Call([&](ControlClient& h) { return h.KvGet(kGroupsNamespace, key); });
   }
   Status HeadDelete(const std::string& key) override {
-    return WithHead([&](ControlClient& h) { return h.KvDelete(kGroupsNamespace, key); }).status();
+    return head_.Call([&](ControlClient& h) { return h.KvDelete(kGroupsNamespace, key); }).status();
   }
 
   // ---- scheduling --------------------------------------------------------------------------
@@ -631,153 +488,91 @@ class TaskRouter::Impl : public GroupHost {
     std::vector<std::pair<ResourceSet, uint32_t>> pending;
     groups_.Schedule(now, pending);
     ClusterSnapshot snap = Snapshot(now, false);
-    // One FIFO per scheduling class (shape, labels, strategy): a class stops at its first task
-    // that cannot be placed, so a long queue costs nothing per pass.
-    for (auto q = queues_.begin(); q != queues_.end();) {
+    auto& queues = tasks_.queues();
+    for (auto q = queues.begin(); q != queues.end();) {
       std::deque<TaskId>& queue = q->second;
       while (!queue.empty()) {
-        auto found = tasks_.find(queue.front());
-        if (found == tasks_.end() || found->second.state != Task::kQueued) {
+        RoutedTask* t = tasks_.Find(queue.front());
+        if (!t || t->state != RoutedTask::kQueued) {
           queue.pop_front();
           continue;
         }
-        Task& t = found->second;
-        if (!t.req.placement_group.empty()) {
+        if (!t->req.placement_group.empty()) {
           // Its resources were reserved with the group: no pending demand for it.
-          if (!PlaceInGroup(t, now)) break;
+          if (!PlaceInGroup(*t, now)) break;
           queue.pop_front();
           continue;
         }
-        PlacementRequest req = RequestAtNode(t.req.placement, t.hops, node_id_);
-        snap.nodes[0].available = resources_.available();
-        PlacementDecision d = PlaceTask(snap, req);
-        if (d.kind == PlacementDecision::kInfeasible && RefreshView(now, false)) {
-          // The view may predate a node that joined: ask the head before saying "never".
-          snap = Snapshot(now, false);
-          d = PlaceTask(snap, req);
-        }
-        if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
-          d = PlaceOrWait(snap, Snapshot(now, true), req);
-        }
-        if (d.kind == PlacementDecision::kInfeasible) {
-          TaskId id = t.id;
-          queue.pop_front();
-          FailTask(id, Status::Infeasible((t.actor_creation ? "actor " : "task ") + t.function +
-                                          " can never run: " + d.reason));
-          continue;
-        }
-        bool done = false;
-        if (d.kind == PlacementDecision::kPlace && d.node == node_id_) {
-          done = StartOnNewLease(t, now);
-        }
-        if (!done && d.kind == PlacementDecision::kPlace && d.node != node_id_) {
-          done = Forward(t, d.node, now);
-          if (done) {
-            for (auto& n : snap.nodes) {
-              if (n.id == d.node && n.available.Contains(t.req.placement.demand)) {
-                n.available.Subtract(t.req.placement.demand);
-              }
-            }
-            view_.Book(d.node, t.req.placement.demand, /*take=*/true);
-          }
-        }
-        // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
-        if (!done && !t.actor_creation && t.req.placement.strategy != PlacementStrategy::kSpread) {
-          done = Pipeline(t);
-        }
+        snap.nodes[0].available = leases_.available();
+        bool done = PlaceOne(*t, snap, now);
         if (!done) {
-          pending.emplace_back(t.req.placement.demand, static_cast<uint32_t>(queue.size()));
+          pending.emplace_back(t->req.placement.demand, static_cast<uint32_t>(queue.size()));
           break;
         }
         queue.pop_front();
       }
-      q = queue.empty() ? queues_.erase(q) : std::next(q);
+      q = queue.empty() ? queues.erase(q) : std::next(q);
     }
     std::lock_guard<std::mutex> lock(shared_mu_);
-    shared_available_ = resources_.available();
+    shared_available_ = leases_.available();
     shared_pending_ = std::move(pending);
   }
 
-  // A retry after a failure waits a little, more each time (RetryBackoff), so that a task that
-  // kills its worker does not spin. REQUIRES: the task is in tasks_.
-  void RequeueLater(Task& t, Duration wait) {
-    t.state = Task::kQueued;
-    t.waiting_retry = true;
-    delayed_.emplace(SystemClock::Get().Now() + wait, t.id);
-  }
-
-  void RequeueDue(TimePoint now) {
-    while (!delayed_.empty() && delayed_.begin()->first <= now) {
-      TaskId id = delayed_.begin()->second;
-      delayed_.erase(delayed_.begin());
-      auto t = tasks_.find(id);
-      if (t == tasks_.end() || !t->second.waiting_retry) continue;
-      t->second.waiting_retry = false;
-      Requeue(t->second, /*front=*/false);
+  // Places one queued task: here, on another node, behind a busy worker of its class, or fails
+  // it as infeasible. False if it must wait. `snap` is booked with what it places elsewhere.
+  bool PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint now) {
+    PlacementRequest req = RequestAtNode(t.req.placement, t.hops, node_id_);
+    PlacementDecision d = PlaceTask(snap, req);
+    if (d.kind == PlacementDecision::kInfeasible && RefreshView(now, false)) {
+      // The view may predate a node that joined: ask the head before saying "never".
+      snap = Snapshot(now, false);
+      d = PlaceTask(snap, req);
     }
-  }
-
-  void Requeue(Task& t, bool front) {
-    t.state = Task::kQueued;
-    auto& q = queues_[t.class_key];
-    if (front) {
-      q.push_front(t.id);
-    } else {
-      q.push_back(t.id);
+    if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
+      d = PlaceOrWait(snap, Snapshot(now, true), req);
     }
-    schedule_dirty_ = true;
+    if (d.kind == PlacementDecision::kInfeasible) {
+      FailTask(t.id, Status::Infeasible(t.What() + " can never run: " + d.reason));
+      return true;
+    }
+    if (d.kind == PlacementDecision::kPlace && d.node == node_id_ && StartOnNewLease(t, now)) {
+      return true;
+    }
+    if (d.kind == PlacementDecision::kPlace && d.node != node_id_ && Forward(t, d.node, now)) {
+      for (auto& n : snap.nodes) {
+        if (n.id == d.node && n.available.Contains(t.req.placement.demand)) {
+          n.available.Subtract(t.req.placement.demand);
+        }
+      }
+      remote_.Book(d.node, t.req.placement.demand, /*take=*/true);
+      return true;
+    }
+    // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
+    return !t.actor_creation && t.req.placement.strategy != PlacementStrategy::kSpread &&
+           Pipeline(t);
   }
 
   // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.
   // True when it left the queue: started, waiting for its program, or failed.
-  bool StartOnNewLease(Task& t, TimePoint now, HeldBundle* bundle = nullptr) {
-    ResourcePool& pool = bundle ? bundle->pool : resources_;
-    const ResourceSet& demand = t.req.placement.demand;
-    auto gpus = pool.Acquire(demand);
-    if (!gpus.ok()) return false;
-    std::vector<uint32_t> gpu_ids = std::move(*gpus);
-    std::string devices = GpuAssignment::VisibleDevices(gpu_ids);
-    std::string key = t.job.Hex() + "/" + devices;
-    bool fresh_needed = t.actor_creation && !gpu_ids.empty();
-    Worker* w = fresh_needed ? nullptr : pool_.FindIdle(key);
-    if (!w) {
-      if (!t.actor_creation && gpu_ids.empty() && pool_.AtTaskWorkerLimit()) {
-        pool.Release(demand, gpu_ids);
-        return false;  // wait for a worker to come free
-      }
-      auto spawned = SpawnFor(t.job, key, devices, now);
-      if (!spawned.ok()) {
-        pool.Release(demand, gpu_ids);
-        ProgramOrSpawnFailed(t, spawned.status(), now);
-        return true;  // (Schedule erases its queue entry)
-      }
-      w = *spawned;
-    }
-    w->in_bundle = bundle != nullptr;
-    if (bundle) w->bundle = {bundle->group, bundle->index};
-    w->leased = true;
-    w->lease = demand;
-    w->gpu_ids = gpu_ids;
-    w->lease_class = t.class_key;
-    w->is_actor = t.actor_creation;
-    w->detached = t.detached;
-    Assign(*w, t);
-    return true;
-  }
-
-  Result<Worker*> SpawnFor(const JobId& job, const std::string& key, const std::string& devices,
-                           TimePoint now) {
+  bool StartOnNewLease(RoutedTask& t, TimePoint now, HeldBundle* bundle = nullptr) {
+    LeaseRequest req{t.job, t.req.placement.demand, t.class_key, t.actor_creation, t.detached};
     auto lookup = [this](const JobId& j) {
-      return WithHead([&](ControlClient& h) { return h.KvGet(kJobsNamespace, j.Hex()); });
+      return head_.Call([&](ControlClient& h) { return h.KvGet(kJobsNamespace, j.Hex()); });
     };
-    CUMULUS_ASSIGN_OR_RETURN(const JobProgram* program, programs_.Get(job, now, lookup));
-    return pool_.Spawn(job, *program, key, devices, now);
+    auto w = leases_.Start(req, bundle, now, lookup);
+    if (!w.ok()) {
+      ProgramOrSpawnFailed(t, w.status(), now);
+      return true;  // (Schedule erases its queue entry)
+    }
+    if (!*w) return false;
+    Assign(**w, t);
+    return true;
   }
 
   // No worker could be started for `t`. A program that cannot be fetched yet (the head is
   // restarting, or the driver's node cannot be reached now) is tried again in a second, for
   // kProgramWait; anything else fails the task.
-  void ProgramOrSpawnFailed(Task& t, const Status& why, TimePoint now) {
+  void ProgramOrSpawnFailed(RoutedTask& t, const Status& why, TimePoint now) {
     if (why.code() == StatusCode::kUnavailable &&
         !(t.waiting_for_program && now - t.waiting_since > kProgramWait)) {
       if (!t.waiting_for_program) {
@@ -786,9 +581,7 @@ class TaskRouter::Impl : public GroupHost {
         t.waiting_since = now;
       }
       t.waiting_for_program = true;
-      t.state = Task::kQueued;
-      t.waiting_retry = true;
-      delayed_.emplace(now + std::chrono::seconds(1), t.id);
+      tasks_.RequeueAt(t, now + std::chrono::seconds(1));
       return;
     }
     std::string message = why.message();
@@ -800,30 +593,30 @@ class TaskRouter::Impl : public GroupHost {
     FailTask(t.id, Status(why.code(), "cannot start a worker for " + t.function + ": " + message));
   }
 
-  bool Pipeline(Task& t) {
-    Worker* best = pool_.FindPipelined(t.job, t.class_key, options_.pipeline_depth);
+  bool Pipeline(RoutedTask& t) {
+    Worker* best = leases_.workers().FindPipelined(t.job, t.class_key, options_.pipeline_depth);
     if (!best) return false;
     Assign(*best, t);
     return true;
   }
 
-  void Assign(Worker& w, Task& t) {
-    t.state = Task::kOnWorker;
+  void Assign(Worker& w, RoutedTask& t) {
+    t.state = RoutedTask::kOnWorker;
     t.worker = w.id;
     t.assigned_at = SystemClock::Get().Now();
     w.assigned.push_back(t.id);
     if (w.conn) Send(w.conn, t.frame);  // else sent when the worker says hello
   }
 
-  bool Forward(Task& t, const NodeId& node, TimePoint now) {
+  bool Forward(RoutedTask& t, const NodeId& node, TimePoint now) {
     uint64_t peer = PeerConn(node);
     if (!peer) {
-      view_.Unreachable(node, now);
+      remote_.Unreachable(node, now);
       schedule_dirty_ = true;
       return false;
     }
     // The first of a job's tasks to go there takes where the job's program is.
-    const std::string* record = programs_.Record(t.job);
+    const std::string* record = leases_.programs().Record(t.job);
     if (record && told_.insert({node, t.job}).second) {
       capnp::MallocMessageBuilder info;
       auto j = info.initRoot<proto::CoreMessage>().initJobInfo();
@@ -840,49 +633,26 @@ class TaskRouter::Impl : public GroupHost {
     message.setRoot(reader.getRoot<proto::CoreMessage>());
     message.getRoot<proto::CoreMessage>().getSubmitTask().setHops(t.hops + 1);
     Send(peer, EncodeFrame(message));
-    t.state = Task::kForwarded;
+    t.state = RoutedTask::kForwarded;
     t.forwarded_to = node;
     return true;
   }
 
-  void MaybeReleaseLease(Worker& w) {
-    if (w.is_actor || !w.assigned.empty() || !w.leased) return;
-    ReleaseLease(w);
-    w.idle_since = SystemClock::Get().Now();
-  }
-
-  void ReleaseLease(Worker& w) {
-    if (!w.leased) return;
-    if (!w.in_bundle) {
-      resources_.Release(w.lease, w.gpu_ids, w.lent_cpu);
-    } else if (HeldBundle* b = bundles_.Find(w.bundle)) {
-      b->pool.Release(w.lease, w.gpu_ids);
-    }  // else the bundle went first and took its whole reservation back with it
-    w.lent_cpu = 0;
-    w.in_bundle = false;
-    w.leased = false;
-    w.lease = ResourceSet();
-    w.gpu_ids.clear();
-    w.lease_class.clear();
-    schedule_dirty_ = true;
-  }
-
   void FailTask(const TaskId& id, const Status& st) {
-    auto it = tasks_.find(id);
-    if (it == tasks_.end()) return;
-    Send(it->second.origin, ErrorResultFrame(id, node_id_, st));
-    tasks_.erase(it);
+    RoutedTask* t = tasks_.Find(id);
+    if (!t) return;
+    Send(t->origin, ErrorResultFrame(id, node_id_, st));
+    tasks_.Erase(id);
   }
 
   // A task in a placement group runs on the node holding its bundle, from the bundle's resources.
   // True when it left the queue: started, forwarded or failed.
-  bool PlaceInGroup(Task& t, TimePoint now) {
-    TaskId tid = t.id;
+  bool PlaceInGroup(RoutedTask& t, TimePoint now) {
     auto fail = [&](const Status& st) {
-      FailTask(tid, st);
+      FailTask(t.id, st);
       return true;
     };
-    std::string what = (t.actor_creation ? "actor " : "task ") + t.function;
+    std::string what = t.What();
     if (t.req.placement_group.size() != PlacementGroupId::kSize) {
       return fail(Status::InvalidArgument(what + " names a malformed placement group id"));
     }
@@ -895,7 +665,7 @@ class TaskRouter::Impl : public GroupHost {
     uint32_t index = static_cast<uint32_t>(t.req.bundle_index);
     std::string bundle_name =
         "bundle " + std::to_string(index) + " of placement group " + gid.Hex();
-    if (HeldBundle* b = bundles_.Find({gid, index})) {
+    if (HeldBundle* b = leases_.bundles().Find({gid, index})) {
       if (!b->pool.total().Contains(t.req.placement.demand)) {
         return fail(Status::Infeasible(what + " asks for " + t.req.placement.demand.ToString() +
                                        " but " + bundle_name + " holds only " +
@@ -924,23 +694,20 @@ class TaskRouter::Impl : public GroupHost {
                                           " but placement group " + gid.Hex() + " has " +
                                           std::to_string(nodes.size()) + " bundles"));
     }
-    NodeId node = nodes[index];
-    if (node == node_id_) {
+    if (nodes[index] == node_id_) {
       groups_.ForgetLocation(gid);
       return fail(Status::NotFound(what + ": " + bundle_name +
                                    " is no longer held (the group was removed, or its job ended)"));
     }
-    return Forward(t, node, now);
+    return Forward(t, nodes[index], now);
   }
-
-  // ---- peers -------------------------------------------------------------------------------
 
   // The connection this node sends to `node` on, made now if needed (blocks up to 1 s); 0 if it
   // cannot be reached.
   uint64_t PeerConn(const NodeId& node) {
     auto it = peers_.find(node);
     if (it != peers_.end() && loop_->IsOpen(it->second)) return it->second;
-    std::string address = view_.CoreAddress(node);
+    std::string address = remote_.CoreAddress(node);
     if (address.empty()) return 0;
     auto hp = ParseHostPort(address);
     if (!hp.ok()) return 0;
@@ -970,7 +737,7 @@ class TaskRouter::Impl : public GroupHost {
 
   // A worker ended (`why`): its tasks are retried, failed or given back to their queue.
   void WorkerGone(const WorkerId& wid, std::string why) {
-    Worker* found = pool_.Find(wid);
+    Worker* found = leases_.workers().Find(wid);
     if (!found) return;
     Worker& w = *found;
     if (!w.killed_because.empty()) why = w.killed_because;
@@ -981,82 +748,114 @@ class TaskRouter::Impl : public GroupHost {
       Close(conn, "worker gone");
     }
     if (options_.on_failure && why != kEndedWithJob && (w.is_actor || !w.assigned.empty())) {
-      auto t = w.assigned.empty() ? tasks_.end() : tasks_.find(w.assigned.front());
-      std::string running =
-          t == tasks_.end() ? (w.is_actor ? "an actor" : "nothing") : t->second.function;
+      RoutedTask* t = w.assigned.empty() ? nullptr : tasks_.Find(w.assigned.front());
+      std::string running = t ? t->function : (w.is_actor ? "an actor" : "nothing");
       options_.on_failure("worker pid " + std::to_string(w.spawned_pid) + " of job " + w.job.Hex() +
                           " running " + running + " " + why);
     }
     bool first = true;
     for (const TaskId& id : w.assigned) {
-      auto t = tasks_.find(id);
-      if (t == tasks_.end()) continue;
-      Task& task = t->second;
-      if (task.cancelled) {
-        FailTask(id, Status::Cancelled("task " + task.function + " was cancelled while running"));
-      } else if (task.actor_creation) {
-        FailTask(id, Status::ActorDied("the worker of actor " + task.function + " died (" + why +
-                                       ") on node " + node_id_.Hex()));
-      } else if (!first) {
-        Requeue(task, /*front=*/true);  // had not started: not an attempt
-      } else if (MayRetry(task.max_retries, task.attempt)) {
-        task.attempt++;
-        CUMULUS_LOG(WARN) << "node: the worker running " << task.function << " " << why
-                          << "; retrying (attempt " << task.attempt + 1 << ")";
-        RequeueLater(task, RetryBackoff(task.attempt));
-      } else {
-        FailTask(id, Status::Unavailable("the worker running task " + task.function + " " + why +
-                                         " on node " + node_id_.Hex() + "; no retries left"));
-      }
+      RoutedTask* t = tasks_.Find(id);
+      if (!t) continue;
+      LostTask lost{t->cancelled, t->actor_creation, first, t->max_retries, t->attempt};
       first = false;
+      switch (AfterWorkerDied(lost)) {
+        case LossOutcome::kFailCancelled:
+          FailTask(id, Status::Cancelled("task " + t->function + " was cancelled while running"));
+          break;
+        case LossOutcome::kFailActorDied:
+          FailTask(id, Status::ActorDied("the worker of actor " + t->function + " died (" + why +
+                                         ") on node " + node_id_.Hex()));
+          break;
+        case LossOutcome::kRequeue:
+          tasks_.Requeue(*t, /*front=*/true);
+          break;
+        case LossOutcome::kRetryLater:
+          t->attempt++;
+          CUMULUS_LOG(WARN) << "node: the worker running " << t->function << " " << why
+                            << "; retrying (attempt " << t->attempt + 1 << ")";
+          tasks_.RequeueAt(*t, SystemClock::Get().Now() + RetryBackoff(t->attempt));
+          break;
+        case LossOutcome::kFailNoRetries:
+          FailTask(id, Status::Unavailable("the worker running task " + t->function + " " + why +
+                                           " on node " + node_id_.Hex() + "; no retries left"));
+          break;
+      }
     }
     w.assigned.clear();
-    ReleaseLease(w);
-    pool_.Remove(wid);
+    leases_.Release(w);
+    leases_.workers().Remove(wid);
     schedule_dirty_ = true;
+  }
+
+  // Tasks forwarded to `peer` come back here to be placed again (an attempt each: the node may
+  // have died running them); its reservations in progress are refused.
+  void PeerLost(const NodeId& peer, const std::string& why) {
+    std::string where = "node " + peer.Hex() + " (" + why + ")";
+    for (const TaskId& id : tasks_.ForwardedTo(peer)) {
+      RoutedTask& t = *tasks_.Find(id);
+      switch (AfterNodeLost({t.cancelled, t.actor_creation, true, t.max_retries, t.attempt})) {
+        case LossOutcome::kRequeue:
+          tasks_.Requeue(t, /*front=*/true);
+          break;
+        case LossOutcome::kFailCancelled:
+          FailTask(id, Status::Cancelled("task " + t.function + " was cancelled"));
+          break;
+        case LossOutcome::kRetryLater:
+          t.attempt++;
+          CUMULUS_LOG(WARN) << "node: lost the connection to " << where << " while it ran "
+                            << t.function << "; retrying (attempt " << t.attempt + 1 << ")";
+          tasks_.RequeueAt(t, SystemClock::Get().Now() + RetryBackoff(t.attempt));
+          break;
+        case LossOutcome::kFailActorDied:
+        case LossOutcome::kFailNoRetries:
+          FailTask(id, Status::Unavailable("lost the connection to " + where + " while it ran " +
+                                           t.function + "; no retries left"));
+          break;
+      }
+    }
+    schedule_dirty_ = true;
+    remote_.Unreachable(peer, SystemClock::Get().Now());
+    groups_.OnPeerClosed(peer);
   }
 
   void EndJob(const JobId& job, bool tell_peers) {
     if (job.IsNil()) return;
     std::vector<WorkerId> doomed;
-    for (auto& [id, w] : pool_.workers()) {
+    for (auto& [id, w] : leases_.workers().workers()) {
       if (w.job == job && !w.detached) doomed.push_back(id);
     }
     for (auto& id : doomed) {
-      Worker* w = pool_.Find(id);
-      pool_.Kill(*w);
-      for (auto& t : w->assigned) tasks_.erase(t);  // their owner is gone
+      Worker* w = leases_.workers().Find(id);
+      leases_.workers().Kill(*w);
+      for (auto& t : w->assigned) tasks_.Erase(t);  // their owner is gone
       w->assigned.clear();
       WorkerGone(id, kEndedWithJob);
     }
-    for (auto it = tasks_.begin(); it != tasks_.end();) {
-      it = it->second.job == job ? tasks_.erase(it) : std::next(it);
-    }
-    programs_.Forget(job);
+    tasks_.EraseJob(job);
+    leases_.programs().Forget(job);
     for (auto it = told_.begin(); it != told_.end();) {
       it = it->second == job ? told_.erase(it) : std::next(it);
     }
     // Its objects: their owner is gone, so nobody could free or read them.
-    if (options_.store) {
-      size_t freed =
-          options_.store->DeleteIf([&](const ObjectId& id) { return id.Task().Job() == job; });
-      if (freed > 0) {
-        CUMULUS_LOG(INFO) << "node: deleted " << freed << " objects of ended job " << job.Hex();
-      }
+    size_t freed =
+        options_.store->DeleteIf([&](const ObjectId& id) { return id.Task().Job() == job; });
+    if (freed > 0) {
+      CUMULUS_LOG(INFO) << "node: deleted " << freed << " objects of ended job " << job.Hex();
     }
     groups_.EndJob(job);  // every node releases the job's bundles itself (below, and peers)
-    for (auto& g : bundles_.GroupsOf(job)) ReleaseHere(g, kAllRounds);
+    for (auto& g : leases_.bundles().GroupsOf(job)) ReleaseHere(g, kAllRounds);
     if (!tell_peers) return;
     capnp::MallocMessageBuilder message;
     message.initRoot<proto::CoreMessage>().setJobFinished(DataOf(job));
     std::string frame = EncodeFrame(message);
-    for (const NodeId& id : view_.AliveNodes()) {
+    for (const NodeId& id : remote_.AliveNodes()) {
       if (uint64_t peer = PeerConn(id)) Send(peer, frame);
     }
   }
 
   void Housekeeping(TimePoint now) {
-    for (auto& [id, why] : pool_.Reap(now)) WorkerGone(id, why);
+    for (auto& [id, why] : leases_.workers().Reap(now)) WorkerGone(id, why);
     if (now >= next_task_snapshot_) {
       next_task_snapshot_ = now + std::chrono::seconds(1);
       SnapshotTasks();
@@ -1075,35 +874,31 @@ class TaskRouter::Impl : public GroupHost {
     if (options_.memory_threshold >= 1.0 || now < memory_cooldown_until_) return;
     double used = MemoryUsage().fraction();
     if (used < options_.memory_threshold) return;
-    std::vector<Worker*> workers;
-    std::vector<const Task*> running;
+    std::vector<std::pair<Worker*, const RoutedTask*>> running;
     std::vector<RunningTask> candidates;
-    for (auto& [id, w] : pool_.workers()) {
+    for (auto& [id, w] : leases_.workers().workers()) {
       if (w.is_actor || w.assigned.empty() || w.pid <= 0 || !w.killed_because.empty()) continue;
-      auto t = tasks_.find(w.assigned.front());
-      if (t == tasks_.end() || t->second.actor_creation) continue;
-      workers.push_back(&w);
-      running.push_back(&t->second);
-      candidates.push_back(
-          {MayRetry(t->second.max_retries, t->second.attempt), t->second.assigned_at});
+      const RoutedTask* t = tasks_.Find(w.assigned.front());
+      if (!t || t->actor_creation) continue;
+      running.emplace_back(&w, t);
+      candidates.push_back({MayRetry(t->max_retries, t->attempt), t->assigned_at});
     }
     auto chosen = ChooseMemoryVictim(candidates);
     if (!chosen) return;
-    Worker* victim = workers[*chosen];
+    auto [victim, task] = running[*chosen];
     char why[160];
     std::snprintf(why, sizeof(why),
                   "was killed by node %s to free memory (%.1f%% used, threshold %.1f%%)",
                   node_id_.Hex().c_str(), used * 100, options_.memory_threshold * 100);
     victim->killed_because = why;
-    pool_.Kill(*victim);
+    leases_.workers().Kill(*victim);
     memory_cooldown_until_ = now + std::chrono::seconds(1);  // let the kernel reclaim it first
     std::string line =
-        "cumulus: task " + running[*chosen]->function + " (pid " + std::to_string(victim->pid) +
-        ") " + why +
-        (candidates[*chosen].retriable ? "; it will be retried" : "; it has no retries left") +
-        "\n";
-    CUMULUS_LOG(WARN) << "node: " << line.substr(0, line.size() - 1);
+        "cumulus: task " + task->function + " (pid " + std::to_string(victim->pid) + ") " + why +
+        (candidates[*chosen].retriable ? "; it will be retried" : "; it has no retries left");
+    CUMULUS_LOG(WARN) << "node: " << line;
     // Into the job's log on this node (shipped to `cumulus logs JOB`).
+    line += "\n";
     int fd = open(JobSupervisor::WorkerLogPath(options_.work_dir, victim->job).c_str(),
                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0) {
@@ -1115,7 +910,7 @@ class TaskRouter::Impl : public GroupHost {
   // For `cumulus list tasks` (read by the node's reporter thread).
   void SnapshotTasks() {
     std::vector<TaskStateRow> rows;
-    for (auto& [id, t] : tasks_) {
+    for (auto& [id, t] : tasks_.all()) {
       if (rows.size() >= kMaxReportedRows) break;
       TaskStateRow r;
       r.task = id.Hex();
@@ -1123,20 +918,19 @@ class TaskRouter::Impl : public GroupHost {
       r.function = t.function;
       r.attempt = t.attempt;
       switch (t.state) {
-        case Task::kQueued:
+        case RoutedTask::kQueued:
           r.state = t.waiting_retry ? "RETRY_WAIT" : "QUEUED";
           break;
-        case Task::kForwarded:
+        case RoutedTask::kForwarded:
           r.state = "FORWARDED";
           break;
-        case Task::kOnWorker: {
+        case RoutedTask::kOnWorker:
           r.state = "RUNNING";
-          if (Worker* w = pool_.Find(t.worker)) {
+          if (Worker* w = leases_.workers().Find(t.worker)) {
             r.pid = w->spawned_pid;
             if (w->assigned.empty() || w->assigned.front() != id) r.state = "QUEUED";
           }
           break;
-        }
       }
       rows.push_back(std::move(r));
     }
@@ -1150,9 +944,11 @@ class TaskRouter::Impl : public GroupHost {
     c.closed = true;
     closed_.push_back(id);
     if (c.role == Role::kWorker && !c.worker.IsNil()) {
-      // It is usually exiting already: reaped (and its tasks retried) by Housekeeping, which
-      // kills it if it does not exit within a moment.
-      if (Worker* w = pool_.Find(c.worker)) pool_.ConnectionClosed(*w, SystemClock::Get().Now());
+      // It is usually exiting already: Housekeeping reaps it (and retries its tasks), killing it
+      // if it does not exit within a moment.
+      if (Worker* w = leases_.workers().Find(c.worker)) {
+        leases_.workers().ConnectionClosed(*w, SystemClock::Get().Now());
+      }
     } else if (c.role == Role::kDriver) {
       // Its queued tasks have nobody to answer to; its job's workers go away.
       EndJob(c.job, /*tell_peers=*/true);
@@ -1161,8 +957,7 @@ class TaskRouter::Impl : public GroupHost {
       // Only the connection this node sends on carries its forwarded tasks and reservations
       // (the peer's own connection into this node may close independently).
       auto p = peers_.find(c.peer);
-      bool ours = p != peers_.end() && p->second == id;
-      if (!ours) {
+      if (p == peers_.end() || p->second != id) {
         CUMULUS_LOG(DEBUG) << "node: closed a second connection of node " << c.peer << ": " << why;
         return;
       }
@@ -1176,50 +971,13 @@ class TaskRouter::Impl : public GroupHost {
     }
   }
 
-  // Tasks forwarded to `peer` come back here to be placed again: an attempt each, as the node
-  // may have died running them; its reservations in progress are refused.
-  void PeerLost(const NodeId& peer, const std::string& why) {
-    std::vector<TaskId> lost;
-    for (auto& [id, t] : tasks_) {
-      if (t.state == Task::kForwarded && t.forwarded_to == peer) lost.push_back(id);
-    }
-    std::string where = "node " + peer.Hex() + " (" + why + ")";
-    for (const TaskId& id : lost) {
-      Task& t = tasks_.at(id);
-      if (t.actor_creation) {
-        // Placed again: an actor built there died with it (its owner's restart count is for
-        // actors that died after they were built).
-        Requeue(t, /*front=*/true);
-      } else if (t.cancelled) {
-        FailTask(id, Status::Cancelled("task " + t.function + " was cancelled"));
-      } else if (MayRetry(t.max_retries, t.attempt)) {
-        t.attempt++;
-        CUMULUS_LOG(WARN) << "node: lost the connection to " << where << " while it ran "
-                          << t.function << "; retrying (attempt " << t.attempt + 1 << ")";
-        RequeueLater(t, RetryBackoff(t.attempt));
-      } else {
-        FailTask(id, Status::Unavailable("lost the connection to " + where + " while it ran " +
-                                         t.function + "; no retries left"));
-      }
-    }
-    view_.Unreachable(peer, SystemClock::Get().Now());
-    groups_.OnPeerClosed(peer);
-  }
-
-  void ReapClosed() {
-    for (uint64_t id : closed_) conns_.erase(id);
-    closed_.clear();
-  }
-
   TaskRouterOptions options_;
   NodeId node_id_;
-  ResourcePool resources_;  // this node's free resources and GPUs
-  WorkerPool pool_;
-  JobProgramCache programs_;
-  BundleTable bundles_;
-  RemoteNodes view_;
+  WorkerLeases leases_;
+  RemoteNodes remote_;
+  TaskTable tasks_;
+  HeadLink head_;  // blocks the loop while it is asked; see DESIGN
   GroupCoordinator groups_;
-
   std::unique_ptr<EventLoop> loop_;
   uint16_t tcp_port_ = 0;
   std::thread thread_;
@@ -1227,20 +985,14 @@ class TaskRouter::Impl : public GroupHost {
 
   // Loop-thread state.
   std::unordered_map<uint64_t, Conn> conns_;
-  std::vector<uint64_t> closed_;
-  std::unordered_map<TaskId, Task> tasks_;
-  std::map<std::string, std::deque<TaskId>> queues_;  // scheduling class -> FIFO
-  std::multimap<TimePoint, TaskId> delayed_;          // retries waiting for their backoff
+  std::vector<uint64_t> closed_;  // erased from conns_ after the loop's pass
   bool schedule_dirty_ = false;
   std::map<NodeId, uint64_t> peers_;         // the connection this node sends to each node on
   std::set<std::pair<NodeId, JobId>> told_;  // peers sent a job's record already
-  TimePoint next_memory_check_{}, memory_cooldown_until_{};
-  std::unique_ptr<ControlClient> head_;
+  TimePoint next_memory_check_{}, memory_cooldown_until_{}, next_task_snapshot_{};
   TimePoint last_refresh_{};
-  TimePoint head_retry_at_{};
-  TimePoint next_task_snapshot_{};
 
-  // Shared with the daemon's heartbeat thread.
+  // Shared with the daemon's heartbeat and reporter threads.
   mutable std::mutex shared_mu_;
   std::vector<NodeRecord> shared_view_;
   bool view_dirty_ = false;
@@ -1269,17 +1021,23 @@ std::string TaskRouter::core_address() const { return impl_->core_address(); }
 const std::string& TaskRouter::socket_path() const { return impl_->socket_path(); }
 void TaskRouter::UpdateView(const std::vector<NodeRecord>& nodes) { impl_->UpdateView(nodes); }
 void TaskRouter::SetNodeId(const NodeId& id) { impl_->SetNodeId(id); }
-ResourceSet TaskRouter::Available() const { return impl_->Available(); }
-std::vector<std::pair<ResourceSet, uint32_t>> TaskRouter::PendingDemand() const {
-  return impl_->PendingDemand();
+
+ResourceSet TaskRouter::Available() const {
+  std::lock_guard<std::mutex> lock(impl_->shared_mu_);
+  return impl_->shared_available_;
 }
+
+std::vector<std::pair<ResourceSet, uint32_t>> TaskRouter::PendingDemand() const {
+  std::lock_guard<std::mutex> lock(impl_->shared_mu_);
+  return impl_->shared_pending_;
+}
+
 std::vector<TaskStateRow> TaskRouter::Tasks(size_t limit, size_t* total) const {
   std::lock_guard<std::mutex> lock(impl_->shared_mu_);
   *total = impl_->shared_tasks_total_;
-  std::vector<TaskStateRow> out(
+  return std::vector<TaskStateRow>(
       impl_->shared_tasks_.begin(),
       impl_->shared_tasks_.begin() + std::min(limit, impl_->shared_tasks_.size()));
-  return out;
 }
 
 std::vector<int64_t> TaskRouter::WorkerStartupMicros() const {

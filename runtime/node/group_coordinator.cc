@@ -1,5 +1,7 @@
 #include "runtime/node/group_coordinator.h"
 
+#include <algorithm>
+
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
@@ -30,6 +32,32 @@ std::string GroupReplyFrame(const PlacementGroupId& id, const Status& st,
   auto list = r.initNodes(static_cast<unsigned>(nodes.size()));
   for (unsigned i = 0; i < nodes.size(); ++i) list.set(i, DataOf(nodes[i]));
   return EncodeFrame(message);
+}
+
+Reservation DecodeReservation(proto::GroupRequest::Reader req) {
+  Reservation r;
+  r.id = IdFrom<PlacementGroupId>(req.getGroupId());
+  r.job = IdFrom<JobId>(req.getJobId());
+  r.round = req.getRound();
+  for (auto b : req.getBundles()) {
+    uint32_t i = b.getIndex();
+    if (i > 1u << 20) {
+      r.error = Status::InvalidArgument("bundle index " + std::to_string(i) + " is out of range");
+      break;
+    }
+    if (std::find(r.indices.begin(), r.indices.end(), i) != r.indices.end()) {
+      r.error = Status::InvalidArgument("bundle " + std::to_string(i) + " is named twice");
+      break;
+    }
+    if (r.bundles.size() <= i) r.bundles.resize(i + 1);
+    r.bundles[i] = DecodeResources(b.getResources());
+    r.indices.push_back(i);
+  }
+  if (r.id.IsNil()) r.error = Status::InvalidArgument("a placement group needs a 16-byte id");
+  if (r.round == 0 || r.round == kAllRounds) {
+    r.error = Status::InvalidArgument("a reservation needs a try number");
+  }
+  return r;
 }
 
 std::string GroupCoordinator::ReleaseFrame(const PlacementGroupId& id, uint32_t round) {

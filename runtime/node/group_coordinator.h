@@ -113,6 +113,18 @@ class GroupCoordinator {
   std::map<PlacementGroupId, std::pair<JobId, std::vector<NodeId>>> locations_;
 };
 
+// A node's request to hold bundles of a group (reserveBundles), decoded; `error` says what is
+// wrong with it.
+struct Reservation {
+  PlacementGroupId id;
+  JobId job;
+  uint32_t round = 0;
+  std::vector<uint32_t> indices;
+  std::vector<ResourceSet> bundles;  // by bundle index
+  Status error;
+};
+Reservation DecodeReservation(proto::GroupRequest::Reader req);
+
 // A reply to a group request or reservation, as a frame.
 std::string GroupReplyFrame(const PlacementGroupId& id, const Status& st,
                             const std::vector<NodeId>& nodes, uint32_t round);

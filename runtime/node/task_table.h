@@ -1,0 +1,83 @@
+// TaskTable: the tasks a node holds — queued here, forwarded to another node, or on one of its
+// workers — with one FIFO per scheduling class (shape, labels, strategy, group) and the retries
+// waiting for their backoff. A class's queue is placed in order and stops at its first task that
+// cannot be placed, so a long queue costs nothing per pass.
+//
+// Not thread-safe: the node's event loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "runtime/base/clock.h"
+#include "runtime/core/messages.h"
+
+namespace cumulus {
+
+struct RoutedTask {
+  TaskId id;
+  JobId job;
+  std::string frame;  // the submitTask frame as it arrived: forwarded or sent to a worker as is
+  TaskRequirements req;
+  std::string function;
+  bool actor_creation = false;
+  bool detached = false;  // a detached actor's constructor: its worker outlives the job
+  int max_retries = 3;
+  uint32_t attempt = 0;
+  uint32_t hops = 0;
+  uint64_t origin = 0;  // the connection its result goes back to
+  enum State { kQueued, kForwarded, kOnWorker } state = kQueued;
+  NodeId forwarded_to;
+  WorkerId worker;
+  bool cancelled = false;
+  std::string class_key;             // its scheduling class
+  bool waiting_retry = false;        // waiting for its backoff, not in a queue
+  bool waiting_for_program = false;  // its job's program could not be fetched yet
+  TimePoint waiting_since{};
+  TimePoint assigned_at{};  // when it was handed to its worker
+
+  std::string What() const { return (actor_creation ? "actor " : "task ") + function; }
+};
+
+// The scheduling class of a task: tasks of one class are placed in order.
+std::string SchedulingClass(const TaskRequirements& req, bool actor_creation);
+// A submitted task from its spec and the words of its frame; its result goes back to `origin`.
+RoutedTask TaskFromSpec(proto::TaskSpec::Reader spec, kj::ArrayPtr<const capnp::word> words,
+                        uint64_t origin);
+
+class TaskTable {
+ public:
+  using Queues = std::map<std::string, std::deque<TaskId>>;
+
+  RoutedTask* Find(const TaskId& id);
+  bool Contains(const TaskId& id) const { return tasks_.count(id) > 0; }
+  // Adds a task and queues it at the back of its class.
+  RoutedTask& Add(RoutedTask task);
+  void Erase(const TaskId& id) { tasks_.erase(id); }
+  void EraseJob(const JobId& job);
+
+  // Back to its class's queue (at the front: it was there before, e.g. it had not started).
+  void Requeue(RoutedTask& t, bool front);
+  // Queued again at `due` (a retry's backoff, a program not fetched yet).
+  void RequeueAt(RoutedTask& t, TimePoint due);
+  // Queues the retries that are due; true if any.
+  bool RequeueDue(TimePoint now);
+
+  // The queues, for the scheduling pass (which pops what it placed and erases empty queues).
+  Queues& queues() { return queues_; }
+  std::vector<TaskId> ForwardedTo(const NodeId& node) const;
+  std::unordered_map<TaskId, RoutedTask>& all() { return tasks_; }
+  size_t size() const { return tasks_.size(); }
+
+ private:
+  std::unordered_map<TaskId, RoutedTask> tasks_;
+  Queues queues_;                             // scheduling class -> FIFO
+  std::multimap<TimePoint, TaskId> delayed_;  // waiting to be queued again
+};
+
+}  // namespace cumulus
