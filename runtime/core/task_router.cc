@@ -1,6 +1,5 @@
 #include "runtime/core/task_router.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,10 +12,10 @@
 #include "runtime/core/messages.h"
 #include "runtime/head/head_server.h"
 #include "runtime/net/event_loop.h"
-#include "runtime/node/detect_resources.h"
 #include "runtime/node/group_coordinator.h"
 #include "runtime/node/head_link.h"
-#include "runtime/node/job_supervisor.h"
+#include "runtime/node/local_scheduler.h"
+#include "runtime/node/memory_monitor.h"
 #include "runtime/node/remote_nodes.h"
 #include "runtime/node/task_table.h"
 #include "runtime/node/worker_leases.h"
@@ -27,18 +26,6 @@ namespace cumulus {
 namespace {
 
 constexpr const char* kEndedWithJob = "ended with its job";
-constexpr auto kProgramWait = std::chrono::seconds(120);  // for a job's program, then fail
-
-std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Status& st) {
-  capnp::MallocMessageBuilder message;
-  auto r = message.initRoot<proto::CoreMessage>().initTaskResult();
-  r.setTaskId(DataOf(task));
-  r.setCode(static_cast<uint16_t>(st.code()));
-  r.setMessage(st.message());
-  r.setNodeId(DataOf(node));
-  return EncodeFrame(message);
-}
-
 WorkerPoolOptions PoolOptions(const TaskRouterOptions& o) {
   WorkerPoolOptions p;
   p.environment = {{"CUMULUS_NODE_SOCKET", o.socket_path},
@@ -56,14 +43,16 @@ WorkerPoolOptions PoolOptions(const TaskRouterOptions& o) {
 
 }  // namespace
 
-class TaskRouter::Impl : public GroupHost {
+class TaskRouter::Impl : public NodeContext {
  public:
   explicit Impl(const TaskRouterOptions& o)
       : options_(o),
         node_id_(o.node_id),
         leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token),
         head_(o.head, o.token, "node-router"),
-        groups_(*this) {}
+        groups_(*this),
+        scheduler_(*this, tasks_, leases_, groups_, {o.labels, o.pipeline_depth}),
+        memory_({o.memory_threshold, o.memory_check_every, o.node_id.Hex(), o.work_dir}) {}
 
   Status Start() {
     EventLoop::Handlers h;
@@ -335,8 +324,8 @@ class TaskRouter::Impl : public GroupHost {
     if (!t) return;
     switch (t->state) {
       case RoutedTask::kQueued:  // its queue entry is dropped when the queue reaches it
-        return FailTask(id,
-                        Status::Cancelled("task " + t->function + " was cancelled before it ran"));
+        return scheduler_.FailTask(
+            id, Status::Cancelled("task " + t->function + " was cancelled before it ran"));
       case RoutedTask::kForwarded: {
         t->cancelled = true;  // if that node is lost, the task is not placed again
         if (uint64_t peer = PeerConn(t->forwarded_to)) {
@@ -384,6 +373,7 @@ class TaskRouter::Impl : public GroupHost {
       if (!new_node_id_.IsNil()) {
         remote_.Renamed(node_id_);  // its old id may be declared dead: not news
         node_id_ = new_node_id_;
+        memory_.set_node_name(node_id_.Hex());
         new_node_id_ = NodeId();
       }
       if (!view_dirty_) return;
@@ -407,7 +397,7 @@ class TaskRouter::Impl : public GroupHost {
     }
   }
 
-  // ---- GroupHost: what the placement-group coordinator needs of this node --------------------
+  // ---- NodeContext: what the placement-group coordinator needs of this node --------------------
 
   const NodeId& node_id() const override { return node_id_; }
 
@@ -469,237 +459,24 @@ class TaskRouter::Impl : public GroupHost {
   void BookView(const NodeId& node, const ResourceSet& r, bool take) override {
     remote_.Book(node, r, take);
   }
-  Status HeadPut(const std::string& key, const std::string& value) override {
-    return head_.Call([&](ControlClient& h) { return h.KvPut(kGroupsNamespace, key, value); })
-        .status();
+  Status HeadPut(const std::string& ns, const std::string& key, const std::string& value) override {
+    return head_.Call([&](ControlClient& h) { return h.KvPut(ns, key, value); }).status();
   }
-  Result<std::string> HeadGet(const std::string& key) override {
-    return head_.Call([&](ControlClient& h) { return h.KvGet(kGroupsNamespace, key); });
+  Result<std::string> HeadGet(const std::string& ns, const std::string& key) override {
+    return head_.Call([&](ControlClient& h) { return h.KvGet(ns, key); });
   }
-  Status HeadDelete(const std::string& key) override {
-    return head_.Call([&](ControlClient& h) { return h.KvDelete(kGroupsNamespace, key); }).status();
+  Status HeadDelete(const std::string& ns, const std::string& key) override {
+    return head_.Call([&](ControlClient& h) { return h.KvDelete(ns, key); }).status();
   }
 
   // ---- scheduling --------------------------------------------------------------------------
 
   void Schedule() {
     schedule_dirty_ = false;
-    TimePoint now = SystemClock::Get().Now();
-    std::vector<std::pair<ResourceSet, uint32_t>> pending;
-    groups_.Schedule(now, pending);
-    ClusterSnapshot snap = Snapshot(now, false);
-    auto& queues = tasks_.queues();
-    for (auto q = queues.begin(); q != queues.end();) {
-      std::deque<TaskId>& queue = q->second;
-      while (!queue.empty()) {
-        RoutedTask* t = tasks_.Find(queue.front());
-        if (!t || t->state != RoutedTask::kQueued) {
-          queue.pop_front();
-          continue;
-        }
-        if (!t->req.placement_group.empty()) {
-          // Its resources were reserved with the group: no pending demand for it.
-          if (!PlaceInGroup(*t, now)) break;
-          queue.pop_front();
-          continue;
-        }
-        snap.nodes[0].available = leases_.available();
-        bool done = PlaceOne(*t, snap, now);
-        if (!done) {
-          pending.emplace_back(t->req.placement.demand, static_cast<uint32_t>(queue.size()));
-          break;
-        }
-        queue.pop_front();
-      }
-      q = queue.empty() ? queues.erase(q) : std::next(q);
-    }
+    auto pending = scheduler_.Schedule(SystemClock::Get().Now());
     std::lock_guard<std::mutex> lock(shared_mu_);
     shared_available_ = leases_.available();
     shared_pending_ = std::move(pending);
-  }
-
-  // Places one queued task: here, on another node, behind a busy worker of its class, or fails
-  // it as infeasible. False if it must wait. `snap` is booked with what it places elsewhere.
-  bool PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint now) {
-    PlacementRequest req = RequestAtNode(t.req.placement, t.hops, node_id_);
-    PlacementDecision d = PlaceTask(snap, req);
-    if (d.kind == PlacementDecision::kInfeasible && RefreshView(now, false)) {
-      // The view may predate a node that joined: ask the head before saying "never".
-      snap = Snapshot(now, false);
-      d = PlaceTask(snap, req);
-    }
-    if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
-      d = PlaceOrWait(snap, Snapshot(now, true), req);
-    }
-    if (d.kind == PlacementDecision::kInfeasible) {
-      FailTask(t.id, Status::Infeasible(t.What() + " can never run: " + d.reason));
-      return true;
-    }
-    if (d.kind == PlacementDecision::kPlace && d.node == node_id_ && StartOnNewLease(t, now)) {
-      return true;
-    }
-    if (d.kind == PlacementDecision::kPlace && d.node != node_id_ && Forward(t, d.node, now)) {
-      for (auto& n : snap.nodes) {
-        if (n.id == d.node && n.available.Contains(t.req.placement.demand)) {
-          n.available.Subtract(t.req.placement.demand);
-        }
-      }
-      remote_.Book(d.node, t.req.placement.demand, /*take=*/true);
-      return true;
-    }
-    // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
-    return !t.actor_creation && t.req.placement.strategy != PlacementStrategy::kSpread &&
-           Pipeline(t);
-  }
-
-  // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.
-  // True when it left the queue: started, waiting for its program, or failed.
-  bool StartOnNewLease(RoutedTask& t, TimePoint now, HeldBundle* bundle = nullptr) {
-    LeaseRequest req{t.job, t.req.placement.demand, t.class_key, t.actor_creation, t.detached};
-    auto lookup = [this](const JobId& j) {
-      return head_.Call([&](ControlClient& h) { return h.KvGet(kJobsNamespace, j.Hex()); });
-    };
-    auto w = leases_.Start(req, bundle, now, lookup);
-    if (!w.ok()) {
-      ProgramOrSpawnFailed(t, w.status(), now);
-      return true;  // (Schedule erases its queue entry)
-    }
-    if (!*w) return false;
-    Assign(**w, t);
-    return true;
-  }
-
-  // No worker could be started for `t`. A program that cannot be fetched yet (the head is
-  // restarting, or the driver's node cannot be reached now) is tried again in a second, for
-  // kProgramWait; anything else fails the task.
-  void ProgramOrSpawnFailed(RoutedTask& t, const Status& why, TimePoint now) {
-    if (why.code() == StatusCode::kUnavailable &&
-        !(t.waiting_for_program && now - t.waiting_since > kProgramWait)) {
-      if (!t.waiting_for_program) {
-        CUMULUS_LOG(WARN) << "node: cannot start a worker for " << t.function << " yet ("
-                          << why.message() << "); it waits";
-        t.waiting_since = now;
-      }
-      t.waiting_for_program = true;
-      tasks_.RequeueAt(t, now + std::chrono::seconds(1));
-      return;
-    }
-    std::string message = why.message();
-    if (why.code() == StatusCode::kUnavailable) {
-      message = "the job's program could not be fetched for " +
-                std::to_string(kProgramWait.count()) + " s (" + message + ")";
-    }
-    t.waiting_for_program = false;
-    FailTask(t.id, Status(why.code(), "cannot start a worker for " + t.function + ": " + message));
-  }
-
-  bool Pipeline(RoutedTask& t) {
-    Worker* best = leases_.workers().FindPipelined(t.job, t.class_key, options_.pipeline_depth);
-    if (!best) return false;
-    Assign(*best, t);
-    return true;
-  }
-
-  void Assign(Worker& w, RoutedTask& t) {
-    t.state = RoutedTask::kOnWorker;
-    t.worker = w.id;
-    t.assigned_at = SystemClock::Get().Now();
-    w.assigned.push_back(t.id);
-    if (w.conn) Send(w.conn, t.frame);  // else sent when the worker says hello
-  }
-
-  bool Forward(RoutedTask& t, const NodeId& node, TimePoint now) {
-    uint64_t peer = PeerConn(node);
-    if (!peer) {
-      remote_.Unreachable(node, now);
-      schedule_dirty_ = true;
-      return false;
-    }
-    // The first of a job's tasks to go there takes where the job's program is.
-    const std::string* record = leases_.programs().Record(t.job);
-    if (record && told_.insert({node, t.job}).second) {
-      capnp::MallocMessageBuilder info;
-      auto j = info.initRoot<proto::CoreMessage>().initJobInfo();
-      j.setJobId(DataOf(t.job));
-      j.setRecord(
-          capnp::Data::Reader(reinterpret_cast<const uint8_t*>(record->data()), record->size()));
-      Send(peer, EncodeFrame(info));
-    }
-    // Mark the spec as forwarded once (hops = 1) so the other node does not pass it on again.
-    FrameWords words = kj::heapArray<capnp::word>((t.frame.size() - kFrameHeaderBytes) / 8);
-    std::memcpy(words.begin(), t.frame.data() + kFrameHeaderBytes, words.size() * 8);
-    capnp::FlatArrayMessageReader reader(words);
-    capnp::MallocMessageBuilder message;
-    message.setRoot(reader.getRoot<proto::CoreMessage>());
-    message.getRoot<proto::CoreMessage>().getSubmitTask().setHops(t.hops + 1);
-    Send(peer, EncodeFrame(message));
-    t.state = RoutedTask::kForwarded;
-    t.forwarded_to = node;
-    return true;
-  }
-
-  void FailTask(const TaskId& id, const Status& st) {
-    RoutedTask* t = tasks_.Find(id);
-    if (!t) return;
-    Send(t->origin, ErrorResultFrame(id, node_id_, st));
-    tasks_.Erase(id);
-  }
-
-  // A task in a placement group runs on the node holding its bundle, from the bundle's resources.
-  // True when it left the queue: started, forwarded or failed.
-  bool PlaceInGroup(RoutedTask& t, TimePoint now) {
-    auto fail = [&](const Status& st) {
-      FailTask(t.id, st);
-      return true;
-    };
-    std::string what = t.What();
-    if (t.req.placement_group.size() != PlacementGroupId::kSize) {
-      return fail(Status::InvalidArgument(what + " names a malformed placement group id"));
-    }
-    PlacementGroupId gid = PlacementGroupId::FromBinary(t.req.placement_group);
-    if (t.req.bundle_index < 0) {
-      return fail(Status::InvalidArgument(what + " asks for bundle " +
-                                          std::to_string(t.req.bundle_index) +
-                                          " of a placement group: give an index from 0"));
-    }
-    uint32_t index = static_cast<uint32_t>(t.req.bundle_index);
-    std::string bundle_name =
-        "bundle " + std::to_string(index) + " of placement group " + gid.Hex();
-    if (HeldBundle* b = leases_.bundles().Find({gid, index})) {
-      if (!b->pool.total().Contains(t.req.placement.demand)) {
-        return fail(Status::Infeasible(what + " asks for " + t.req.placement.demand.ToString() +
-                                       " but " + bundle_name + " holds only " +
-                                       b->pool.total().ToString()));
-      }
-      if (!t.req.placement.labels.Matches(options_.labels)) {
-        return fail(Status::Infeasible(what + ": " + bundle_name + " is on node " + node_id_.Hex() +
-                                       ", whose labels do not match " +
-                                       t.req.placement.labels.ToString()));
-      }
-      if (StartOnNewLease(t, now, b)) return true;
-      return !t.actor_creation && Pipeline(t);
-    }
-    if (t.hops > 0) {
-      return fail(Status::NotFound(what + ": " + bundle_name + " is no longer held on node " +
-                                   node_id_.Hex() + " (the group was removed, or its job ended)"));
-    }
-    auto located = groups_.Locate(gid);
-    if (!located.ok()) {
-      if (located.status().code() == StatusCode::kUnavailable) return false;  // wait
-      return fail(Status(located.status().code(), what + ": " + located.status().message()));
-    }
-    const std::vector<NodeId>& nodes = located->second;
-    if (index >= nodes.size()) {
-      return fail(Status::InvalidArgument(what + " asks for bundle " + std::to_string(index) +
-                                          " but placement group " + gid.Hex() + " has " +
-                                          std::to_string(nodes.size()) + " bundles"));
-    }
-    if (nodes[index] == node_id_) {
-      groups_.ForgetLocation(gid);
-      return fail(Status::NotFound(what + ": " + bundle_name +
-                                   " is no longer held (the group was removed, or its job ended)"));
-    }
-    return Forward(t, nodes[index], now);
   }
 
   // The connection this node sends to `node` on, made now if needed (blocks up to 1 s); 0 if it
@@ -753,35 +530,7 @@ class TaskRouter::Impl : public GroupHost {
       options_.on_failure("worker pid " + std::to_string(w.spawned_pid) + " of job " + w.job.Hex() +
                           " running " + running + " " + why);
     }
-    bool first = true;
-    for (const TaskId& id : w.assigned) {
-      RoutedTask* t = tasks_.Find(id);
-      if (!t) continue;
-      LostTask lost{t->cancelled, t->actor_creation, first, t->max_retries, t->attempt};
-      first = false;
-      switch (AfterWorkerDied(lost)) {
-        case LossOutcome::kFailCancelled:
-          FailTask(id, Status::Cancelled("task " + t->function + " was cancelled while running"));
-          break;
-        case LossOutcome::kFailActorDied:
-          FailTask(id, Status::ActorDied("the worker of actor " + t->function + " died (" + why +
-                                         ") on node " + node_id_.Hex()));
-          break;
-        case LossOutcome::kRequeue:
-          tasks_.Requeue(*t, /*front=*/true);
-          break;
-        case LossOutcome::kRetryLater:
-          t->attempt++;
-          CUMULUS_LOG(WARN) << "node: the worker running " << t->function << " " << why
-                            << "; retrying (attempt " << t->attempt + 1 << ")";
-          tasks_.RequeueAt(*t, SystemClock::Get().Now() + RetryBackoff(t->attempt));
-          break;
-        case LossOutcome::kFailNoRetries:
-          FailTask(id, Status::Unavailable("the worker running task " + t->function + " " + why +
-                                           " on node " + node_id_.Hex() + "; no retries left"));
-          break;
-      }
-    }
+    scheduler_.WorkerDied(w, why, SystemClock::Get().Now());
     w.assigned.clear();
     leases_.Release(w);
     leases_.workers().Remove(wid);
@@ -791,31 +540,10 @@ class TaskRouter::Impl : public GroupHost {
   // Tasks forwarded to `peer` come back here to be placed again (an attempt each: the node may
   // have died running them); its reservations in progress are refused.
   void PeerLost(const NodeId& peer, const std::string& why) {
-    std::string where = "node " + peer.Hex() + " (" + why + ")";
-    for (const TaskId& id : tasks_.ForwardedTo(peer)) {
-      RoutedTask& t = *tasks_.Find(id);
-      switch (AfterNodeLost({t.cancelled, t.actor_creation, true, t.max_retries, t.attempt})) {
-        case LossOutcome::kRequeue:
-          tasks_.Requeue(t, /*front=*/true);
-          break;
-        case LossOutcome::kFailCancelled:
-          FailTask(id, Status::Cancelled("task " + t.function + " was cancelled"));
-          break;
-        case LossOutcome::kRetryLater:
-          t.attempt++;
-          CUMULUS_LOG(WARN) << "node: lost the connection to " << where << " while it ran "
-                            << t.function << "; retrying (attempt " << t.attempt + 1 << ")";
-          tasks_.RequeueAt(t, SystemClock::Get().Now() + RetryBackoff(t.attempt));
-          break;
-        case LossOutcome::kFailActorDied:
-        case LossOutcome::kFailNoRetries:
-          FailTask(id, Status::Unavailable("lost the connection to " + where + " while it ran " +
-                                           t.function + "; no retries left"));
-          break;
-      }
-    }
+    TimePoint now = SystemClock::Get().Now();
+    scheduler_.NodeLost(peer, why, now);
     schedule_dirty_ = true;
-    remote_.Unreachable(peer, SystemClock::Get().Now());
+    remote_.Unreachable(peer, now);
     groups_.OnPeerClosed(peer);
   }
 
@@ -834,9 +562,7 @@ class TaskRouter::Impl : public GroupHost {
     }
     tasks_.EraseJob(job);
     leases_.programs().Forget(job);
-    for (auto it = told_.begin(); it != told_.end();) {
-      it = it->second == job ? told_.erase(it) : std::next(it);
-    }
+    scheduler_.ForgetJob(job);
     // Its objects: their owner is gone, so nobody could free or read them.
     size_t freed =
         options_.store->DeleteIf([&](const ObjectId& id) { return id.Task().Job() == job; });
@@ -860,80 +586,15 @@ class TaskRouter::Impl : public GroupHost {
       next_task_snapshot_ = now + std::chrono::seconds(1);
       SnapshotTasks();
     }
-    if (now >= next_memory_check_) {
-      next_memory_check_ = now + options_.memory_check_every;
-      CheckMemory(now);
-    }
+    memory_.Tick(now, leases_.workers(), tasks_);
     if (groups_.Due(now)) schedule_dirty_ = true;
-  }
-
-  // Before the kernel's OOM killer picks a victim at random (often the node itself), this node
-  // kills the newest task it runs that may be retried (else the newest task), retries it after a
-  // backoff, and tells the task's job in its log. Actors are left alone (their state would go).
-  void CheckMemory(TimePoint now) {
-    if (options_.memory_threshold >= 1.0 || now < memory_cooldown_until_) return;
-    double used = MemoryUsage().fraction();
-    if (used < options_.memory_threshold) return;
-    std::vector<std::pair<Worker*, const RoutedTask*>> running;
-    std::vector<RunningTask> candidates;
-    for (auto& [id, w] : leases_.workers().workers()) {
-      if (w.is_actor || w.assigned.empty() || w.pid <= 0 || !w.killed_because.empty()) continue;
-      const RoutedTask* t = tasks_.Find(w.assigned.front());
-      if (!t || t->actor_creation) continue;
-      running.emplace_back(&w, t);
-      candidates.push_back({MayRetry(t->max_retries, t->attempt), t->assigned_at});
-    }
-    auto chosen = ChooseMemoryVictim(candidates);
-    if (!chosen) return;
-    auto [victim, task] = running[*chosen];
-    char why[160];
-    std::snprintf(why, sizeof(why),
-                  "was killed by node %s to free memory (%.1f%% used, threshold %.1f%%)",
-                  node_id_.Hex().c_str(), used * 100, options_.memory_threshold * 100);
-    victim->killed_because = why;
-    leases_.workers().Kill(*victim);
-    memory_cooldown_until_ = now + std::chrono::seconds(1);  // let the kernel reclaim it first
-    std::string line =
-        "cumulus: task " + task->function + " (pid " + std::to_string(victim->pid) + ") " + why +
-        (candidates[*chosen].retriable ? "; it will be retried" : "; it has no retries left");
-    CUMULUS_LOG(WARN) << "node: " << line;
-    // Into the job's log on this node (shipped to `cumulus logs JOB`).
-    line += "\n";
-    int fd = open(JobSupervisor::WorkerLogPath(options_.work_dir, victim->job).c_str(),
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      (void)!write(fd, line.data(), line.size());
-      close(fd);
-    }
   }
 
   // For `cumulus list tasks` (read by the node's reporter thread).
   void SnapshotTasks() {
-    std::vector<TaskStateRow> rows;
-    for (auto& [id, t] : tasks_.all()) {
-      if (rows.size() >= kMaxReportedRows) break;
-      TaskStateRow r;
-      r.task = id.Hex();
-      r.job = t.job.Hex();
-      r.function = t.function;
-      r.attempt = t.attempt;
-      switch (t.state) {
-        case RoutedTask::kQueued:
-          r.state = t.waiting_retry ? "RETRY_WAIT" : "QUEUED";
-          break;
-        case RoutedTask::kForwarded:
-          r.state = "FORWARDED";
-          break;
-        case RoutedTask::kOnWorker:
-          r.state = "RUNNING";
-          if (Worker* w = leases_.workers().Find(t.worker)) {
-            r.pid = w->spawned_pid;
-            if (w->assigned.empty() || w->assigned.front() != id) r.state = "QUEUED";
-          }
-          break;
-      }
-      rows.push_back(std::move(r));
-    }
+    auto rows = tasks_.Rows(kMaxReportedRows, [this](const WorkerId& id) -> const Worker* {
+      return leases_.workers().Find(id);
+    });
     std::lock_guard<std::mutex> lock(shared_mu_);
     shared_tasks_ = std::move(rows);
     shared_tasks_total_ = tasks_.size();
@@ -978,6 +639,8 @@ class TaskRouter::Impl : public GroupHost {
   TaskTable tasks_;
   HeadLink head_;  // blocks the loop while it is asked; see DESIGN
   GroupCoordinator groups_;
+  LocalScheduler scheduler_;
+  MemoryMonitor memory_;
   std::unique_ptr<EventLoop> loop_;
   uint16_t tcp_port_ = 0;
   std::thread thread_;
@@ -987,9 +650,8 @@ class TaskRouter::Impl : public GroupHost {
   std::unordered_map<uint64_t, Conn> conns_;
   std::vector<uint64_t> closed_;  // erased from conns_ after the loop's pass
   bool schedule_dirty_ = false;
-  std::map<NodeId, uint64_t> peers_;         // the connection this node sends to each node on
-  std::set<std::pair<NodeId, JobId>> told_;  // peers sent a job's record already
-  TimePoint next_memory_check_{}, memory_cooldown_until_{}, next_task_snapshot_{};
+  std::map<NodeId, uint64_t> peers_;  // the connection this node sends to each node on
+  TimePoint next_task_snapshot_{};
   TimePoint last_refresh_{};
 
   // Shared with the daemon's heartbeat and reporter threads.

@@ -209,7 +209,7 @@ void GroupCoordinator::Conclude(const PlacementGroupId& id, TimePoint now) {
   GroupRecord record;
   record.job = op.job.Hex();
   for (auto& n : op.nodes) record.nodes.push_back(n.Hex());
-  Status st = host_.HeadPut(id.Hex(), Serialize(record));
+  Status st = host_.HeadPut(kGroupsNamespace, id.Hex(), Serialize(record));
   if (!st.ok()) {
     CUMULUS_LOG(WARN) << "node: cannot record placement group " << id
                       << " with the head (only this node can route its tasks): " << st;
@@ -326,7 +326,7 @@ void GroupCoordinator::EndJob(const JobId& job) {
 
 void GroupCoordinator::Forget(const PlacementGroupId& id) {
   locations_.erase(id);
-  Status st = host_.HeadDelete(id.Hex());
+  Status st = host_.HeadDelete(kGroupsNamespace, id.Hex());
   if (!st.ok() && st.code() != StatusCode::kNotFound) {
     CUMULUS_LOG(WARN) << "node: cannot remove the record of placement group " << id << ": " << st;
   }
@@ -342,7 +342,7 @@ Result<std::pair<JobId, std::vector<NodeId>>> GroupCoordinator::Locate(const Pla
   }
   auto cached = locations_.find(id);
   if (cached != locations_.end()) return cached->second;
-  auto raw = host_.HeadGet(id.Hex());
+  auto raw = host_.HeadGet(kGroupsNamespace, id.Hex());
   if (!raw.ok()) {
     if (raw.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("placement group " + id.Hex() +

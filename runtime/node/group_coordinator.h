@@ -10,7 +10,7 @@
 // One refusal (or a node that closes its connection) releases the try everywhere and waits again.
 // Removal is only by the group's own job, and always for good (kAllRounds).
 //
-// The coordinator does no I/O of its own: it talks to the node through GroupHost, which the task
+// The coordinator does no I/O of its own: it talks to the node through NodeContext, which the task
 // router implements. Not thread-safe: the node's event loop owns it.
 #pragma once
 
@@ -24,39 +24,15 @@
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
 #include "runtime/base/clock.h"
+#include "runtime/node/node_context.h"
 #include "runtime/proto/core.capnp.h"
 #include "scheduler/placement.h"
 
 namespace cumulus {
 
-class GroupHost {
- public:
-  virtual ~GroupHost() = default;
-  virtual const NodeId& node_id() const = 0;
-  // This node (exact) and the view of the others; without those not reachable lately unless
-  // `include_unreachable`.
-  virtual ClusterSnapshot Snapshot(TimePoint now, bool include_unreachable) = 0;
-  // Asks the head for the cluster view now (at most every 100 ms unless `force`); true if it did.
-  virtual bool RefreshView(TimePoint now, bool force) = 0;
-  // Holds / releases bundles on this node (BundleTable).
-  virtual Status ReserveHere(const PlacementGroupId& id, const JobId& job, uint32_t round,
-                             const std::vector<uint32_t>& indices,
-                             const std::vector<ResourceSet>& bundles) = 0;
-  virtual void ReleaseHere(const PlacementGroupId& id, uint32_t round) = 0;
-  // Sends a frame to another node; false if it cannot be reached (it is then avoided a while).
-  virtual bool SendToNode(const NodeId& node, std::string frame, TimePoint now) = 0;
-  virtual void SendToConn(uint64_t conn, std::string frame) = 0;
-  // Books (`take`) or credits resources in the view of another node.
-  virtual void BookView(const NodeId& node, const ResourceSet& r, bool take) = 0;
-  // The head's key-value store (namespace kGroupsNamespace).
-  virtual Status HeadPut(const std::string& key, const std::string& value) = 0;
-  virtual Result<std::string> HeadGet(const std::string& key) = 0;
-  virtual Status HeadDelete(const std::string& key) = 0;
-};
-
 class GroupCoordinator {
  public:
-  explicit GroupCoordinator(GroupHost& host) : host_(host) {}
+  explicit GroupCoordinator(NodeContext& host) : host_(host) {}
 
   // A driver or worker of `job` on connection `origin` asks for a group; refusals are answered
   // at once.
@@ -107,7 +83,7 @@ class GroupCoordinator {
   void Reply(uint64_t conn, const PlacementGroupId& id, const Status& st,
              const std::vector<NodeId>& nodes, uint32_t round = 0);
 
-  GroupHost& host_;
+  NodeContext& host_;
   std::map<PlacementGroupId, GroupOp> groups_;
   // Groups reserved by way of other nodes (job, node per bundle), from the head's records.
   std::map<PlacementGroupId, std::pair<JobId, std::vector<NodeId>>> locations_;

@@ -1,5 +1,7 @@
 #include "runtime/node/task_table.h"
 
+#include "runtime/node/worker_pool.h"
+
 namespace cumulus {
 
 std::string SchedulingClass(const TaskRequirements& req, bool actor_creation) {
@@ -83,6 +85,36 @@ std::vector<TaskId> TaskTable::ForwardedTo(const NodeId& node) const {
     if (t.state == RoutedTask::kForwarded && t.forwarded_to == node) out.push_back(id);
   }
   return out;
+}
+
+std::vector<TaskStateRow> TaskTable::Rows(
+    size_t limit, const std::function<const Worker*(const WorkerId&)>& worker) const {
+  std::vector<TaskStateRow> rows;
+  for (auto& [id, t] : tasks_) {
+    if (rows.size() >= limit) break;
+    TaskStateRow r;
+    r.task = id.Hex();
+    r.job = t.job.Hex();
+    r.function = t.function;
+    r.attempt = t.attempt;
+    switch (t.state) {
+      case RoutedTask::kQueued:
+        r.state = t.waiting_retry ? "RETRY_WAIT" : "QUEUED";
+        break;
+      case RoutedTask::kForwarded:
+        r.state = "FORWARDED";
+        break;
+      case RoutedTask::kOnWorker:
+        r.state = "RUNNING";
+        if (const Worker* w = worker(t.worker)) {
+          r.pid = w->spawned_pid;
+          if (w->assigned.empty() || w->assigned.front() != id) r.state = "QUEUED";  // behind it
+        }
+        break;
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 }  // namespace cumulus

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -18,6 +19,8 @@
 #include "runtime/core/messages.h"
 
 namespace cumulus {
+
+struct Worker;
 
 struct RoutedTask {
   TaskId id;
@@ -71,6 +74,9 @@ class TaskTable {
   // The queues, for the scheduling pass (which pops what it placed and erases empty queues).
   Queues& queues() { return queues_; }
   std::vector<TaskId> ForwardedTo(const NodeId& node) const;
+  // Rows for `cumulus list tasks` (at most `limit`); `worker` finds a task's worker.
+  std::vector<TaskStateRow> Rows(size_t limit,
+                                 const std::function<const Worker*(const WorkerId&)>& worker) const;
   std::unordered_map<TaskId, RoutedTask>& all() { return tasks_; }
   size_t size() const { return tasks_.size(); }
 

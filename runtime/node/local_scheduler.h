@@ -1,0 +1,69 @@
+// LocalScheduler: where each task a node holds goes next, and what becomes of it when its worker
+// or the node it was sent to is lost.
+//
+// A scheduling pass goes through the TaskTable's queues in order. Each task is placed with
+// scheduler/placement.h on a snapshot (this node's exact free resources and the view of the
+// others): here on a new lease (WorkerLeases), on another node (forwarded once: hops = 1, so it
+// never bounces again), behind a busy worker of its class (pipelining), in its placement group's
+// bundle, or failed at once if no node could ever run it. What cannot be placed now waits and is
+// reported as pending demand. The decisions are NodePolicy's; this class applies them.
+//
+// Not thread-safe: the node's event loop owns it.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/node/group_coordinator.h"
+#include "runtime/node/node_context.h"
+#include "runtime/node/task_table.h"
+#include "runtime/node/worker_leases.h"
+
+namespace cumulus {
+
+struct LocalSchedulerOptions {
+  Labels labels;                                      // this node's
+  size_t pipeline_depth = 16;                         // tasks queued on one leased worker
+  Duration program_wait = std::chrono::seconds(120);  // for a job's program, then fail
+};
+
+class LocalScheduler {
+ public:
+  LocalScheduler(NodeContext& node, TaskTable& tasks, WorkerLeases& leases,
+                 GroupCoordinator& groups, LocalSchedulerOptions options)
+      : node_(node), tasks_(tasks), leases_(leases), groups_(groups), options_(options) {}
+
+  // One pass over the queues. Returns the demand that waits: (shape, how many).
+  std::vector<std::pair<ResourceSet, uint32_t>> Schedule(TimePoint now);
+
+  // Answers the task's origin with `st` and forgets the task.
+  void FailTask(const TaskId& id, const Status& st);
+  // The tasks `w` held when it ended (`why`): failed, retried, or queued again.
+  void WorkerDied(const Worker& w, const std::string& why, TimePoint now);
+  // The tasks forwarded to `node`, whose connection was lost (`why`).
+  void NodeLost(const NodeId& node, const std::string& why, TimePoint now);
+  void ForgetJob(const JobId& job);
+
+ private:
+  bool PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint now);
+  bool PlaceInGroup(RoutedTask& t, TimePoint now);
+  bool StartOnNewLease(RoutedTask& t, TimePoint now, HeldBundle* bundle = nullptr);
+  void NoWorker(RoutedTask& t, const Status& why, TimePoint now);
+  bool Pipeline(RoutedTask& t);
+  void Assign(Worker& w, RoutedTask& t);
+  bool Forward(RoutedTask& t, const NodeId& node, TimePoint now);
+
+  NodeContext& node_;
+  TaskTable& tasks_;
+  WorkerLeases& leases_;
+  GroupCoordinator& groups_;
+  LocalSchedulerOptions options_;
+  std::set<std::pair<NodeId, JobId>> told_;  // nodes sent a job's record already
+};
+
+// A task's failure, as the frame of its result.
+std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Status& st);
+
+}  // namespace cumulus

@@ -1,0 +1,54 @@
+#include "runtime/node/memory_monitor.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "runtime/base/logging.h"
+#include "runtime/node/detect_resources.h"
+#include "runtime/node/job_supervisor.h"
+#include "scheduler/node_policy.h"
+
+namespace cumulus {
+
+void MemoryMonitor::Tick(TimePoint now, WorkerPool& workers, TaskTable& tasks) {
+  if (now < next_check_) return;
+  next_check_ = now + options_.every;
+  if (options_.threshold >= 1.0 || now < cooldown_until_) return;
+  double used = MemoryUsage().fraction();
+  if (used < options_.threshold) return;
+  std::vector<std::pair<Worker*, const RoutedTask*>> running;
+  std::vector<RunningTask> candidates;
+  for (auto& [id, w] : workers.workers()) {
+    if (w.is_actor || w.assigned.empty() || w.pid <= 0 || !w.killed_because.empty()) continue;
+    const RoutedTask* t = tasks.Find(w.assigned.front());
+    if (!t || t->actor_creation) continue;
+    running.emplace_back(&w, t);
+    candidates.push_back({MayRetry(t->max_retries, t->attempt), t->assigned_at});
+  }
+  auto chosen = ChooseMemoryVictim(candidates);
+  if (!chosen) return;
+  auto [victim, task] = running[*chosen];
+  char why[160];
+  std::snprintf(why, sizeof(why),
+                "was killed by node %s to free memory (%.1f%% used, threshold %.1f%%)",
+                options_.node_name.c_str(), used * 100, options_.threshold * 100);
+  victim->killed_because = why;
+  workers.Kill(*victim);
+  cooldown_until_ = now + std::chrono::seconds(1);  // let the kernel reclaim it first
+  std::string line =
+      "cumulus: task " + task->function + " (pid " + std::to_string(victim->pid) + ") " + why +
+      (candidates[*chosen].retriable ? "; it will be retried" : "; it has no retries left");
+  CUMULUS_LOG(WARN) << "node: " << line;
+  // Into the job's log on this node (shipped to `cumulus logs JOB`).
+  line += "\n";
+  int fd = open(JobSupervisor::WorkerLogPath(options_.work_dir, victim->job).c_str(),
+                O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    (void)!write(fd, line.data(), line.size());
+    close(fd);
+  }
+}
+
+}  // namespace cumulus
