@@ -81,11 +81,28 @@ case "$mode" in
     step "running the test suite (ctest)"
     status=0
     ctest --test-dir "$build" --output-on-failure -j 2 --timeout 300 || status=$?
-    if ((status == 0)); then
-      step "all tests passed"
-    else
+    if ((status != 0)); then
       step "tests failed (ctest exit status $status)"
+      exit "$status"
     fi
-    exit "$status"
+    # A user's program builds outside this tree: install, then build examples/ as a project of
+    # its own against the installed package (find_package(Cumulus)) and run one on an embedded
+    # cluster.
+    prefix="$build/install"
+    step "installing into $prefix and building examples/ against it (find_package(Cumulus))"
+    rm -rf "$prefix" "$build/examples-installed"
+    cmake --install "$build" --prefix "$prefix" >/dev/null
+    launcher=()
+    if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+    cmake -S "$root/examples" -B "$build/examples-installed" -G Ninja \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" >/dev/null
+    cmake --build "$build/examples-installed" -j "$(nproc)"
+    step "running the installed build of examples/tasks"
+    env -u CUMULUS_ADDRESS CUMULUS_LOG_LEVEL=warn "$build/examples-installed/tasks" || {
+      step "examples/tasks built against the installed package failed"
+      exit 1
+    }
+    step "all tests passed"
+    exit 0
     ;;
 esac

@@ -277,51 +277,9 @@ void RunGroups(const std::string& head, const std::string& a, const std::string&
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  cumulus::Status st = cumulus::Init(argc, argv);
-  if (!st.ok()) {
-    std::printf("CHECK init FAIL %s\n", st.ToString().c_str());
-    return 1;
-  }
-  auto args = Args(argc, argv);
-  const std::string head = args["head"], a = args["a"], b = args["b"], c = args["c"];
-  if (args["scenario"] == "pending") {
-    // Work that fits the cluster but not now waits (pending demand) and runs once room is made.
-    auto first = cumulus::Actor(CreateGpuProbe).SetResource("special", 1).Remote();
-    auto w1 = cumulus::TryGet(first.Task(&GpuProbe::Where).Remote(), std::chrono::seconds(30));
-    Check("pending_first_runs", w1.ok() && w1->first == c,
-          w1.ok() ? w1->first : w1.status().ToString());
-    auto second = cumulus::Actor(CreateGpuProbe).SetResource("special", 1).Remote();
-    auto call = second.Task(&GpuProbe::Where).Remote();
-    auto early = cumulus::TryGet(call, std::chrono::milliseconds(300));
-    Check("pending_waits", !early.ok() && early.status().code() == cumulus::StatusCode::kTimedOut,
-          early.ok() ? "it ran" : early.status().ToString());
-    std::printf("WAITING\n");
-    std::fflush(stdout);
-    char line[16];
-    (void)!fgets(line, sizeof(line), stdin);  // the test has looked at `cumulus status`
-    (void)first.Kill();
-    auto w2 = cumulus::TryGet(call, std::chrono::seconds(30));
-    Check("pending_runs_after_room", w2.ok() && w2->first == c,
-          w2.ok() ? w2->first : w2.status().ToString());
-    cumulus::Shutdown();
-    std::printf("DONE failures=%d\n", failures);
-    return failures == 0 ? 0 : 1;
-  }
-
-  if (args["scenario"] == "restarts") {
-    RunRestarts();
-    cumulus::Shutdown();
-    std::printf("DONE failures=%d\n", failures);
-    return failures == 0 ? 0 : 1;
-  }
-  if (args["scenario"] == "groups") {
-    RunGroups(head, a, b, c);
-    cumulus::Shutdown();
-    std::printf("DONE failures=%d\n", failures);
-    return failures == 0 ? 0 : 1;
-  }
-
+// Resources and labels decide where work lands, and nothing else does; GPU actors each see
+// their own device.
+void RunPlacement(const std::string& a, const std::string& b, const std::string& c) {
   // Resources and labels decide where work lands, and nothing else does.
   auto gpu = Landings(12, [] { return cumulus::Task(WhereAmI).SetResource("GPU", 1).Remote(); });
   Check("gpu_tasks_on_gpu_nodes",
@@ -376,7 +334,10 @@ int main(int argc, char** argv) {
     Check("gpu_actors_disjoint_devices", ok && seen.size() == 4, detail);
     for (auto& actor : actors) (void)actor.Kill();
   }
+}
 
+// Impossible requests fail at once with the reason; a remote exception names where it came from.
+void RunFailures(const std::string& b) {
   // Impossible requests fail at once with the reason.
   {
     auto t0 = std::chrono::steady_clock::now();
@@ -405,7 +366,10 @@ int main(int argc, char** argv) {
               r.status().message().find(b) != std::string::npos,
           r.ok() ? "no error" : r.status().ToString());
   }
+}
 
+// Many small tasks, a chain through three nodes, nested tasks on a full node.
+void RunWork(const std::string& a, const std::string& b, const std::string& c) {
   // 10,000 small tasks, all right.
   {
     std::vector<cumulus::ObjectRef<int>> refs;
@@ -443,7 +407,10 @@ int main(int argc, char** argv) {
     Check("nested_tasks_on_a_full_node", v.ok() && *v == 4,
           v.ok() ? std::to_string(*v) : v.status().ToString());
   }
+}
 
+// A large object made on one node, read on another and in the driver.
+void RunObjects(const std::string& a, const std::string& b) {
   // 256 MiB made on one node, read on another and here, checksummed.
   {
     const uint64_t size = 256ull << 20;
@@ -457,6 +424,66 @@ int main(int argc, char** argv) {
     Check("large_object_driver",
           here.ok() && here->size() == size && XXH3_64bits(here->data(), size) == want,
           here.ok() ? "mismatch" : here.status().ToString());
+  }
+}
+
+int main(int argc, char** argv) {
+  cumulus::Status st = cumulus::Init(argc, argv);
+  if (!st.ok()) {
+    std::printf("CHECK init FAIL %s\n", st.ToString().c_str());
+    return 1;
+  }
+  auto args = Args(argc, argv);
+  const std::string head = args["head"], a = args["a"], b = args["b"], c = args["c"];
+  if (args["scenario"] == "pending") {
+    // Work that fits the cluster but not now waits (pending demand) and runs once room is made.
+    auto first = cumulus::Actor(CreateGpuProbe).SetResource("special", 1).Remote();
+    auto w1 = cumulus::TryGet(first.Task(&GpuProbe::Where).Remote(), std::chrono::seconds(30));
+    Check("pending_first_runs", w1.ok() && w1->first == c,
+          w1.ok() ? w1->first : w1.status().ToString());
+    auto second = cumulus::Actor(CreateGpuProbe).SetResource("special", 1).Remote();
+    auto call = second.Task(&GpuProbe::Where).Remote();
+    auto early = cumulus::TryGet(call, std::chrono::milliseconds(300));
+    Check("pending_waits", !early.ok() && early.status().code() == cumulus::StatusCode::kTimedOut,
+          early.ok() ? "it ran" : early.status().ToString());
+    std::printf("WAITING\n");
+    std::fflush(stdout);
+    char line[16];
+    (void)!fgets(line, sizeof(line), stdin);  // the test has looked at `cumulus status`
+    (void)first.Kill();
+    auto w2 = cumulus::TryGet(call, std::chrono::seconds(30));
+    Check("pending_runs_after_room", w2.ok() && w2->first == c,
+          w2.ok() ? w2->first : w2.status().ToString());
+    cumulus::Shutdown();
+    std::printf("DONE failures=%d\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
+
+  if (args["scenario"] == "restarts") {
+    RunRestarts();
+    cumulus::Shutdown();
+    std::printf("DONE failures=%d\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
+  if (args["scenario"] == "groups") {
+    RunGroups(head, a, b, c);
+    cumulus::Shutdown();
+    std::printf("DONE failures=%d\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
+
+  const std::string scenario = args["scenario"];
+  if (scenario == "placement") {
+    RunPlacement(a, b, c);
+  } else if (scenario == "failures") {
+    RunFailures(b);
+  } else if (scenario == "work") {
+    RunWork(a, b, c);
+  } else if (scenario == "objects") {
+    RunObjects(a, b);
+  } else {
+    std::printf("CHECK scenario FAIL unknown scenario '%s'\n", scenario.c_str());
+    failures++;
   }
   cumulus::Shutdown();
   std::printf("DONE failures=%d\n", failures);

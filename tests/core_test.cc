@@ -26,31 +26,67 @@ class CoreTest : public ClusterTest {
     unsetenv("CUMULUS_TOKEN_FILE");
     return p;
   }
+  // A head and three nodes: a (GPUs, in the cloud), b (GPUs, on-prem), c (one CPU and a custom
+  // resource, on-prem). Sets the --head/--a/--b/--c arguments of the driver.
+  // Each store holds the driver's program (tens of MB with its debug information) if the driver
+  // attaches to its node.
+  void StartCluster(const std::string& store_memory = "128M") {
+    head_store_memory_ = store_memory;
+    node_store_memory_ = store_memory;
+    auto head = StartHead({"--resources", "CPU=2", "--labels", "site=onprem"});
+    std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
+    nodes_.push_back(StartNode("a", {"--resources", "CPU=2,GPU=2", "--labels", "site=cloud"}, &a_));
+    nodes_.push_back(
+        StartNode("b", {"--resources", "CPU=2,GPU=2", "--labels", "site=onprem"}, &b_));
+    nodes_.push_back(
+        StartNode("c", {"--resources", "CPU=1,special=1", "--labels", "site=onprem"}, &c_));
+    nodes_.push_back(std::move(head));
+    ASSERT_FALSE(head_id.empty() || a_.empty() || b_.empty() || c_.empty());
+    ids_ = {"--head=" + head_id, "--a=" + a_, "--b=" + b_, "--c=" + c_};
+  }
+  std::vector<std::string> Scenario(const std::string& name) {
+    std::vector<std::string> args = ids_;
+    args.insert(args.begin(), "--scenario=" + name);
+    return args;
+  }
+
+  std::vector<std::unique_ptr<Subprocess>> nodes_;
+  std::string a_, b_, c_;
+  std::vector<std::string> ids_;
 };
 
 TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
-  // The driver attaches to whichever node's socket it finds first, and it reads a 256 MiB object:
-  // every store must hold one (memfd memory is only used when written).
-  head_store_memory_ = "600M";
-  node_store_memory_ = "600M";
-  auto head = StartHead({"--resources", "CPU=2", "--labels", "site=onprem"});
-  std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
-  std::string a, b, c;
-  auto node_a = StartNode("a", {"--resources", "CPU=2,GPU=2", "--labels", "site=cloud"}, &a);
-  auto node_b = StartNode("b", {"--resources", "CPU=2,GPU=2", "--labels", "site=onprem"}, &b);
-  auto node_c = StartNode("c", {"--resources", "CPU=1,special=1", "--labels", "site=onprem"}, &c);
-  ASSERT_FALSE(a.empty() || b.empty() || c.empty());
-
-  std::vector<std::string> ids = {"--head=" + head_id, "--a=" + a, "--b=" + b, "--c=" + c};
-  ExpectChecks(Driver(ids)->ReadAll(240s),
+  StartCluster();
+  ExpectChecks(Driver(Scenario("placement"))->ReadAll(180s),
                {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "label_not_cloud", "custom_resource",
                 "gpu_and_label", "spread_uses_several_nodes", "node_affinity",
-                "gpu_actors_disjoint_devices", "infeasible_fails_fast", "infeasible_label",
-                "remote_exception", "ten_thousand_tasks", "chain_across_nodes",
-                "nested_tasks_on_a_full_node", "large_object_other_node", "large_object_driver"});
+                "gpu_actors_disjoint_devices"});
+}
 
-  // Pending demand: an actor that fits the cluster but not now shows in `cumulus status`.
-  auto pending_driver = Driver({"--scenario=pending", "--c=" + c});
+TEST_F(CoreTest, ImpossibleRequestsAndRemoteExceptionsFailWithTheReason) {
+  StartCluster();
+  ExpectChecks(Driver(Scenario("failures"))->ReadAll(120s),
+               {"infeasible_fails_fast", "infeasible_label", "remote_exception"});
+}
+
+TEST_F(CoreTest, ManyTasksChainsAndNestedTasksOnAFullNode) {
+  StartCluster();
+  ExpectChecks(Driver(Scenario("work"))->ReadAll(240s),
+               {"ten_thousand_tasks", "chain_across_nodes", "nested_tasks_on_a_full_node"});
+}
+
+TEST_F(CoreTest, ALargeObjectIsReadOnAnotherNodeAndInTheDriver) {
+  // The driver attaches to whichever node's socket it finds first, and it reads a 256 MiB object:
+  // every store must hold one (memfd memory is only used when written).
+  StartCluster("600M");
+  ExpectChecks(Driver(Scenario("objects"))->ReadAll(180s),
+               {"large_object_other_node", "large_object_driver"});
+}
+
+TEST_F(CoreTest, WorkThatFitsTheClusterButNotNowIsPendingDemand) {
+  StartCluster();
+  // An actor that fits the cluster but not now shows in `cumulus status`.
+  auto pending_driver = Driver({"--scenario=pending", "--c=" + c_});
   Subprocess& pending = *pending_driver;
   ASSERT_TRUE(pending.WaitForLine("WAITING", 60s)) << pending.ReadAll(1s);
   std::string status;
@@ -75,11 +111,12 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
   std::string rest = pending.ReadAll(60s);
   EXPECT_NE(rest.find("CHECK pending_runs_after_room ok"), std::string::npos) << rest;
   EXPECT_NE(rest.find("DONE failures=0"), std::string::npos) << rest;
+}
 
-  // Placement groups on the same cluster.
-  auto groups = Driver({"--scenario=groups", ids[0], ids[1], ids[2], ids[3]});
+TEST_F(CoreTest, PlacementGroupsReserveReleaseAndPlaceTheirWork) {
+  StartCluster();
   ExpectChecks(
-      groups->ReadAll(180s),
+      Driver(Scenario("groups"))->ReadAll(180s),
       {"group_strict_spread_created", "group_strict_spread_distinct_nodes",
        "group_actors_on_their_bundles", "group_reservation_excludes_others",
        "group_task_larger_than_bundle", "group_bundle_index_out_of_range",
@@ -87,10 +124,12 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
        "group_removal_stops_actors", "group_removed_task_fails", "group_infeasible_fails_fast",
        "group_empty_bundle_rejected", "group_gpu_pack_created", "group_gpu_actors_disjoint",
        "group_timeout", "group_gpu_removed", "group_fits_after_removal"});
+}
 
-  // Actor restarts and retried actor calls.
+TEST_F(CoreTest, ActorsRestartAndTheirCallsAreRetried) {
+  StartCluster();
   ExpectChecks(
-      Driver({"--scenario=restarts"})->ReadAll(180s),
+      Driver(Scenario("restarts"))->ReadAll(180s),
       {"restart_actor_runs", "restart_crash_fails_the_call", "restart_new_process_fresh_state",
        "restart_limit_reached", "restart_call_retried_on_new_actor",
        "restart_call_without_retries_fails", "restart_not_after_kill"});

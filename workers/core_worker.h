@@ -46,6 +46,20 @@ class CoreWorker : public internal::Runtime {
   virtual Status AnnounceJob(const std::string& record) = 0;
   // host:port of this node's object channel.
   virtual std::string transfer_address() const = 0;
+
+  // For libraries built into the runtime (collective groups); not part of the user's API.
+  // The head's key-value store.
+  virtual Status KvPut(const std::string& ns, const std::string& key, const std::string& value) = 0;
+  // Waits up to timeout_ms for the key to exist.
+  virtual Result<std::string> KvWait(const std::string& ns, const std::string& key,
+                                     int64_t timeout_ms) = 0;
+  // The head's host:port and the cluster token, for libraries that open their own connections.
+  virtual std::pair<std::string, std::string> cluster_credentials() const = 0;
+  // Where this process listens for other nodes (its node's bind address).
+  virtual std::string bind_host() const = 0;
 };
+
+// This process's core worker; null before Init and after Shutdown.
+CoreWorker* CurrentCoreWorker();
 
 }  // namespace cumulus

@@ -232,6 +232,9 @@ namespace internal {
 Runtime* CurrentRuntime() { return g_runtime.load(std::memory_order_acquire); }
 }  // namespace internal
 
+// Every runtime Init installs is a CoreWorker.
+CoreWorker* CurrentCoreWorker() { return static_cast<CoreWorker*>(internal::CurrentRuntime()); }
+
 Status Init(const InitOptions& options) {
   if (!Env("CUMULUS_WORKER_ID").empty()) RunAsWorker();
   Process& me = Me();

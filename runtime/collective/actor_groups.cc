@@ -5,8 +5,10 @@
 #include <thread>
 
 #include "cumulus/collective.h"
+#include "runtime/collective/collective.h"
 #include "runtime/core/messages.h"
 #include "runtime/net/tcp.h"
+#include "workers/core_worker.h"
 
 namespace cumulus {
 
@@ -15,13 +17,13 @@ namespace {
 // Declarations live in the head's store (kCollectiveGroupsNamespace): key = "<job hex>/<group
 // name>", value = "<generation>\n<actor hex> <actor hex> ...".
 
-Result<internal::Runtime*> CurrentRuntimeOrError() {
-  internal::Runtime* rt = internal::CurrentRuntime();
+Result<CoreWorker*> CurrentRuntimeOrError() {
+  CoreWorker* rt = CurrentCoreWorker();
   if (!rt) return Status::InvalidArgument("cumulus::Init() has not been called");
   return rt;
 }
 
-std::string DeclarationKey(internal::Runtime& rt, const std::string& name) {
+std::string DeclarationKey(CoreWorker& rt, const std::string& name) {
   return rt.job_id().Hex() + "/" + name;
 }
 
@@ -52,8 +54,8 @@ Status CreateCollectiveGroup(const std::string& name, const std::vector<ActorId>
       }
     }
   }
-  CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
-  internal::Runtime& rt = *runtime;
+  CUMULUS_ASSIGN_OR_RETURN(CoreWorker * runtime, CurrentRuntimeOrError());
+  CoreWorker& rt = *runtime;
   uint32_t generation = 0;
   auto old = rt.KvWait(kCollectiveGroupsNamespace, DeclarationKey(rt, name), 0);
   if (old.ok()) {
@@ -67,8 +69,8 @@ Status CreateCollectiveGroup(const std::string& name, const std::vector<ActorId>
 
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& name,
                                                              Duration timeout) {
-  CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
-  internal::Runtime& rt = *runtime;
+  CUMULUS_ASSIGN_OR_RETURN(CoreWorker * runtime, CurrentRuntimeOrError());
+  CoreWorker& rt = *runtime;
   ActorId me = rt.current_actor();
   if (me == ActorId()) {
     return Status::InvalidArgument(
@@ -109,8 +111,8 @@ Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& 
                                                              int world_size, int rank,
                                                              uint32_t generation,
                                                              Duration timeout) {
-  CUMULUS_ASSIGN_OR_RETURN(internal::Runtime * runtime, CurrentRuntimeOrError());
-  internal::Runtime& rt = *runtime;
+  CUMULUS_ASSIGN_OR_RETURN(CoreWorker * runtime, CurrentRuntimeOrError());
+  CoreWorker& rt = *runtime;
   auto [head, token] = rt.cluster_credentials();
   CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(head));
   CollectiveOptions o;

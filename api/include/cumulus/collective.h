@@ -1,6 +1,6 @@
 // Collective groups for programs on the cluster (link cumulus_collective): groups over actors,
 // declared from the driver or joined by each member, and gradient bucketing for data-parallel
-// training. The operations themselves are CollectiveGroup's (runtime/collective/collective.h):
+// training. The operations themselves are CollectiveGroup's (cumulus/collective_group.h):
 // Gloo on host buffers, NCCL on device buffers.
 //
 //   // Driver: actors[i] is rank i.
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "cumulus/collective_group.h"
 #include "cumulus/cumulus.h"
-#include "runtime/collective/collective.h"
 
 namespace cumulus {
 
@@ -37,13 +37,13 @@ std::vector<ActorId> ActorIds(const std::vector<ActorHandle<C>>& actors) {
 // In a member actor: waits for a declaration of `name` that lists this actor and joins it (rank
 // = its place in the list). Fails if none appears within `timeout`.
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
-    const std::string& name, Duration timeout = std::chrono::seconds(60));
+    const std::string& name, std::chrono::nanoseconds timeout = std::chrono::seconds(60));
 
 // In any process of the program (driver, task or actor): joins `name` as `rank` of
 // `world_size`, with the cluster's address and credentials filled in; groups are per job.
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
     const std::string& name, int world_size, int rank, uint32_t generation = 0,
-    Duration timeout = std::chrono::seconds(60));
+    std::chrono::nanoseconds timeout = std::chrono::seconds(60));
 
 // Gradient bucketing, as PyTorch's DDP: the gradients live in one flat buffer, laid out in the
 // order backpropagation finishes them (the last layer's first). They are cut into buckets, a small

@@ -78,15 +78,6 @@ class Runtime {
   virtual bool was_restarted() const { return false; }
   // In an actor's worker: that actor (from its constructor on); elsewhere a null id.
   virtual ActorId current_actor() const = 0;
-  // The head's key-value store, for libraries built on the runtime (collective groups).
-  virtual Status KvPut(const std::string& ns, const std::string& key, const std::string& value) = 0;
-  // Waits up to timeout_ms for the key to exist.
-  virtual Result<std::string> KvWait(const std::string& ns, const std::string& key,
-                                     int64_t timeout_ms) = 0;
-  // The head's host:port and the cluster token, for libraries that open their own connections.
-  virtual std::pair<std::string, std::string> cluster_credentials() const = 0;
-  // Where this process listens for other nodes (its node's bind address).
-  virtual std::string bind_host() const = 0;
   // The job this process belongs to (its driver's, for workers).
   virtual JobId job_id() const = 0;
 };
