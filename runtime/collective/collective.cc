@@ -24,44 +24,14 @@
 
 #include <map>
 
+#include "runtime/collective/head_store.h"
 #include "runtime/collective/nccl_comm.h"
+#include "runtime/collective/peer_probe.h"
+#include "runtime/collective/reduce.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 
 namespace cumulus {
-
-size_t DTypeSize(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-    case DType::kInt32:
-      return 4;
-    case DType::kFloat64:
-    case DType::kInt64:
-      return 8;
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
-
-const char* DTypeName(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kFloat16:
-      return "float16";
-    case DType::kBFloat16:
-      return "bfloat16";
-  }
-  return "?";
-}
 
 Status CollectiveWork::Wait(Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -87,189 +57,7 @@ void CollectiveWork::Finish(Status st) {
   cv_.notify_all();
 }
 
-// 16-bit floats: reduced in float32, rounded back to nearest-even.
-float HalfToFloat(uint16_t h) {
-  gloo::float16 v;
-  v.x = h;
-  return gloo::cpu_half2float(v);
-}
-
-uint16_t FloatToHalf(float f) { return gloo::cpu_float2half_rn(f).x; }
-
-float BFloatToFloat(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t FloatToBFloat(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1);  // round to nearest even
-  return static_cast<uint16_t>(x >> 16);
-}
-
 namespace {
-
-// Gloo's rendezvous store on the head's key-value store. Gloo calls it from the joining thread
-// only; failures become exceptions, which Join turns into a Status.
-class HeadStore : public gloo::rendezvous::Store {
- public:
-  // Keys are `prefix` + Gloo's key, in namespace `ns`.
-  HeadStore(std::unique_ptr<ControlClient> head, std::string ns, std::string prefix,
-            Duration timeout)
-      : head_(std::move(head)), ns_(std::move(ns)), prefix_(std::move(prefix)), timeout_(timeout) {}
-
-  void set(const std::string& key, const std::vector<char>& data) override {
-    auto put = head_->KvPut(ns_, prefix_ + key, std::string(data.begin(), data.end()));
-    if (!put.ok())
-      throw std::runtime_error("rendezvous put of " + key + ": " + put.status().message());
-  }
-
-  std::vector<char> get(const std::string& key) override {
-    auto v = head_->KvWait(ns_, prefix_ + key, timeout_);  // its peer may not have set it yet
-    if (!v.ok())
-      throw std::runtime_error("rendezvous wait for " + key + ": " + v.status().message());
-    return std::vector<char>(v->begin(), v->end());
-  }
-
-  void wait(const std::vector<std::string>& keys) override {
-    wait(keys, std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
-  }
-
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override {
-    for (auto& k : keys) {
-      auto v = head_->KvWait(ns_, prefix_ + k, t);
-      if (!v.ok())
-        throw std::runtime_error("rendezvous wait for " + k + ": " + v.status().message());
-    }
-  }
-
-  ControlClient& client() { return *head_; }
-
- private:
-  std::unique_ptr<ControlClient> head_;
-  std::string ns_, prefix_;
-  Duration timeout_;
-};
-
-template <float (*Load)(uint16_t), uint16_t (*Store)(float), int Op>
-void Reduce16(void* c_, const void* a_, const void* b_, size_t n) {
-  auto* c = static_cast<uint16_t*>(c_);
-  auto* a = static_cast<const uint16_t*>(a_);
-  auto* b = static_cast<const uint16_t*>(b_);
-  for (size_t i = 0; i < n; ++i) {
-    float x = Load(a[i]), y = Load(b[i]);
-    c[i] = Store(Op == 0 ? x + y : Op == 1 ? std::max(x, y) : std::min(x, y));
-  }
-}
-
-template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-gloo::AllreduceOptions::Func Reduce16Func(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMax:
-      return &Reduce16<Load, Store, 1>;
-    case ReduceOp::kMin:
-      return &Reduce16<Load, Store, 2>;
-    default:
-      return &Reduce16<Load, Store, 0>;
-  }
-}
-
-template <typename T>
-gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
-  using F = void (*)(void*, const void*, const void*, size_t);
-  switch (op) {
-    case ReduceOp::kMax:
-      return static_cast<F>(&gloo::max<T>);
-    case ReduceOp::kMin:
-      return static_cast<F>(&gloo::min<T>);
-    default:
-      return static_cast<F>(&gloo::sum<T>);
-  }
-}
-
-// What an operation is, for the fingerprint every rank must share and for error messages.
-struct OpDesc {
-  const char* kind;
-  DType type = DType::kFloat32;
-  size_t count = 0;
-  int reduce = -1;  // a ReduceOp, or -1
-  int root = -1;    // Broadcast's root, or the peer of Send/Recv
-};
-
-std::string Describe(const OpDesc& d) {
-  static const char* kOps[] = {"sum", "avg", "max", "min"};
-  std::string s = std::string(d.kind) + "(";
-  if (d.count > 0) s += std::string(DTypeName(d.type)) + " x " + std::to_string(d.count);
-  if (d.reduce >= 0) s += std::string(", ") + kOps[d.reduce];
-  if (d.root >= 0) s += ", rank " + std::to_string(d.root);
-  return s + ")";
-}
-
-// FNV-1a: Gloo tags and slots from text every rank computes the same way.
-uint32_t Hash32(const std::string& key) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : key) h = (h ^ c) * 16777619u;
-  return h;
-}
-
-// The operation's number and description: ranks that disagree on either use different Gloo
-// slots, so they never exchange data with each other.
-uint32_t Fingerprint(uint64_t seq, const std::string& described) {
-  return Hash32(std::to_string(seq) + " " + described);
-}
-
-gloo::AllreduceOptions::Func ReduceFor(DType type, ReduceOp op) {
-  switch (type) {
-    case DType::kFloat16:
-      return Reduce16Func<HalfToFloat, FloatToHalf>(op);
-    case DType::kBFloat16:
-      return Reduce16Func<BFloatToFloat, FloatToBFloat>(op);
-    case DType::kFloat32:
-      return ReduceFunc<float>(op);
-    case DType::kFloat64:
-      return ReduceFunc<double>(op);
-    case DType::kInt32:
-      return ReduceFunc<int32_t>(op);
-    case DType::kInt64:
-      return ReduceFunc<int64_t>(op);
-  }
-  return nullptr;
-}
-
-template <typename T>
-void DivideT(void* data, size_t count, int by) {
-  T* p = static_cast<T*>(data);
-  for (size_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] / by);
-}
-
-template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-void Divide16(void* data, size_t count, int by) {
-  auto* p = static_cast<uint16_t*>(data);
-  for (size_t i = 0; i < count; ++i) p[i] = Store(Load(p[i]) / by);
-}
-
-// kAvg: the sum divided by the world size (integers round towards zero).
-void Divide(void* data, size_t count, DType type, int by) {
-  switch (type) {
-    case DType::kFloat16:
-      return Divide16<HalfToFloat, FloatToHalf>(data, count, by);
-    case DType::kBFloat16:
-      return Divide16<BFloatToFloat, FloatToBFloat>(data, count, by);
-    case DType::kFloat32:
-      return DivideT<float>(data, count, by);
-    case DType::kFloat64:
-      return DivideT<double>(data, count, by);
-    case DType::kInt32:
-      return DivideT<int32_t>(data, count, by);
-    case DType::kInt64:
-      return DivideT<int64_t>(data, count, by);
-  }
-}
 
 constexpr uint8_t kReduceScatterPrefix = 0x51;
 constexpr uint8_t kPointToPointPrefix = 0x52;
@@ -410,7 +198,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
         uint64_t seq = running_seq_;
         std::string desc = running_desc_;
         lock.unlock();
-        std::string differ = ProbePeers(seq, desc);
+        std::string differ = probe_->Probe(seq, desc);
         lock.lock();
         next_probe_ = std::chrono::steady_clock::now() + kProbeEvery;
         if (!differ.empty() && running_ == work && !op_returned_) {
@@ -421,7 +209,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
                                      "; the group must be formed again (a new generation); its "
                                      "buffer may be written until the group is destroyed"));
           lock.unlock();
-          Publish("gaveup/rank_" + std::to_string(options_.rank), differ);
+          probe_->Publish("gaveup/rank_" + std::to_string(options_.rank), differ);
           lock.lock();
         }
         continue;
@@ -440,64 +228,6 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     running_ = nullptr;
     FailQueued(broken_);
     cv_.notify_all();
-  }
-
-  // The watchdog's own connection to the head (never the worker's: both threads use theirs
-  // alone); dropped after an error, and made again on the next probe.
-  template <typename Call>
-  auto WithProbeHead(Call call) -> decltype(call(std::declval<ControlClient&>())) {
-    if (!probe_head_) {
-      ControlClientOptions co;
-      co.role = "collective";
-      co.request_timeout = std::chrono::seconds(2);
-      auto c = ControlClient::Connect(options_.head, options_.token, co);
-      if (!c.ok()) return c.status();
-      probe_head_ = std::move(*c);
-    }
-    auto r = call(*probe_head_);
-    if (!r.ok()) probe_head_.reset();
-    return r;
-  }
-
-  void Publish(const std::string& key, const std::string& value) {
-    (void)WithProbeHead([&](ControlClient& head) { return head.KvPut(ns_, Key(key), value); });
-  }
-
-  // Publishes the collective this rank has been running for a while and reads, in one listing
-  // of the group's entries, what the others published: a different operation under the same
-  // number, a failure, or a give-up means this operation cannot complete (text for the error);
-  // else "".
-  std::string ProbePeers(uint64_t seq, const std::string& desc) {
-    std::string mine = std::to_string(seq) + " " + desc;
-    Publish("inflight/rank_" + std::to_string(options_.rank), mine);
-    auto page = WithProbeHead([&](ControlClient& head) { return head.KvList(ns_, prefix_); });
-    if (!page.ok()) return "";
-    std::string differ, broken;
-    const std::string me = "rank_" + std::to_string(options_.rank);
-    for (auto& [key, value] : page->entries) {
-      std::string k = key.substr(prefix_.size());
-      auto slash = k.find('/');
-      if (slash == std::string::npos || k.substr(slash + 1) == me) continue;
-      std::string kind = k.substr(0, slash), who = "rank " + k.substr(slash + 6);
-      if (kind == "inflight") {
-        auto space = value.find(' ');
-        if (space == std::string::npos || value.substr(0, space) != std::to_string(seq) ||
-            value == mine) {
-          continue;
-        }
-        differ += "; " + who + " issued " + value.substr(space + 1) + " as operation #" +
-                  std::to_string(seq);
-      } else if ((kind == "failed" || kind == "gaveup") && broken.empty()) {
-        broken = who + (kind == "failed" ? " failed in operation #" + value
-                                         : " gave up on the group: " + value);
-      }
-    }
-    if (!differ.empty()) {
-      return "ranks issued different operations (every rank must issue the same collective "
-             "operations in the same order): this rank issued " +
-             desc + " as operation #" + std::to_string(seq) + differ;
-    }
-    return broken;
   }
 
   void FailQueued(const Status& why) {  // holds mu_
@@ -522,6 +252,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
     CUMULUS_ASSIGN_OR_RETURN(auto head, ControlClient::Connect(o.head, o.token, co));
     prefix_ =
         (o.scope.empty() ? "" : o.scope + "/") + o.name + "/" + std::to_string(o.generation) + "/";
+    probe_ = std::make_unique<PeerProbe>(o.head, o.token, ns_, prefix_, o.rank);
     auto fail = [&](const std::string& why) {
       return Status::Unavailable("rank " + std::to_string(o.rank) + " could not join group '" +
                                  o.name + "' (generation " + std::to_string(o.generation) + ", " +
@@ -931,7 +662,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   uint64_t running_seq_ = 0;  // the collective in flight (0: none, or point to point)
   std::string running_desc_;
   TimePoint next_probe_;
-  std::unique_ptr<ControlClient> probe_head_;  // the watchdog's own connection
+  std::unique_ptr<PeerProbe> probe_;  // the watchdog's, made at Join
   Status broken_;
   std::thread worker_, watchdog_;
 };
