@@ -34,7 +34,7 @@ Status BundleTable::Reserve(const PlacementGroupId& id, const JobId& job, uint32
     auto got = node.Acquire(bundles[i]);
     if (!got.ok()) {
       for (auto& [j, gpus] : taken) node.Release(bundles[j], gpus);
-      return Status::ResourceExhausted("node " + node_name + " cannot hold bundle " +
+      return Status::ResourceExhausted("node " + node_name + " cannot hold the GPUs of bundle " +
                                        std::to_string(i) + ": " + got.status().message());
     }
     taken.emplace_back(i, std::move(*got));

@@ -72,6 +72,7 @@ class TaskRouter::Impl : public NodeContext {
     stop_ = true;
     if (loop_) loop_->Wake();
     if (thread_.joinable()) thread_.join();
+    leases_.workers().KillAll();  // before their connections close under them
     unlink(options_.socket_path.c_str());
   }
 
@@ -109,6 +110,7 @@ class TaskRouter::Impl : public NodeContext {
       loop_->Poll(std::chrono::milliseconds(50));
       if (stop_) break;
       ApplySharedUpdates();
+      if (!newly_dead_.empty()) DropDeadPeers();
       TimePoint now = SystemClock::Get().Now();
       if (tasks_.RequeueDue(now)) schedule_dirty_ = true;
       if (now - last_housekeeping > std::chrono::milliseconds(50)) {
@@ -366,23 +368,28 @@ class TaskRouter::Impl : public NodeContext {
 
   // ---- the cluster view ----------------------------------------------------------------------
 
+  // Takes the view and id the daemon's threads left; the dead nodes wait in `newly_dead_` for
+  // DropDeadPeers (on the loop's pass, never in the middle of a scheduling pass).
   void ApplySharedUpdates() {
-    std::vector<NodeId> dead;
-    {
-      std::lock_guard<std::mutex> lock(shared_mu_);
-      if (!new_node_id_.IsNil()) {
-        remote_.Renamed(node_id_);  // its old id may be declared dead: not news
-        node_id_ = new_node_id_;
-        memory_.set_node_name(node_id_.Hex());
-        new_node_id_ = NodeId();
-      }
-      if (!view_dirty_) return;
-      view_dirty_ = false;
-      dead = remote_.Update(shared_view_, node_id_);
-      schedule_dirty_ = true;
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    if (!new_node_id_.IsNil()) {
+      remote_.Renamed(node_id_);  // its old id may be declared dead: not news
+      node_id_ = new_node_id_;
+      memory_.set_node_name(node_id_.Hex());
+      leases_.workers().SetEnvironment("CUMULUS_NODE_ID", node_id_.Hex());
+      new_node_id_ = NodeId();
     }
-    // A hung node (SIGSTOP, a frozen VM) keeps its TCP connections open: close ours, so that what
-    // was forwarded there is placed again, and tell the owners here to drop their actors on it.
+    if (!view_dirty_) return;
+    view_dirty_ = false;
+    for (const NodeId& id : remote_.Update(shared_view_, node_id_)) newly_dead_.push_back(id);
+    schedule_dirty_ = true;
+  }
+
+  // A hung node (SIGSTOP, a frozen VM) keeps its TCP connections open: close ours, so that what
+  // was forwarded there is placed again, and tell the owners here to drop their actors on it.
+  void DropDeadPeers() {
+    std::vector<NodeId> dead;
+    dead.swap(newly_dead_);
     for (const NodeId& id : dead) {
       if (remote_.FirstNewsOfDeath(id)) {
         capnp::MallocMessageBuilder message;
@@ -445,9 +452,11 @@ class TaskRouter::Impl : public NodeContext {
     schedule_dirty_ = true;
   }
 
-  bool SendToNode(const NodeId& node, std::string frame, TimePoint now) override {
+  bool SendToNode(const NodeId& node, std::string frame, TimePoint now,
+                  bool avoid_if_unreachable) override {
     uint64_t peer = PeerConn(node);
     if (!peer) {
+      if (!avoid_if_unreachable) return false;
       remote_.Unreachable(node, now);
       schedule_dirty_ = true;
       return false;
@@ -648,7 +657,8 @@ class TaskRouter::Impl : public NodeContext {
 
   // Loop-thread state.
   std::unordered_map<uint64_t, Conn> conns_;
-  std::vector<uint64_t> closed_;  // erased from conns_ after the loop's pass
+  std::vector<uint64_t> closed_;    // erased from conns_ after the loop's pass
+  std::vector<NodeId> newly_dead_;  // declared dead by the head, not yet dropped
   bool schedule_dirty_ = false;
   std::map<NodeId, uint64_t> peers_;  // the connection this node sends to each node on
   TimePoint next_task_snapshot_{};

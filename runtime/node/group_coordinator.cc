@@ -168,7 +168,7 @@ void GroupCoordinator::Schedule(TimePoint now,
         EncodeResources(b, list[i].initResources(static_cast<unsigned>(b.units().size())));
         sum.Add(b);
       }
-      if (!host_.SendToNode(node, EncodeFrame(message), now)) {
+      if (!host_.SendToNode(node, EncodeFrame(message), now, /*avoid_if_unreachable=*/true)) {
         op.refused = "node " + node.Hex() + " cannot be reached";
         continue;
       }
@@ -226,7 +226,7 @@ void GroupCoordinator::ReleaseEverywhere(const GroupOp& op, uint32_t round, Time
     if (n == host_.node_id()) {
       host_.ReleaseHere(op.id, round);
     } else {
-      (void)host_.SendToNode(n, frame, now);
+      (void)host_.SendToNode(n, frame, now, /*avoid_if_unreachable=*/false);
     }
   }
   // Credit the view as when it was booked: the release reaches each node before anything this

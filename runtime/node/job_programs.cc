@@ -50,9 +50,13 @@ Result<JobProgram> JobProgramCache::Fetch(const JobId& job, const RecordLookup& 
   auto known = records_.find(job);
   if (known == records_.end()) {
     auto raw = lookup(job);
+    if (!raw.ok() && raw.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("job " + job.Hex() + " is not registered with the head (" +
+                              raw.status().message() + ")");
+    }
     if (!raw.ok()) {
-      return Status(raw.status().code(), "job " + job.Hex() + " is not registered with the head (" +
-                                             raw.status().message() + ")");
+      return Status(raw.status().code(), "cannot ask the head where job " + job.Hex() +
+                                             "'s program is: " + raw.status().message());
     }
     known = records_.emplace(job, *raw).first;
   }

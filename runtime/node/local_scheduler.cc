@@ -146,7 +146,7 @@ bool LocalScheduler::Forward(RoutedTask& t, const NodeId& node, TimePoint now) {
     j.setJobId(DataOf(t.job));
     j.setRecord(
         capnp::Data::Reader(reinterpret_cast<const uint8_t*>(record->data()), record->size()));
-    if (!node_.SendToNode(node, EncodeFrame(info), now)) return false;
+    if (!node_.SendToNode(node, EncodeFrame(info), now, true)) return false;
     told_.insert({node, t.job});
   }
   // Mark the spec as forwarded once (hops = 1) so the other node does not pass it on again.
@@ -157,7 +157,7 @@ bool LocalScheduler::Forward(RoutedTask& t, const NodeId& node, TimePoint now) {
   capnp::MallocMessageBuilder message;
   message.setRoot(reader.getRoot<proto::CoreMessage>());
   message.getRoot<proto::CoreMessage>().getSubmitTask().setHops(t.hops + 1);
-  if (!node_.SendToNode(node, EncodeFrame(message), now)) return false;
+  if (!node_.SendToNode(node, EncodeFrame(message), now, true)) return false;
   t.state = RoutedTask::kForwarded;
   t.forwarded_to = node;
   return true;

@@ -21,7 +21,10 @@ void MemoryMonitor::Tick(TimePoint now, WorkerPool& workers, TaskTable& tasks) {
   std::vector<std::pair<Worker*, const RoutedTask*>> running;
   std::vector<RunningTask> candidates;
   for (auto& [id, w] : workers.workers()) {
-    if (w.is_actor || w.assigned.empty() || w.pid <= 0 || !w.killed_because.empty()) continue;
+    if (w.is_actor || w.assigned.empty() || w.pid <= 0 || w.closing() ||
+        !w.killed_because.empty()) {
+      continue;  // (a worker whose connection closed is exiting already)
+    }
     const RoutedTask* t = tasks.Find(w.assigned.front());
     if (!t || t->actor_creation) continue;
     running.emplace_back(&w, t);

@@ -28,8 +28,10 @@ class NodeContext {
                              const std::vector<uint32_t>& indices,
                              const std::vector<ResourceSet>& bundles) = 0;
   virtual void ReleaseHere(const PlacementGroupId& id, uint32_t round) = 0;
-  // Sends a frame to another node; false if it cannot be reached (it is then avoided a while).
-  virtual bool SendToNode(const NodeId& node, std::string frame, TimePoint now) = 0;
+  // Sends a frame to another node; false if it cannot be reached (then, if
+  // `avoid_if_unreachable`, placement leaves it out for a while).
+  virtual bool SendToNode(const NodeId& node, std::string frame, TimePoint now,
+                          bool avoid_if_unreachable) = 0;
   virtual void SendToConn(uint64_t conn, std::string frame) = 0;
   // Books (`take`) or credits resources in the view of another node.
   virtual void BookView(const NodeId& node, const ResourceSet& r, bool take) = 0;

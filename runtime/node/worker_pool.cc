@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "runtime/node/job_supervisor.h"
@@ -19,14 +20,26 @@ std::string DescribeExit(int status) {
   return "ended";
 }
 
-WorkerPool::~WorkerPool() {
+void WorkerPool::KillAll() {
   for (auto& [id, w] : workers_) {
     if (w.pid > 0) {
       kill(w.pid, SIGKILL);
       waitpid(w.pid, nullptr, 0);
+      w.pid = -1;
     }
   }
   for (pid_t pid : zombies_) waitpid(pid, nullptr, WNOHANG);
+  zombies_.clear();
+}
+
+void WorkerPool::SetEnvironment(const std::string& name, const std::string& value) {
+  for (auto& [n, v] : options_.environment) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  options_.environment.emplace_back(name, value);
 }
 
 Result<Worker*> WorkerPool::Spawn(const JobId& job, const JobProgram& program,
@@ -103,7 +116,7 @@ Worker* WorkerPool::FindPipelined(const JobId& job, const std::string& lease_cla
 
 bool WorkerPool::AtTaskWorkerLimit() const {
   size_t n = 0;
-  for (auto& [id, w] : workers_) n += w.is_actor ? 0 : 1;
+  for (auto& [id, w] : workers_) n += w.is_actor || w.closing() ? 0 : 1;
   return n >= options_.max_task_workers;
 }
 
@@ -132,6 +145,9 @@ std::vector<std::pair<WorkerId, std::string>> WorkerPool::Reap(TimePoint now) {
     if (r == w.pid) {
       w.pid = -1;
       gone.emplace_back(id, DescribeExit(status));
+    } else if (r < 0 && errno == ECHILD) {  // reaped elsewhere: it is gone all the same
+      w.pid = -1;
+      gone.emplace_back(id, w.closing() ? "closed its connection" : "ended");
     } else if (w.closing()) {
       if (now - w.closed_at > options_.exit_grace) kill(w.pid, SIGKILL);
     } else if (!w.conn && now - w.started > options_.start_timeout) {

@@ -64,7 +64,11 @@ struct WorkerPoolOptions {
 class WorkerPool {
  public:
   explicit WorkerPool(WorkerPoolOptions options) : options_(std::move(options)) {}
-  ~WorkerPool();  // kills every worker it started
+  ~WorkerPool() { KillAll(); }
+  // Kills and reaps every worker it started.
+  void KillAll();
+  // Sets a variable of the environment of workers started from now on.
+  void SetEnvironment(const std::string& name, const std::string& value);
 
   // Starts a worker of `job` running `program` with `devices` visible. ResourceExhausted if the
   // process cannot be started.
@@ -77,6 +81,7 @@ class WorkerPool {
   // The leased task worker of `job` and `lease_class` with the fewest tasks queued, below
   // `depth`, not blocked; or nullptr.
   Worker* FindPipelined(const JobId& job, const std::string& lease_class, size_t depth);
+  // True if the node runs as many task workers (not counting those exiting) as it may.
   bool AtTaskWorkerLimit() const;
 
   // The worker's connection closed: it is exiting. Reaped by Reap.
