@@ -60,6 +60,14 @@ class TaskRouter::Impl : public NodeContext {
     h.on_frame = [this](uint64_t conn, FrameWords words) { OnFrame(conn, std::move(words)); };
     h.on_close = [this](uint64_t conn, const std::string& why) { OnClose(conn, why); };
     CUMULUS_ASSIGN_OR_RETURN(loop_, EventLoop::Create(std::move(h)));
+    // A worker's process exiting wakes the loop (its pidfd): it is reaped and its tasks dealt
+    // with at once, whether or not its connection closed first.
+    leases_.workers().SetHooks(
+        [this](const Worker& w) {
+          WorkerId id = w.id;
+          loop_->Watch(w.pidfd, [this, id] { WorkerExited(id); });
+        },
+        [this](const Worker& w) { loop_->Unwatch(w.pidfd); });
     CUMULUS_ASSIGN_OR_RETURN(int unix_fd, ListenUnix(options_.socket_path));
     loop_->Listen(unix_fd, /*tcp=*/false, kMaxCoreFrameBytes);
     CUMULUS_ASSIGN_OR_RETURN(int tcp_fd, ListenTcp(options_.bind_host, 0, &tcp_port_));
@@ -586,6 +594,16 @@ class TaskRouter::Impl : public NodeContext {
     std::string frame = EncodeFrame(message);
     for (const NodeId& id : remote_.AliveNodes()) {
       if (uint64_t peer = PeerConn(id)) Send(peer, frame);
+    }
+  }
+
+  void WorkerExited(const WorkerId& id) {
+    Worker* w = leases_.workers().Find(id);
+    if (!w) return;
+    if (auto how = leases_.workers().ReapIfExited(*w)) {
+      WorkerGone(id, *how);
+    } else if (w->pid <= 0) {
+      loop_->Unwatch(w->pidfd);  // nothing left to reap: do not wake again
     }
   }
 

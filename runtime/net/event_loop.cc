@@ -23,7 +23,7 @@ Result<std::unique_ptr<EventLoop>> EventLoop::Create(Handlers handlers) {
   if (pipe2(loop->wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Status::Internal(std::string("pipe2: ") + strerror(errno));
   }
-  loop->Watch(loop->wake_[0], kWakeTag, EPOLLIN);
+  loop->AddToEpoll(loop->wake_[0], kWakeTag, EPOLLIN);
   return loop;
 }
 
@@ -35,7 +35,7 @@ EventLoop::~EventLoop() {
   }
 }
 
-void EventLoop::Watch(int fd, uint64_t tag, uint32_t events) {
+void EventLoop::AddToEpoll(int fd, uint64_t tag, uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.u64 = tag;
@@ -44,7 +44,7 @@ void EventLoop::Watch(int fd, uint64_t tag, uint32_t events) {
 
 void EventLoop::Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes) {
   listeners_.push_back({listen_fd, tcp, max_frame_bytes});
-  Watch(listen_fd, listeners_.size(), EPOLLIN);
+  AddToEpoll(listen_fd, listeners_.size(), EPOLLIN);
 }
 
 uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
@@ -55,7 +55,7 @@ uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
   c.fd = fd;
   c.tcp = tcp;
   c.decoder.set_max_frame_bytes(max_frame_bytes);
-  Watch(fd, id, EPOLLIN);
+  AddToEpoll(fd, id, EPOLLIN);
   return id;
 }
 
@@ -95,6 +95,21 @@ void EventLoop::Close(uint64_t conn, const std::string& why) {
   if (handlers_.on_close) handlers_.on_close(conn, why);
 }
 
+void EventLoop::Watch(int fd, std::function<void()> on_readable) {
+  uint64_t tag = next_conn_++;
+  watched_[tag] = std::move(on_readable);
+  watched_tags_[fd] = tag;
+  AddToEpoll(fd, tag, EPOLLIN);
+}
+
+void EventLoop::Unwatch(int fd) {
+  auto it = watched_tags_.find(fd);
+  if (it == watched_tags_.end()) return;
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+  watched_.erase(it->second);
+  watched_tags_.erase(it);
+}
+
 void EventLoop::SetFrameLimit(uint64_t conn, uint32_t max_frame_bytes) {
   auto it = conns_.find(conn);
   if (it != conns_.end()) it->second.decoder.set_max_frame_bytes(max_frame_bytes);
@@ -121,6 +136,9 @@ void EventLoop::Poll(std::chrono::milliseconds timeout) {
       }
     } else if (tag <= listeners_.size()) {
       Accept(listeners_[tag - 1]);
+    } else if (auto w = watched_.find(tag); w != watched_.end()) {
+      auto callback = w->second;  // it may Unwatch itself
+      callback();
     } else {
       auto it = conns_.find(tag);
       if (it == conns_.end() || it->second.closed) continue;

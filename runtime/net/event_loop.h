@@ -58,6 +58,11 @@ class EventLoop {
   void Close(uint64_t conn, const std::string& why);
   void SetFrameLimit(uint64_t conn, uint32_t max_frame_bytes);
 
+  // Runs `on_readable` on the loop's thread whenever `fd` (not a connection: a pidfd, a timer)
+  // is readable, until Unwatch(fd). The caller keeps the descriptor and closes it after Unwatch.
+  void Watch(int fd, std::function<void()> on_readable);
+  void Unwatch(int fd);
+
   bool IsOpen(uint64_t conn) const;
   bool IsTcp(uint64_t conn) const;
 
@@ -85,7 +90,7 @@ class EventLoop {
   };
 
   explicit EventLoop(Handlers handlers) : handlers_(std::move(handlers)) {}
-  void Watch(int fd, uint64_t tag, uint32_t events);
+  void AddToEpoll(int fd, uint64_t tag, uint32_t events);
   void Accept(const Listener& l);
   void ReadFrom(uint64_t id);
   void FlushOne(uint64_t id, Conn& c);
@@ -95,9 +100,11 @@ class EventLoop {
   int wake_[2] = {-1, -1};
   std::vector<Listener> listeners_;  // tag = index + 1 (0 is the wake pipe)
   std::unordered_map<uint64_t, Conn> conns_;
-  uint64_t next_conn_ = 1ull << 32;  // above every listener tag
-  std::vector<uint64_t> dirty_;      // connections with queued writes
-  std::vector<uint64_t> closed_;     // closed, socket not yet freed
+  uint64_t next_conn_ = 1ull << 32;                              // above every listener tag
+  std::vector<uint64_t> dirty_;                                  // connections with queued writes
+  std::vector<uint64_t> closed_;                                 // closed, socket not yet freed
+  std::unordered_map<uint64_t, std::function<void()>> watched_;  // tag -> callback
+  std::unordered_map<int, uint64_t> watched_tags_;               // fd -> tag
 };
 
 }  // namespace cumulus

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -26,6 +28,11 @@ void WorkerPool::KillAll() {
       kill(w.pid, SIGKILL);
       waitpid(w.pid, nullptr, 0);
       w.pid = -1;
+    }
+    if (w.pidfd >= 0) {
+      if (on_forget_) on_forget_(w);
+      close(w.pidfd);
+      w.pidfd = -1;
     }
   }
   for (pid_t pid : zombies_) waitpid(pid, nullptr, WNOHANG);
@@ -87,6 +94,10 @@ Result<Worker*> WorkerPool::Spawn(const JobId& job, const JobProgram& program,
   w.key = key;
   w.started = now;
   w.idle_since = now;
+  // The loop is told the moment the process exits (no polling); Reap is the fallback.
+  w.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (w.pidfd >= 0) fcntl(w.pidfd, F_SETFD, FD_CLOEXEC);
+  if (w.pidfd >= 0 && on_started_) on_started_(w);
   return &w;
 }
 
@@ -140,14 +151,8 @@ std::vector<std::pair<WorkerId, std::string>> WorkerPool::Reap(TimePoint now) {
       if (w.closing()) gone.emplace_back(id, "closed its connection");
       continue;
     }
-    int status = 0;
-    pid_t r = waitpid(w.pid, &status, WNOHANG);
-    if (r == w.pid) {
-      w.pid = -1;
-      gone.emplace_back(id, DescribeExit(status));
-    } else if (r < 0 && errno == ECHILD) {  // reaped elsewhere: it is gone all the same
-      w.pid = -1;
-      gone.emplace_back(id, w.closing() ? "closed its connection" : "ended");
+    if (auto how = ReapIfExited(w)) {
+      gone.emplace_back(id, *how);
     } else if (w.closing()) {
       if (now - w.closed_at > options_.exit_grace) kill(w.pid, SIGKILL);
     } else if (!w.conn && now - w.started > options_.start_timeout) {
@@ -160,10 +165,30 @@ std::vector<std::pair<WorkerId, std::string>> WorkerPool::Reap(TimePoint now) {
   return gone;
 }
 
+std::optional<std::string> WorkerPool::ReapIfExited(Worker& w) {
+  if (w.pid <= 0) return std::nullopt;
+  int status = 0;
+  pid_t r = waitpid(w.pid, &status, WNOHANG);
+  if (r == w.pid) {
+    w.pid = -1;
+    return DescribeExit(status);
+  }
+  if (r < 0 && errno == ECHILD) {
+    w.pid = -1;
+    return std::string(w.closing() ? "closed its connection" : "ended");
+  }
+  return std::nullopt;
+}
+
 void WorkerPool::Remove(const WorkerId& id) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return;
-  if (it->second.pid > 0) zombies_.push_back(it->second.pid);
+  Worker& w = it->second;
+  if (w.pidfd >= 0) {
+    if (on_forget_) on_forget_(w);
+    close(w.pidfd);
+  }
+  if (w.pid > 0) zombies_.push_back(w.pid);
   workers_.erase(it);
 }
 

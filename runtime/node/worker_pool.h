@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -28,6 +30,7 @@ namespace cumulus {
 struct Worker {
   WorkerId id;
   pid_t pid = -1;          // -1 once reaped
+  int pidfd = -1;          // readable once the process has exited (-1 where unsupported)
   pid_t spawned_pid = -1;  // for messages
   JobId job;
   std::string key;  // job + visible devices: which leases it can take
@@ -67,6 +70,12 @@ class WorkerPool {
   ~WorkerPool() { KillAll(); }
   // Kills and reaps every worker it started.
   void KillAll();
+  // Called when a worker with a pidfd was started (watch it), and before its pidfd is closed.
+  void SetHooks(std::function<void(const Worker&)> on_started,
+                std::function<void(const Worker&)> on_forget) {
+    on_started_ = std::move(on_started);
+    on_forget_ = std::move(on_forget);
+  }
   // Sets a variable of the environment of workers started from now on.
   void SetEnvironment(const std::string& name, const std::string& value);
 
@@ -91,6 +100,8 @@ class WorkerPool {
   // Reaps exited workers and kills those that never connected, stayed idle too long, or did not
   // exit after their connection closed. Returns the workers that ended, with how.
   std::vector<std::pair<WorkerId, std::string>> Reap(TimePoint now);
+  // How the worker ended if its process has exited (it is reaped now); nullopt while it runs.
+  std::optional<std::string> ReapIfExited(Worker& w);
   // Forgets a worker; a process still running is reaped later.
   void Remove(const WorkerId& id);
 
@@ -100,6 +111,7 @@ class WorkerPool {
   WorkerPoolOptions options_;
   std::unordered_map<WorkerId, Worker> workers_;
   std::vector<pid_t> zombies_;  // killed, not yet reaped
+  std::function<void(const Worker&)> on_started_, on_forget_;
 };
 
 // "killed by signal 9", "exited with status 1".
