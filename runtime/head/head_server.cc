@@ -3,8 +3,6 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <fcntl.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +20,7 @@
 #include "runtime/base/logging.h"
 #include "runtime/head/control_store.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/net/event_loop.h"
 #include "runtime/net/frame.h"
 #include "runtime/net/tcp.h"
 #include "runtime/proto/control.capnp.h"
@@ -92,7 +91,7 @@ Result<std::string> CreateOrLoadToken(const std::string& path) {
   return token;
 }
 
-// The event loop: one thread, epoll over the listening socket and every connection.
+// The head's loop: one thread, an EventLoop over the listening socket and every connection.
 class HeadServer::Loop {
  public:
   Loop(HeadOptions options, HeadCounters& counters, std::unique_ptr<ControlStore> store,
@@ -103,17 +102,36 @@ class HeadServer::Loop {
         membership_(options_.membership, SystemClock::Get()),
         listen_fd_(listen_fd),
         cluster_id_(std::move(cluster_id)) {
-    epoll_ = epoll_create1(EPOLL_CLOEXEC);
-    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    Watch(listen_fd_, EPOLLIN);
-    Watch(wake_, EPOLLIN);
     started_micros_ = SystemClock::Get().WallMicros();
   }
   ~Loop() {
-    for (auto& [fd, c] : conns_) close(fd);
-    close(listen_fd_);
-    close(wake_);
-    close(epoll_);
+    if (!loop_ && listen_fd_ >= 0) close(listen_fd_);  // (the event loop closes it otherwise)
+  }
+
+  // Makes the event loop and listens (the loop owns the socket from here on).
+  Status Start() {
+    EventLoop::Handlers h;
+    h.on_accept = [this](uint64_t id, bool) {
+      Conn& c = conns_[id];
+      c.id = id;
+      c.peer = loop_->PeerAddress(id);
+      counters_.connections++;
+    };
+    h.on_frame = [this](uint64_t id, FrameWords words) {
+      auto it = conns_.find(id);
+      if (it != conns_.end()) Handle(it->second, words);
+    };
+    h.on_close = [this](uint64_t id, const std::string& why) { Closed(id, why); };
+    h.on_warning = [this](const std::string& what) { Complain(what); };
+    CUMULUS_ASSIGN_OR_RETURN(loop_, EventLoop::Create(std::move(h)));
+    // Until its hello: one small frame, `auth_timeout`, and at most kMaxUnauthenticated waiting.
+    EventLoop::ListenRules rules;
+    rules.max_frame_bytes = kUnauthenticatedFrameLimit;
+    rules.auth_deadline = options_.auth_timeout;
+    rules.max_unauthenticated = kMaxUnauthenticated;
+    rules.max_queued_output = kMaxQueuedOutput;
+    loop_->Listen(listen_fd_, /*tcp=*/true, rules);
+    return Status();
   }
 
   Status Recover() {
@@ -140,44 +158,18 @@ class HeadServer::Loop {
   }
 
   void Stop() {
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_, &one, sizeof(one));
-    (void)ignored;
+    stop_ = true;
+    loop_->Wake();
   }
 
   void Run() {
-    epoll_event events[256];
-    while (true) {
-      int n = epoll_wait(epoll_, events, 256, 100);
-      if (n < 0 && errno != EINTR) {
-        CUMULUS_LOG(ERROR) << "head: epoll_wait failed: " << std::strerror(errno);
-        return;
-      }
-      for (int i = 0; i < n; ++i) {
-        int fd = events[i].data.fd;
-        if (fd == wake_) return;
-        if (fd == listen_fd_) {
-          Accept();
-          continue;
-        }
-        auto it = conns_.find(fd);
-        if (it == conns_.end()) continue;
-        if (events[i].events & EPOLLOUT) Flush(it->second);
-        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) Read(fd);
-        auto after = conns_.find(fd);
-        if (after != conns_.end() && after->second.closing &&
-            after->second.out_off >= after->second.out.size()) {
-          Close(fd);
-        }
-      }
+    while (!stop_) {
+      int n = loop_->Poll(std::chrono::milliseconds(100));
+      loop_->Flush();
       // Liveness and timeouts scan every node and connection: do it on a fixed cadence, not per
-      // wakeup (with thousands of nodes the loop wakes thousands of times a second).
+      // wakeup (with thousands of nodes the loop wakes thousands of times a second). With a full
+      // batch more events are waiting (heartbeats among them): read those first.
       TimePoint now = SystemClock::Get().Now();
-      if (accept_paused_until_ && now >= *accept_paused_until_) {
-        accept_paused_until_.reset();
-        Watch(listen_fd_, EPOLLIN);
-      }
-      // With a full batch more events are waiting (heartbeats among them): read those first.
       if (n < 256 && now - last_housekeeping_ >= std::chrono::milliseconds(50)) {
         // If the loop itself stalled (a paused VM, a slow disk), the silence was ours, not the
         // nodes': do not count it against them.
@@ -187,26 +179,21 @@ class HeadServer::Loop {
         }
         last_housekeeping_ = now;
         Housekeeping();
+        loop_->Flush();
       }
     }
   }
 
  private:
+  // What the head knows of a connection (its socket is the event loop's).
   struct Conn {
-    int fd;
-    FrameDecoder decoder{kUnauthenticatedFrameLimit};
-    std::string out;
-    size_t out_off = 0;
-    bool authed = false;
-    bool want_write = false;
-    bool closing = false;  // close once the output is flushed
-    TimePoint accepted;
+    uint64_t id = 0;
     std::optional<NodeId> node;
     std::string peer;
     std::string role;
   };
   struct Waiter {
-    int fd;
+    uint64_t conn;
     uint64_t request_id;
     std::string kv_key;
     TimePoint deadline;
@@ -228,133 +215,29 @@ class HeadServer::Loop {
     suppressed_complaints_ = 0;
   }
 
-  void Watch(int fd, uint32_t events) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.fd = fd;
-    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
-  }
-
-  void Accept() {
-    while (true) {
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE) {
-          // Out of descriptors: stop accepting for a moment instead of spinning on the listener.
-          epoll_ctl(epoll_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-          accept_paused_until_ = SystemClock::Get().Now() + std::chrono::milliseconds(100);
-          Complain("out of file descriptors; not accepting connections for 100 ms");
-        }
-        return;
-      }
-      if (unauthenticated_ >= kMaxUnauthenticated) {
-        close(fd);  // too many connections that have not said hello: refuse more
-        Complain("too many unauthenticated connections; refusing new ones");
-        continue;
-      }
-      unauthenticated_++;
-      Conn c;
-      c.fd = fd;
-      c.accepted = SystemClock::Get().Now();
-      c.peer = PeerAddressOf(fd);
-      conns_.emplace(fd, std::move(c));
-      Watch(fd, EPOLLIN | EPOLLRDHUP);
-      counters_.connections++;
-    }
-  }
-
-  void Close(int fd) {
-    auto it = conns_.find(fd);
+  // The event loop closed connection `id` (`why`).
+  void Closed(uint64_t id, const std::string& why) {
+    auto it = conns_.find(id);
     if (it == conns_.end()) return;
-    if (!it->second.authed) unauthenticated_--;
+    if (why == "did not authenticate in time") counters_.auth_failures++;
+    if (why.rfind("sent a malformed frame", 0) == 0) {
+      counters_.protocol_errors++;
+      Complain("closing the connection from " + it->second.peer + ": " + why);
+    }
     if (it->second.node) {
       // Only the connection a node registered on speaks for it: an old one closing late must
       // not mark a reconnected node as gone.
       auto owner = node_conn_.find(*it->second.node);
-      if (owner != node_conn_.end() && owner->second == fd) {
+      if (owner != node_conn_.end() && owner->second == id) {
         membership_.Disconnected(*it->second.node);
         node_conn_.erase(owner);
       }
     }
-    waiters_.remove_if([fd](const Waiter& w) { return w.fd == fd; });
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
-    close(fd);
+    waiters_.remove_if([id](const Waiter& w) { return w.conn == id; });
     conns_.erase(it);
   }
 
-  void Read(int fd) {
-    char buf[65536];
-    while (true) {
-      ssize_t n = recv(fd, buf, sizeof(buf), 0);
-      if (n == 0) {
-        Close(fd);
-        return;
-      }
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        Close(fd);
-        return;
-      }
-      Conn& c = conns_.at(fd);
-      if (c.closing) break;  // after a fatal error: stop reading; Run closes it once flushed
-      c.decoder.Append(buf, static_cast<size_t>(n));
-      while (true) {
-        auto frame = c.decoder.Next();
-        if (!frame.ok()) {
-          counters_.protocol_errors++;
-          Complain("closing the connection from " + c.peer + ": " + frame.status().ToString());
-          Close(fd);
-          return;
-        }
-        if (!*frame) break;
-        Handle(c, **frame);
-        if (c.closing) break;
-      }
-      if (c.closing && c.out_off >= c.out.size()) {
-        Close(fd);
-        return;
-      }
-    }
-  }
-
-  void Send(Conn& c, capnp::MessageBuilder& message) {
-    c.out += EncodeFrame(message);
-    Flush(c);
-  }
-
-  void Flush(Conn& c) {
-    while (c.out_off < c.out.size()) {
-      ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.out_off += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      c.closing = true;  // the peer is gone; Read sees the close
-      c.out.clear();
-      c.out_off = 0;
-      return;
-    }
-    if (c.out_off >= c.out.size()) {
-      c.out.clear();
-      c.out_off = 0;
-    } else if (c.out.size() - c.out_off > kMaxQueuedOutput) {
-      CUMULUS_LOG(WARN) << "head: " << c.peer << " does not read its replies; closing it";
-      c.closing = true;
-      c.out.clear();
-      c.out_off = 0;
-    }
-    bool want = c.out_off < c.out.size();
-    if (want != c.want_write) {
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP | (want ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-      ev.data.fd = c.fd;
-      epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
-      c.want_write = want;
-    }
-  }
+  void Send(Conn& c, capnp::MessageBuilder& message) { loop_->Send(c.id, EncodeFrame(message)); }
 
   // Sends an error reply; with `fatal` the connection closes after it.
   void SendError(Conn& c, uint64_t request_id, const Status& st, bool fatal) {
@@ -364,10 +247,10 @@ class HeadServer::Loop {
     reply.setCode(static_cast<uint16_t>(st.code()));
     reply.setMessage(st.message());
     Send(c, message);
-    if (fatal) c.closing = true;
+    if (fatal) loop_->CloseAfterFlush(c.id, "closed after an error reply: " + st.message());
   }
 
-  void Handle(Conn& c, kj::Array<capnp::word>& words) {
+  void Handle(Conn& c, const kj::Array<capnp::word>& words) {
     uint64_t request_id = 0;
     try {
       capnp::ReaderOptions limits;
@@ -376,7 +259,7 @@ class HeadServer::Loop {
       capnp::FlatArrayMessageReader reader(words, limits);
       auto req = reader.getRoot<proto::ControlRequest>();
       request_id = req.getRequestId();
-      if (!c.authed) {
+      if (!loop_->IsAuthenticated(c.id)) {
         if (req.which() != proto::ControlRequest::HELLO) {
           counters_.auth_failures++;
           SendError(c, request_id,
@@ -405,10 +288,8 @@ class HeadServer::Loop {
                     true);
           return;
         }
-        c.authed = true;
-        unauthenticated_--;
+        loop_->Authenticated(c.id, options_.max_frame_bytes);
         c.role = hello.getRole();
-        c.decoder.set_max_frame_bytes(options_.max_frame_bytes);
         ReplyOk(c, request_id);
         return;
       }
@@ -470,7 +351,7 @@ class HeadServer::Loop {
     if (!st.ok()) return SendError(c, request_id, st, false);
     if (c.node && *c.node != node->id) membership_.Disconnected(*c.node);
     c.node = node->id;
-    node_conn_[node->id] = c.fd;
+    node_conn_[node->id] = c.id;
     Persist(node->id);
     CUMULUS_LOG(INFO) << "node " << node->id << " " << (known ? "reconnected" : "joined")
                       << " from " << c.peer << " (" << node->total.ToString() << ")";
@@ -495,7 +376,7 @@ class HeadServer::Loop {
                                     DecodeDemand(hb.getPendingDemand()));
       if (known && !c.node) {
         c.node = id;
-        node_conn_[id] = c.fd;
+        node_conn_[id] = c.id;
       }
     }
     counters_.heartbeats++;
@@ -614,7 +495,7 @@ class HeadServer::Loop {
     if (!existing.ok()) return SendError(c, request_id, existing.status(), false);
     if (existing->has_value()) return SendValue(c, request_id, **existing);
     waiters_.push_back(
-        Waiter{c.fd, request_id, key,
+        Waiter{c.id, request_id, key,
                SystemClock::Get().Now() + std::chrono::milliseconds(w.getTimeoutMs())});
   }
 
@@ -633,7 +514,7 @@ class HeadServer::Loop {
         ++it;
         continue;
       }
-      auto conn = conns_.find(it->fd);
+      auto conn = conns_.find(it->conn);
       if (conn != conns_.end()) SendValue(conn->second, it->request_id, value);
       it = waiters_.erase(it);
     }
@@ -652,7 +533,7 @@ class HeadServer::Loop {
         ++it;
         continue;
       }
-      auto conn = conns_.find(it->fd);
+      auto conn = conns_.find(it->conn);
       std::string key = it->kv_key.substr(it->kv_key.find('\0') + 1);
       if (conn != conns_.end()) {
         SendError(conn->second, it->request_id,
@@ -660,32 +541,22 @@ class HeadServer::Loop {
       }
       it = waiters_.erase(it);
     }
-    std::vector<int> stale;
-    for (auto& [fd, c] : conns_) {
-      if (!c.authed && now - c.accepted > options_.auth_timeout) stale.push_back(fd);
-    }
-    for (int fd : stale) {
-      counters_.auth_failures++;
-      Close(fd);
-    }
   }
 
   HeadOptions options_;
   HeadCounters& counters_;
   std::unique_ptr<ControlStore> store_;
   Membership membership_;
-  int listen_fd_;
-  int epoll_ = -1;
-  int wake_ = -1;
+  int listen_fd_;  // the event loop's once it started
+  std::unique_ptr<EventLoop> loop_;
+  std::atomic<bool> stop_{false};
   std::string cluster_id_;
   int64_t started_micros_ = 0;
   TimePoint last_housekeeping_{};
   TimePoint last_complaint_{};
   uint64_t suppressed_complaints_ = 0;
-  size_t unauthenticated_ = 0;
-  std::optional<TimePoint> accept_paused_until_;
-  std::unordered_map<NodeId, int> node_conn_;  // the connection each node registered on
-  std::unordered_map<int, Conn> conns_;
+  std::unordered_map<NodeId, uint64_t> node_conn_;  // the connection each node registered on
+  std::unordered_map<uint64_t, Conn> conns_;
   std::list<Waiter> waiters_;
 };
 
@@ -729,6 +600,7 @@ Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options
   head->loop_ =
       std::make_unique<Loop>(options, head->counters_, std::move(store), listen_fd, **cluster_id);
   CUMULUS_RETURN_IF_ERROR(head->loop_->Recover());
+  CUMULUS_RETURN_IF_ERROR(head->loop_->Start());
   head->thread_ = std::thread([loop = head->loop_.get()] { loop->Run(); });
   return head;
 }

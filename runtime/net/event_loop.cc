@@ -1,5 +1,7 @@
 #include "runtime/net/event_loop.h"
 
+#include "runtime/net/tcp.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -43,8 +45,46 @@ void EventLoop::AddToEpoll(int fd, uint64_t tag, uint32_t events) {
 }
 
 void EventLoop::Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes) {
-  listeners_.push_back({listen_fd, tcp, max_frame_bytes});
+  ListenRules rules;
+  rules.max_frame_bytes = max_frame_bytes;
+  Listen(listen_fd, tcp, rules);
+}
+
+void EventLoop::Listen(int listen_fd, bool tcp, const ListenRules& rules) {
+  listeners_.push_back({listen_fd, tcp, rules});
   AddToEpoll(listen_fd, listeners_.size(), EPOLLIN);
+}
+
+void EventLoop::Authenticated(uint64_t conn, uint32_t max_frame_bytes) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  if (!it->second.authenticated) {
+    it->second.authenticated = true;
+    unauthenticated_--;
+  }
+  it->second.decoder.set_max_frame_bytes(max_frame_bytes);
+}
+
+bool EventLoop::IsAuthenticated(uint64_t conn) const {
+  auto it = conns_.find(conn);
+  return it != conns_.end() && it->second.authenticated;
+}
+
+void EventLoop::CloseAfterFlush(uint64_t conn, const std::string& why) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.closed) return;
+  it->second.closing = true;
+  it->second.closing_why = why;
+  if (it->second.out_pos >= it->second.out.size()) {
+    Close(conn, why);
+  } else {
+    dirty_.push_back(conn);
+  }
+}
+
+std::string EventLoop::PeerAddress(uint64_t conn) const {
+  auto it = conns_.find(conn);
+  return it == conns_.end() ? std::string() : PeerAddressOf(it->second.fd);
 }
 
 uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
@@ -62,14 +102,49 @@ uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
 void EventLoop::Accept(const Listener& l) {
   while (true) {
     int fd = accept4(l.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: stop accepting for a moment instead of spinning on the listener.
+        for (auto& listener : listeners_) epoll_ctl(epoll_, EPOLL_CTL_DEL, listener.fd, nullptr);
+        accept_paused_until_ = SystemClock::Get().Now() + std::chrono::milliseconds(100);
+        if (handlers_.on_warning) {
+          handlers_.on_warning("out of file descriptors; not accepting connections for 100 ms");
+        }
+      }
+      return;
+    }
+    bool needs_auth = l.rules.auth_deadline > Duration::zero();
+    if (needs_auth && unauthenticated_ >= l.rules.max_unauthenticated) {
+      close(fd);  // too many connections that have not said who they are: refuse more
+      if (handlers_.on_warning) {
+        handlers_.on_warning("too many unauthenticated connections; refusing new ones");
+      }
+      continue;
+    }
     if (l.tcp) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
-    uint64_t id = Adopt(fd, l.tcp, l.max_frame_bytes);
+    uint64_t id = Adopt(fd, l.tcp, l.rules.max_frame_bytes);
+    Conn& c = conns_[id];
+    c.max_queued_output = l.rules.max_queued_output;
+    if (needs_auth) {
+      c.authenticated = false;
+      c.auth_deadline = SystemClock::Get().Now() + l.rules.auth_deadline;
+      unauthenticated_++;
+    }
     if (handlers_.on_accept) handlers_.on_accept(id, l.tcp);
   }
+}
+
+void EventLoop::CheckDeadlines(TimePoint now) {
+  if (unauthenticated_ == 0 || now < next_deadline_check_) return;
+  next_deadline_check_ = now + std::chrono::milliseconds(50);
+  std::vector<uint64_t> late;
+  for (auto& [id, c] : conns_) {
+    if (!c.closed && !c.authenticated && now > c.auth_deadline) late.push_back(id);
+  }
+  for (uint64_t id : late) Close(id, "did not authenticate in time");
 }
 
 void EventLoop::Send(uint64_t conn, std::string frame) {
@@ -89,6 +164,7 @@ void EventLoop::Close(uint64_t conn, const std::string& why) {
   if (it == conns_.end() || it->second.closed) return;
   Conn& c = it->second;
   c.closed = true;
+  if (!c.authenticated) unauthenticated_--;
   epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
   shutdown(c.fd, SHUT_RDWR);
   closed_.push_back(conn);
@@ -125,7 +201,13 @@ bool EventLoop::IsTcp(uint64_t conn) const {
   return it != conns_.end() && it->second.tcp;
 }
 
-void EventLoop::Poll(std::chrono::milliseconds timeout) {
+int EventLoop::Poll(std::chrono::milliseconds timeout) {
+  TimePoint now = SystemClock::Get().Now();
+  if (accept_paused_until_ != TimePoint{} && now >= accept_paused_until_) {
+    accept_paused_until_ = TimePoint{};
+    for (size_t i = 0; i < listeners_.size(); ++i) AddToEpoll(listeners_[i].fd, i + 1, EPOLLIN);
+  }
+  CheckDeadlines(now);
   epoll_event events[256];
   int n = epoll_wait(epoll_, events, 256, static_cast<int>(timeout.count()));
   for (int i = 0; i < n; ++i) {
@@ -146,6 +228,7 @@ void EventLoop::Poll(std::chrono::milliseconds timeout) {
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadFrom(tag);
     }
   }
+  return n < 0 ? 0 : n;
 }
 
 void EventLoop::ReadFrom(uint64_t id) {
@@ -153,6 +236,10 @@ void EventLoop::ReadFrom(uint64_t id) {
   for (int rounds = 0; rounds < 16; ++rounds) {
     auto it = conns_.find(id);
     if (it == conns_.end() || it->second.closed) return;
+    if (it->second.closing) {  // after a fatal error: only its output is still written
+      if (read(it->second.fd, buf, sizeof(buf)) == 0) Close(id, it->second.closing_why);
+      return;
+    }
     ssize_t got = read(it->second.fd, buf, sizeof(buf));
     if (got > 0) {
       it->second.decoder.Append(buf, static_cast<size_t>(got));
@@ -166,7 +253,7 @@ void EventLoop::ReadFrom(uint64_t id) {
   while (true) {
     // A handler may close this or any connection: look it up again each time.
     auto it = conns_.find(id);
-    if (it == conns_.end() || it->second.closed) return;
+    if (it == conns_.end() || it->second.closed || it->second.closing) return;
     auto frame = it->second.decoder.Next();
     if (!frame.ok()) {
       Close(id, "sent a malformed frame: " + frame.status().message());
@@ -192,6 +279,9 @@ void EventLoop::FlushOne(uint64_t id, Conn& c) {
   if (!pending) {
     c.out.clear();
     c.out_pos = 0;
+    if (c.closing) return Close(id, c.closing_why);
+  } else if (c.out.size() - c.out_pos > c.max_queued_output) {
+    return Close(id, "it does not read what it is sent");
   }
   if (pending != c.want_write) {
     c.want_write = pending;

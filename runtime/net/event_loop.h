@@ -7,6 +7,10 @@
 // is never reused. Writes never block: what the socket does not take is kept and written when it
 // can be.
 //
+// A listening socket may hold its connections to rules until they authenticate (ListenRules): a
+// small frame limit, a deadline, and a cap on how many may be waiting at once. Out of file
+// descriptors, the loop stops accepting for 100 ms instead of spinning.
+//
 // Thread safety: Wake() may be called from any thread; everything else only on the loop's thread.
 // Handlers run on the loop's thread and may call Send and Close (of any connection) re-entrantly.
 #pragma once
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "cumulus/status.h"
+#include "runtime/base/clock.h"
 #include "runtime/net/frame.h"
 
 namespace cumulus {
@@ -39,6 +44,19 @@ class EventLoop {
     // The connection is closed (by the peer, an error, a malformed frame, or Close): `why` says
     // which ("closed" when the peer closed it). Called once; its id is not used again.
     std::function<void(uint64_t conn, const std::string& why)> on_close;
+    // Something the loop refused or gave up on that an operator may want to know (optional).
+    std::function<void(const std::string& what)> on_warning;
+  };
+
+  // What connections accepted on a listening socket must respect.
+  struct ListenRules {
+    uint32_t max_frame_bytes = 0;  // until Authenticated() (then its own limit)
+    // 0: no authentication step. Else a connection that has not authenticated within this is
+    // closed ("did not authenticate within ..."), and at most `max_unauthenticated` may wait.
+    Duration auth_deadline{0};
+    size_t max_unauthenticated = 1024;
+    // A connection that lets more than this pile up unread is closed (it does not read).
+    size_t max_queued_output = size_t{1} << 30;
   };
 
   static Result<std::unique_ptr<EventLoop>> Create(Handlers handlers);
@@ -49,6 +67,14 @@ class EventLoop {
   // Accepts connections on `listen_fd` (which it now owns); their frames may be up to
   // `max_frame_bytes` long until SetFrameLimit says otherwise.
   void Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes);
+  void Listen(int listen_fd, bool tcp, const ListenRules& rules);
+  // The connection proved who it is: its frames may now be up to `max_frame_bytes`.
+  void Authenticated(uint64_t conn, uint32_t max_frame_bytes);
+  bool IsAuthenticated(uint64_t conn) const;
+  // Stops reading from `conn` and closes it once what was queued for it is written.
+  void CloseAfterFlush(uint64_t conn, const std::string& why);
+  // "host:port" of the peer of a TCP connection.
+  std::string PeerAddress(uint64_t conn) const;
   // Takes a connected socket (made non-blocking here); returns its connection id.
   uint64_t Adopt(int fd, bool tcp, uint32_t max_frame_bytes);
 
@@ -66,8 +92,8 @@ class EventLoop {
   bool IsOpen(uint64_t conn) const;
   bool IsTcp(uint64_t conn) const;
 
-  // Waits up to `timeout` for socket events and handles them.
-  void Poll(std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for socket events and handles them; returns how many there were.
+  int Poll(std::chrono::milliseconds timeout);
   // Writes what was queued and frees the sockets of connections closed since the last call.
   void Flush();
   // Makes a Poll in progress return (thread-safe).
@@ -78,7 +104,12 @@ class EventLoop {
     int fd = -1;
     bool tcp = false;
     bool closed = false;
+    bool closing = false;  // close once the output is written
     bool want_write = false;
+    bool authenticated = true;
+    TimePoint auth_deadline{};  // when it must have authenticated by
+    size_t max_queued_output = size_t{1} << 30;
+    std::string closing_why;
     FrameDecoder decoder{0};
     std::string out;
     size_t out_pos = 0;
@@ -86,12 +117,13 @@ class EventLoop {
   struct Listener {
     int fd = -1;
     bool tcp = false;
-    uint32_t max_frame_bytes = 0;
+    ListenRules rules;
   };
 
   explicit EventLoop(Handlers handlers) : handlers_(std::move(handlers)) {}
   void AddToEpoll(int fd, uint64_t tag, uint32_t events);
   void Accept(const Listener& l);
+  void CheckDeadlines(TimePoint now);
   void ReadFrom(uint64_t id);
   void FlushOne(uint64_t id, Conn& c);
 
@@ -105,6 +137,9 @@ class EventLoop {
   std::vector<uint64_t> closed_;                                 // closed, socket not yet freed
   std::unordered_map<uint64_t, std::function<void()>> watched_;  // tag -> callback
   std::unordered_map<int, uint64_t> watched_tags_;               // fd -> tag
+  size_t unauthenticated_ = 0;
+  TimePoint accept_paused_until_{};
+  TimePoint next_deadline_check_{};
 };
 
 }  // namespace cumulus
