@@ -31,6 +31,9 @@
 #include "runtime/object_store/store_client.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/placement.h"
+#include "workers/object_reader.h"
+#include "workers/task_executor.h"
+#include "workers/task_spec.h"
 
 namespace cumulus {
 
@@ -95,6 +98,15 @@ class CoreWorkerImpl : public CoreWorker {
     StoreClientOptions so;
     so.name = is_worker_ ? "worker" : "driver";
     CUMULUS_ASSIGN_OR_RETURN(store_, StoreClient::Connect(store_socket_, so));
+    if (is_worker_) {
+      TaskExecutorOptions eo;
+      eo.node = node_id_;
+      eo.transfer_address = transfer_address_;
+      eo.token = options_.token;
+      eo.store = store_.get();
+      eo.start_actor_listener = [this] { return StartActorListener(); };
+      executor_ = std::make_unique<TaskExecutor>(std::move(eo));
+    }
     node_conn_ = AddConn(node_fd_, std::move(decoder));
     if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return Status::Internal("pipe failed");
     epoll_ = epoll_create1(EPOLL_CLOEXEC);
@@ -251,7 +263,7 @@ class CoreWorkerImpl : public CoreWorker {
     bool pulled = where != node_id_;
     if (pulled) e.local_copy = true;
     lock.unlock();
-    auto buffer = FetchFromStore(id, pulled, from);
+    auto buffer = ReadObject(*store_, options_.token, node_id_, id, pulled, from);
     lock.lock();
     if (!buffer.ok()) return buffer.status();
     auto holder = std::make_shared<ObjectBuffer>(std::move(*buffer));
@@ -515,11 +527,8 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   NodeId node_id() const override { return node_id_; }
-  bool was_restarted() const override { return was_restarted_; }
-  ActorId current_actor() const override {
-    std::lock_guard<std::mutex> lock(actor_id_mu_);
-    return actor_id_;
-  }
+  bool was_restarted() const override { return executor_ && executor_->was_restarted(); }
+  ActorId current_actor() const override { return executor_ ? executor_->actor_id() : ActorId(); }
   Status KvPut(const std::string& ns, const std::string& key, const std::string& value) override {
     auto put = WithHead([&](ControlClient& head) { return head.KvPut(ns, key, value); });
     return put.ok() ? Status() : put.status();
@@ -874,106 +883,23 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   Status BuildSpec(PendingTask& t, std::string* frame) {
-    capnp::MallocMessageBuilder message;
-    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
-    spec.setTaskId(DataOf(t.id));
-    spec.setJobId(DataOf(job_));
-    spec.setFunctionName(t.function);
-    spec.setNumReturns(1);
-    spec.setMaxRetries(t.max_retries);
-    spec.setAttempt(static_cast<uint32_t>(t.attempt));
-    spec.setActorCreation(t.actor_creation);
-    if (!t.actor.IsNil()) spec.setActorId(DataOf(t.actor));
-    spec.setMaxRestarts(t.options.max_restarts);
-    spec.setName(t.options.name);
-    spec.setDetached(t.options.detached);
-    auto args = spec.initArgs(static_cast<unsigned>(t.args.size()));
-    for (unsigned i = 0; i < t.args.size(); ++i) {
-      auto& a = t.args[i];
-      if (!a.is_ref) {
-        args[i].setInline(
-            capnp::Data::Reader(reinterpret_cast<const uint8_t*>(a.value.data()), a.value.size()));
-        continue;
-      }
-      auto& e = objects_.at(a.ref);
-      if (e.inline_value) {
-        args[i].setInline(capnp::Data::Reader(
-            reinterpret_cast<const uint8_t*>(e.inline_value->data()), e.inline_value->size()));
-      } else {
-        args[i].setObjectRef(DataOf(a.ref));
-        auto loc = args[i].initLocation();
-        loc.setNodeId(DataOf(e.node));
-        loc.setTransferAddress(e.transfer);
-        loc.setSize(e.size);
-      }
-    }
-    if (!t.actor_call) {
-      ResourceSet demand;
-      for (auto& [name, amount] : t.options.resources) {
-        if (amount < 0) {
-          return Status::InvalidArgument("resource " + name + " of " + t.function +
-                                         " is negative: " + std::to_string(amount));
-        }
-        if (amount > 0) demand.Set(name, amount);
-      }
-      if (demand.GetUnits("GPU") > ResourceSet::kUnit &&
-          demand.GetUnits("GPU") % ResourceSet::kUnit != 0) {
-        return Status::InvalidArgument(t.function + " asks for " +
-                                       std::to_string(demand.Get("GPU")) +
-                                       " GPUs: more than one GPU must be a whole number");
-      }
-      EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
-      if (!t.options.label_selector.empty()) {
-        auto sel = ParseLabelSelector(t.options.label_selector);
-        if (!sel.ok()) return sel.status();
-        auto eq = spec.initLabelSelector(static_cast<unsigned>(sel->equals.size()));
-        unsigned i = 0;
-        for (auto& [k, v] : sel->equals) {
-          eq[i].setKey(k);
-          eq[i].setValue(v);
-          ++i;
-        }
-        auto ne = spec.initLabelNotEqual(static_cast<unsigned>(sel->not_equals.size()));
-        i = 0;
-        for (auto& [k, v] : sel->not_equals) {
-          ne[i].setKey(k);
-          ne[i].setValue(v);
-          ++i;
-        }
-      }
-      switch (t.options.strategy) {
-        case 1:
-          spec.setStrategy(proto::SchedulingStrategy::SPREAD);
-          break;
-        case 2:
-          if (t.options.affinity_node.IsNil()) {
-            return Status::InvalidArgument("node affinity for " + t.function + " names no node");
-          }
-          spec.setStrategy(proto::SchedulingStrategy::NODE_AFFINITY);
-          spec.setAffinityNodeId(DataOf(t.options.affinity_node));
-          spec.setAffinitySoft(t.options.affinity_soft);
-          break;
-        default:
-          break;
-      }
-      if (!t.options.placement_group.empty()) {
-        if (t.options.placement_group.size() != PlacementGroupId::kSize) {
-          return Status::InvalidArgument(t.function +
-                                         " names a placement group that "
-                                         "CreatePlacementGroup did not make");
-        }
-        if (t.options.bundle_index < 0) {
-          return Status::InvalidArgument(t.function + " asks for bundle " +
-                                         std::to_string(t.options.bundle_index) +
-                                         " of a placement group: give an index from 0");
-        }
-        spec.setPlacementGroupId(
-            capnp::Data::Reader(reinterpret_cast<const uint8_t*>(t.options.placement_group.data()),
-                                t.options.placement_group.size()));
-        spec.setBundleIndex(t.options.bundle_index);
-      }
-    }
-    *frame = EncodeFrame(message);
+    TaskSpecInput in;
+    in.id = t.id;
+    in.job = job_;
+    in.function = t.function;
+    in.max_retries = t.max_retries;
+    in.attempt = t.attempt;
+    in.actor_creation = t.actor_creation;
+    in.actor_call = t.actor_call;
+    in.actor = t.actor;
+    in.args = &t.args;
+    in.options = &t.options;
+    auto built = BuildTaskSpec(in, [this](const ObjectId& id) {
+      const ObjectEntry& e = objects_.at(id);
+      return ArgumentLocation{e.inline_value, e.node, e.transfer, e.size};
+    });
+    if (!built.ok()) return built.status();
+    *frame = std::move(*built);
     return Status();
   }
 
@@ -1402,37 +1328,6 @@ class CoreWorkerImpl : public CoreWorker {
     }
   }
 
-  // Reads an object from this node's store, pulling it from `from` first if asked.
-  Result<ObjectBuffer> FetchFromStore(const ObjectId& id, bool pull, const std::string& from) {
-    if (pull) {
-      auto have = store_->Contains(id);
-      if (!have.ok()) return have.status();
-      if (!*have) {
-        CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(from));
-        Status st = PullObject(hp, options_.token, id, PullInto(*store_));
-        if (!st.ok() && st.code() != StatusCode::kAlreadyExists) {
-          // Not there, or its node cannot be reached: the copy is lost (its owner may rebuild
-          // it). Other errors (this store is full) are not a loss.
-          bool lost = st.code() == StatusCode::kNotFound || st.code() == StatusCode::kUnavailable;
-          return Status(lost ? StatusCode::kObjectLost : st.code(),
-                        "cannot fetch object " + id.Hex() + " from " + from + ": " + st.message());
-        }
-      }
-    }
-    // Another thread of this process may be pulling it: its Get becomes possible once sealed.
-    for (int attempt = 0;; ++attempt) {
-      auto got = store_->Get(id);
-      if (got.ok() || got.status().code() != StatusCode::kUnavailable || attempt > 3000) {
-        if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
-          return Status::ObjectLost("object " + id.Hex() + " is no longer in the store of node " +
-                                    node_id_.Hex());
-        }
-        return got;
-      }
-      usleep(1000);
-    }
-  }
-
   // ---- connections -------------------------------------------------------------------------
 
   uint64_t AddConn(int fd, FrameDecoder decoder) {
@@ -1692,6 +1587,46 @@ class CoreWorkerImpl : public CoreWorker {
 
   // ---- worker: executing -------------------------------------------------------------------
 
+  // Runs one task or actor call (TaskExecutor) and answers on the connection it came from.
+  void Execute(Execution& ex) {
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
+    capnp::FlatArrayMessageReader reader(ex.words, ro);
+    auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
+    TaskId task = IdFrom<TaskId>(spec.getTaskId());
+    capnp::MallocMessageBuilder message;
+    auto result = message.initRoot<proto::CoreMessage>().initTaskResult();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_task_ = task;
+      executing_ = true;
+    }
+    bool exit_after = executor_->Run(spec, result);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_task_ = TaskId();
+      executing_ = false;
+      (void)SendOnConnLocked(ex.reply_conn, EncodeFrame(message));
+    }
+    if (exit_after) {
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(1);
+    }
+  }
+
+  // The actor built here listens for its callers; returns where.
+  Result<std::string> StartActorListener() {
+    uint16_t port = 0;
+    CUMULUS_ASSIGN_OR_RETURN(listen_fd_, ListenTcp(options_.bind_host, 0, &port));
+    SetNonBlocking(listen_fd_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      WatchFd(listen_fd_, kListenTag);
+    }
+    return options_.bind_host + ":" + std::to_string(port);
+  }
+
   void AcceptCallers() {
     while (true) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -1728,169 +1663,6 @@ class CoreWorkerImpl : public CoreWorker {
     auto list = b.initReturned(static_cast<unsigned>(returned.size()));
     for (unsigned i = 0; i < returned.size(); ++i) list.set(i, DataOf(returned[i]));
     (void)SendToNodeLocked(EncodeFrame(message));
-  }
-
-  void Execute(Execution& ex) {
-    capnp::ReaderOptions ro;
-    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
-    capnp::FlatArrayMessageReader reader(ex.words, ro);
-    auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
-    TaskId task = IdFrom<TaskId>(spec.getTaskId());
-    std::string function = spec.getFunctionName();
-    capnp::MallocMessageBuilder message;
-    auto result = message.initRoot<proto::CoreMessage>().initTaskResult();
-    result.setTaskId(DataOf(task));
-    result.setNodeId(DataOf(node_id_));
-    result.setWorkerPid(getpid());
-    Status st;
-    std::string value;
-    bool exit_after = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      current_task_ = task;
-      executing_ = true;
-    }
-    st = Run(spec, function, &value, &result);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      current_task_ = TaskId();
-      executing_ = false;
-    }
-    if (spec.getActorCreation() && !st.ok()) exit_after = true;
-    if (st.ok() && !spec.getActorCreation()) {
-      auto ret = result.initReturns(1);
-      ObjectId obj = ObjectId::FromTaskReturn(task, 1);
-      ret[0].setObjectId(DataOf(obj));
-      if (value.size() <= kMaxInlineResultBytes) {
-        ret[0].setInline(
-            capnp::Data::Reader(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
-      } else {
-        Status put = store_->Put(obj, value.data(), value.size());
-        if (put.ok() || put.code() == StatusCode::kAlreadyExists) {
-          auto loc = ret[0].initStored();
-          loc.setNodeId(DataOf(node_id_));
-          loc.setTransferAddress(transfer_address_);
-          loc.setSize(value.size());
-        } else {
-          st =
-              Status(put.code(), "the result of " + function + " (" + std::to_string(value.size()) +
-                                     " bytes) could not be stored on node " + node_id_.Hex() +
-                                     ": " + put.message());
-        }
-      }
-    } else if (st.ok()) {
-      auto ret = result.initReturns(1);
-      ret[0].setObjectId(DataOf(ObjectId::FromTaskReturn(task, 1)));
-      std::string v = Serialize(Void{});
-      ret[0].setInline(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(v.data()), v.size()));
-    }
-    if (!st.ok()) {
-      result.setCode(static_cast<uint16_t>(st.code()));
-      result.setMessage(st.message());
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      (void)SendOnConnLocked(ex.reply_conn, EncodeFrame(message));
-    }
-    if (exit_after) {
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(1);
-    }
-  }
-
-  Status Run(proto::TaskSpec::Reader spec, const std::string& function, std::string* value,
-             proto::TaskResult::Builder* result) {
-    const internal::RemoteFunction* fn = internal::FindFunction(function);
-    if (!fn) {
-      return Status::NotFound("function " + function +
-                              " is not registered in this program (is it in a CUMULUS_REMOTE "
-                              "line of the binary the driver runs?)");
-    }
-    // Arguments: inline bytes, or objects in this node's store (pulled here if elsewhere).
-    std::vector<std::string_view> args;
-    std::vector<ObjectBuffer> buffers;
-    std::vector<ObjectId> pulled;
-    auto cleanup = [&] {
-      buffers.clear();
-      for (auto& id : pulled) (void)store_->Delete(id);
-    };
-    for (auto a : spec.getArgs()) {
-      if (a.isInline()) {
-        auto d = a.getInline();
-        args.emplace_back(reinterpret_cast<const char*>(d.begin()), d.size());
-        continue;
-      }
-      ObjectId id = IdFrom<ObjectId>(a.getObjectRef());
-      auto loc = a.getLocation();
-      NodeId where = IdFrom<NodeId>(loc.getNodeId());
-      bool pull = where != node_id_;
-      if (pull) {
-        auto have = store_->Contains(id);
-        if (have.ok() && !*have) pulled.push_back(id);
-      }
-      auto buffer = FetchFromStore(id, pull, loc.getTransferAddress());
-      if (!buffer.ok()) {
-        cleanup();
-        // Its owner may rebuild it (lineage) and send this task again.
-        result->setLostObject(DataOf(id));
-        result->setLostObjectNode(DataOf(where));
-        return Status::ObjectLost("argument " + std::to_string(args.size()) + " of " + function +
-                                  " could not be read: " + buffer.status().message());
-      }
-      args.emplace_back(reinterpret_cast<const char*>(buffer->data()), buffer->size());
-      buffers.push_back(std::move(*buffer));
-    }
-    Status st;
-    try {
-      if (spec.getActorCreation()) {
-        if (!fn->construct) {
-          st = Status::InvalidArgument(function + " is not an actor factory");
-        } else {
-          was_restarted_ = spec.getAttempt() > 0;
-          {
-            std::lock_guard<std::mutex> lock(actor_id_mu_);
-            actor_id_ = IdFrom<ActorId>(spec.getActorId());
-          }
-          actor_ = fn->construct(args);
-          st = StartActorListener(result);
-        }
-      } else if (spec.getActorId().size() > 0) {
-        if (!actor_) {
-          st = Status::ActorDied("this worker hosts no actor");
-        } else if (!fn->invoke || fn->class_name.empty()) {
-          st = Status::InvalidArgument(function + " is not a method of this actor");
-        } else {
-          *value = fn->invoke(actor_.get(), args);
-        }
-      } else if (!fn->invoke || !fn->class_name.empty()) {
-        st = Status::InvalidArgument(function + " is an actor factory or method, not a function");
-      } else {
-        *value = fn->invoke(nullptr, args);
-      }
-    } catch (const std::invalid_argument& e) {
-      st = Status::InvalidArgument(e.what());
-    } catch (const std::exception& e) {
-      st = Status::TaskFailed(function + " threw on node " + node_id_.Hex() + " (pid " +
-                              std::to_string(getpid()) + "): " + e.what());
-    } catch (...) {
-      st = Status::TaskFailed(function + " threw a non-standard exception on node " +
-                              node_id_.Hex());
-    }
-    cleanup();
-    return st;
-  }
-
-  Status StartActorListener(proto::TaskResult::Builder* result) {
-    uint16_t port = 0;
-    CUMULUS_ASSIGN_OR_RETURN(listen_fd_, ListenTcp(options_.bind_host, 0, &port));
-    SetNonBlocking(listen_fd_);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      WatchFd(listen_fd_, kListenTag);
-    }
-    result->setActorAddress(options_.bind_host + ":" + std::to_string(port));
-    return Status();
   }
 
   CoreWorkerOptions options_;
@@ -1941,16 +1713,13 @@ class CoreWorkerImpl : public CoreWorker {
   std::mutex head_mu_;
   std::shared_ptr<ControlClient> head_;  // guarded by head_mu_
   int max_lineage_depth_ = 100;          // CUMULUS_MAX_LINEAGE_DEPTH
-  std::atomic<bool> was_restarted_{false};
 
   std::mutex exec_mu_;
   std::condition_variable exec_cv_;
   std::deque<Execution> exec_queue_;
   bool node_gone_ = false;
 
-  std::shared_ptr<void> actor_;
-  mutable std::mutex actor_id_mu_;
-  ActorId actor_id_;  // guarded by actor_id_mu_ (user threads read it)
+  std::unique_ptr<TaskExecutor> executor_;  // workers: runs what the node and callers send
 };
 
 Result<std::unique_ptr<CoreWorker>> CoreWorker::Start(const CoreWorkerOptions& options) {

@@ -1,0 +1,41 @@
+#include "workers/object_reader.h"
+
+#include <unistd.h>
+
+#include "runtime/net/tcp.h"
+#include "runtime/transfer/object_transfer.h"
+
+namespace cumulus {
+
+Result<ObjectBuffer> ReadObject(StoreClient& store, const std::string& token, const NodeId& here,
+                                const ObjectId& id, bool pull, const std::string& from) {
+  if (pull) {
+    auto have = store.Contains(id);
+    if (!have.ok()) return have.status();
+    if (!*have) {
+      CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(from));
+      Status st = PullObject(hp, token, id, PullInto(store));
+      if (!st.ok() && st.code() != StatusCode::kAlreadyExists) {
+        // Not there, or its node cannot be reached: the copy is lost (its owner may rebuild
+        // it). Other errors (this store is full) are not a loss.
+        bool lost = st.code() == StatusCode::kNotFound || st.code() == StatusCode::kUnavailable;
+        return Status(lost ? StatusCode::kObjectLost : st.code(),
+                      "cannot fetch object " + id.Hex() + " from " + from + ": " + st.message());
+      }
+    }
+  }
+  // Another thread of this process may be pulling it: its Get becomes possible once sealed.
+  for (int attempt = 0;; ++attempt) {
+    auto got = store.Get(id);
+    if (got.ok() || got.status().code() != StatusCode::kUnavailable || attempt > 3000) {
+      if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
+        return Status::ObjectLost("object " + id.Hex() + " is no longer in the store of node " +
+                                  here.Hex());
+      }
+      return got;
+    }
+    usleep(1000);
+  }
+}
+
+}  // namespace cumulus

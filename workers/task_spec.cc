@@ -1,0 +1,115 @@
+#include "workers/task_spec.h"
+
+#include "runtime/core/messages.h"
+#include "runtime/head/node_codec.h"
+#include "runtime/net/frame.h"
+#include "scheduler/placement.h"
+
+namespace cumulus {
+
+Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
+                                  const std::function<ArgumentLocation(const ObjectId&)>& locate) {
+  const auto& targs = *t.args;
+  const auto& options = *t.options;
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+  spec.setTaskId(DataOf(t.id));
+  spec.setJobId(DataOf(t.job));
+  spec.setFunctionName(t.function);
+  spec.setNumReturns(1);
+  spec.setMaxRetries(t.max_retries);
+  spec.setAttempt(static_cast<uint32_t>(t.attempt));
+  spec.setActorCreation(t.actor_creation);
+  if (!t.actor.IsNil()) spec.setActorId(DataOf(t.actor));
+  spec.setMaxRestarts(options.max_restarts);
+  spec.setName(options.name);
+  spec.setDetached(options.detached);
+  auto args = spec.initArgs(static_cast<unsigned>(targs.size()));
+  for (unsigned i = 0; i < targs.size(); ++i) {
+    auto& a = targs[i];
+    if (!a.is_ref) {
+      args[i].setInline(
+          capnp::Data::Reader(reinterpret_cast<const uint8_t*>(a.value.data()), a.value.size()));
+      continue;
+    }
+    ArgumentLocation e = locate(a.ref);
+    if (e.inline_value) {
+      args[i].setInline(capnp::Data::Reader(
+          reinterpret_cast<const uint8_t*>(e.inline_value->data()), e.inline_value->size()));
+    } else {
+      args[i].setObjectRef(DataOf(a.ref));
+      auto loc = args[i].initLocation();
+      loc.setNodeId(DataOf(e.node));
+      loc.setTransferAddress(e.transfer_address);
+      loc.setSize(e.size);
+    }
+  }
+  if (!t.actor_call) {
+    ResourceSet demand;
+    for (auto& [name, amount] : options.resources) {
+      if (amount < 0) {
+        return Status::InvalidArgument("resource " + name + " of " + t.function +
+                                       " is negative: " + std::to_string(amount));
+      }
+      if (amount > 0) demand.Set(name, amount);
+    }
+    if (demand.GetUnits("GPU") > ResourceSet::kUnit &&
+        demand.GetUnits("GPU") % ResourceSet::kUnit != 0) {
+      return Status::InvalidArgument(t.function + " asks for " + std::to_string(demand.Get("GPU")) +
+                                     " GPUs: more than one GPU must be a whole number");
+    }
+    EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
+    if (!options.label_selector.empty()) {
+      auto sel = ParseLabelSelector(options.label_selector);
+      if (!sel.ok()) return sel.status();
+      auto eq = spec.initLabelSelector(static_cast<unsigned>(sel->equals.size()));
+      unsigned i = 0;
+      for (auto& [k, v] : sel->equals) {
+        eq[i].setKey(k);
+        eq[i].setValue(v);
+        ++i;
+      }
+      auto ne = spec.initLabelNotEqual(static_cast<unsigned>(sel->not_equals.size()));
+      i = 0;
+      for (auto& [k, v] : sel->not_equals) {
+        ne[i].setKey(k);
+        ne[i].setValue(v);
+        ++i;
+      }
+    }
+    switch (options.strategy) {
+      case 1:
+        spec.setStrategy(proto::SchedulingStrategy::SPREAD);
+        break;
+      case 2:
+        if (options.affinity_node.IsNil()) {
+          return Status::InvalidArgument("node affinity for " + t.function + " names no node");
+        }
+        spec.setStrategy(proto::SchedulingStrategy::NODE_AFFINITY);
+        spec.setAffinityNodeId(DataOf(options.affinity_node));
+        spec.setAffinitySoft(options.affinity_soft);
+        break;
+      default:
+        break;
+    }
+    if (!options.placement_group.empty()) {
+      if (options.placement_group.size() != PlacementGroupId::kSize) {
+        return Status::InvalidArgument(t.function +
+                                       " names a placement group that "
+                                       "CreatePlacementGroup did not make");
+      }
+      if (options.bundle_index < 0) {
+        return Status::InvalidArgument(t.function + " asks for bundle " +
+                                       std::to_string(options.bundle_index) +
+                                       " of a placement group: give an index from 0");
+      }
+      spec.setPlacementGroupId(
+          capnp::Data::Reader(reinterpret_cast<const uint8_t*>(options.placement_group.data()),
+                              options.placement_group.size()));
+      spec.setBundleIndex(options.bundle_index);
+    }
+  }
+  return EncodeFrame(message);
+}
+
+}  // namespace cumulus

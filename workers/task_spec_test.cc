@@ -1,0 +1,118 @@
+#include "workers/task_spec.h"
+
+#include <capnp/serialize.h>
+#include <gtest/gtest.h>
+
+#include "runtime/core/messages.h"
+#include "runtime/net/frame.h"
+
+namespace cumulus {
+namespace {
+
+// Builds the spec of a task with `options` and `args`; objects are found in `where`.
+Result<std::string> Build(const internal::CallOptions& options,
+                          const std::vector<internal::ArgData>& args = {},
+                          const std::map<ObjectId, ArgumentLocation>& where = {}) {
+  TaskSpecInput in;
+  in.job = JobId::FromRandom();
+  in.id = TaskId::ForNormalTask(in.job);
+  in.function = "F";
+  in.args = &args;
+  in.options = &options;
+  return BuildTaskSpec(in, [&](const ObjectId& id) { return where.at(id); });
+}
+
+// The frame as a node reads it.
+class ParsedSpec {
+ public:
+  explicit ParsedSpec(const std::string& frame)
+      : words_(kj::heapArray<capnp::word>((frame.size() - kFrameHeaderBytes) / 8)) {
+    std::memcpy(words_.begin(), frame.data() + kFrameHeaderBytes, words_.size() * 8);
+    reader_ = std::make_unique<capnp::FlatArrayMessageReader>(words_);
+  }
+  proto::TaskSpec::Reader spec() { return reader_->getRoot<proto::CoreMessage>().getSubmitTask(); }
+
+ private:
+  kj::Array<capnp::word> words_;
+  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+};
+
+TEST(TaskSpecTest, PlacementOptionsReachTheNode) {
+  internal::CallOptions o;
+  o.resources = {{"CPU", 2}, {"GPU", 0.5}, {"zero", 0}};
+  o.label_selector = "site=onprem,gpu!=T4";
+  o.strategy = 2;
+  o.affinity_node = NodeId::FromRandom();
+  o.affinity_soft = true;
+  auto frame = Build(o);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  ParsedSpec parsed(*frame);
+  TaskRequirements r = RequirementsOf(parsed.spec());
+  EXPECT_EQ(r.placement.demand.ToString(), "CPU=2,GPU=0.5") << "zero amounts are not asked for";
+  EXPECT_EQ(r.placement.labels.ToString(), "site=onprem,gpu!=T4");
+  EXPECT_EQ(r.placement.strategy, PlacementStrategy::kNodeAffinity);
+  EXPECT_EQ(r.placement.affinity_node, o.affinity_node);
+  EXPECT_TRUE(r.placement.affinity_soft);
+}
+
+TEST(TaskSpecTest, ObjectArgumentsGoInlineOrByLocation) {
+  JobId job = JobId::FromRandom();
+  ObjectId small = ObjectId::FromTaskReturn(TaskId::ForNormalTask(job), 1);
+  ObjectId large = ObjectId::FromTaskReturn(TaskId::ForNormalTask(job), 1);
+  std::map<ObjectId, ArgumentLocation> where;
+  where[small].inline_value = std::make_shared<std::string>("tiny");
+  where[large].node = NodeId::FromRandom();
+  where[large].transfer_address = "127.0.0.1:7000";
+  where[large].size = 1 << 20;
+  std::vector<internal::ArgData> args(3);
+  args[0].value = "by value";
+  args[1].is_ref = true;
+  args[1].ref = small;
+  args[2].is_ref = true;
+  args[2].ref = large;
+  auto frame = Build({}, args, where);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  ParsedSpec parsed(*frame);
+  proto::TaskSpec::Reader spec = parsed.spec();
+  ASSERT_EQ(spec.getArgs().size(), 3u);
+  EXPECT_TRUE(spec.getArgs()[0].isInline());
+  EXPECT_TRUE(spec.getArgs()[1].isInline()) << "a small object travels inline";
+  ASSERT_FALSE(spec.getArgs()[2].isInline());
+  EXPECT_EQ(IdFrom<ObjectId>(spec.getArgs()[2].getObjectRef()), large);
+  EXPECT_EQ(std::string(spec.getArgs()[2].getLocation().getTransferAddress()), "127.0.0.1:7000");
+  EXPECT_EQ(spec.getArgs()[2].getLocation().getSize(), 1u << 20);
+}
+
+TEST(TaskSpecTest, BadRequestsAreRefusedSayingWhatIsWrong) {
+  internal::CallOptions negative;
+  negative.resources = {{"CPU", -1}};
+  auto r = Build(negative);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("negative"), std::string::npos) << r.status();
+
+  internal::CallOptions gpus;
+  gpus.resources = {{"GPU", 1.5}};
+  r = Build(gpus);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("whole number"), std::string::npos) << r.status();
+
+  internal::CallOptions affinity;
+  affinity.strategy = 2;
+  EXPECT_EQ(Build(affinity).status().code(), StatusCode::kInvalidArgument) << "no node named";
+
+  internal::CallOptions labels;
+  labels.label_selector = "=oops";
+  EXPECT_FALSE(Build(labels).ok());
+
+  internal::CallOptions group;
+  group.placement_group = "short";
+  EXPECT_EQ(Build(group).status().code(), StatusCode::kInvalidArgument);
+  group.placement_group = std::string(PlacementGroupId::kSize, 'x');
+  group.bundle_index = -1;
+  r = Build(group);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("give an index from 0"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace cumulus
