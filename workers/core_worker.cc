@@ -392,7 +392,7 @@ class CoreWorkerImpl : public CoreWorker {
       // Its name is free again (if it still names this actor).
       auto held = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
       auto rec =
-          held.ok() ? Deserialize<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
+          held.ok() ? DecodeRecord<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
       if (rec.ok() && rec->actor_id == actor.Hex()) {
         (void)WithHead([&](ControlClient& head) { return head.KvDelete(kActorsNamespace, name); });
         (void)WithHead([&](ControlClient& head) {
@@ -411,7 +411,7 @@ class CoreWorkerImpl : public CoreWorker {
       }
       return raw.status();
     }
-    CUMULUS_ASSIGN_OR_RETURN(ActorNameRecord rec, Deserialize<ActorNameRecord>(*raw));
+    CUMULUS_ASSIGN_OR_RETURN(ActorNameRecord rec, DecodeRecord<ActorNameRecord>(*raw));
     CUMULUS_ASSIGN_OR_RETURN(ActorId id, ActorId::FromHex(rec.actor_id));
     std::unique_lock<std::mutex> lock(mu_);
     ActorEntry& a = actors_[id];
@@ -1259,14 +1259,14 @@ class CoreWorkerImpl : public CoreWorker {
   Status ReserveName(const std::string& name, const ActorId& id, const std::string& class_name) {
     ActorNameRecord rec{id.Hex(), class_name, ""};
     auto existed = WithHead([&](ControlClient& head) {
-      return head.KvPut(kActorsNamespace, name, Serialize(rec), /*overwrite=*/false);
+      return head.KvPut(kActorsNamespace, name, EncodeRecord(rec), /*overwrite=*/false);
     });
     if (!existed.ok()) return existed.status();
     if (*existed) {
       // Ours already if an earlier try went through just before the head went away.
       auto held = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
       auto holder =
-          held.ok() ? Deserialize<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
+          held.ok() ? DecodeRecord<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
       if (holder.ok() && holder->actor_id == rec.actor_id) return Status();
       return Status::AlreadyExists("an actor named '" + name + "' already exists");
     }
@@ -1418,7 +1418,7 @@ class CoreWorkerImpl : public CoreWorker {
         Status st = head.ok()
                         ? (*head)->KvPut(kActorsNamespace, n.name + "/address", n.address).status()
                         : head.status();
-        if (st.ok()) st = (*head)->KvPut(kActorsNamespace, n.name, Serialize(n.record)).status();
+        if (st.ok()) st = (*head)->KvPut(kActorsNamespace, n.name, EncodeRecord(n.record)).status();
         if (st.ok()) break;
         if (head.ok()) {
           std::lock_guard<std::mutex> hl(head_mu_);

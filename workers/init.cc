@@ -135,7 +135,7 @@ Status RegisterJob(CoreWorker& core, ControlClient& head, const JobId& job) {
   record.start_micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  std::string bytes = Serialize(record);
+  std::string bytes = EncodeRecord(record);
   CUMULUS_ASSIGN_OR_RETURN(bool existed, head.KvPut(kJobsNamespace, job.Hex(), bytes, false));
   if (existed) return Status::AlreadyExists("job id " + job.Hex() + " is taken");
   return core.AnnounceJob(bytes);

@@ -158,7 +158,7 @@ Status Ring(ControlClient& head, const std::string& node, const JobId& job,
 
 Result<SubmissionRecord> LoadSubmission(ControlClient& head, const JobId& job) {
   CUMULUS_ASSIGN_OR_RETURN(std::string raw, head.KvGet(kSubmissionsNamespace, job.Hex()));
-  return Deserialize<SubmissionRecord>(raw);
+  return DecodeRecord<SubmissionRecord>(raw);
 }
 
 // What `logs` printed so far. Entries are keyed by the time their node shipped them, by that
@@ -260,7 +260,7 @@ Result<std::vector<Row>> JobRows(ControlClient& head) {
   Status bad;
   CUMULUS_RETURN_IF_ERROR(
       ForEachKv(head, kSubmissionsNamespace, "", [&](const std::string& k, const std::string& v) {
-        auto r = Deserialize<SubmissionRecord>(v);
+        auto r = DecodeRecord<SubmissionRecord>(v);
         if (!r.ok()) return;
         Row row;
         row["job"] = k;
@@ -284,13 +284,13 @@ Result<std::vector<Row>> JobRows(ControlClient& head) {
   std::map<std::string, int64_t> ends;
   CUMULUS_RETURN_IF_ERROR(
       ForEachKv(head, kJobEndsNamespace, "", [&](const std::string& k, const std::string& v) {
-        auto e = Deserialize<JobEnd>(v);
+        auto e = DecodeRecord<JobEnd>(v);
         if (e.ok()) ends[k] = e->end_micros;
       }));
   CUMULUS_RETURN_IF_ERROR(
       ForEachKv(head, kJobsNamespace, "", [&](const std::string& k, const std::string& v) {
         if (seen.count(k)) return;
-        auto r = Deserialize<JobRecord>(v);
+        auto r = DecodeRecord<JobRecord>(v);
         if (!r.ok()) return;
         Row row;
         row["job"] = k;
@@ -498,7 +498,7 @@ int SubmitCommand(const std::vector<std::string>& args) {
   }
   const NodeRecord& node = *nodes.front();
 
-  std::string packed = Serialize(package);
+  std::string packed = EncodeRecord(package);
   SubmissionRecord record;
   record.name = flags.Get("name");
   record.entrypoint = entrypoint;
@@ -514,7 +514,7 @@ int SubmitCommand(const std::vector<std::string>& args) {
   JobId job;
   for (int attempt = 0;; ++attempt) {
     job = JobId::FromInt((rd() & 0x7fffffffu) | 1u);
-    auto existed = (*head)->KvPut(kSubmissionsNamespace, job.Hex(), Serialize(record), false);
+    auto existed = (*head)->KvPut(kSubmissionsNamespace, job.Hex(), EncodeRecord(record), false);
     if (!existed.ok()) return Fail(existed.status());
     auto taken = (*head)->KvGet(kJobsNamespace, job.Hex());
     if (!*existed && !taken.ok()) break;
@@ -647,7 +647,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
     columns = {"job", "name", "state", "node", "start_micros", "entrypoint", "message"};
   } else if (what == "placement-groups") {
     st = ForEachKv(**head, kGroupsNamespace, "", [&](const std::string& k, const std::string& v) {
-      auto g = Deserialize<GroupRecord>(v);
+      auto g = DecodeRecord<GroupRecord>(v);
       if (!g.ok()) return;
       std::string nodes;
       for (auto& n : g->nodes) nodes += (nodes.empty() ? "" : ",") + n.substr(0, 8);
@@ -671,7 +671,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
     });
     if (!st.ok()) return Fail(st);
     for (auto& [name, v] : records) {
-      auto a = Deserialize<ActorNameRecord>(v);
+      auto a = DecodeRecord<ActorNameRecord>(v);
       Row row{{"name", name}, {"address", addresses.count(name) ? addresses[name] : ""}};
       if (a.ok()) {
         row["id"] = a->actor_id;
@@ -696,7 +696,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
     st = ForEachKv(**head, kNodeStateNamespace, "",
                    [&](const std::string& node, const std::string& v) {
                      if (!alive.count(node)) return;
-                     auto r = Deserialize<NodeStateReport>(v);
+                     auto r = DecodeRecord<NodeStateReport>(v);
                      if (!r.ok()) return;
                      oldest = oldest == 0 ? r->micros : std::min(oldest, r->micros);
                      if (what == "tasks") {

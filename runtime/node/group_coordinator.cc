@@ -209,7 +209,7 @@ void GroupCoordinator::Conclude(const PlacementGroupId& id, TimePoint now) {
   GroupRecord record;
   record.job = op.job.Hex();
   for (auto& n : op.nodes) record.nodes.push_back(n.Hex());
-  Status st = host_.HeadPut(kGroupsNamespace, id.Hex(), Serialize(record));
+  Status st = host_.HeadPut(kGroupsNamespace, id.Hex(), EncodeRecord(record));
   if (!st.ok()) {
     CUMULUS_LOG(WARN) << "node: cannot record placement group " << id
                       << " with the head (only this node can route its tasks): " << st;
@@ -351,7 +351,7 @@ Result<std::pair<JobId, std::vector<NodeId>>> GroupCoordinator::Locate(const Pla
     return Status::Unavailable("cannot look up placement group " + id.Hex() + ": " +
                                raw.status().message());
   }
-  CUMULUS_ASSIGN_OR_RETURN(GroupRecord record, Deserialize<GroupRecord>(*raw));
+  CUMULUS_ASSIGN_OR_RETURN(GroupRecord record, DecodeRecord<GroupRecord>(*raw));
   std::pair<JobId, std::vector<NodeId>> where;
   CUMULUS_ASSIGN_OR_RETURN(where.first, JobId::FromHex(record.job));
   for (auto& hex : record.nodes) {

@@ -12,7 +12,7 @@
 namespace cumulus {
 
 bool JobProgramCache::Remember(const JobId& job, std::string bytes) {
-  auto rec = Deserialize<JobRecord>(bytes);
+  auto rec = DecodeRecord<JobRecord>(bytes);
   auto binary = rec.ok() ? ObjectId::FromHex(rec->binary_object) : Result<ObjectId>(rec.status());
   bool hash_ok = rec.ok() && rec->binary_hash.size() == 16 &&
                  rec->binary_hash.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -60,7 +60,7 @@ Result<JobProgram> JobProgramCache::Fetch(const JobId& job, const RecordLookup& 
     }
     known = records_.emplace(job, *raw).first;
   }
-  CUMULUS_ASSIGN_OR_RETURN(JobRecord record, Deserialize<JobRecord>(known->second));
+  CUMULUS_ASSIGN_OR_RETURN(JobRecord record, DecodeRecord<JobRecord>(known->second));
   std::string dir = work_dir_ + "/jobs";
   std::string base = record.argv.empty()
                          ? std::string("program")

@@ -189,10 +189,10 @@ class JobSupervisor::Impl {
 
   Result<SubmissionRecord> Load(ControlClient& head, const JobId& job) {
     CUMULUS_ASSIGN_OR_RETURN(std::string raw, head.KvGet(kSubmissionsNamespace, job.Hex()));
-    return Deserialize<SubmissionRecord>(raw);
+    return DecodeRecord<SubmissionRecord>(raw);
   }
   Status Save(ControlClient& head, const JobId& job, const SubmissionRecord& r) {
-    return head.KvPut(kSubmissionsNamespace, job.Hex(), Serialize(r)).status();
+    return head.KvPut(kSubmissionsNamespace, job.Hex(), EncodeRecord(r)).status();
   }
 
   // False if the head could not be read (try again later).
@@ -245,7 +245,7 @@ class JobSupervisor::Impl {
       return Status::ObjectLost("the job's package has " + std::to_string(packed.size()) +
                                 " bytes, expected " + std::to_string(record.package_bytes));
     }
-    CUMULUS_ASSIGN_OR_RETURN(JobPackage package, Deserialize<JobPackage>(packed));
+    CUMULUS_ASSIGN_OR_RETURN(JobPackage package, DecodeRecord<JobPackage>(packed));
     std::string dir = options_.work_dir + "/submitted/" + job.Hex();
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -420,7 +420,7 @@ class JobSupervisor::Impl {
         }
         while (st.ok() && !ended.empty()) {
           JobEnd end{NowMicros()};
-          st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), Serialize(end)).status();
+          st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), EncodeRecord(end)).status();
           if (st.ok()) {
             cleanup.push_back(ended.back());
             ended.pop_back();

@@ -160,7 +160,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
       r.objects.push_back(std::move(row));
     }
     r.objects_total = total;
-    return Serialize(r);
+    return EncodeRecord(r);
   };
   auto supervisor = JobSupervisor::Start(jobs);
   if (!supervisor.ok()) {

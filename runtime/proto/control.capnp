@@ -101,3 +101,83 @@ struct ClusterStatus {
   heartbeatsReceived @3 :UInt64;
   kvWaiters @4 :UInt32;            # kvWait requests not answered yet
 }
+
+# ---- Records in the head's key-value store ----------------------------------------------------
+# Written and read by different binaries (a driver, the `cumulus` command, node daemons): Cap'n
+# Proto, so that any binary reads what any other wrote (runtime/core/records.h).
+
+struct JobRecord {                 # namespace "jobs", key: job hex
+  binaryObject @0 :Text;           # hex object id of the program's bytes
+  binarySize @1 :UInt64;
+  binaryHash @2 :Text;             # hex XXH3-64 of the bytes
+  transferAddress @3 :Text;        # the driver node's object channel
+  argv @4 :List(Text);
+  driverNode @5 :Text;             # hex
+  submitted @6 :Bool;              # run by `cumulus submit`
+  startMicros @7 :Int64;
+}
+
+struct JobEnd {                    # namespace "job_ends", key: job hex
+  endMicros @0 :Int64;
+}
+
+struct SubmissionRecord {          # namespace "submissions", key: job hex
+  name @0 :Text;
+  entrypoint @1 :List(Text);
+  resources @2 :Text;
+  node @3 :Text;
+  state @4 :Text;                  # PENDING RUNNING SUCCEEDED FAILED STOPPED
+  message @5 :Text;
+  pid @6 :Int32;
+  submitMicros @7 :Int64;
+  startMicros @8 :Int64;
+  endMicros @9 :Int64;
+  packageChunks @10 :UInt32;
+  packageBytes @11 :UInt64;
+}
+
+struct PackageFile {
+  path @0 :Text;
+  mode @1 :UInt32;
+  bytes @2 :Data;
+}
+
+struct JobPackage {                # cut in chunks: namespace "job_packages", keys "<job hex>/<n>"
+  files @0 :List(PackageFile);
+}
+
+struct TaskStateRow {
+  task @0 :Text;
+  job @1 :Text;
+  function @2 :Text;
+  state @3 :Text;
+  pid @4 :Int32;
+  attempt @5 :UInt32;
+}
+
+struct ObjectStateRow {
+  object @0 :Text;
+  job @1 :Text;
+  size @2 :UInt64;
+  where @3 :Text;
+  pins @4 :UInt32;
+}
+
+struct NodeStateReport {           # namespace "node_state", key: node hex
+  micros @0 :Int64;
+  tasksTotal @1 :UInt64;
+  objectsTotal @2 :UInt64;
+  tasks @3 :List(TaskStateRow);
+  objects @4 :List(ObjectStateRow);
+}
+
+struct GroupRecord {               # namespace "placement_groups", key: group hex
+  job @0 :Text;
+  nodes @1 :List(Text);
+}
+
+struct ActorNameRecord {           # namespace "actors", key: the name
+  actorId @0 :Text;
+  className @1 :Text;
+  address @2 :Text;
+}
