@@ -127,7 +127,7 @@ class CoreWorkerImpl : public CoreWorker {
     auto pending = NewPending(task, ret, function, std::move(args), options);
     // Like Ray: a task takes one CPU unless it says otherwise, whatever else it asks for.
     pending->options.resources.emplace("CPU", 1.0);
-    pending->max_retries = options.max_retries == -2 ? 3 : options.max_retries;
+    pending->max_retries = options.max_retries.value_or(3);
     Enqueue(std::move(pending));
     return ret;
   }
@@ -145,7 +145,7 @@ class CoreWorkerImpl : public CoreWorker {
     a.name = options.name;
     a.max_restarts = options.max_restarts;
     a.detached = options.detached;
-    if (a.detached && !options.placement_group.empty()) {
+    if (a.detached && !options.placement_group.IsNil()) {
       MarkActorDead(a, Status::InvalidArgument(
                            "actor " + factory +
                            " is detached and in a placement group: a group ends with its job"));
@@ -197,7 +197,7 @@ class CoreWorkerImpl : public CoreWorker {
     auto pending = NewPending(task, ret, method, std::move(args), options);
     pending->actor = actor;
     pending->actor_call = true;
-    pending->max_retries = options.max_retries == -2 ? 0 : options.max_retries;
+    pending->max_retries = options.max_retries.value_or(0);
     pending->seq = next_seq_++;
     it->second.queue.push_back(task);
     Enqueue(std::move(pending));
@@ -441,10 +441,11 @@ class CoreWorkerImpl : public CoreWorker {
     return std::make_pair(id, rec.class_name);
   }
 
-  Result<std::pair<std::string, std::vector<NodeId>>> CreatePlacementGroup(
-      const std::vector<std::map<std::string, double>>& bundles, int strategy,
-      int64_t timeout_ms) override {
+  Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
+      const std::vector<std::map<std::string, double>>& bundles,
+      PlacementGroupStrategy group_strategy, int64_t timeout_ms) override {
     static const char* kNames[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+    int strategy = static_cast<int>(group_strategy);
     if (strategy < 0 || strategy > 3) {
       return Status::InvalidArgument("unknown placement group strategy " +
                                      std::to_string(strategy));
@@ -511,16 +512,16 @@ class CoreWorkerImpl : public CoreWorker {
       return Status::Internal(what + ": the node answered with " +
                               std::to_string(got.nodes.size()) + " bundle locations");
     }
-    return std::make_pair(id.Binary(), got.nodes);
+    return std::make_pair(id, got.nodes);
   }
 
-  Status RemovePlacementGroup(const std::string& id) override {
-    if (id.size() != PlacementGroupId::kSize) {
+  Status RemovePlacementGroup(const PlacementGroupId& id) override {
+    if (id.IsNil()) {
       return Status::InvalidArgument("not a placement group id (made by CreatePlacementGroup?)");
     }
     capnp::MallocMessageBuilder message;
     auto r = message.initRoot<proto::CoreMessage>().initRemoveGroup();
-    r.setGroupId(DataOf(PlacementGroupId::FromBinary(id)));
+    r.setGroupId(DataOf(id));
     r.setRound(kFinalRelease);
     std::lock_guard<std::mutex> lock(mu_);
     return SendToNodeLocked(EncodeFrame(message));

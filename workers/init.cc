@@ -297,9 +297,8 @@ Result<PlacementGroup> CreatePlacementGroup(
     std::chrono::milliseconds timeout) {
   auto* r = internal::CurrentRuntime();
   if (!r) return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
-  CUMULUS_ASSIGN_OR_RETURN(
-      auto made, r->CreatePlacementGroup(bundles, static_cast<int>(strategy), timeout.count()));
-  return PlacementGroup(std::move(made.first), std::move(made.second));
+  CUMULUS_ASSIGN_OR_RETURN(auto made, r->CreatePlacementGroup(bundles, strategy, timeout.count()));
+  return PlacementGroup(made.first, std::move(made.second));
 }
 
 Status RemovePlacementGroup(const PlacementGroup& group) {

@@ -78,10 +78,10 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
       }
     }
     switch (options.strategy) {
-      case 1:
+      case Strategy::kSpread:
         spec.setStrategy(proto::SchedulingStrategy::SPREAD);
         break;
-      case 2:
+      case Strategy::kNodeAffinity:
         if (options.affinity_node.IsNil()) {
           return Status::InvalidArgument("node affinity for " + t.function + " names no node");
         }
@@ -89,23 +89,16 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
         spec.setAffinityNodeId(DataOf(options.affinity_node));
         spec.setAffinitySoft(options.affinity_soft);
         break;
-      default:
+      case Strategy::kDefault:
         break;
     }
-    if (!options.placement_group.empty()) {
-      if (options.placement_group.size() != PlacementGroupId::kSize) {
-        return Status::InvalidArgument(t.function +
-                                       " names a placement group that "
-                                       "CreatePlacementGroup did not make");
-      }
+    if (!options.placement_group.IsNil()) {
       if (options.bundle_index < 0) {
         return Status::InvalidArgument(t.function + " asks for bundle " +
                                        std::to_string(options.bundle_index) +
                                        " of a placement group: give an index from 0");
       }
-      spec.setPlacementGroupId(
-          capnp::Data::Reader(reinterpret_cast<const uint8_t*>(options.placement_group.data()),
-                              options.placement_group.size()));
+      spec.setPlacementGroupId(DataOf(options.placement_group));
       spec.setBundleIndex(options.bundle_index);
     }
   }

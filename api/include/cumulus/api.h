@@ -26,6 +26,7 @@
 #include "cumulus/ids.h"
 #include "cumulus/internal/registry.h"
 #include "cumulus/internal/runtime.h"
+#include "cumulus/options.h"
 #include "cumulus/remote.h"
 #include "cumulus/serialization.h"
 #include "cumulus/status.h"
@@ -92,13 +93,20 @@ inline Runtime& RuntimeOrThrow() {
 // ---------------------------------------------------------------------------------------------
 // Objects.
 
+template <typename T>
+class ObjectRef;
+namespace internal {
+// The reference to `id` that the runtime hands out (it holds one reference already).
+template <typename T>
+ObjectRef<T> AdoptRef(ObjectId id);
+}  // namespace internal
+
 // A reference to a value that a task returns (or Put stores), possibly not computed yet. Copies
 // share the value; when the last copy anywhere in this process goes, the value is freed.
 template <typename T>
 class ObjectRef {
  public:
   ObjectRef() = default;
-  explicit ObjectRef(ObjectId id) : id_(id) {}  // takes over one reference
   ObjectRef(const ObjectRef& o) : id_(o.id_) { AddRef(); }
   ObjectRef(ObjectRef&& o) noexcept : id_(o.id_) { o.id_ = ObjectId(); }
   ObjectRef& operator=(const ObjectRef& o) {
@@ -122,6 +130,11 @@ class ObjectRef {
   bool valid() const { return !id_.IsNil(); }
 
  private:
+  // Only the runtime makes references (a task's result, a Put): an id alone is not a reference.
+  explicit ObjectRef(ObjectId id) : id_(id) {}  // takes over one reference
+  template <typename U>
+  friend ObjectRef<U> internal::AdoptRef(ObjectId id);
+
   void AddRef() {
     if (!id_.IsNil()) {
       if (auto* r = internal::CurrentRuntime()) r->AddRef(id_);
@@ -135,6 +148,13 @@ class ObjectRef {
   }
   ObjectId id_;
 };
+
+namespace internal {
+template <typename T>
+ObjectRef<T> AdoptRef(ObjectId id) {
+  return ObjectRef<T>(id);
+}
+}  // namespace internal
 
 template <typename T>
 struct IsObjectRef : std::false_type {};
@@ -187,7 +207,7 @@ ObjectRef<T> Put(const T& value) {
                                     size, [&](uint8_t* out) { SerializeInto(value, out); })
                               : internal::RuntimeOrThrow().Put(Serialize(value));
   if (!id.ok()) throw Error(id.status());
-  return ObjectRef<T>(*id);
+  return internal::AdoptRef<T>(*id);
 }
 
 template <typename T>
@@ -220,24 +240,21 @@ Status Cancel(const ObjectRef<T>& ref) {
 // ---------------------------------------------------------------------------------------------
 // Options.
 
-enum class Strategy { kDefault = 0, kSpread = 1, kNodeAffinity = 2 };
-enum class PlacementGroupStrategy { kPack = 0, kSpread = 1, kStrictPack = 2, kStrictSpread = 3 };
-
 // A gang of resource bundles reserved together on the cluster (see CreatePlacementGroup). Tasks
 // and actors run inside a bundle with SetPlacementGroup(group, index): on the bundle's node, from
 // the bundle's resources (which nothing outside the group can take).
 class PlacementGroup {
  public:
   PlacementGroup() = default;
-  PlacementGroup(std::string id, std::vector<NodeId> bundle_nodes)
-      : id_(std::move(id)), nodes_(std::move(bundle_nodes)) {}
-  const std::string& id() const { return id_; }  // binary
+  PlacementGroup(PlacementGroupId id, std::vector<NodeId> bundle_nodes)
+      : id_(id), nodes_(std::move(bundle_nodes)) {}
+  const PlacementGroupId& id() const { return id_; }
   size_t bundle_count() const { return nodes_.size(); }
   // The node holding bundle `index`.
   const NodeId& bundle_node(size_t index) const { return nodes_.at(index); }
 
  private:
-  std::string id_;
+  PlacementGroupId id_;
   std::vector<NodeId> nodes_;
 };
 
@@ -279,12 +296,12 @@ class OptionSetters {
     return self();
   }
   Self& SetStrategy(Strategy s) {
-    options_.strategy = static_cast<int>(s);
+    options_.strategy = s;
     return self();
   }
   // Run on `node`; with soft = true, elsewhere if it cannot.
   Self& SetNodeAffinity(const NodeId& node, bool soft = false) {
-    options_.strategy = static_cast<int>(Strategy::kNodeAffinity);
+    options_.strategy = Strategy::kNodeAffinity;
     options_.affinity_node = node;
     options_.affinity_soft = soft;
     return self();
@@ -367,7 +384,7 @@ class TaskCaller : public internal::OptionSetters<TaskCaller<F>> {
     static_assert(sizeof...(A) == Traits::arity, "wrong number of arguments for this function");
     auto encoded = internal::EncodeArgs<typename Traits::Params>(std::index_sequence_for<A...>{},
                                                                  std::forward<A>(args)...);
-    return ObjectRef<typename Traits::Return>(internal::RuntimeOrThrow().SubmitTask(
+    return internal::AdoptRef<typename Traits::Return>(internal::RuntimeOrThrow().SubmitTask(
         internal::NameOrThrow(f_), std::move(encoded), this->options_));
   }
 
@@ -395,7 +412,7 @@ class ActorTaskCaller : public internal::OptionSetters<ActorTaskCaller<C, M>> {
     static_assert(sizeof...(A) == Traits::arity, "wrong number of arguments for this method");
     auto encoded = internal::EncodeArgs<typename Traits::Params>(std::index_sequence_for<A...>{},
                                                                  std::forward<A>(args)...);
-    return ObjectRef<typename Traits::Return>(internal::RuntimeOrThrow().SubmitActorTask(
+    return internal::AdoptRef<typename Traits::Return>(internal::RuntimeOrThrow().SubmitActorTask(
         actor_, internal::NameOrThrow(m_), std::move(encoded), this->options_));
   }
 

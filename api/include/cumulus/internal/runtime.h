@@ -6,11 +6,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cumulus/ids.h"
+#include "cumulus/options.h"
 #include "cumulus/status.h"
 
 namespace cumulus {
@@ -25,15 +27,15 @@ struct ArgData {
 struct CallOptions {
   // Tasks ask for CPU=1 unless "CPU" is named here (0: none); actors ask for nothing by default.
   std::map<std::string, double> resources;
-  std::string label_selector;  // "site=onprem,gpu_type!=T4"
-  std::string name;            // actors: the name GetActor finds
-  int max_retries = -2;        // -2: the default (tasks 3, actor methods 0); -1: forever
-  int max_restarts = 0;        // actors
-  bool detached = false;       // actors: outlives its job (needs a name)
-  int strategy = 0;            // 0 default, 1 spread, 2 node affinity
+  std::string label_selector;      // "site=onprem,gpu_type!=T4"
+  std::string name;                // actors: the name GetActor finds
+  std::optional<int> max_retries;  // unset: the default (tasks 3, actor methods 0); -1: forever
+  int max_restarts = 0;            // actors
+  bool detached = false;           // actors: outlives its job (needs a name)
+  Strategy strategy = Strategy::kDefault;
   NodeId affinity_node;
   bool affinity_soft = false;
-  std::string placement_group;  // binary id; empty: none
+  PlacementGroupId placement_group;  // nil: none
   int bundle_index = -1;
 };
 
@@ -69,10 +71,10 @@ class Runtime {
   // The actor's id and its class (typeid name).
   virtual Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) = 0;
   // The group's binary id and the node of each bundle.
-  virtual Result<std::pair<std::string, std::vector<NodeId>>> CreatePlacementGroup(
-      const std::vector<std::map<std::string, double>>& bundles, int strategy,
+  virtual Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
+      const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
       int64_t timeout_ms) = 0;
-  virtual Status RemovePlacementGroup(const std::string& id) = 0;
+  virtual Status RemovePlacementGroup(const PlacementGroupId& id) = 0;
   virtual NodeId node_id() const = 0;
   // Actor workers: this instance was built again after its predecessor died.
   virtual bool was_restarted() const { return false; }
