@@ -99,7 +99,9 @@ Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
 
 Result<bool> ControlClient::Heartbeat(
     const NodeId& id, const ResourceSet& available,
-    const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand) {
+    const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand, ViewCursor* view,
+    bool* view_changed) {
+  if (view_changed) *view_changed = false;
   std::lock_guard<std::mutex> lock(mu_);
   Call call(this, options_.request_timeout);
   auto hb = call.request().initHeartbeat();
@@ -112,9 +114,26 @@ Result<bool> ControlClient::Heartbeat(
     ++i;
   }
   EncodeDemand(pending_demand, hb.initPendingDemand(static_cast<unsigned>(pending_demand.size())));
+  if (view) {
+    hb.setWantView(true);
+    hb.setViewEpoch(view->epoch);
+    hb.setViewVersion(view->version);
+  }
   bool known = false;
   CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
-    known = reply.getHeartbeatAck().getKnown();
+    auto ack = reply.getHeartbeatAck();
+    known = ack.getKnown();
+    if (!view || !ack.hasView()) return Status();
+    auto delta = ack.getView();
+    if (delta.getFull()) view->nodes.clear();
+    for (auto n : delta.getNodes()) {
+      auto node = DecodeNode(n);
+      if (node.ok()) view->nodes[node->id] = std::move(*node);
+    }
+    bool changed = delta.getFull() || delta.getNodes().size() > 0;
+    view->epoch = delta.getEpoch();
+    view->version = delta.getVersion();
+    if (view_changed) *view_changed = changed;
     return Status();
   }));
   return known;

@@ -3,6 +3,7 @@
 // serialized on the one connection).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,13 @@ struct ControlClientOptions {
   std::string role = "client";
   Duration connect_timeout = std::chrono::seconds(5);
   Duration request_timeout = std::chrono::seconds(30);
+};
+
+// The view of the cluster a node keeps up to date from its heartbeats' acks (deltas).
+struct ViewCursor {
+  int64_t epoch = 0;     // the head instance it came from
+  uint64_t version = 0;  // 0: none yet (the next ack sends every node)
+  std::map<NodeId, NodeRecord> nodes;
 };
 
 struct ClusterView {
@@ -42,8 +50,11 @@ class ControlClient {
   // Registers (or re-registers) a node; returns the heartbeat interval the head wants.
   Result<Duration> RegisterNode(const NodeRecord& node);
   // False if the head does not know the node (it must register again).
+  // With `view`, the ack also brings what changed in the cluster since `view` was last brought
+  // up to date, and applies it (*view_changed says whether anything did).
   Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available,
-                         const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand = {});
+                         const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand = {},
+                         ViewCursor* view = nullptr, bool* view_changed = nullptr);
   Result<ClusterView> GetClusterStatus();
 
   // Returns whether the key existed before.

@@ -383,7 +383,27 @@ class HeadServer::Loop {
     capnp::MallocMessageBuilder message;
     auto reply = message.initRoot<proto::ControlReply>();
     reply.setRequestId(request_id);
-    reply.initHeartbeatAck().setKnown(known);
+    auto ack = reply.initHeartbeatAck();
+    ack.setKnown(known);
+    if (known && hb.getWantView()) {
+      // Only what changed since the version the node holds: the head's work per heartbeat
+      // grows with the changes, not with the cluster.
+      bool full = hb.getViewEpoch() != started_micros_ || hb.getViewVersion() == 0 ||
+                  hb.getViewVersion() > membership_.version();
+      auto view = ack.initView();
+      view.setEpoch(started_micros_);
+      view.setVersion(membership_.version());
+      view.setFull(full);
+      if (full) {
+        auto nodes = view.initNodes(static_cast<unsigned>(membership_.nodes().size()));
+        unsigned i = 0;
+        for (auto& [id, node] : membership_.nodes()) EncodeNode(node, nodes[i++]);
+      } else {
+        auto changed = membership_.ChangedSince(hb.getViewVersion());
+        auto nodes = view.initNodes(static_cast<unsigned>(changed.size()));
+        for (unsigned i = 0; i < changed.size(); ++i) EncodeNode(*changed[i], nodes[i]);
+      }
+    }
     Send(c, message);
   }
 

@@ -26,7 +26,10 @@ Status Membership::Register(NodeRecord node) {
   node.last_heartbeat_micros = now_micros;
   node.death_micros = 0;
   node.death_reason.clear();
-  nodes_[node.id] = node;
+  uint64_t old_version = it != nodes_.end() ? it->second.view_version : 0;
+  NodeRecord& stored = nodes_[node.id] = node;
+  stored.view_version = old_version;
+  Changed(stored);
   liveness_[node.id] = Liveness{clock_.Now(), std::nullopt};
   return Status();
 }
@@ -38,10 +41,13 @@ bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available,
   live->second.last_heartbeat = clock_.Now();
   live->second.disconnected_at.reset();
   NodeRecord& node = nodes_.at(id);
+  bool changed = node.state != NodeState::kAlive || !(node.available == available) ||
+                 node.pending_demand != pending_demand;
   node.state = NodeState::kAlive;
   node.available = available;
   node.pending_demand = std::move(pending_demand);
   node.last_heartbeat_micros = clock_.WallMicros();
+  if (changed) Changed(node);
   return true;
 }
 
@@ -55,7 +61,25 @@ void Membership::Recover(NodeRecord node) {
     node.state = NodeState::kRecovering;
     liveness_[node.id] = Liveness{clock_.Now(), std::nullopt};
   }
-  nodes_[node.id] = std::move(node);
+  auto old = nodes_.find(node.id);
+  if (old != nodes_.end()) by_version_.erase(old->second.view_version);
+  NodeRecord& stored = nodes_[node.id] = std::move(node);
+  stored.view_version = 0;
+  Changed(stored);
+}
+
+void Membership::Changed(NodeRecord& node) {
+  if (node.view_version != 0) by_version_.erase(node.view_version);
+  node.view_version = ++version_;
+  by_version_[node.view_version] = node.id;
+}
+
+std::vector<const NodeRecord*> Membership::ChangedSince(uint64_t since) const {
+  std::vector<const NodeRecord*> out;
+  for (auto it = by_version_.upper_bound(since); it != by_version_.end(); ++it) {
+    out.push_back(&nodes_.at(it->second));
+  }
+  return out;
 }
 
 void Membership::ForgiveStall(Duration d) {
@@ -89,6 +113,7 @@ std::vector<NodeId> Membership::Tick() {
     node.death_reason = reason;
     node.death_micros = clock_.WallMicros();
     node.available = ResourceSet();
+    Changed(node);
     died.push_back(it->first);
     it = liveness_.erase(it);
   }

@@ -43,6 +43,7 @@ struct NodeRecord {
   std::string core_address;  // host:port where other nodes send tasks
   std::string core_socket;   // Unix socket where drivers on that machine connect
   std::vector<std::pair<ResourceSet, uint32_t>> pending_demand;  // shape, how many wait
+  uint64_t view_version = 0;  // Membership's version when this record last changed
 };
 
 struct MembershipOptions {
@@ -73,10 +74,18 @@ class Membership {
   void ForgiveStall(Duration d);
 
   const NodeRecord* Find(const NodeId& id) const;
+  // Every change to what the cluster's view shows (a node joined, died, or its resources,
+  // labels or pending demand changed) increases the version. A heartbeat that changes nothing
+  // does not.
+  uint64_t version() const { return version_; }
+  // The nodes whose record changed after version `since`, in version order.
+  std::vector<const NodeRecord*> ChangedSince(uint64_t since) const;
   const std::map<NodeId, NodeRecord>& nodes() const { return nodes_; }
   size_t alive_count() const;
 
  private:
+  void Changed(NodeRecord& node);
+
   struct Liveness {
     TimePoint last_heartbeat;
     std::optional<TimePoint> disconnected_at;
@@ -84,7 +93,9 @@ class Membership {
   MembershipOptions options_;
   Clock& clock_;
   std::map<NodeId, NodeRecord> nodes_;
-  std::map<NodeId, Liveness> liveness_;  // alive nodes only
+  uint64_t version_ = 0;
+  std::map<uint64_t, NodeId> by_version_;  // each node under its latest version
+  std::map<NodeId, Liveness> liveness_;    // alive nodes only
 };
 
 }  // namespace cumulus

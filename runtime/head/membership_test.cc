@@ -102,5 +102,39 @@ TEST_F(MembershipTest, TheHeadsOwnStallIsForgiven) {
   EXPECT_TRUE(m_.Heartbeat(n.id, n.total));
 }
 
+TEST_F(MembershipTest, TheViewVersionMovesOnlyWhenTheViewChanges) {
+  NodeRecord a = NewNode(), b = NewNode();
+  ASSERT_TRUE(m_.Register(a).ok());
+  ASSERT_TRUE(m_.Register(b).ok());
+  uint64_t v = m_.version();
+  EXPECT_EQ(m_.ChangedSince(0).size(), 2u);
+  // Ten idle heartbeats of each: nothing a node's view shows has changed.
+  for (int i = 0; i < 10; ++i) {
+    clock_.AdvanceTime(milliseconds(500));
+    ASSERT_TRUE(m_.Heartbeat(a.id, a.total));
+    ASSERT_TRUE(m_.Heartbeat(b.id, b.total));
+  }
+  EXPECT_EQ(m_.version(), v);
+  EXPECT_TRUE(m_.ChangedSince(v).empty());
+  // b gets busy: only b is news, once.
+  ASSERT_TRUE(m_.Heartbeat(b.id, *ResourceSet::Parse("CPU=1")));
+  ASSERT_TRUE(m_.Heartbeat(b.id, *ResourceSet::Parse("CPU=1")));
+  auto changed = m_.ChangedSince(v);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0]->id, b.id);
+  EXPECT_EQ(changed[0]->available.GetUnits("CPU"), ResourceSet::kUnit);
+  // Pending demand is news too; then a's death.
+  uint64_t v2 = m_.version();
+  ASSERT_TRUE(m_.Heartbeat(a.id, a.total, {{*ResourceSet::Parse("GPU=1"), 2}}));
+  m_.Disconnected(a.id);
+  clock_.AdvanceTime(seconds(3));
+  ASSERT_TRUE(m_.Heartbeat(b.id, *ResourceSet::Parse("CPU=1")));
+  ASSERT_EQ(m_.Tick().size(), 1u);
+  changed = m_.ChangedSince(v2);
+  ASSERT_EQ(changed.size(), 1u) << "a changed twice: listed once, as it is now";
+  EXPECT_EQ(changed[0]->state, NodeState::kDead);
+  EXPECT_EQ(m_.ChangedSince(0).size(), 2u);
+}
+
 }  // namespace
 }  // namespace cumulus

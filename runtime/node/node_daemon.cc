@@ -282,9 +282,11 @@ void NodeDaemon::Run() {
       continue;
     }
     if (router_) record_.available = router_->Available();
+    bool view_changed = false;
     auto known = client_->Heartbeat(
         record_.id, record_.available,
-        router_ ? router_->PendingDemand() : std::vector<std::pair<ResourceSet, uint32_t>>());
+        router_ ? router_->PendingDemand() : std::vector<std::pair<ResourceSet, uint32_t>>(),
+        &view_, &view_changed);
     if (!known.ok()) {
       CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status()
                         << "); reconnecting";
@@ -299,9 +301,17 @@ void NodeDaemon::Run() {
       }
       continue;
     }
-    // The other nodes as the head sees them: where to spill work.
-    auto view = client_->GetClusterStatus();
-    if (view.ok() && router_) router_->UpdateView(view->nodes);
+    // The other nodes as the head sees them (where to spill work): what changed since the last
+    // heartbeat came with its ack. Given to the router when it changed, and every 5 s anyway
+    // (the router books what it sends in its copy; this corrects what it guessed).
+    TimePoint now = SystemClock::Get().Now();
+    if (router_ && (view_changed || now - view_pushed_ >= std::chrono::seconds(5))) {
+      view_pushed_ = now;
+      std::vector<NodeRecord> nodes;
+      nodes.reserve(view_.nodes.size());
+      for (auto& [id, n] : view_.nodes) nodes.push_back(n);
+      router_->UpdateView(nodes);
+    }
   }
 }
 

@@ -76,6 +76,8 @@ class NodeDaemon {
   bool stop_ = false;
   NodeRecord record_;
   std::unique_ptr<ControlClient> client_;  // used by the daemon's thread only
+  ViewCursor view_;
+  TimePoint view_pushed_{};  // the cluster as the heartbeats' acks tell it
   int active_fd_ = -1;
   Duration heartbeat_interval_ = std::chrono::seconds(1);
   std::thread thread_;

@@ -32,6 +32,10 @@ struct Heartbeat {
   nodeId @0 :Data;
   resourcesAvailable @1 :List(Node.ResourceAmount);
   pendingDemand @2 :List(Node.Demand);
+  # The view of the cluster this node holds: the ack carries what changed since (wantView).
+  wantView @3 :Bool;
+  viewEpoch @4 :Int64;             # the head instance it came from (0: none yet)
+  viewVersion @5 :UInt64;
 }
 
 struct KvKey {
@@ -92,6 +96,16 @@ struct Registered {
 
 struct HeartbeatAck {
   known @0 :Bool;                  # false: the head does not know this node (re-register)
+  view @1 :ViewDelta;              # when the heartbeat asked for it
+}
+
+# The nodes whose record changed since the version a node holds (all of them if `full`: a new
+# head instance, or a version this head never gave). Versions grow with every change.
+struct ViewDelta {
+  epoch @0 :Int64;
+  version @1 :UInt64;
+  full @2 :Bool;
+  nodes @3 :List(Node.NodeInfo);
 }
 
 struct ClusterStatus {
