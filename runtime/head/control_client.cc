@@ -125,12 +125,13 @@ Result<bool> ControlClient::Heartbeat(
     known = ack.getKnown();
     if (!view || !ack.hasView()) return Status();
     auto delta = ack.getView();
+    auto nodes = delta.getNodes();  // once: each read of a list counts against the limit
     if (delta.getFull()) view->nodes.clear();
-    for (auto n : delta.getNodes()) {
+    for (auto n : nodes) {
       auto node = DecodeNode(n);
       if (node.ok()) view->nodes[node->id] = std::move(*node);
     }
-    bool changed = delta.getFull() || delta.getNodes().size() > 0;
+    bool changed = delta.getFull() || nodes.size() > 0;
     view->epoch = delta.getEpoch();
     view->version = delta.getVersion();
     if (view_changed) *view_changed = changed;
@@ -150,6 +151,7 @@ Result<ClusterView> ControlClient::GetClusterStatus() {
     view.head_started_micros = s.getHeadStartedMicros();
     view.heartbeats_received = s.getHeartbeatsReceived();
     view.kv_waiters = s.getKvWaiters();
+    view.view_version = s.getViewVersion();
     for (auto n : s.getNodes()) {
       auto node = DecodeNode(n);
       if (node.ok()) view.nodes.push_back(std::move(*node));

@@ -32,7 +32,8 @@ struct ViewCursor {
 
 struct ClusterView {
   std::string cluster_id;
-  int64_t head_started_micros = 0;
+  int64_t head_started_micros = 0;  // also the epoch of view versions
+  uint64_t view_version = 0;        // of this listing
   uint64_t heartbeats_received = 0;
   uint32_t kv_waiters = 0;
   std::vector<NodeRecord> nodes;

@@ -233,7 +233,9 @@ class HeadServer::Loop {
         node_conn_.erase(owner);
       }
     }
-    waiters_.remove_if([id](const Waiter& w) { return w.conn == id; });
+    for (auto w = waiters_.begin(); w != waiters_.end();) {
+      w = w->second.conn == id ? waiters_.erase(w) : std::next(w);
+    }
     conns_.erase(it);
   }
 
@@ -416,6 +418,7 @@ class HeadServer::Loop {
     s.setHeadStartedMicros(started_micros_);
     s.setHeartbeatsReceived(counters_.heartbeats.load());
     s.setKvWaiters(static_cast<uint32_t>(waiters_.size()));
+    s.setViewVersion(membership_.version());
     auto nodes = s.initNodes(static_cast<unsigned>(membership_.nodes().size()));
     unsigned i = 0;
     for (auto& [id, node] : membership_.nodes()) EncodeNode(node, nodes[i++]);
@@ -514,9 +517,9 @@ class HeadServer::Loop {
     auto existing = store_->Get(ControlTable::kKeyValue, key);
     if (!existing.ok()) return SendError(c, request_id, existing.status(), false);
     if (existing->has_value()) return SendValue(c, request_id, **existing);
-    waiters_.push_back(
-        Waiter{c.id, request_id, key,
-               SystemClock::Get().Now() + std::chrono::milliseconds(w.getTimeoutMs())});
+    waiters_.emplace(
+        key, Waiter{c.id, request_id, key,
+                    SystemClock::Get().Now() + std::chrono::milliseconds(w.getTimeoutMs())});
   }
 
   void SendValue(Conn& c, uint64_t request_id, const std::string& value) {
@@ -528,16 +531,14 @@ class HeadServer::Loop {
     Send(c, message);
   }
 
+  // Answers the waits for `key` (found by key: a put costs what waits on it, not every wait).
   void WakeWaiters(const std::string& key, const std::string& value) {
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->kv_key != key) {
-        ++it;
-        continue;
-      }
-      auto conn = conns_.find(it->conn);
-      if (conn != conns_.end()) SendValue(conn->second, it->request_id, value);
-      it = waiters_.erase(it);
+    auto [first, last] = waiters_.equal_range(key);
+    for (auto it = first; it != last; ++it) {
+      auto conn = conns_.find(it->second.conn);
+      if (conn != conns_.end()) SendValue(conn->second, it->second.request_id, value);
     }
+    waiters_.erase(first, last);
   }
 
   void Housekeeping() {
@@ -549,14 +550,15 @@ class HeadServer::Loop {
       Persist(id);
     }
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->deadline > now) {
+      const Waiter& w = it->second;
+      if (w.deadline > now) {
         ++it;
         continue;
       }
-      auto conn = conns_.find(it->conn);
-      std::string key = it->kv_key.substr(it->kv_key.find('\0') + 1);
+      auto conn = conns_.find(w.conn);
+      std::string key = w.kv_key.substr(w.kv_key.find('\0') + 1);
       if (conn != conns_.end()) {
-        SendError(conn->second, it->request_id,
+        SendError(conn->second, w.request_id,
                   Status::TimedOut("key '" + key + "' did not appear in time"), false);
       }
       it = waiters_.erase(it);
@@ -577,7 +579,7 @@ class HeadServer::Loop {
   uint64_t suppressed_complaints_ = 0;
   std::unordered_map<NodeId, uint64_t> node_conn_;  // the connection each node registered on
   std::unordered_map<uint64_t, Conn> conns_;
-  std::list<Waiter> waiters_;
+  std::unordered_multimap<std::string, Waiter> waiters_;  // by KV key
 };
 
 Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options) {

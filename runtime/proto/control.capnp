@@ -114,6 +114,7 @@ struct ClusterStatus {
   headStartedMicros @2 :Int64;
   heartbeatsReceived @3 :UInt64;
   kvWaiters @4 :UInt32;            # kvWait requests not answered yet
+  viewVersion @5 :UInt64;          # the version of this listing (see ViewDelta)
 }
 
 # ---- Records in the head's key-value store ----------------------------------------------------
