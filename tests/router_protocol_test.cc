@@ -51,15 +51,20 @@ class RouterProtocolTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  // A TCP connection to the node's router that has said hello as `role` with `token`.
-  int Connect(const std::string& role, const std::string& token) {
+  // A TCP connection to the node's router that has said hello as another node with `token`, or
+  // (`as_driver`) as a driver, which may only use the Unix socket.
+  int Connect(const std::string& token, bool as_driver = false) {
     auto fd = ConnectTcp(*ParseHostPort(node_->core_address()), std::chrono::seconds(5));
     EXPECT_TRUE(fd.ok()) << fd.status();
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
-    h.setRole(role);
-    h.setToken(token);
-    h.setNodeId(DataOf(NodeId::FromRandom()));
+    if (as_driver) {
+      h.initDriver().setJobId(DataOf(JobId::FromInt(7)));
+    } else {
+      auto peer = h.initPeer();
+      peer.setToken(token);
+      peer.setNodeId(DataOf(NodeId::FromRandom()));
+    }
     Send(*fd, EncodeFrame(message));
     return *fd;
   }
@@ -109,7 +114,7 @@ std::string CpuGpu(const ResourceSet& r) {
 }
 
 TEST_F(RouterProtocolTest, ReservationsAreAllOrNothingAndReleasesAreRemembered) {
-  int fd = Connect("peer", token_);
+  int fd = Connect(token_);
   auto id = PlacementGroupId::FromRandom();
   auto free_now = [&] { return CpuGpu(node_->router().Available()); };
 
@@ -163,7 +168,7 @@ TEST_F(RouterProtocolTest, RefusesWhatIsNotAPeerWithTheToken) {
   // Wrong token, and a driver over TCP: the connection is closed, nothing is reserved.
   for (auto [role, token] : {std::pair<std::string, std::string>{"peer", "not-the-token"},
                              std::pair<std::string, std::string>{"driver", token_}}) {
-    int fd = Connect(role, token);
+    int fd = Connect(token, role == "driver");
     auto id = PlacementGroupId::FromRandom();
     std::string frame = Reserve(id, 1, {{0, "CPU=1"}});
     (void)!write(fd, frame.data(), frame.size());
@@ -172,11 +177,11 @@ TEST_F(RouterProtocolTest, RefusesWhatIsNotAPeerWithTheToken) {
     close(fd);
   }
   // Garbage after a good hello: that connection goes, the node keeps serving.
-  int bad = Connect("peer", token_);
+  int bad = Connect(token_);
   std::string junk(64, '\xff');
   (void)!write(bad, junk.data(), junk.size());
   close(bad);
-  int fd = Connect("peer", token_);
+  int fd = Connect(token_);
   Send(fd, Reserve(PlacementGroupId::FromRandom(), 1, {{0, "CPU=1"}}));
   auto r = Reply(fd);
   EXPECT_EQ(r.first, StatusCode::kOk) << r.second;

@@ -77,10 +77,14 @@ class CoreWorkerImpl : public CoreWorker {
     CUMULUS_ASSIGN_OR_RETURN(node_fd_, ConnectUnix(options_.node_socket));
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
-    h.setRole(is_worker_ ? "worker" : "driver");
-    if (is_worker_) h.setWorkerId(DataOf(options_.worker_id));
-    h.setJobId(DataOf(job_));
     h.setPid(getpid());
+    if (is_worker_) {
+      auto w = h.initWorker();
+      w.setWorkerId(DataOf(options_.worker_id));
+      w.setJobId(DataOf(job_));
+    } else {
+      h.initDriver().setJobId(DataOf(job_));
+    }
     CUMULUS_RETURN_IF_ERROR(WriteAll(node_fd_, EncodeFrame(message)));
     FrameDecoder decoder(kMaxCoreFrameBytes);
     CUMULUS_ASSIGN_OR_RETURN(
@@ -1240,8 +1244,7 @@ class CoreWorkerImpl : public CoreWorker {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
-    h.setRole("caller");
-    h.setToken(options_.token);
+    h.initCaller().setToken(options_.token);
     h.setPid(getpid());
     Status st = WriteAll(fd, EncodeFrame(message));
     if (!st.ok()) {
@@ -1471,11 +1474,8 @@ class CoreWorkerImpl : public CoreWorker {
   bool HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg, Words& words) {
     Conn& c = conns_.at(tag);
     if (c.caller && !c.authenticated) {
-      if (!msg.isHello()) return false;
-      std::string token = msg.getHello().getToken();
-      if (!TokensEqual(token, options_.token)) {
-        return false;
-      }
+      if (!msg.isHello() || !msg.getHello().isCaller()) return false;
+      if (!TokensEqual(msg.getHello().getCaller().getToken(), options_.token)) return false;
       c.authenticated = true;
       return true;
     }

@@ -210,43 +210,45 @@ class TaskRouter::Impl : public NodeContext {
   }
 
   void HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
-    std::string role = h.getRole();
     if (c.tcp) {
       // Over TCP only other nodes, and only with the cluster token.
-      std::string token = h.getToken();
-      if (role != "peer" || !TokensEqual(token, options_.token)) {
+      if (!h.isPeer() || !TokensEqual(h.getPeer().getToken(), options_.token)) {
         return Close(id, "refused: a TCP core connection must be a node with the cluster token");
       }
       c.role = Role::kPeer;
-      c.peer = IdFrom<NodeId>(h.getNodeId());
+      c.peer = IdFrom<NodeId>(h.getPeer().getNodeId());
       if (!c.peer.IsNil() && !peers_.count(c.peer)) peers_[c.peer] = id;
       return;
     }
-    if (role == "worker") {
-      WorkerId wid = IdFrom<WorkerId>(h.getWorkerId());
-      Worker* w = leases_.workers().Find(wid);
-      if (!w || w->closing()) return Close(id, "unknown worker id");
-      c.role = Role::kWorker;
-      c.worker = wid;
-      w->conn = id;
-      auto startup = std::chrono::duration_cast<std::chrono::microseconds>(
-                         SystemClock::Get().Now() - w->started)
-                         .count();
-      {
-        std::lock_guard<std::mutex> lock(shared_mu_);
-        if (startup_micros_.size() < 4096) startup_micros_.push_back(startup);
+    switch (h.which()) {
+      case proto::CoreHello::WORKER: {
+        WorkerId wid = IdFrom<WorkerId>(h.getWorker().getWorkerId());
+        Worker* w = leases_.workers().Find(wid);
+        if (!w || w->closing()) return Close(id, "unknown worker id");
+        c.role = Role::kWorker;
+        c.worker = wid;
+        w->conn = id;
+        auto startup = std::chrono::duration_cast<std::chrono::microseconds>(
+                           SystemClock::Get().Now() - w->started)
+                           .count();
+        {
+          std::lock_guard<std::mutex> lock(shared_mu_);
+          if (startup_micros_.size() < 4096) startup_micros_.push_back(startup);
+        }
+        CUMULUS_LOG(DEBUG) << "node: worker " << w->pid << " ready after " << startup << " us";
+        SendHelloAck(id);
+        for (const TaskId& t : w->assigned) {
+          if (RoutedTask* task = tasks_.Find(t)) Send(id, task->frame);
+        }
+        return;
       }
-      CUMULUS_LOG(DEBUG) << "node: worker " << w->pid << " ready after " << startup << " us";
-      SendHelloAck(id);
-      for (const TaskId& t : w->assigned) {
-        if (RoutedTask* task = tasks_.Find(t)) Send(id, task->frame);
-      }
-      return;
+      case proto::CoreHello::DRIVER:
+        c.role = Role::kDriver;
+        c.job = IdFrom<JobId>(h.getDriver().getJobId());
+        return SendHelloAck(id);
+      default:
+        return Close(id, "refused: only drivers and workers use the node's Unix socket");
     }
-    if (role != "driver") return Close(id, "unknown role '" + role + "'");
-    c.role = Role::kDriver;
-    c.job = IdFrom<JobId>(h.getJobId());
-    SendHelloAck(id);
   }
 
   void SendHelloAck(uint64_t id) {
@@ -519,10 +521,10 @@ class TaskRouter::Impl : public NodeContext {
     peers_[node] = id;
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
-    h.setRole("peer");
-    h.setToken(options_.token);
-    h.setNodeId(DataOf(node_id_));
     h.setPid(getpid());
+    auto peer = h.initPeer();
+    peer.setToken(options_.token);
+    peer.setNodeId(DataOf(node_id_));
     Send(id, EncodeFrame(message));
     return id;
   }

@@ -7,13 +7,34 @@ $import "/capnp/c++.capnp".namespace("cumulus::proto");
 using Task = import "task.capnp";
 using Node = import "node.capnp";
 
+# The first message on a core connection says who is calling: each role its own struct, so a
+# role is a type that is checked where it is read, not a string.
 struct CoreHello {
-  token @0 :Text;            # TCP connections only
-  role @1 :Text;             # "driver", "worker", "peer", "caller"
-  workerId @2 :Data;         # role worker: the id the node gave it at spawn
-  jobId @3 :Data;            # role driver: the job it runs
-  pid @4 :Int32;
-  nodeId @5 :Data;           # role peer: who is calling
+  pid @0 :Int32;
+  union {
+    driver @1 :DriverHello;  # a job's driver, on the node's Unix socket
+    worker @2 :WorkerHello;  # a worker the node started, on its Unix socket
+    peer @3 :PeerHello;      # another node, over TCP
+    caller @4 :CallerHello;  # a process calling an actor, over TCP to the actor's worker
+  }
+}
+
+struct DriverHello {
+  jobId @0 :Data;
+}
+
+struct WorkerHello {
+  workerId @0 :Data;         # the id the node gave it at spawn
+  jobId @1 :Data;
+}
+
+struct PeerHello {
+  token @0 :Text;            # the cluster token
+  nodeId @1 :Data;           # who is calling
+}
+
+struct CallerHello {
+  token @0 :Text;            # the cluster token
 }
 
 struct CoreHelloAck {
