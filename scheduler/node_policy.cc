@@ -58,6 +58,7 @@ LossOutcome AfterNodeLost(const LostTask& t) {
   // for actors that died after they were built).
   if (t.actor_creation) return LossOutcome::kRequeue;
   if (t.cancelled) return LossOutcome::kFailCancelled;
+  if (!t.started) return LossOutcome::kRequeue;  // it never reached the node
   return MayRetry(t.max_retries, t.attempt) ? LossOutcome::kRetryLater
                                             : LossOutcome::kFailNoRetries;
 }

@@ -44,7 +44,9 @@ enum class LossOutcome {
 struct LostTask {
   bool cancelled = false;
   bool actor_creation = false;
-  bool started = true;  // the worker was running it (not only holding it in its queue)
+  // Worker died: the worker was running it (not only holding it in its queue). Node lost: the
+  // connection had delivered it (it connected).
+  bool started = true;
   int max_retries = 3;
   uint32_t attempt = 0;  // retries so far
 };

@@ -82,6 +82,10 @@ TEST(NodePolicyTest, WhatBecomesOfALostTask) {
   EXPECT_EQ(AfterNodeLost(cancelled), LossOutcome::kFailCancelled);
   LostTask forwarded;
   EXPECT_EQ(AfterNodeLost(forwarded), LossOutcome::kRetryLater);
+  LostTask undelivered;
+  undelivered.started = false;
+  EXPECT_EQ(AfterNodeLost(undelivered), LossOutcome::kRequeue)
+      << "a connection that never connected delivered nothing: not an attempt";
 }
 
 TEST(NodePolicyTest, TheMemoryVictimIsTheNewestRetriableTask) {

@@ -498,8 +498,9 @@ class TaskRouter::Impl : public NodeContext {
     shared_pending_ = std::move(pending);
   }
 
-  // The connection this node sends to `node` on, made now if needed (blocks up to 1 s); 0 if it
-  // cannot be reached.
+  // The connection this node sends to `node` on, started now if needed (never waited for: what
+  // is sent goes out once it connects, and if it cannot within a second, PeerLost places again
+  // what was forwarded on it); 0 if the node has no known address.
   uint64_t PeerConn(const NodeId& node) {
     auto it = peers_.find(node);
     if (it != peers_.end() && loop_->IsOpen(it->second)) return it->second;
@@ -507,13 +508,14 @@ class TaskRouter::Impl : public NodeContext {
     if (address.empty()) return 0;
     auto hp = ParseHostPort(address);
     if (!hp.ok()) return 0;
-    auto fd = ConnectTcp(*hp, std::chrono::seconds(1));
+    auto fd = StartConnectTcp(*hp);
     if (!fd.ok()) {
       CUMULUS_LOG(WARN) << "node: cannot reach node " << node << " at " << address << ": "
                         << fd.status();
       return 0;
     }
-    uint64_t id = loop_->Adopt(*fd, /*tcp=*/true, kMaxCoreFrameBytes);
+    uint64_t id = loop_->AdoptConnecting(*fd, kMaxCoreFrameBytes,
+                                         SystemClock::Get().Now() + std::chrono::seconds(1));
     Conn& c = conns_[id];
     c.tcp = true;
     c.role = Role::kPeer;
@@ -560,7 +562,14 @@ class TaskRouter::Impl : public NodeContext {
   // have died running them); its reservations in progress are refused.
   void PeerLost(const NodeId& peer, const std::string& why) {
     TimePoint now = SystemClock::Get().Now();
-    scheduler_.NodeLost(peer, why, now);
+    // A connection that never connected delivered nothing: what went on it is placed again
+    // without counting an attempt.
+    bool delivered = why.rfind("cannot connect", 0) != 0;
+    if (!delivered) {
+      CUMULUS_LOG(WARN) << "node: cannot reach node " << peer << " at " << remote_.CoreAddress(peer)
+                        << " (" << why << ")";
+    }
+    scheduler_.NodeLost(peer, why, now, delivered);
     schedule_dirty_ = true;
     remote_.Unreachable(peer, now);
     groups_.OnPeerClosed(peer);
@@ -656,7 +665,8 @@ class TaskRouter::Impl : public NodeContext {
     } else if (c.role == Role::kUnknown && c.tcp) {
       CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
     }
-    if (c.role != Role::kUnknown && why != "closed" && why != "worker gone") {
+    if (c.role != Role::kUnknown && why != "closed" && why != "worker gone" &&
+        why.rfind("cannot connect", 0) != 0) {  // (PeerLost says which node)
       CUMULUS_LOG(WARN) << "node: closed a core connection: " << why;
     }
   }

@@ -99,6 +99,30 @@ uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
   return id;
 }
 
+uint64_t EventLoop::AdoptConnecting(int fd, uint32_t max_frame_bytes, TimePoint deadline) {
+  uint64_t id = next_conn_++;
+  Conn& c = conns_[id];
+  c.fd = fd;
+  c.tcp = true;
+  c.connecting = true;
+  c.connect_deadline = deadline;
+  c.want_write = true;
+  c.decoder.set_max_frame_bytes(max_frame_bytes);
+  connecting_++;
+  AddToEpoll(fd, id, EPOLLIN | EPOLLOUT);
+  return id;
+}
+
+void EventLoop::FinishConnect(uint64_t id, Conn& c) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  c.connecting = false;
+  connecting_--;
+  if (err != 0) return Close(id, std::string("cannot connect: ") + std::strerror(err));
+  FlushOne(id, c);  // what was sent meanwhile; also sets the events it now waits for
+}
+
 void EventLoop::Accept(const Listener& l) {
   while (true) {
     int fd = accept4(l.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -138,13 +162,18 @@ void EventLoop::Accept(const Listener& l) {
 }
 
 void EventLoop::CheckDeadlines(TimePoint now) {
-  if (unauthenticated_ == 0 || now < next_deadline_check_) return;
+  if ((unauthenticated_ == 0 && connecting_ == 0) || now < next_deadline_check_) return;
   next_deadline_check_ = now + std::chrono::milliseconds(50);
-  std::vector<uint64_t> late;
+  std::vector<std::pair<uint64_t, const char*>> late;
   for (auto& [id, c] : conns_) {
-    if (!c.closed && !c.authenticated && now > c.auth_deadline) late.push_back(id);
+    if (c.closed) continue;
+    if (!c.authenticated && now > c.auth_deadline) {
+      late.emplace_back(id, "did not authenticate in time");
+    } else if (c.connecting && now > c.connect_deadline) {
+      late.emplace_back(id, "cannot connect: timed out");
+    }
   }
-  for (uint64_t id : late) Close(id, "did not authenticate in time");
+  for (auto& [id, why] : late) Close(id, why);
 }
 
 void EventLoop::Send(uint64_t conn, std::string frame) {
@@ -165,6 +194,10 @@ void EventLoop::Close(uint64_t conn, const std::string& why) {
   Conn& c = it->second;
   c.closed = true;
   if (!c.authenticated) unauthenticated_--;
+  if (c.connecting) {
+    c.connecting = false;
+    connecting_--;
+  }
   epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
   shutdown(c.fd, SHUT_RDWR);
   closed_.push_back(conn);
@@ -224,6 +257,10 @@ int EventLoop::Poll(std::chrono::milliseconds timeout) {
     } else {
       auto it = conns_.find(tag);
       if (it == conns_.end() || it->second.closed) continue;
+      if (it->second.connecting) {
+        if (events[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) FinishConnect(tag, it->second);
+        continue;
+      }
       if (events[i].events & EPOLLOUT) FlushOne(tag, it->second);
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadFrom(tag);
     }
@@ -265,6 +302,7 @@ void EventLoop::ReadFrom(uint64_t id) {
 }
 
 void EventLoop::FlushOne(uint64_t id, Conn& c) {
+  if (c.connecting) return;  // written once it connects
   while (c.out_pos < c.out.size()) {
     ssize_t n = send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
     if (n > 0) {

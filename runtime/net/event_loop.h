@@ -77,6 +77,10 @@ class EventLoop {
   std::string PeerAddress(uint64_t conn) const;
   // Takes a connected socket (made non-blocking here); returns its connection id.
   uint64_t Adopt(int fd, bool tcp, uint32_t max_frame_bytes);
+  // Takes a socket whose connect is in progress (StartConnectTcp). What is sent meanwhile is
+  // written once it connects; if it does not by `deadline`, or fails, it closes with a reason
+  // that starts "cannot connect".
+  uint64_t AdoptConnecting(int fd, uint32_t max_frame_bytes, TimePoint deadline);
 
   // Queues a whole frame for `conn`; nothing happens if it is closed or unknown.
   void Send(uint64_t conn, std::string frame);
@@ -104,7 +108,9 @@ class EventLoop {
     int fd = -1;
     bool tcp = false;
     bool closed = false;
-    bool closing = false;  // close once the output is written
+    bool closing = false;     // close once the output is written
+    bool connecting = false;  // connect in progress (until connect_deadline)
+    TimePoint connect_deadline{};
     bool want_write = false;
     bool authenticated = true;
     TimePoint auth_deadline{};  // when it must have authenticated by
@@ -126,6 +132,7 @@ class EventLoop {
   void CheckDeadlines(TimePoint now);
   void ReadFrom(uint64_t id);
   void FlushOne(uint64_t id, Conn& c);
+  void FinishConnect(uint64_t id, Conn& c);
 
   Handlers handlers_;
   int epoll_ = -1;
@@ -138,6 +145,7 @@ class EventLoop {
   std::unordered_map<uint64_t, std::function<void()>> watched_;  // tag -> callback
   std::unordered_map<int, uint64_t> watched_tags_;               // fd -> tag
   size_t unauthenticated_ = 0;
+  size_t connecting_ = 0;
   TimePoint accept_paused_until_{};
   TimePoint next_deadline_check_{};
 };

@@ -130,6 +130,22 @@ Result<int> ConnectTcp(const HostPort& address, Duration timeout) {
   return fd;
 }
 
+Result<int> StartConnectTcp(const HostPort& address) {
+  CUMULUS_ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(address.host, address.port));
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status::Unavailable(std::string("socket: ") + std::strerror(errno));
+  int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (rc != 0 && errno != EINPROGRESS) {
+    int err = errno;
+    close(fd);
+    return Status::Unavailable("cannot connect to " + address.ToString() + ": " +
+                               std::strerror(err));
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
 int MillisUntil(TimePoint deadline) {
   auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SystemClock::Get().Now());

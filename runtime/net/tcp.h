@@ -26,6 +26,9 @@ Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* act
 
 // Connects within `timeout`. Unavailable (refused, unreachable) or TimedOut, naming the address.
 Result<int> ConnectTcp(const HostPort& address, Duration timeout);
+// Starts connecting to `address` without waiting: a non-blocking socket whose connection is in
+// progress (or made). Unavailable if it failed at once.
+Result<int> StartConnectTcp(const HostPort& address);
 
 // Milliseconds from now until `deadline`, at least 0 (for poll).
 int MillisUntil(TimePoint deadline);

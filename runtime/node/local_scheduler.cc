@@ -260,11 +260,16 @@ void LocalScheduler::WorkerDied(const Worker& w, const std::string& why, TimePoi
   }
 }
 
-void LocalScheduler::NodeLost(const NodeId& node, const std::string& why, TimePoint now) {
+void LocalScheduler::NodeLost(const NodeId& node, const std::string& why, TimePoint now,
+                              bool delivered) {
   std::string where = "node " + node.Hex() + " (" + why + ")";
+  // The job records sent on that connection may not have arrived: send them again next time.
+  for (auto it = told_.begin(); it != told_.end();) {
+    it = it->first == node ? told_.erase(it) : std::next(it);
+  }
   for (const TaskId& id : tasks_.ForwardedTo(node)) {
     RoutedTask& t = *tasks_.Find(id);
-    switch (AfterNodeLost({t.cancelled, t.actor_creation, true, t.max_retries, t.attempt})) {
+    switch (AfterNodeLost({t.cancelled, t.actor_creation, delivered, t.max_retries, t.attempt})) {
       case LossOutcome::kRequeue:
         tasks_.Requeue(t, /*front=*/true);
         break;

@@ -42,8 +42,9 @@ class LocalScheduler {
   void FailTask(const TaskId& id, const Status& st);
   // The tasks `w` held when it ended (`why`): failed, retried, or queued again.
   void WorkerDied(const Worker& w, const std::string& why, TimePoint now);
-  // The tasks forwarded to `node`, whose connection was lost (`why`).
-  void NodeLost(const NodeId& node, const std::string& why, TimePoint now);
+  // The tasks forwarded to `node`, whose connection was lost (`why`); `delivered`: false if it
+  // never connected (nothing reached the node).
+  void NodeLost(const NodeId& node, const std::string& why, TimePoint now, bool delivered);
   void ForgetJob(const JobId& job);
 
  private:
