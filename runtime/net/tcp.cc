@@ -96,40 +96,6 @@ Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* act
   return fd;
 }
 
-Result<int> ConnectTcp(const HostPort& address, Duration timeout) {
-  CUMULUS_ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(address.host, address.port));
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Status::Unavailable(std::string("socket: ") + std::strerror(errno));
-  int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  if (rc != 0 && errno != EINPROGRESS) {
-    int err = errno;
-    close(fd);
-    return Status::Unavailable("cannot connect to " + address.ToString() + ": " +
-                               std::strerror(err));
-  }
-  if (rc != 0) {
-    pollfd p{fd, POLLOUT, 0};
-    int ms =
-        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
-    int n = poll(&p, 1, ms);
-    if (n == 0) {
-      close(fd);
-      return Status::TimedOut("connecting to " + address.ToString() + " timed out");
-    }
-    int err = 0;
-    socklen_t len = sizeof(err);
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (n < 0 || err != 0) {
-      close(fd);
-      return Status::Unavailable("cannot connect to " + address.ToString() + ": " +
-                                 std::strerror(err ? err : errno));
-    }
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return fd;
-}
-
 Result<int> StartConnectTcp(const HostPort& address) {
   CUMULUS_ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(address.host, address.port));
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -143,6 +109,26 @@ Result<int> StartConnectTcp(const HostPort& address) {
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+Result<int> ConnectTcp(const HostPort& address, Duration timeout) {
+  CUMULUS_ASSIGN_OR_RETURN(int fd, StartConnectTcp(address));
+  pollfd p{fd, POLLOUT, 0};
+  int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+  int n = poll(&p, 1, ms);
+  if (n == 0) {
+    close(fd);
+    return Status::TimedOut("connecting to " + address.ToString() + " timed out");
+  }
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (n < 0 || err != 0) {
+    close(fd);
+    return Status::Unavailable("cannot connect to " + address.ToString() + ": " +
+                               std::strerror(err ? err : errno));
+  }
   return fd;
 }
 
