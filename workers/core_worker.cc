@@ -58,16 +58,7 @@ class CoreWorkerImpl : public CoreWorker {
  public:
   explicit CoreWorkerImpl(const CoreWorkerOptions& o) : options_(o) {
     is_worker_ = !o.worker_id.IsNil();
-    if (const char* d = std::getenv("CUMULUS_MAX_LINEAGE_DEPTH")) {
-      char* end = nullptr;
-      long v = std::strtol(d, &end, 10);
-      if (*d && end && *end == 0 && v >= 0 && v <= 10000) {
-        max_lineage_depth_ = static_cast<int>(v);
-      } else {
-        CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_MAX_LINEAGE_DEPTH=" << d
-                          << " (want a whole number from 0 to 10000)";
-      }
-    }
+    max_lineage_depth_ = o.max_lineage_depth;
     job_ = o.job;
     driver_task_ = TaskId::ForDriver(job_);
   }
@@ -1713,7 +1704,7 @@ class CoreWorkerImpl : public CoreWorker {
 
   std::mutex head_mu_;
   std::shared_ptr<ControlClient> head_;  // guarded by head_mu_
-  int max_lineage_depth_ = 100;          // CUMULUS_MAX_LINEAGE_DEPTH
+  int max_lineage_depth_ = 100;          // CoreWorkerOptions::max_lineage_depth
 
   std::mutex exec_mu_;
   std::condition_variable exec_cv_;

@@ -30,6 +30,8 @@ struct CoreWorkerOptions {
   JobId job;
   WorkerId worker_id;                   // set: this process is a worker
   std::string bind_host = "127.0.0.1";  // where an actor listens for its callers
+  // Results made through longer chains of tasks keep no lineage (they cannot be rebuilt).
+  int max_lineage_depth = 100;
 };
 
 class CoreWorker : public internal::Runtime {

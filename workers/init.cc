@@ -75,6 +75,18 @@ std::vector<std::string> OwnArgv() {
   return out;
 }
 
+// CUMULUS_MAX_LINEAGE_DEPTH (0-10000; default 100): see CoreWorkerOptions::max_lineage_depth.
+int MaxLineageDepth() {
+  const char* d = std::getenv("CUMULUS_MAX_LINEAGE_DEPTH");
+  if (!d) return 100;
+  char* end = nullptr;
+  long v = std::strtol(d, &end, 10);
+  if (*d && end && *end == 0 && v >= 0 && v <= 10000) return static_cast<int>(v);
+  CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_MAX_LINEAGE_DEPTH=" << d
+                    << " (want a whole number from 0 to 10000)";
+  return 100;
+}
+
 [[noreturn]] void RunAsWorker() {
   CoreWorkerOptions o;
   o.node_socket = Env("CUMULUS_NODE_SOCKET");
@@ -90,6 +102,7 @@ std::vector<std::string> OwnArgv() {
   o.job = *job;
   o.worker_id = *wid;
   o.bind_host = Env("CUMULUS_BIND_HOST").empty() ? "127.0.0.1" : Env("CUMULUS_BIND_HOST");
+  o.max_lineage_depth = MaxLineageDepth();
   auto core = CoreWorker::Start(o);
   if (!core.ok()) {
     std::fprintf(stderr, "cumulus worker: %s\n", core.status().ToString().c_str());
@@ -213,6 +226,7 @@ Status StartDriver(const InitOptions& options) {
     o.head = head_address;
     o.token = token;
     o.job = job;
+    o.max_lineage_depth = MaxLineageDepth();
     CUMULUS_ASSIGN_OR_RETURN(auto core, CoreWorker::Start(o));
     last = RegisterJob(*core, *head, job);
     if (last.ok()) {
