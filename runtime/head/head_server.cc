@@ -130,6 +130,7 @@ class HeadServer::Loop {
     rules.auth_deadline = options_.auth_timeout;
     rules.max_unauthenticated = kMaxUnauthenticated;
     rules.max_queued_output = kMaxQueuedOutput;
+    rules.require_auth = true;
     loop_->Listen(listen_fd_, /*tcp=*/true, rules);
     return Status();
   }
@@ -159,13 +160,14 @@ class HeadServer::Loop {
 
   void Stop() {
     stop_ = true;
-    loop_->Wake();
+    if (loop_) loop_->Wake();  // (none if starting failed)
   }
 
   void Run() {
     while (!stop_) {
       int n = loop_->Poll(std::chrono::milliseconds(100));
       loop_->Flush();
+      if (stop_) return;
       // Liveness and timeouts scan every node and connection: do it on a fixed cadence, not per
       // wakeup (with thousands of nodes the loop wakes thousands of times a second). With a full
       // batch more events are waiting (heartbeats among them): read those first.
@@ -220,6 +222,9 @@ class HeadServer::Loop {
     auto it = conns_.find(id);
     if (it == conns_.end()) return;
     if (why == "did not authenticate in time") counters_.auth_failures++;
+    if (why == "it does not read what it is sent") {
+      CUMULUS_LOG(WARN) << "head: " << it->second.peer << " does not read its replies; closed it";
+    }
     if (why.rfind("sent a malformed frame", 0) == 0) {
       counters_.protocol_errors++;
       Complain("closing the connection from " + it->second.peer + ": " + why);

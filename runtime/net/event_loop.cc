@@ -75,9 +75,8 @@ void EventLoop::CloseAfterFlush(uint64_t conn, const std::string& why) {
   if (it == conns_.end() || it->second.closed) return;
   it->second.closing = true;
   it->second.closing_why = why;
-  if (it->second.out_pos >= it->second.out.size()) {
-    Close(conn, why);
-  } else {
+  if (!it->second.queued) {  // closed by Flush once its output is written, never here
+    it->second.queued = true;
     dirty_.push_back(conn);
   }
 }
@@ -137,7 +136,7 @@ void EventLoop::Accept(const Listener& l) {
       }
       return;
     }
-    bool needs_auth = l.rules.auth_deadline > Duration::zero();
+    bool needs_auth = l.rules.require_auth;
     if (needs_auth && unauthenticated_ >= l.rules.max_unauthenticated) {
       close(fd);  // too many connections that have not said who they are: refuse more
       if (handlers_.on_warning) {
@@ -184,8 +183,11 @@ void EventLoop::Send(uint64_t conn, std::string frame) {
     c.out.clear();
     c.out_pos = 0;
   }
-  if (c.out.empty()) dirty_.push_back(conn);
   c.out.append(frame);
+  if (!c.queued) {  // every connection with new output is flushed (and its cap checked) per pass
+    c.queued = true;
+    dirty_.push_back(conn);
+  }
 }
 
 void EventLoop::Close(uint64_t conn, const std::string& why) {
@@ -336,7 +338,9 @@ void EventLoop::Flush() {
   dirty.swap(dirty_);
   for (uint64_t id : dirty) {
     auto it = conns_.find(id);
-    if (it != conns_.end() && !it->second.closed) FlushOne(id, it->second);
+    if (it == conns_.end()) continue;
+    it->second.queued = false;
+    if (!it->second.closed) FlushOne(id, it->second);
   }
   std::vector<uint64_t> closed;
   closed.swap(closed_);

@@ -56,7 +56,9 @@ class EventLoop {
     Duration auth_deadline{0};
     size_t max_unauthenticated = 1024;
     // A connection that lets more than this pile up unread is closed (it does not read).
-    size_t max_queued_output = size_t{1} << 30;
+    size_t max_queued_output = SIZE_MAX;
+    // Connections must authenticate (Authenticated) before their frames are trusted.
+    bool require_auth = false;
   };
 
   static Result<std::unique_ptr<EventLoop>> Create(Handlers handlers);
@@ -114,7 +116,8 @@ class EventLoop {
     bool want_write = false;
     bool authenticated = true;
     TimePoint auth_deadline{};  // when it must have authenticated by
-    size_t max_queued_output = size_t{1} << 30;
+    size_t max_queued_output = SIZE_MAX;
+    bool queued = false;  // in dirty_
     std::string closing_why;
     FrameDecoder decoder{0};
     std::string out;
