@@ -243,6 +243,11 @@ class TaskRouter::Impl : public NodeContext {
         return;
       }
       case proto::CoreHello::DRIVER:
+        if (IdFrom<JobId>(h.getDriver().getJobId()).IsNil()) {
+          return Close(id,
+                       "refused: a driver's hello names no job (a program built against "
+                       "another version of Cumulus?)");
+        }
         c.role = Role::kDriver;
         c.job = IdFrom<JobId>(h.getDriver().getJobId());
         return SendHelloAck(id);

@@ -127,13 +127,19 @@ Result<bool> ControlClient::Heartbeat(
     auto delta = ack.getView();
     auto nodes = delta.getNodes();  // once: each read of a list counts against the limit
     if (delta.getFull()) view->nodes.clear();
+    bool unreadable = false;
     for (auto n : nodes) {
       auto node = DecodeNode(n);
-      if (node.ok()) view->nodes[node->id] = std::move(*node);
+      if (node.ok()) {
+        view->nodes[node->id] = std::move(*node);
+      } else {
+        unreadable = true;
+      }
     }
     bool changed = delta.getFull() || nodes.size() > 0;
     view->epoch = delta.getEpoch();
-    view->version = delta.getVersion();
+    // A record it could not read: ask for the whole cluster next time rather than miss it.
+    view->version = unreadable ? 0 : delta.getVersion();
     if (view_changed) *view_changed = changed;
     return Status();
   }));

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -172,7 +173,18 @@ void EventLoop::CheckDeadlines(TimePoint now) {
       late.emplace_back(id, "cannot connect: timed out");
     }
   }
-  for (auto& [id, why] : late) Close(id, why);
+  for (auto& [id, why] : late) {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && it->second.connecting) {
+      // The loop may have been busy past the deadline: a connect that completed meanwhile counts.
+      pollfd p{it->second.fd, POLLOUT, 0};
+      if (poll(&p, 1, 0) > 0) {
+        FinishConnect(id, it->second);
+        continue;
+      }
+    }
+    Close(id, why);
+  }
 }
 
 void EventLoop::Send(uint64_t conn, std::string frame) {

@@ -305,7 +305,8 @@ void NodeDaemon::Run() {
     // heartbeat came with its ack. Given to the router when it changed, and every 5 s anyway
     // (the router books what it sends in its copy; this corrects what it guessed).
     TimePoint now = SystemClock::Get().Now();
-    if (router_ && (view_changed || now - view_pushed_ >= std::chrono::seconds(5))) {
+    if (router_ && view_.epoch != 0 &&  // (no view yet: keep what the router has)
+        (view_changed || now - view_pushed_ >= std::chrono::seconds(5))) {
       view_pushed_ = now;
       std::vector<NodeRecord> nodes;
       nodes.reserve(view_.nodes.size());

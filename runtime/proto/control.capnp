@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("cumulus::proto");
 using Node = import "node.capnp";
 
-const protocolVersion :UInt32 = 1;
+const protocolVersion :UInt32 = 2;  # 2: view deltas in heartbeats, records as structs
 
 struct ControlRequest {
   requestId @0 :UInt64;
