@@ -233,19 +233,9 @@ void EventLoop::Unwatch(int fd) {
   watched_tags_.erase(it);
 }
 
-void EventLoop::SetFrameLimit(uint64_t conn, uint32_t max_frame_bytes) {
-  auto it = conns_.find(conn);
-  if (it != conns_.end()) it->second.decoder.set_max_frame_bytes(max_frame_bytes);
-}
-
 bool EventLoop::IsOpen(uint64_t conn) const {
   auto it = conns_.find(conn);
   return it != conns_.end() && !it->second.closed;
-}
-
-bool EventLoop::IsTcp(uint64_t conn) const {
-  auto it = conns_.find(conn);
-  return it != conns_.end() && it->second.tcp;
 }
 
 int EventLoop::Poll(std::chrono::milliseconds timeout) {

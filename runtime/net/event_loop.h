@@ -67,7 +67,7 @@ class EventLoop {
   EventLoop& operator=(const EventLoop&) = delete;
 
   // Accepts connections on `listen_fd` (which it now owns); their frames may be up to
-  // `max_frame_bytes` long until SetFrameLimit says otherwise.
+  // `max_frame_bytes` long until Authenticated says otherwise.
   void Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes);
   void Listen(int listen_fd, bool tcp, const ListenRules& rules);
   // The connection proved who it is: its frames may now be up to `max_frame_bytes`.
@@ -88,7 +88,6 @@ class EventLoop {
   void Send(uint64_t conn, std::string frame);
   // Closes `conn` now (on_close runs before this returns) unless it is closed already.
   void Close(uint64_t conn, const std::string& why);
-  void SetFrameLimit(uint64_t conn, uint32_t max_frame_bytes);
 
   // Runs `on_readable` on the loop's thread whenever `fd` (not a connection: a pidfd, a timer)
   // is readable, until Unwatch(fd). The caller keeps the descriptor and closes it after Unwatch.
@@ -96,7 +95,6 @@ class EventLoop {
   void Unwatch(int fd);
 
   bool IsOpen(uint64_t conn) const;
-  bool IsTcp(uint64_t conn) const;
 
   // Waits up to `timeout` for socket events and handles them; returns how many there were.
   int Poll(std::chrono::milliseconds timeout);
