@@ -1,0 +1,310 @@
+// cumulus status | list nodes: the cluster's nodes, their state and resources, the demand that
+// waits and the recent failures, as text or --json. Also JsonString, which every --json uses.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/local_state.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+
+namespace cumulus::cli {
+
+namespace {
+
+constexpr const char* kStatusHelp = R"(Usage:
+  cumulus status [--address HOST:PORT] [--token-file FILE] [--json]
+  cumulus list nodes [--address HOST:PORT] [--token-file FILE] [--json]
+  cumulus list jobs|actors|tasks|objects|placement-groups [--address HOST:PORT]
+                [--token-file FILE] [--filter KEY=VALUE]... [--limit N] [--json]
+
+status shows the nodes, their resources, and the demand that waits (resource shapes, how many).
+list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
+head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
+RETRY_WAIT). list objects: the objects in each node's store (MEMORY, DISK, BOTH). Nodes report
+what they hold every 2 s, at most 1,000 of each (the totals say how many). list
+placement-groups: groups and the nodes of their bundles. --filter keeps rows whose field equals
+VALUE (ids match by prefix); --limit shows at most N (default 100).
+
+The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
+machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined
+with.
+)";
+
+}  // namespace
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+
+std::string JsonNumber(double v) {
+  char buf[64];
+  if (v == static_cast<double>(static_cast<int64_t>(v)))
+    std::snprintf(buf, sizeof(buf), "%" PRId64, static_cast<int64_t>(v));
+  else
+    std::snprintf(buf, sizeof(buf), "%.4f", v);
+  return buf;
+}
+
+std::string JsonResources(const ResourceSet& r) {
+  std::string out = "{";
+  for (auto& [name, units] : r.units()) {
+    if (out.size() > 1) out += ",";
+    out += JsonString(name) + ":" + JsonNumber(static_cast<double>(units) / ResourceSet::kUnit);
+  }
+  return out + "}";
+}
+
+std::string JsonNode(const NodeRecord& n) {
+  std::string labels = "{";
+  for (auto& [k, v] : n.labels) {
+    if (labels.size() > 1) labels += ",";
+    labels += JsonString(k) + ":" + JsonString(v);
+  }
+  labels += "}";
+  return "{\"node_id\":" + JsonString(n.id.Hex()) + ",\"address\":" + JsonString(n.address) +
+         ",\"hostname\":" + JsonString(n.hostname) +
+         ",\"state\":" + JsonString(NodeStateName(n.state)) + ",\"labels\":" + labels +
+         ",\"resources_total\":" + JsonResources(n.total) +
+         ",\"resources_available\":" + JsonResources(n.available) +
+         ",\"object_store\":" + JsonString(n.object_store_address) +
+         ",\"pid\":" + std::to_string(n.pid) +
+         (n.state == NodeState::kDead ? ",\"death_reason\":" + JsonString(n.death_reason) : "") +
+         "}";
+}
+
+std::string Amount(const std::string& name, int64_t units) {
+  double v = static_cast<double>(units) / ResourceSet::kUnit;
+  char buf[64];
+  if (name == "memory")
+    std::snprintf(buf, sizeof(buf), "%.1fG", v / (1ull << 30));
+  else if (v == static_cast<double>(static_cast<int64_t>(v)))
+    std::snprintf(buf, sizeof(buf), "%" PRId64, static_cast<int64_t>(v));
+  else
+    std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+std::string UsedOfTotal(const ResourceSet& available, const ResourceSet& total) {
+  std::string out;
+  for (auto& [name, units] : total.units()) {
+    if (!out.empty()) out += ", ";
+    out += name + " " + Amount(name, units - available.GetUnits(name)) + "/" + Amount(name, units);
+  }
+  return out.empty() ? "-" : out;
+}
+
+Result<ClusterView> FetchStatus(const Flags& flags, HostPort* address) {
+  CUMULUS_ASSIGN_OR_RETURN(*address, ResolveAddress(flags.Get("address")));
+  CUMULUS_ASSIGN_OR_RETURN(std::string token, ResolveToken(flags.Get("token-file")));
+  ControlClientOptions o;
+  o.request_timeout = std::chrono::seconds(10);
+  CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(*address, token, o));
+  return client->GetClusterStatus();
+}
+
+struct Failure {
+  int64_t micros = 0;
+  std::string node, what;
+};
+
+// The latest failures: nodes declared dead, and what each node recorded (workers that died under
+// work, tasks the memory monitor killed). Newest first, at most `n`.
+std::vector<Failure> RecentFailures(const Flags& flags, const ClusterView& view, size_t n) {
+  std::vector<Failure> out;
+  for (auto& node : view.nodes) {
+    if (node.state == NodeState::kDead) {
+      out.push_back(
+          {node.death_micros, node.id.Hex().substr(0, 8), "node DEAD: " + node.death_reason});
+    }
+  }
+  auto address = ResolveAddress(flags.Get("address"));
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (address.ok() && token.ok()) {
+    ControlClientOptions o;
+    o.request_timeout = std::chrono::seconds(10);
+    auto client = ControlClient::Connect(*address, *token, o);
+    if (client.ok()) {
+      auto page = (*client)->KvList(kFailuresNamespace, "", "", 10000);
+      if (page.ok()) {
+        for (auto& [key, value] : page->entries) {
+          size_t dash = key.find('-');
+          if (dash == std::string::npos) continue;
+          out.push_back({std::atoll(key.substr(0, dash).c_str()), key.substr(dash + 1), value});
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Failure& a, const Failure& b) { return a.micros > b.micros; });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::string LocalTime(int64_t micros) {
+  std::time_t t = static_cast<std::time_t>(micros / 1000000);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+int StatusOrList(const std::vector<std::string>& args, bool list) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kStatusHelp, stdout);
+      return 0;
+    }
+  }
+  Flags flags({"address", "token-file"}, {"json"});
+  Status st = flags.Parse(args);
+  if (!st.ok())
+    return UsageError(st.message(), list ? "cumulus list --help" : "cumulus status --help");
+  HostPort address;
+  auto view = FetchStatus(flags, &address);
+  if (!view.ok()) {
+    std::fprintf(stderr, "cumulus: %s\n", view.status().ToString().c_str());
+    return 1;
+  }
+  ResourceSet total, available;
+  size_t alive = 0;
+  std::map<std::string, uint64_t> pending;  // resource shape -> tasks and actors waiting for it
+  for (auto& n : view->nodes) {
+    if (n.state != NodeState::kAlive) continue;
+    ++alive;
+    total.Add(n.total);
+    available.Add(n.available);
+    for (auto& [shape, count] : n.pending_demand) pending[shape.ToString()] += count;
+  }
+  if (flags.Has("json")) {
+    std::string out = "{";
+    if (!list)
+      out += "\"cluster_id\":" + JsonString(view->cluster_id) +
+             ",\"head\":" + JsonString(address.ToString()) + ",";
+    out += "\"nodes\":[";
+    for (size_t i = 0; i < view->nodes.size(); ++i)
+      out += (i ? "," : "") + JsonNode(view->nodes[i]);
+    out += "]";
+    if (!list) {
+      out += ",\"alive_nodes\":" + std::to_string(alive) +
+             ",\"resources_total\":" + JsonResources(total) +
+             ",\"resources_available\":" + JsonResources(available) + ",\"pending_demand\":[";
+      bool first = true;
+      for (auto& [shape, count] : pending) {
+        out += std::string(first ? "" : ",") + "{\"resources\":" + JsonString(shape) +
+               ",\"count\":" + std::to_string(count) + "}";
+        first = false;
+      }
+      out += "],\"recent_failures\":[";
+      first = true;
+      for (auto& f : RecentFailures(flags, *view, 20)) {
+        out += std::string(first ? "" : ",") + "{\"micros\":" + std::to_string(f.micros) +
+               ",\"node\":" + JsonString(f.node) + ",\"what\":" + JsonString(f.what) + "}";
+        first = false;
+      }
+      out += "]";
+    }
+    std::printf("%s}\n", out.c_str());
+    return 0;
+  }
+  if (!list)
+    std::printf("Cluster %s (head %s): %zu alive node(s), %zu in all\n", view->cluster_id.c_str(),
+                address.ToString().c_str(), alive, view->nodes.size());
+  std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", "NODE", "ADDRESS", "STATE", "LABELS",
+              "RESOURCES (used/total)");
+  for (auto& n : view->nodes) {
+    std::string labels = LabelsToString(n.labels);
+    std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
+                NodeStateName(n.state), labels.empty() ? "-" : labels.c_str(),
+                n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
+                                             : n.death_reason.c_str());
+  }
+  if (!list) {
+    std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
+    if (pending.empty()) {
+      std::printf("Pending demand: none\n");
+    } else {
+      std::printf("Pending demand (waiting for resources):\n");
+      for (auto& [shape, count] : pending) {
+        std::printf("  %6llu x {%s}\n", static_cast<unsigned long long>(count),
+                    shape.empty() ? "no resources" : shape.c_str());
+      }
+    }
+    auto failures = RecentFailures(flags, *view, 10);
+    if (failures.empty()) {
+      std::printf("Recent failures: none\n");
+    } else {
+      std::printf("Recent failures (newest first):\n");
+      for (auto& f : failures) {
+        std::printf("  %s  node %s  %s\n", LocalTime(f.micros).c_str(), f.node.c_str(),
+                    f.what.c_str());
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int StatusCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kStatusHelp, stdout);
+      return 0;
+    }
+  }
+  return StatusOrList(args, false);
+}
+
+int ListCommand(const std::vector<std::string>& args) {
+  if (args.empty()) return UsageError("list needs what to list: nodes", "cumulus list --help");
+  if (args[0] == "-h" || args[0] == "--help") {
+    std::fputs(kStatusHelp, stdout);
+    return 0;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "nodes") return StatusOrList(rest, true);
+  if (args[0] == "jobs" || args[0] == "actors" || args[0] == "placement-groups" ||
+      args[0] == "tasks" || args[0] == "objects") {
+    return ListStateCommand(args[0], rest);
+  }
+  return UsageError("cannot list '" + args[0] +
+                        "' (this version lists: nodes, jobs, actors, tasks, objects, "
+                        "placement-groups)",
+                    "cumulus list --help");
+}
+
+}  // namespace cumulus::cli
