@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,13 +23,17 @@
 #include "cumulus/internal/registry.h"
 #include "cumulus/remote.h"
 #include "runtime/base/logging.h"
+#include "runtime/base/serial_executor.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
-#include "runtime/head/head_server.h"
+#include "runtime/head/head_server.h"  // TokensEqual
 #include "runtime/head/node_codec.h"
+#include "runtime/net/event_loop.h"
 #include "runtime/object_store/store_client.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/placement.h"
+#include "workers/actor_directory.h"
+#include "workers/head_session.h"
 #include "workers/object_reader.h"
 #include "workers/task_executor.h"
 #include "workers/task_spec.h"
@@ -41,7 +44,7 @@ namespace {
 
 using Words = kj::Array<capnp::word>;
 
-// A bounded blocking write of a whole frame.
+// A bounded blocking write of a whole frame (the hello, before the event loop runs).
 Status WriteAll(int fd, const std::string& frame) {
   return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
                  std::chrono::seconds(30));
@@ -61,6 +64,8 @@ class CoreWorkerImpl : public CoreWorker {
     max_lineage_depth_ = o.max_lineage_depth;
     job_ = o.job;
     driver_task_ = TaskId::ForDriver(job_);
+    head_ = std::make_unique<HeadSession>(o.head, o.token, is_worker_ ? "worker" : "driver");
+    directory_ = std::make_unique<ActorDirectory>(*head_);
   }
   ~CoreWorkerImpl() override { Stop(); }
 
@@ -102,12 +107,22 @@ class CoreWorkerImpl : public CoreWorker {
       eo.start_actor_listener = [this] { return StartActorListener(); };
       executor_ = std::make_unique<TaskExecutor>(std::move(eo));
     }
-    node_conn_ = AddConn(node_fd_, std::move(decoder));
-    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return Status::Internal("pipe failed");
-    epoll_ = epoll_create1(EPOLL_CLOEXEC);
-    WatchFd(wake_[0], kWakeTag);
-    WatchFd(node_fd_, node_conn_);
-    reader_ = std::thread([this] { ReadLoop(); });
+    EventLoop::Handlers handlers;
+    handlers.on_accept = [this](uint64_t conn, bool) {
+      std::lock_guard<std::mutex> lock(mu_);
+      peers_[conn].caller = true;
+    };
+    handlers.on_frame = [this](uint64_t conn, FrameWords words) {
+      OnFrame(conn, std::move(words));
+    };
+    handlers.on_close = [this](uint64_t conn, const std::string& why) { OnClose(conn, why); };
+    handlers.on_warning = [](const std::string& what) {
+      CUMULUS_LOG(WARN) << "cumulus: actor listener: " << what;
+    };
+    CUMULUS_ASSIGN_OR_RETURN(loop_, EventLoop::Create(std::move(handlers)));
+    // Frames that came with the hello's answer are handed on by the loop's first pass.
+    node_conn_ = loop_->Adopt(node_fd_, /*tcp=*/false, std::move(decoder));
+    loop_thread_ = std::thread([this] { RunLoop(); });
     return Status();
   }
 
@@ -166,7 +181,7 @@ class CoreWorkerImpl : public CoreWorker {
     }
     if (!options.name.empty()) {
       lock.unlock();
-      Status reserved = ReserveName(options.name, actor, class_name);
+      Status reserved = directory_->Reserve(options.name, actor, class_name);
       lock.lock();
       if (!reserved.ok()) {
         MarkActorDead(actors_[actor], reserved);
@@ -357,7 +372,7 @@ class CoreWorkerImpl : public CoreWorker {
     }
     capnp::MallocMessageBuilder message;
     message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
-    return SendToNodeLocked(EncodeFrame(message));
+    return SendToNode(EncodeFrame(message));
   }
 
   // ---- Runtime: actors ---------------------------------------------------------------------
@@ -371,11 +386,9 @@ class CoreWorkerImpl : public CoreWorker {
     if (was_dead) {
       // Its name may still be held (a detached actor whose creator went before it was built).
     } else if (a.conn) {
-      capnp::MallocMessageBuilder message;
-      message.initRoot<proto::CoreMessage>().setKillActor(DataOf(actor));
-      (void)SendOnConnLocked(a.conn, EncodeFrame(message));
-    } else if (a.state == ActorEntry::kPending) {
-      a.kill_when_created = true;
+      SendOn(a.conn, KillFrame(actor));
+    } else {
+      a.kill_when_created = true;  // being built, or being connected to
     }
     if (!was_dead) {
       MarkActorDead(a, Status::ActorDied("actor " + a.factory + " (" + actor.Hex() +
@@ -383,30 +396,12 @@ class CoreWorkerImpl : public CoreWorker {
     }
     std::string name = a.name;
     lock.unlock();
-    if (!name.empty()) {
-      // Its name is free again (if it still names this actor).
-      auto held = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
-      auto rec =
-          held.ok() ? DecodeRecord<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
-      if (rec.ok() && rec->actor_id == actor.Hex()) {
-        (void)WithHead([&](ControlClient& head) { return head.KvDelete(kActorsNamespace, name); });
-        (void)WithHead([&](ControlClient& head) {
-          return head.KvDelete(kActorsNamespace, name + "/address");
-        });
-      }
-    }
+    if (!name.empty()) directory_->Release(name, actor);  // free again, if it still names it
     return Status();
   }
 
   Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) override {
-    auto raw = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
-    if (!raw.ok()) {
-      if (raw.status().code() == StatusCode::kNotFound) {
-        return Status::NotFound("no actor is named '" + name + "'");
-      }
-      return raw.status();
-    }
-    CUMULUS_ASSIGN_OR_RETURN(ActorNameRecord rec, DecodeRecord<ActorNameRecord>(*raw));
+    CUMULUS_ASSIGN_OR_RETURN(ActorNameRecord rec, directory_->Lookup(name));
     CUMULUS_ASSIGN_OR_RETURN(ActorId id, ActorId::FromHex(rec.actor_id));
     std::unique_lock<std::mutex> lock(mu_);
     ActorEntry& a = actors_[id];
@@ -419,9 +414,7 @@ class CoreWorkerImpl : public CoreWorker {
       if (rec.address.empty()) {
         // Registered but not created yet: wait for its owner to publish the address.
         lock.unlock();
-        auto full = WithHead([&](ControlClient& head) {
-          return head.KvWait(kActorsNamespace, name + "/address", std::chrono::seconds(30));
-        });
+        auto full = directory_->WaitForAddress(name, std::chrono::seconds(30));
         lock.lock();
         if (!full.ok()) {
           MarkActorDead(a, Status::Unavailable("actor '" + name +
@@ -482,7 +475,7 @@ class CoreWorkerImpl : public CoreWorker {
     }
     std::unique_lock<std::mutex> lock(mu_);
     auto& answer = group_answers_[id];
-    CUMULUS_RETURN_IF_ERROR(SendToNodeLocked(EncodeFrame(message)));
+    CUMULUS_RETURN_IF_ERROR(SendToNode(EncodeFrame(message)));
     TimePoint deadline = timeout_ms < 0
                              ? TimePoint::max()
                              : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
@@ -496,7 +489,7 @@ class CoreWorkerImpl : public CoreWorker {
       auto r = remove.initRoot<proto::CoreMessage>().initRemoveGroup();
       r.setGroupId(DataOf(id));
       r.setRound(kFinalRelease);
-      (void)SendToNodeLocked(EncodeFrame(remove));
+      (void)SendToNode(EncodeFrame(remove));
       return Status::TimedOut(what + " was not reserved within " + std::to_string(timeout_ms) +
                               " ms: the cluster could hold it but not now (its bundles show as "
                               "pending demand in `cumulus status`)");
@@ -518,20 +511,19 @@ class CoreWorkerImpl : public CoreWorker {
     auto r = message.initRoot<proto::CoreMessage>().initRemoveGroup();
     r.setGroupId(DataOf(id));
     r.setRound(kFinalRelease);
-    std::lock_guard<std::mutex> lock(mu_);
-    return SendToNodeLocked(EncodeFrame(message));
+    return SendToNode(EncodeFrame(message));
   }
 
   NodeId node_id() const override { return node_id_; }
   bool was_restarted() const override { return executor_ && executor_->was_restarted(); }
   ActorId current_actor() const override { return executor_ ? executor_->actor_id() : ActorId(); }
   Status KvPut(const std::string& ns, const std::string& key, const std::string& value) override {
-    auto put = WithHead([&](ControlClient& head) { return head.KvPut(ns, key, value); });
+    auto put = head_->Call([&](ControlClient& head) { return head.KvPut(ns, key, value); });
     return put.ok() ? Status() : put.status();
   }
   Result<std::string> KvWait(const std::string& ns, const std::string& key,
                              int64_t timeout_ms) override {
-    return WithHead([&](ControlClient& head) {
+    return head_->Call([&](ControlClient& head) {
       return head.KvWait(ns, key, std::chrono::milliseconds(timeout_ms));
     });
   }
@@ -547,8 +539,7 @@ class CoreWorkerImpl : public CoreWorker {
     j.setJobId(DataOf(job_));
     j.setRecord(
         capnp::Data::Reader(reinterpret_cast<const uint8_t*>(record.data()), record.size()));
-    std::lock_guard<std::mutex> lock(mu_);
-    return SendToNodeLocked(EncodeFrame(message));
+    return SendToNode(EncodeFrame(message));
   }
   std::string transfer_address() const override { return transfer_address_; }
 
@@ -581,6 +572,7 @@ class CoreWorkerImpl : public CoreWorker {
     std::unique_lock<std::mutex> lock(mu_);
     if (stopped_) return;
     stopped_ = true;
+    head_->StopWaiting();
     // Objects this process owns are freed where they live.
     for (auto& [id, e] : objects_) {
       if (e.stored) free_batch_.push_back(id.Binary() + e.node.Binary());
@@ -589,48 +581,31 @@ class CoreWorkerImpl : public CoreWorker {
     objects_.clear();
     FlushFrees();
     // Owned actors end with their owner; named ones leave the registry.
+    std::vector<std::string> names_to_release;
     for (auto& [id, a] : actors_) {
       if (!a.owned || a.detached) continue;
       bool alive = a.conn && a.state == ActorEntry::kAlive;
       MarkActorDead(a, Status::ActorDied("actor " + a.factory + " ended with its owner"));
-      if (alive) {
-        capnp::MallocMessageBuilder message;
-        message.initRoot<proto::CoreMessage>().setKillActor(DataOf(id));
-        (void)SendOnConnLocked(a.conn, EncodeFrame(message));
-      }
-      std::shared_ptr<ControlClient> head;
-      {
-        std::lock_guard<std::mutex> hl(head_mu_);
-        head = head_;
-      }
-      if (!a.name.empty() && head) {  // one try: shutting down does not wait for the head
-        (void)head->KvDelete(kActorsNamespace, a.name);
-        (void)head->KvDelete(kActorsNamespace, a.name + "/address");
-      }
+      if (alive) SendOn(a.conn, KillFrame(id));
+      if (!a.name.empty()) names_to_release.push_back(a.name);
     }
-    lock.unlock();
-    stop_ = true;
-    char c = 1;
-    (void)!write(wake_[1], &c, 1);
-    if (reader_.joinable()) reader_.join();
-    lock.lock();
-    for (auto& [id, conn] : conns_) close(conn.fd);
-    conns_.clear();
-    if (epoll_ >= 0) close(epoll_);
-    for (int fd : wake_) {
-      if (fd >= 0) close(fd);
-    }
-    epoll_ = wake_[0] = wake_[1] = -1;
-    if (listen_fd_ >= 0) close(listen_fd_);
-    listen_fd_ = -1;
     cv_.notify_all();
+    lock.unlock();
+    // One try each: shutting down does not wait for the head, nor connect to it.
+    for (const std::string& name : names_to_release) directory_->ReleaseNow(name);
+    head_calls_.reset();  // runs what was posted (name publications) first
+    if (loop_thread_.joinable()) {
+      // What was queued (frees, kills) is written by the loop's last pass.
+      loop_->Post([this] { loop_stop_ = true; });
+      if (std::this_thread::get_id() != loop_thread_.get_id()) loop_thread_.join();
+    }
   }
 
  private:
-  static constexpr uint64_t kWakeTag = 1, kListenTag = 2;
   static constexpr uint32_t kFinalRelease = 0xFFFFFFFFu;  // GroupRelease.round: for good
   static constexpr int kMaxRebuilds = 3;                  // times one lost object is rebuilt
-  static constexpr std::chrono::seconds kHeadWait{60};    // a head restart, waited out
+  static constexpr Duration kActorConnectTimeout = std::chrono::seconds(5);
+  static constexpr uint32_t kMaxHelloBytes = 64 << 10;  // a caller's frames until its hello
 
   // How a stored task result was made, kept while the object lives so that it can be made again
   // if the node holding it dies (lineage). Its object arguments stay alive with it.
@@ -700,12 +675,10 @@ class CoreWorkerImpl : public CoreWorker {
     std::vector<ObjectId> pinned;  // object arguments of its constructor
   };
 
-  struct Conn {
-    int fd = -1;
-    FrameDecoder decoder{kMaxCoreFrameBytes};
+  // What a connection of the loop is, beyond the node's.
+  struct Peer {
     ActorId actor;        // caller side: the actor at the other end
-    bool caller = false;  // worker side: an actor caller
-    bool authenticated = false;
+    bool caller = false;  // worker side: an actor caller (authenticates with its hello)
   };
 
   struct Execution {
@@ -827,7 +800,7 @@ class CoreWorkerImpl : public CoreWorker {
     }
     std::string frame;
     Status st = BuildSpec(t, &frame);
-    if (st.ok()) st = SendToNodeLocked(frame);
+    if (st.ok()) st = SendToNode(std::move(frame));
     if (!st.ok()) {
       FinishTask(t.id, &st, nullptr);
       return;
@@ -845,7 +818,7 @@ class CoreWorkerImpl : public CoreWorker {
       }
       return;
     }
-    if (a.state != ActorEntry::kAlive) return;
+    if (a.state != ActorEntry::kAlive || a.conn == 0) return;  // being built or connected to
     while (!a.queue.empty()) {
       auto it = tasks_.find(a.queue.front());
       if (it == tasks_.end()) {
@@ -861,17 +834,9 @@ class CoreWorkerImpl : public CoreWorker {
         FinishTask(t.id, &st, nullptr);
         continue;
       }
-      st = SendOnConnLocked(a.conn, frame);
-      if (!st.ok()) {
-        // The actor's process is gone (its connection broke under this write): the call was
-        // not delivered, so it stays first in line for the restarted actor, if there is one.
-        // Nothing more is read from the old connection (the reader closes it when it sees the
-        // shutdown; it may be in the middle of this connection's frames now).
-        auto old = conns_.find(a.conn);
-        if (old != conns_.end()) shutdown(old->second.fd, SHUT_RDWR);
-        ActorLost(a, st.message());
-        return;
-      }
+      // A call written into a connection that breaks is in flight: it is sent again to a
+      // restarted actor if it has retries left (ActorLost).
+      SendOn(a.conn, std::move(frame));
       a.queue.pop_front();
       t.sent = true;
       a.in_flight.insert(t.id);
@@ -924,21 +889,16 @@ class CoreWorkerImpl : public CoreWorker {
       } else {
         std::string address = result->getActorAddress();
         a.node = IdFrom<NodeId>(result->getNodeId());
-        bool killed = a.state == ActorEntry::kDead;  // by its handle, while it was being built
+        // Killed by its handle while it was being built: connected to only to be killed.
+        bool killed = a.state == ActorEntry::kDead;
         Status st = ConnectActorLocked(a, address);
-        if (st.ok() && (killed || a.kill_when_created)) {
-          capnp::MallocMessageBuilder message;
-          message.initRoot<proto::CoreMessage>().setKillActor(DataOf(a.id));
-          (void)SendOnConnLocked(a.conn, EncodeFrame(message));
-          a.state = ActorEntry::kDead;
-        } else if (!st.ok()) {
+        if (!st.ok() && !killed) {
           // It died between answering and our connecting: a restart if it may have one.
           ActorLost(a, "cannot connect to it at " + address + ": " + st.message());
-        } else if (!a.name.empty()) {
-          // Published by the reader once it lets go of mu_ (a head call may wait behind a
-          // GetActor's KvWait in another thread; nothing may wait on mu_ meanwhile).
-          names_to_publish_.push_back(
-              {a.name, address, ActorNameRecord{a.id.Hex(), a.class_name, address}});
+        } else if (st.ok() && !killed && !a.name.empty() && head_calls_) {
+          // Published off the loop's thread and without mu_: a head call may wait.
+          ActorNameRecord record{a.id.Hex(), a.class_name, address};
+          head_calls_->Post([this, name = a.name, record] { directory_->Publish(name, record); });
         }
       }
     }
@@ -1130,7 +1090,7 @@ class CoreWorkerImpl : public CoreWorker {
           list.set(i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(free_batch_[i].data()),
                                           free_batch_[i].size()));
         }
-        (void)SendToNodeLocked(EncodeFrame(message));
+        (void)SendToNode(EncodeFrame(message));
         free_batch_.clear();
       }
       for (auto& id : local_copies_) (void)store_->Delete(id);
@@ -1228,246 +1188,115 @@ class CoreWorkerImpl : public CoreWorker {
     cv_.notify_all();
   }
 
+  // Starts connecting to actor `a` at `address`; its calls are sent once the loop has the
+  // connection (an actor killed meanwhile is sent the kill instead). Never waits for the connect.
+  // REQUIRES: mu_.
   Status ConnectActorLocked(ActorEntry& a, const std::string& address) {
     CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-    CUMULUS_ASSIGN_OR_RETURN(int fd, ConnectTcp(hp, std::chrono::seconds(5)));
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    CUMULUS_ASSIGN_OR_RETURN(int fd, StartConnectTcp(hp));
+    if (a.state != ActorEntry::kDead) a.state = ActorEntry::kAlive;
+    a.conn = 0;
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
     h.initCaller().setToken(options_.token);
     h.setPid(getpid());
-    Status st = WriteAll(fd, EncodeFrame(message));
-    if (!st.ok()) {
-      close(fd);
-      return st;
-    }
-    uint64_t id = AddConn(fd, FrameDecoder(kMaxCoreFrameBytes));
-    conns_[id].actor = a.id;
-    a.conn = id;
-    a.state = ActorEntry::kAlive;
-    WatchFd(fd, id);
-    PumpActor(a);
-    return Status();
-  }
-
-  Status ReserveName(const std::string& name, const ActorId& id, const std::string& class_name) {
-    ActorNameRecord rec{id.Hex(), class_name, ""};
-    auto existed = WithHead([&](ControlClient& head) {
-      return head.KvPut(kActorsNamespace, name, EncodeRecord(rec), /*overwrite=*/false);
+    std::string hello = EncodeFrame(message);
+    loop_->Post([this, fd, hello, actor = a.id, incarnation = a.restarts]() mutable {
+      uint64_t conn = loop_->AdoptConnecting(fd, kMaxCoreFrameBytes,
+                                             SystemClock::Get().Now() + kActorConnectTimeout);
+      loop_->Send(conn, std::move(hello));
+      std::unique_lock<std::mutex> lock(mu_);
+      peers_[conn].actor = actor;
+      auto it = actors_.find(actor);
+      bool current =
+          it != actors_.end() && it->second.restarts == incarnation && it->second.conn == 0;
+      if (current && it->second.state == ActorEntry::kAlive) {
+        it->second.conn = conn;
+        PumpActor(it->second);
+        return;
+      }
+      bool kill = current && it->second.state == ActorEntry::kDead && it->second.kill_when_created;
+      lock.unlock();
+      if (kill) loop_->Send(conn, KillFrame(actor));
+      loop_->CloseAfterFlush(conn, "the actor is gone");
     });
-    if (!existed.ok()) return existed.status();
-    if (*existed) {
-      // Ours already if an earlier try went through just before the head went away.
-      auto held = WithHead([&](ControlClient& head) { return head.KvGet(kActorsNamespace, name); });
-      auto holder =
-          held.ok() ? DecodeRecord<ActorNameRecord>(*held) : Result<ActorNameRecord>(held.status());
-      if (holder.ok() && holder->actor_id == rec.actor_id) return Status();
-      return Status::AlreadyExists("an actor named '" + name + "' already exists");
-    }
     return Status();
-  }
-
-  // The head client, connected if it was not. Several threads may use it at once.
-  Result<std::shared_ptr<ControlClient>> Head() {
-    std::lock_guard<std::mutex> lock(head_mu_);
-    if (head_) return head_;
-    ControlClientOptions o;
-    o.role = is_worker_ ? "worker" : "driver";
-    o.request_timeout = std::chrono::seconds(35);
-    CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(options_.head, options_.token, o));
-    head_ = std::move(client);
-    return head_;
-  }
-
-  static const Status& StatusOf(const Status& s) { return s; }
-  template <typename T>
-  static Status StatusOf(const Result<T>& r) {
-    return r.status();
-  }
-
-  // Runs `call` against the head. While the head cannot be reached (it is restarting) it tries
-  // again with a new connection, for up to kHeadWait; then it fails naming the head.
-  template <typename Call>
-  auto WithHead(Call call) -> decltype(call(std::declval<ControlClient&>())) {
-    TimePoint deadline = SystemClock::Get().Now() + kHeadWait;
-    Duration pause = std::chrono::milliseconds(100);
-    bool told = false;
-    while (true) {
-      Status failed;
-      auto head = Head();
-      if (head.ok()) {
-        auto r = call(**head);
-        failed = StatusOf(r);
-        if (failed.code() != StatusCode::kUnavailable) return r;
-        std::lock_guard<std::mutex> lock(head_mu_);
-        if (head_ == *head) head_.reset();  // broken: the next try connects again
-      } else {
-        failed = head.status();
-        if (failed.code() != StatusCode::kUnavailable && failed.code() != StatusCode::kTimedOut) {
-          return failed;
-        }
-      }
-      if (stopped_ || SystemClock::Get().Now() + pause > deadline) {
-        return Status::Unavailable("the head at " + options_.head.ToString() +
-                                   " could not be reached for " +
-                                   std::to_string(kHeadWait.count()) + " s: " + failed.message());
-      }
-      if (!told) {
-        CUMULUS_LOG(WARN) << "cumulus: the head cannot be reached (" << failed.message()
-                          << "); waiting for it to come back";
-        told = true;
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min<Duration>(pause * 2, std::chrono::seconds(1));
-    }
   }
 
   // ---- connections -------------------------------------------------------------------------
 
-  uint64_t AddConn(int fd, FrameDecoder decoder) {
-    uint64_t id = next_conn_++;
-    Conn& c = conns_[id];
-    c.fd = fd;
-    c.decoder = std::move(decoder);
-    return id;
+  static std::string KillFrame(const ActorId& actor) {
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().setKillActor(DataOf(actor));
+    return EncodeFrame(message);
   }
 
-  void WatchFd(int fd, uint64_t tag) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = tag;
-    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
-  }
-
-  Status SendToNodeLocked(const std::string& frame) { return SendOnConnLocked(node_conn_, frame); }
-
-  Status SendOnConnLocked(uint64_t conn, const std::string& frame) {
-    auto it = conns_.find(conn);
-    if (it == conns_.end()) return Status::Unavailable("the connection is closed");
-    std::lock_guard<std::mutex> w(write_mu_);
-    Status st = WriteAll(it->second.fd, frame);
-    if (!st.ok()) {
-      return Status::Unavailable(std::string(conn == node_conn_ ? "the node" : "the actor") +
-                                 " cannot be reached: " + st.message());
+  Status SendToNode(std::string frame) {
+    if (node_conn_ == 0) {
+      return Status::Unavailable("the node cannot be reached: its connection is closed");
     }
-    return st;
+    SendOn(node_conn_, std::move(frame));
+    return Status();
   }
 
-  void ReadLoop() {
+  // Queues `frame` for `conn`; the loop's thread writes it (never blocks). Frames from every
+  // thread leave in the order queued. Thread-safe.
+  void SendOn(uint64_t conn, std::string frame) {
+    bool first;
     {
-      // Frames that came with the hello's answer.
-      std::lock_guard<std::mutex> lock(mu_);
-      ProcessFrames(node_conn_);
+      std::lock_guard<std::mutex> lock(outbox_mu_);
+      first = outbox_.empty();
+      outbox_.emplace_back(conn, std::move(frame));
     }
-    epoll_event events[64];
-    std::vector<char> buf(1 << 16);
-    while (!stop_) {
-      int n = epoll_wait(epoll_, events, 64, 200);
-      for (int i = 0; i < n && !stop_; ++i) {
-        uint64_t tag = events[i].data.u64;
-        if (tag == kWakeTag) {
-          char b[64];
-          while (read(wake_[0], b, sizeof(b)) > 0) {
-          }
-          continue;
-        }
-        if (tag == kListenTag) {
-          AcceptCallers();
-          continue;
-        }
-        ReadConn(tag, buf);
-      }
+    if (first) loop_->Post([this] { DrainOutbox(); });
+  }
+
+  void DrainOutbox() {
+    std::vector<std::pair<uint64_t, std::string>> out;
+    {
+      std::lock_guard<std::mutex> lock(outbox_mu_);
+      out.swap(outbox_);
+    }
+    for (auto& [conn, frame] : out) loop_->Send(conn, std::move(frame));
+  }
+
+  // Closes `conn` from the loop's thread, after what is queued now (callable under mu_).
+  void CloseLater(uint64_t conn, std::string why) {
+    loop_->Post([this, conn, why] { loop_->Close(conn, why); });
+  }
+
+  void RunLoop() {
+    while (!loop_stop_) {
+      loop_->Poll(std::chrono::milliseconds(200));
+      loop_->Flush();
     }
   }
 
-  void ReadConn(uint64_t tag, std::vector<char>& buf) {
-    int fd;
+  // One frame from a connection (the loop's thread).
+  void OnFrame(uint64_t conn, FrameWords words) {
+    bool keep = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = conns_.find(tag);
-      if (it == conns_.end()) return;
-      fd = it->second.fd;
-    }
-    ssize_t got = read(fd, buf.data(), buf.size());
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    std::unique_lock<std::mutex> lock(mu_);
-    auto it = conns_.find(tag);
-    if (it == conns_.end()) return;
-    Conn& c = it->second;
-    if (got <= 0) {
-      ConnClosed(tag);
-      return;
-    }
-    c.decoder.Append(buf.data(), static_cast<size_t>(got));
-    ProcessFrames(tag);
-    if (names_to_publish_.empty()) return;
-    auto publish = std::move(names_to_publish_);
-    names_to_publish_.clear();
-    lock.unlock();
-    // This thread reads every connection: it tries the head once (reconnecting if its connection
-    // broke), and does not wait out a head restart.
-    for (auto& n : publish) {
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        auto head = Head();
-        Status st = head.ok()
-                        ? (*head)->KvPut(kActorsNamespace, n.name + "/address", n.address).status()
-                        : head.status();
-        if (st.ok()) st = (*head)->KvPut(kActorsNamespace, n.name, EncodeRecord(n.record)).status();
-        if (st.ok()) break;
-        if (head.ok()) {
-          std::lock_guard<std::mutex> hl(head_mu_);
-          if (head_ == *head) head_.reset();
-        }
-        if (attempt == 1) {
-          CUMULUS_LOG(WARN) << "cumulus: could not publish the address of actor '" << n.name
-                            << "' (" << st.message() << "); GetActor(\"" << n.name
-                            << "\") will not find it";
-        }
-      }
-    }
-  }
-
-  // Handles the complete frames buffered on a connection. REQUIRES: mu_.
-  void ProcessFrames(uint64_t tag) {
-    while (true) {
-      auto it = conns_.find(tag);
-      if (it == conns_.end()) return;
-      Conn& c = it->second;
-      auto frame = c.decoder.Next();
-      if (!frame.ok()) {
-        CUMULUS_LOG(WARN) << "cumulus: a peer sent a malformed frame: " << frame.status();
-        ConnClosed(tag);
-        return;
-      }
-      if (!*frame) break;
-      Words words = std::move(**frame);
       try {
         capnp::ReaderOptions ro;
         ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
         capnp::FlatArrayMessageReader reader(words, ro);
-        auto msg = reader.getRoot<proto::CoreMessage>();
-        if (!HandleMessage(tag, msg, words)) {
-          ConnClosed(tag);
-          return;
-        }
+        keep = HandleMessage(conn, reader.getRoot<proto::CoreMessage>(), words);
       } catch (const kj::Exception& e) {
         CUMULUS_LOG(WARN) << "cumulus: a peer sent a malformed message: "
                           << e.getDescription().cStr();
-        ConnClosed(tag);
-        return;
       }
-      if (!conns_.count(tag)) return;
     }
+    if (!keep) loop_->Close(conn, "it sent a message it may not send");
   }
 
   // REQUIRES: mu_. False: close the connection.
   bool HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg, Words& words) {
-    Conn& c = conns_.at(tag);
-    if (c.caller && !c.authenticated) {
+    Peer& c = peers_[tag];
+    if (c.caller && !loop_->IsAuthenticated(tag)) {
       if (!msg.isHello() || !msg.getHello().isCaller()) return false;
       if (!TokensEqual(msg.getHello().getCaller().getToken(), options_.token)) return false;
-      c.authenticated = true;
+      loop_->Authenticated(tag, kMaxCoreFrameBytes);
       return true;
     }
     switch (msg.which()) {
@@ -1496,7 +1325,7 @@ class CoreWorkerImpl : public CoreWorker {
           auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
           b.setBlocked(true);
           b.initReturned(1).set(0, msg.getSubmitTask().getTaskId());
-          (void)SendToNodeLocked(EncodeFrame(message));
+          (void)SendToNode(EncodeFrame(message));
           return true;
         }
         std::lock_guard<std::mutex> lock(exec_mu_);
@@ -1536,8 +1365,7 @@ class CoreWorkerImpl : public CoreWorker {
         }
         for (auto& id : lost) {
           ActorEntry& a = actors_.at(id);
-          auto c = conns_.find(a.conn);
-          if (c != conns_.end()) shutdown(c->second.fd, SHUT_RDWR);
+          if (a.conn) CloseLater(a.conn, "its node was declared dead");
           ActorLost(a, "its node " + dead.Hex() + " was declared dead by the head");
         }
         return true;
@@ -1547,13 +1375,11 @@ class CoreWorkerImpl : public CoreWorker {
     }
   }
 
-  void ConnClosed(uint64_t tag) {
-    auto it = conns_.find(tag);
-    if (it == conns_.end()) return;
-    Conn c = std::move(it->second);
-    conns_.erase(it);
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
-    close(c.fd);
+  // A connection closed (the loop's thread).
+  void OnClose(uint64_t tag, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Peer c = peers_[tag];
+    peers_.erase(tag);
     if (tag == node_conn_) {
       node_conn_ = 0;
       Status st = Status::Unavailable("the connection to the node was lost");
@@ -1572,7 +1398,8 @@ class CoreWorkerImpl : public CoreWorker {
       auto a = actors_.find(c.actor);
       if (a != actors_.end() && a->second.conn == tag) {
         a->second.conn = 0;
-        ActorLost(a->second, "its process closed the connection");
+        ActorLost(a->second, why == "closed" ? std::string("its process closed the connection")
+                                             : "its connection failed (" + why + ")");
       }
     }
   }
@@ -1598,38 +1425,40 @@ class CoreWorkerImpl : public CoreWorker {
       std::lock_guard<std::mutex> lock(mu_);
       current_task_ = TaskId();
       executing_ = false;
-      (void)SendOnConnLocked(ex.reply_conn, EncodeFrame(message));
     }
-    if (exit_after) {
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(1);
+    if (!exit_after) {
+      SendOn(ex.reply_conn, EncodeFrame(message));
+      return;
     }
+    // The process ends after this answer: it is written (by the loop, bounded) before it does.
+    auto written = std::make_shared<std::promise<void>>();
+    auto done = written->get_future();
+    loop_->Post([this, conn = ex.reply_conn, frame = EncodeFrame(message), written]() mutable {
+      DrainOutbox();  // what was queued before it goes first
+      loop_->Send(conn, std::move(frame));
+      loop_->Flush();
+      written->set_value();
+    });
+    done.wait_for(std::chrono::seconds(5));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(1);
   }
 
   // The actor built here listens for its callers; returns where.
+  // Callers must send their hello, with the cluster's token, first: until then a small frame, a
+  // deadline, and a cap on how many may wait (EventLoop::ListenRules).
   Result<std::string> StartActorListener() {
     uint16_t port = 0;
-    CUMULUS_ASSIGN_OR_RETURN(listen_fd_, ListenTcp(options_.bind_host, 0, &port));
-    SetNonBlocking(listen_fd_);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      WatchFd(listen_fd_, kListenTag);
-    }
+    CUMULUS_ASSIGN_OR_RETURN(int fd, ListenTcp(options_.bind_host, 0, &port));
+    SetNonBlocking(fd);
+    EventLoop::ListenRules rules;
+    rules.max_frame_bytes = kMaxHelloBytes;
+    rules.require_auth = true;
+    rules.auth_deadline = std::chrono::seconds(10);
+    rules.max_unauthenticated = 256;
+    loop_->Post([this, fd, rules] { loop_->Listen(fd, /*tcp=*/true, rules); });
     return options_.bind_host + ":" + std::to_string(port);
-  }
-
-  void AcceptCallers() {
-    while (true) {
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) return;
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      std::lock_guard<std::mutex> lock(mu_);
-      uint64_t id = AddConn(fd, FrameDecoder(kMaxCoreFrameBytes));
-      conns_[id].caller = true;
-      WatchFd(fd, id);
-    }
   }
 
   void NotifyBlocked(bool blocked) {
@@ -1654,7 +1483,7 @@ class CoreWorkerImpl : public CoreWorker {
     }
     auto list = b.initReturned(static_cast<unsigned>(returned.size()));
     for (unsigned i = 0; i < returned.size(); ++i) list.set(i, DataOf(returned[i]));
-    (void)SendToNodeLocked(EncodeFrame(message));
+    (void)SendToNode(EncodeFrame(message));
   }
 
   CoreWorkerOptions options_;
@@ -1665,17 +1494,23 @@ class CoreWorkerImpl : public CoreWorker {
   std::string transfer_address_;
   std::string store_socket_;
   std::unique_ptr<StoreClient> store_;
-  int node_fd_ = -1;
-  uint64_t node_conn_ = 0;
-  int epoll_ = -1;
-  int wake_[2] = {-1, -1};
-  int listen_fd_ = -1;
-  std::thread reader_;
-  std::atomic<bool> stop_{false};
+  int node_fd_ = -1;  // owned by loop_ once it runs
+  std::unique_ptr<HeadSession> head_;
+  std::unique_ptr<ActorDirectory> directory_;
+  // Head calls that must not wait on the loop's thread (a named actor's address).
+  std::unique_ptr<SerialExecutor> head_calls_ = std::make_unique<SerialExecutor>();
 
-  std::mutex mu_;  // everything below, and writes (with write_mu_)
+  // The connections: node, actors called, callers of the actor hosted here. Every write is
+  // queued (outbox_) and made by the loop's thread.
+  std::unique_ptr<EventLoop> loop_;
+  std::thread loop_thread_;
+  bool loop_stop_ = false;  // the loop's thread only
+  std::mutex outbox_mu_;
+  std::vector<std::pair<uint64_t, std::string>> outbox_;  // guarded by outbox_mu_
+
+  std::mutex mu_;  // everything below; never held while waiting on a socket
   std::condition_variable cv_;
-  std::mutex write_mu_;
+  uint64_t node_conn_ = 0;
   std::atomic<bool> stopped_{false};
   std::unordered_map<ObjectId, ObjectEntry> objects_;
   std::unordered_map<TaskId, std::unique_ptr<PendingTask>> tasks_;
@@ -1686,25 +1521,16 @@ class CoreWorkerImpl : public CoreWorker {
     std::vector<NodeId> nodes;
   };
   std::unordered_map<PlacementGroupId, GroupAnswer> group_answers_;
-  std::unordered_map<uint64_t, Conn> conns_;
-  uint64_t next_conn_ = 16;
+  std::unordered_map<uint64_t, Peer> peers_;
   uint32_t put_index_ = 0;
   uint64_t next_seq_ = 1;
   std::vector<std::string> free_batch_;
   std::vector<ObjectId> local_copies_;
-  struct NamePublication {
-    std::string name;
-    std::string address;
-    ActorNameRecord record;
-  };
-  std::vector<NamePublication> names_to_publish_;  // named actors now up: to the head KV
   TaskId current_task_;
   bool executing_ = false;
   bool blocked_now_ = false;  // the running task waits in Get or Wait (the node was told)
 
-  std::mutex head_mu_;
-  std::shared_ptr<ControlClient> head_;  // guarded by head_mu_
-  int max_lineage_depth_ = 100;          // CoreWorkerOptions::max_lineage_depth
+  int max_lineage_depth_ = 100;  // CoreWorkerOptions::max_lineage_depth
 
   std::mutex exec_mu_;
   std::condition_variable exec_cv_;

@@ -99,6 +99,13 @@ uint64_t EventLoop::Adopt(int fd, bool tcp, uint32_t max_frame_bytes) {
   return id;
 }
 
+uint64_t EventLoop::Adopt(int fd, bool tcp, FrameDecoder decoder) {
+  uint64_t id = Adopt(fd, tcp, 0);
+  conns_[id].decoder = std::move(decoder);
+  if (conns_[id].decoder.buffered() > 0) buffered_.push_back(id);
+  return id;
+}
+
 uint64_t EventLoop::AdoptConnecting(int fd, uint32_t max_frame_bytes, TimePoint deadline) {
   uint64_t id = next_conn_++;
   Conn& c = conns_[id];
@@ -269,7 +276,32 @@ int EventLoop::Poll(std::chrono::milliseconds timeout) {
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadFrom(tag);
     }
   }
+  if (!buffered_.empty()) {
+    std::vector<uint64_t> buffered;
+    buffered.swap(buffered_);
+    for (uint64_t id : buffered) DeliverFrames(id);
+  }
+  RunPosted();
   return n < 0 ? 0 : n;
+}
+
+void EventLoop::RunPosted() {
+  std::vector<std::function<void()>> posted;
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    posted.swap(posted_);
+  }
+  for (auto& fn : posted) fn();
+}
+
+void EventLoop::Post(std::function<void()> fn) {
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    first = posted_.empty();
+    posted_.push_back(std::move(fn));
+  }
+  if (first) Wake();  // a Poll that has not run the earlier ones yet will run this one too
 }
 
 void EventLoop::ReadFrom(uint64_t id) {
@@ -291,6 +323,10 @@ void EventLoop::ReadFrom(uint64_t id) {
     Close(id, got == 0 ? "closed" : std::strerror(errno));
     return;
   }
+  DeliverFrames(id);
+}
+
+void EventLoop::DeliverFrames(uint64_t id) {
   while (true) {
     // A handler may close this or any connection: look it up again each time.
     auto it = conns_.find(id);

@@ -11,7 +11,8 @@
 // small frame limit, a deadline, and a cap on how many may be waiting at once. Out of file
 // descriptors, the loop stops accepting for 100 ms instead of spinning.
 //
-// Thread safety: Wake() may be called from any thread; everything else only on the loop's thread.
+// Thread safety: Wake() and Post() may be called from any thread; everything else only on the
+// loop's thread.
 // Handlers run on the loop's thread and may call Send and Close (of any connection) re-entrantly.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,6 +81,9 @@ class EventLoop {
   std::string PeerAddress(uint64_t conn) const;
   // Takes a connected socket (made non-blocking here); returns its connection id.
   uint64_t Adopt(int fd, bool tcp, uint32_t max_frame_bytes);
+  // The same, for a socket some of whose bytes were read already (a handshake read by a blocking
+  // client): the frames in `decoder` are handed to on_frame on the next Poll.
+  uint64_t Adopt(int fd, bool tcp, FrameDecoder decoder);
   // Takes a socket whose connect is in progress (StartConnectTcp). What is sent meanwhile is
   // written once it connects; if it does not by `deadline`, or fails, it closes with a reason
   // that starts "cannot connect".
@@ -102,6 +107,9 @@ class EventLoop {
   void Flush();
   // Makes a Poll in progress return (thread-safe).
   void Wake();
+  // Runs `fn` on the loop's thread in the Poll in progress or the next one, after its events, in
+  // the order posted (thread-safe). What is still posted when the loop is destroyed never runs.
+  void Post(std::function<void()> fn);
 
  private:
   struct Conn {
@@ -132,6 +140,8 @@ class EventLoop {
   void Accept(const Listener& l);
   void CheckDeadlines(TimePoint now);
   void ReadFrom(uint64_t id);
+  void DeliverFrames(uint64_t id);
+  void RunPosted();
   void FlushOne(uint64_t id, Conn& c);
   void FinishConnect(uint64_t id, Conn& c);
 
@@ -149,6 +159,9 @@ class EventLoop {
   size_t connecting_ = 0;
   TimePoint accept_paused_until_{};
   TimePoint next_deadline_check_{};
+  std::vector<uint64_t> buffered_;  // adopted with frames already read: delivered next Poll
+  std::mutex posted_mu_;
+  std::vector<std::function<void()>> posted_;  // guarded by posted_mu_
 };
 
 }  // namespace cumulus

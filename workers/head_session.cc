@@ -1,0 +1,40 @@
+#include "workers/head_session.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "runtime/base/logging.h"
+
+namespace cumulus {
+
+Result<std::shared_ptr<ControlClient>> HeadSession::Client(bool connect) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (client_) return client_;
+  if (!connect) return Status::Unavailable("not connected to the head");
+  ControlClientOptions o;
+  o.role = role_;
+  o.request_timeout = std::chrono::seconds(35);
+  CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(head_, token_, o));
+  client_ = std::move(client);
+  return client_;
+}
+
+void HeadSession::Drop(const std::shared_ptr<ControlClient>& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (client_ == client) client_.reset();
+}
+
+bool HeadSession::Retry(const Status& failed, TimePoint deadline, Duration* pause, bool* told) {
+  if (stopping_ || clock_.Now() + *pause > deadline) return false;
+  if (!*told) {
+    CUMULUS_LOG(WARN) << "cumulus: the head cannot be reached (" << failed.message()
+                      << "); waiting for it to come back";
+    *told = true;
+  }
+  // Backoff between attempts to reach a head that is restarting (no event tells when it is up).
+  std::this_thread::sleep_for(*pause);
+  *pause = std::min<Duration>(*pause * 2, std::chrono::seconds(1));
+  return true;
+}
+
+}  // namespace cumulus
