@@ -28,11 +28,11 @@
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"  // TokensEqual
 #include "runtime/head/node_codec.h"
-#include "runtime/net/event_loop.h"
 #include "runtime/object_store/store_client.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/placement.h"
 #include "workers/actor_directory.h"
+#include "workers/core_channel.h"
 #include "workers/head_session.h"
 #include "workers/object_reader.h"
 #include "workers/task_executor.h"
@@ -70,7 +70,7 @@ class CoreWorkerImpl : public CoreWorker {
   ~CoreWorkerImpl() override { Stop(); }
 
   Status Connect() {
-    CUMULUS_ASSIGN_OR_RETURN(node_fd_, ConnectUnix(options_.node_socket));
+    CUMULUS_ASSIGN_OR_RETURN(int node_fd, ConnectUnix(options_.node_socket));
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
     h.setPid(getpid());
@@ -81,15 +81,24 @@ class CoreWorkerImpl : public CoreWorker {
     } else {
       h.initDriver().setJobId(DataOf(job_));
     }
-    CUMULUS_RETURN_IF_ERROR(WriteAll(node_fd_, EncodeFrame(message)));
+    Status said = WriteAll(node_fd, EncodeFrame(message));
+    if (!said.ok()) {
+      close(node_fd);
+      return said;
+    }
     FrameDecoder decoder(kMaxCoreFrameBytes);
-    CUMULUS_ASSIGN_OR_RETURN(
-        auto words,
-        ReadFrame(node_fd_, decoder, SystemClock::Get().Now() + std::chrono::seconds(10)));
+    auto words = ReadFrame(node_fd, decoder, SystemClock::Get().Now() + std::chrono::seconds(10));
+    if (!words.ok()) {
+      close(node_fd);
+      return words.status();
+    }
     {
-      capnp::FlatArrayMessageReader reader(words);
+      capnp::FlatArrayMessageReader reader(*words);
       auto msg = reader.getRoot<proto::CoreMessage>();
-      if (!msg.isHelloAck()) return Status::Internal("the node did not acknowledge the hello");
+      if (!msg.isHelloAck()) {
+        close(node_fd);
+        return Status::Internal("the node did not acknowledge the hello");
+      }
       auto ack = msg.getHelloAck();
       node_id_ = IdFrom<NodeId>(ack.getNodeId());
       transfer_address_ = ack.getTransferAddress();
@@ -97,7 +106,12 @@ class CoreWorkerImpl : public CoreWorker {
     }
     StoreClientOptions so;
     so.name = is_worker_ ? "worker" : "driver";
-    CUMULUS_ASSIGN_OR_RETURN(store_, StoreClient::Connect(store_socket_, so));
+    auto store = StoreClient::Connect(store_socket_, so);
+    if (!store.ok()) {
+      close(node_fd);
+      return store.status();
+    }
+    store_ = std::move(*store);
     if (is_worker_) {
       TaskExecutorOptions eo;
       eo.node = node_id_;
@@ -107,8 +121,8 @@ class CoreWorkerImpl : public CoreWorker {
       eo.start_actor_listener = [this] { return StartActorListener(); };
       executor_ = std::make_unique<TaskExecutor>(std::move(eo));
     }
-    EventLoop::Handlers handlers;
-    handlers.on_accept = [this](uint64_t conn, bool) {
+    CoreChannel::Handlers handlers;
+    handlers.on_accept = [this](uint64_t conn) {
       std::lock_guard<std::mutex> lock(mu_);
       peers_[conn].caller = true;
     };
@@ -116,13 +130,11 @@ class CoreWorkerImpl : public CoreWorker {
       OnFrame(conn, std::move(words));
     };
     handlers.on_close = [this](uint64_t conn, const std::string& why) { OnClose(conn, why); };
-    handlers.on_warning = [](const std::string& what) {
-      CUMULUS_LOG(WARN) << "cumulus: actor listener: " << what;
-    };
-    CUMULUS_ASSIGN_OR_RETURN(loop_, EventLoop::Create(std::move(handlers)));
-    // Frames that came with the hello's answer are handed on by the loop's first pass.
-    node_conn_ = loop_->Adopt(node_fd_, /*tcp=*/false, std::move(decoder));
-    loop_thread_ = std::thread([this] { RunLoop(); });
+    // Held until node_conn_ is set: the loop may hand on frames before Start returns.
+    std::lock_guard<std::mutex> lock(mu_);
+    CUMULUS_ASSIGN_OR_RETURN(channel_,
+                             CoreChannel::Start(node_fd, std::move(decoder), std::move(handlers)));
+    node_conn_ = channel_->node_conn();
     return Status();
   }
 
@@ -593,12 +605,8 @@ class CoreWorkerImpl : public CoreWorker {
     lock.unlock();
     // One try each: shutting down does not wait for the head, nor connect to it.
     for (const std::string& name : names_to_release) directory_->ReleaseNow(name);
-    head_calls_.reset();  // runs what was posted (name publications) first
-    if (loop_thread_.joinable()) {
-      // What was queued (frees, kills) is written by the loop's last pass.
-      loop_->Post([this] { loop_stop_ = true; });
-      if (std::this_thread::get_id() != loop_thread_.get_id()) loop_thread_.join();
-    }
+    head_calls_.reset();             // runs what was posted (name publications) first
+    if (channel_) channel_->Stop();  // after writing what was sent (frees, kills)
   }
 
  private:
@@ -1200,27 +1208,28 @@ class CoreWorkerImpl : public CoreWorker {
     auto h = message.initRoot<proto::CoreMessage>().initHello();
     h.initCaller().setToken(options_.token);
     h.setPid(getpid());
-    std::string hello = EncodeFrame(message);
-    loop_->Post([this, fd, hello, actor = a.id, incarnation = a.restarts]() mutable {
-      uint64_t conn = loop_->AdoptConnecting(fd, kMaxCoreFrameBytes,
-                                             SystemClock::Get().Now() + kActorConnectTimeout);
-      loop_->Send(conn, std::move(hello));
-      std::unique_lock<std::mutex> lock(mu_);
-      peers_[conn].actor = actor;
-      auto it = actors_.find(actor);
-      bool current =
-          it != actors_.end() && it->second.restarts == incarnation && it->second.conn == 0;
-      if (current && it->second.state == ActorEntry::kAlive) {
-        it->second.conn = conn;
-        PumpActor(it->second);
-        return;
-      }
-      bool kill = current && it->second.state == ActorEntry::kDead && it->second.kill_when_created;
-      lock.unlock();
-      if (kill) loop_->Send(conn, KillFrame(actor));
-      loop_->CloseAfterFlush(conn, "the actor is gone");
-    });
+    channel_->Connect(fd, EncodeFrame(message), kActorConnectTimeout,
+                      [this, actor = a.id, incarnation = a.restarts](uint64_t conn) {
+                        std::lock_guard<std::mutex> lock(mu_);
+                        return Adopt(conn, actor, incarnation);
+                      });
     return Status();
+  }
+
+  // The connection to `actor`, made for its life number `incarnation`, is open: its calls go
+  // out, unless it died or restarted meanwhile. REQUIRES: mu_.
+  CoreChannel::Adopted Adopt(uint64_t conn, const ActorId& actor, int incarnation) {
+    peers_[conn].actor = actor;
+    auto it = actors_.find(actor);
+    bool current =
+        it != actors_.end() && it->second.restarts == incarnation && it->second.conn == 0;
+    if (current && it->second.state == ActorEntry::kAlive) {
+      it->second.conn = conn;
+      PumpActor(it->second);
+      return {};
+    }
+    bool kill = current && it->second.state == ActorEntry::kDead && it->second.kill_when_created;
+    return {false, kill ? KillFrame(actor) : std::string()};
   }
 
   // ---- connections -------------------------------------------------------------------------
@@ -1239,38 +1248,7 @@ class CoreWorkerImpl : public CoreWorker {
     return Status();
   }
 
-  // Queues `frame` for `conn`; the loop's thread writes it (never blocks). Frames from every
-  // thread leave in the order queued. Thread-safe.
-  void SendOn(uint64_t conn, std::string frame) {
-    bool first;
-    {
-      std::lock_guard<std::mutex> lock(outbox_mu_);
-      first = outbox_.empty();
-      outbox_.emplace_back(conn, std::move(frame));
-    }
-    if (first) loop_->Post([this] { DrainOutbox(); });
-  }
-
-  void DrainOutbox() {
-    std::vector<std::pair<uint64_t, std::string>> out;
-    {
-      std::lock_guard<std::mutex> lock(outbox_mu_);
-      out.swap(outbox_);
-    }
-    for (auto& [conn, frame] : out) loop_->Send(conn, std::move(frame));
-  }
-
-  // Closes `conn` from the loop's thread, after what is queued now (callable under mu_).
-  void CloseLater(uint64_t conn, std::string why) {
-    loop_->Post([this, conn, why] { loop_->Close(conn, why); });
-  }
-
-  void RunLoop() {
-    while (!loop_stop_) {
-      loop_->Poll(std::chrono::milliseconds(200));
-      loop_->Flush();
-    }
-  }
+  void SendOn(uint64_t conn, std::string frame) { channel_->Send(conn, std::move(frame)); }
 
   // One frame from a connection (the loop's thread).
   void OnFrame(uint64_t conn, FrameWords words) {
@@ -1287,16 +1265,16 @@ class CoreWorkerImpl : public CoreWorker {
                           << e.getDescription().cStr();
       }
     }
-    if (!keep) loop_->Close(conn, "it sent a message it may not send");
+    if (!keep) channel_->Close(conn, "it sent a message it may not send");
   }
 
   // REQUIRES: mu_. False: close the connection.
   bool HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg, Words& words) {
     Peer& c = peers_[tag];
-    if (c.caller && !loop_->IsAuthenticated(tag)) {
+    if (c.caller && !channel_->IsAuthenticated(tag)) {
       if (!msg.isHello() || !msg.getHello().isCaller()) return false;
       if (!TokensEqual(msg.getHello().getCaller().getToken(), options_.token)) return false;
-      loop_->Authenticated(tag, kMaxCoreFrameBytes);
+      channel_->Authenticated(tag, kMaxCoreFrameBytes);
       return true;
     }
     switch (msg.which()) {
@@ -1365,7 +1343,7 @@ class CoreWorkerImpl : public CoreWorker {
         }
         for (auto& id : lost) {
           ActorEntry& a = actors_.at(id);
-          if (a.conn) CloseLater(a.conn, "its node was declared dead");
+          if (a.conn) channel_->Close(a.conn, "its node was declared dead");
           ActorLost(a, "its node " + dead.Hex() + " was declared dead by the head");
         }
         return true;
@@ -1430,16 +1408,8 @@ class CoreWorkerImpl : public CoreWorker {
       SendOn(ex.reply_conn, EncodeFrame(message));
       return;
     }
-    // The process ends after this answer: it is written (by the loop, bounded) before it does.
-    auto written = std::make_shared<std::promise<void>>();
-    auto done = written->get_future();
-    loop_->Post([this, conn = ex.reply_conn, frame = EncodeFrame(message), written]() mutable {
-      DrainOutbox();  // what was queued before it goes first
-      loop_->Send(conn, std::move(frame));
-      loop_->Flush();
-      written->set_value();
-    });
-    done.wait_for(std::chrono::seconds(5));
+    // The process ends after this answer: it is written (bounded) before it does.
+    channel_->SendAndWait(ex.reply_conn, EncodeFrame(message), std::chrono::seconds(5));
     std::fflush(stdout);
     std::fflush(stderr);
     _exit(1);
@@ -1457,7 +1427,7 @@ class CoreWorkerImpl : public CoreWorker {
     rules.require_auth = true;
     rules.auth_deadline = std::chrono::seconds(10);
     rules.max_unauthenticated = 256;
-    loop_->Post([this, fd, rules] { loop_->Listen(fd, /*tcp=*/true, rules); });
+    channel_->Listen(fd, rules);
     return options_.bind_host + ":" + std::to_string(port);
   }
 
@@ -1494,19 +1464,11 @@ class CoreWorkerImpl : public CoreWorker {
   std::string transfer_address_;
   std::string store_socket_;
   std::unique_ptr<StoreClient> store_;
-  int node_fd_ = -1;  // owned by loop_ once it runs
   std::unique_ptr<HeadSession> head_;
   std::unique_ptr<ActorDirectory> directory_;
   // Head calls that must not wait on the loop's thread (a named actor's address).
   std::unique_ptr<SerialExecutor> head_calls_ = std::make_unique<SerialExecutor>();
-
-  // The connections: node, actors called, callers of the actor hosted here. Every write is
-  // queued (outbox_) and made by the loop's thread.
-  std::unique_ptr<EventLoop> loop_;
-  std::thread loop_thread_;
-  bool loop_stop_ = false;  // the loop's thread only
-  std::mutex outbox_mu_;
-  std::vector<std::pair<uint64_t, std::string>> outbox_;  // guarded by outbox_mu_
+  std::unique_ptr<CoreChannel> channel_;  // node, actors called, callers of the actor here
 
   std::mutex mu_;  // everything below; never held while waiting on a socket
   std::condition_variable cv_;

@@ -245,6 +245,17 @@ bool EventLoop::IsOpen(uint64_t conn) const {
   return it != conns_.end() && !it->second.closed;
 }
 
+bool EventLoop::HasQueuedOutput(uint64_t conn) const {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.closed) return false;
+  return it->second.connecting || it->second.queued || it->second.out_pos < it->second.out.size();
+}
+
+int EventLoop::FdOf(uint64_t conn) const {
+  auto it = conns_.find(conn);
+  return it == conns_.end() || it->second.closed ? -1 : it->second.fd;
+}
+
 int EventLoop::Poll(std::chrono::milliseconds timeout) {
   TimePoint now = SystemClock::Get().Now();
   if (accept_paused_until_ != TimePoint{} && now >= accept_paused_until_) {

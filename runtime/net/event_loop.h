@@ -100,6 +100,12 @@ class EventLoop {
   void Unwatch(int fd);
 
   bool IsOpen(uint64_t conn) const;
+  // Whether bytes queued for `conn` are not written yet (or it is still connecting). An owner that
+  // writes to the socket itself (FdOf) may do so only while this is false.
+  bool HasQueuedOutput(uint64_t conn) const;
+  // The socket of `conn` (-1 if closed), for an owner that writes small frames to it directly
+  // from another thread when the loop has nothing queued for it. Valid until on_close.
+  int FdOf(uint64_t conn) const;
 
   // Waits up to `timeout` for socket events and handles them; returns how many there were.
   int Poll(std::chrono::milliseconds timeout);

@@ -1,0 +1,93 @@
+// CoreChannel: the connections of a driver or worker, on one EventLoop thread of their own: to
+// its node (core.sock), to the actors it calls, and, in a worker that hosts an actor, from that
+// actor's callers.
+//
+// Nothing here waits on a socket. A frame sent from any thread leaves in the order sent: when
+// nothing is queued and the loop has nothing left to write on that connection, the sending thread
+// writes it itself (non-blocking; a small call costs no thread hop), and what the socket does not
+// take at once is queued for the loop's thread, which writes it when it can.
+//
+// Thread safety: Send, Close, Connect, Listen, SendAndWait and Stop may be called from any thread;
+// IsAuthenticated and Authenticated only from the handlers (the loop's thread). Handlers run on
+// the loop's thread and must not call Stop.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cumulus/status.h"
+#include "runtime/net/event_loop.h"
+
+namespace cumulus {
+
+class CoreChannel {
+ public:
+  struct Handlers {
+    std::function<void(uint64_t conn)> on_accept;  // a caller connected (Listen)
+    std::function<void(uint64_t conn, FrameWords words)> on_frame;
+    std::function<void(uint64_t conn, const std::string& why)> on_close;
+  };
+
+  // Takes `node_fd`, whose hello was answered; frames already read with the answer are in
+  // `decoder` and are handed to on_frame first.
+  static Result<std::unique_ptr<CoreChannel>> Start(int node_fd, FrameDecoder decoder,
+                                                    Handlers handlers);
+  ~CoreChannel();  // Stop()
+
+  uint64_t node_conn() const { return node_conn_; }
+
+  void Send(uint64_t conn, std::string frame);
+  // Closes `conn` on the loop's thread (what is not written yet is dropped); on_close follows.
+  void Close(uint64_t conn, std::string why);
+  // Sends `frame` and waits up to `timeout` until it is written (before the process exits).
+  void SendAndWait(uint64_t conn, std::string frame, Duration timeout);
+
+  // What to do with a connection made by Connect, decided when the loop has it.
+  struct Adopted {
+    bool keep = true;
+    std::string last_frame;  // if not kept: sent before it is closed (may be empty)
+  };
+  // Takes `fd`, a TCP connect in progress (StartConnectTcp): `hello` is its first frame, and
+  // `adopted(conn)` runs on the loop's thread with its id. If it does not connect within
+  // `timeout`, it closes with a reason starting "cannot connect".
+  void Connect(int fd, std::string hello, Duration timeout,
+               std::function<Adopted(uint64_t conn)> adopted);
+  // Accepts callers on `listen_fd` under `rules` (EventLoop::ListenRules).
+  void Listen(int listen_fd, const EventLoop::ListenRules& rules);
+
+  bool IsAuthenticated(uint64_t conn) const { return loop_->IsAuthenticated(conn); }
+  void Authenticated(uint64_t conn, uint32_t max_frame_bytes) {
+    loop_->Authenticated(conn, max_frame_bytes);
+  }
+
+  // Writes what was sent (what the sockets take now), then stops the loop's thread. Idempotent.
+  void Stop();
+
+ private:
+  CoreChannel() = default;
+  void Run();
+  void DrainOutbox();
+  void ReleaseWrittenConnections();
+  void AllowDirectWrites(uint64_t conn);
+  void Forget(uint64_t conn);
+
+  std::unique_ptr<EventLoop> loop_;
+  uint64_t node_conn_ = 0;
+  std::thread thread_;
+  bool stop_ = false;  // the loop's thread only
+  std::mutex stop_mu_;
+
+  std::mutex mu_;  // the fields below; held only for non-blocking work
+  std::vector<std::pair<uint64_t, std::string>> outbox_;  // for the loop's thread, in order
+  std::set<uint64_t> in_loop_;  // connections the loop has output for (no direct writes)
+  std::unordered_map<uint64_t, int> direct_fds_;  // connections' sockets, for direct writes
+};
+
+}  // namespace cumulus
