@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "runtime/base/logging.h"
+#include "runtime/base/serial_executor.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/head_server.h"
 #include "runtime/net/event_loop.h"
@@ -52,7 +53,9 @@ class TaskRouter::Impl : public NodeContext {
         head_(o.head, o.token, "node-router"),
         groups_(*this),
         scheduler_(*this, tasks_, leases_, groups_, {o.labels, o.pipeline_depth}),
-        memory_({o.memory_threshold, o.memory_check_every, o.node_id.Hex(), o.work_dir}) {}
+        memory_({o.memory_threshold, o.memory_check_every, o.node_id.Hex(), o.work_dir}),
+        head_calls_(std::make_unique<SerialExecutor>()),
+        program_fetches_(std::make_unique<SerialExecutor>()) {}
 
   Status Start() {
     EventLoop::Handlers h;
@@ -60,6 +63,21 @@ class TaskRouter::Impl : public NodeContext {
     h.on_frame = [this](uint64_t conn, FrameWords words) { OnFrame(conn, std::move(words)); };
     h.on_close = [this](uint64_t conn, const std::string& why) { OnClose(conn, why); };
     CUMULUS_ASSIGN_OR_RETURN(loop_, EventLoop::Create(std::move(h)));
+    // A job's program is fetched off the loop: its record from the head, its bytes from the
+    // driver's node. Its tasks wait, and are scheduled again when the fetch ends.
+    leases_.programs().SetFetchers(
+        [this](const JobId& job, std::function<void(Result<std::string>)> done) {
+          HeadGet(kJobsNamespace, job.Hex(), std::move(done));
+        },
+        [this](std::function<Result<JobProgram>()> work,
+               std::function<void(Result<JobProgram>)> done) {
+          program_fetches_->Post([this, work = std::move(work), done = std::move(done)] {
+            Result<JobProgram> r =
+                stop_ ? Result<JobProgram>(Status::Cancelled("the node is stopping")) : work();
+            loop_->Post([done, r] { done(r); });
+          });
+        },
+        [this] { schedule_dirty_ = true; });
     // A worker's process exiting wakes the loop (its pidfd): it is reaped and its tasks dealt
     // with at once, whether or not its connection closed first.
     leases_.workers().SetHooks(
@@ -80,6 +98,10 @@ class TaskRouter::Impl : public NodeContext {
     stop_ = true;
     if (loop_) loop_->Wake();
     if (thread_.joinable()) thread_.join();
+    // Their threads end before the units their answers would call back into (what they still
+    // hold is skipped, and answers posted to the stopped loop never run).
+    head_calls_.reset();
+    program_fetches_.reset();
     leases_.workers().KillAll();  // before their connections close under them
     unlink(options_.socket_path.c_str());
   }
@@ -419,7 +441,7 @@ class TaskRouter::Impl : public NodeContext {
     }
   }
 
-  // ---- NodeContext: what the placement-group coordinator needs of this node --------------------
+  // ---- NodeContext: what the units need of this node ------------------------------------------
 
   const NodeId& node_id() const override { return node_id_; }
 
@@ -432,18 +454,27 @@ class TaskRouter::Impl : public NodeContext {
     return remote_.Snapshot(self, now, include_unreachable);
   }
 
-  // Fetches the cluster view from the head now (at most every 100 ms unless `force`).
+  // Asks the head for the cluster view (at most every 100 ms unless `force`, one request at a
+  // time); its answer replaces the view and schedules again. True while a request is under way.
   bool RefreshView(TimePoint now, bool force) override {
+    if (refreshing_) return true;
     if (!force && now - last_refresh_ < std::chrono::milliseconds(100)) return false;
     last_refresh_ = now;
-    auto view = head_.Call([](ControlClient& h) { return h.GetClusterStatus(); });
-    if (!view.ok()) return false;
-    {
-      std::lock_guard<std::mutex> lock(shared_mu_);
-      shared_view_ = view->nodes;
-      view_dirty_ = true;
-    }
-    ApplySharedUpdates();
+    refreshing_ = true;
+    AskHead([](ControlClient& h) { return h.GetClusterStatus(); },
+            [this](Result<ClusterView> view) {
+              refreshing_ = false;
+              // Counted from the answer too: a caller that waited for it decides on it.
+              last_refresh_ = SystemClock::Get().Now();
+              schedule_dirty_ = true;
+              if (!view.ok()) return;
+              {
+                std::lock_guard<std::mutex> lock(shared_mu_);
+                shared_view_ = view->nodes;
+                view_dirty_ = true;
+              }
+              ApplySharedUpdates();
+            });
     return true;
   }
 
@@ -483,14 +514,34 @@ class TaskRouter::Impl : public NodeContext {
   void BookView(const NodeId& node, const ResourceSet& r, bool take) override {
     remote_.Book(node, r, take);
   }
-  Status HeadPut(const std::string& ns, const std::string& key, const std::string& value) override {
-    return head_.Call([&](ControlClient& h) { return h.KvPut(ns, key, value); }).status();
+  void ScheduleAgain() override { schedule_dirty_ = true; }
+
+  void HeadPut(const std::string& ns, const std::string& key, const std::string& value,
+               std::function<void(Status)> done) override {
+    AskHead([ns, key, value](ControlClient& h) { return h.KvPut(ns, key, value); },
+            [done = std::move(done)](Result<bool> r) { done(r.status()); });
   }
-  Result<std::string> HeadGet(const std::string& ns, const std::string& key) override {
-    return head_.Call([&](ControlClient& h) { return h.KvGet(ns, key); });
+  void HeadGet(const std::string& ns, const std::string& key,
+               std::function<void(Result<std::string>)> done) override {
+    AskHead([ns, key](ControlClient& h) { return h.KvGet(ns, key); }, std::move(done));
   }
-  Status HeadDelete(const std::string& ns, const std::string& key) override {
-    return head_.Call([&](ControlClient& h) { return h.KvDelete(ns, key); }).status();
+  void HeadDelete(const std::string& ns, const std::string& key,
+                  std::function<void(Status)> done) override {
+    AskHead([ns, key](ControlClient& h) { return h.KvDelete(ns, key); },
+            [done = std::move(done)](Result<bool> r) { done(r.status()); });
+  }
+
+  // Runs `call(client)` on the head's thread, then `done` with its answer on the loop thread.
+  // Once the node stops, what is still queued is not asked (Cancelled) and its answer never
+  // runs.
+  template <typename Call, typename Done>
+  void AskHead(Call call, Done done_fn) {
+    using R = decltype(call(std::declval<ControlClient&>()));
+    std::function<void(R)> done = std::move(done_fn);
+    head_calls_->Post([this, call = std::move(call), done = std::move(done)]() mutable {
+      R r = stop_ ? R(Status::Cancelled("the node is stopping")) : head_.Call(call);
+      loop_->Post([done, r] { done(r); });
+    });
   }
 
   // ---- scheduling --------------------------------------------------------------------------
@@ -681,11 +732,15 @@ class TaskRouter::Impl : public NodeContext {
   WorkerLeases leases_;
   RemoteNodes remote_;
   TaskTable tasks_;
-  HeadLink head_;  // blocks the loop while it is asked; see DESIGN
+  HeadLink head_;  // used only on head_calls_'s thread
   GroupCoordinator groups_;
   LocalScheduler scheduler_;
   MemoryMonitor memory_;
   std::unique_ptr<EventLoop> loop_;
+  // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
+  // job programs' fetches, so that a long pull does not hold the head's requests back.
+  std::unique_ptr<SerialExecutor> head_calls_;
+  std::unique_ptr<SerialExecutor> program_fetches_;
   uint16_t tcp_port_ = 0;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -697,7 +752,8 @@ class TaskRouter::Impl : public NodeContext {
   bool schedule_dirty_ = false;
   std::map<NodeId, uint64_t> peers_;  // the connection this node sends to each node on
   TimePoint next_task_snapshot_{};
-  TimePoint last_refresh_{};
+  TimePoint last_refresh_{};  // when the view was last asked for, or answered
+  bool refreshing_ = false;   // a view request is under way
 
   // Shared with the daemon's heartbeat and reporter threads.
   mutable std::mutex shared_mu_;

@@ -120,9 +120,10 @@ void GroupCoordinator::Schedule(TimePoint now,
     d.kind = PlacementDecision::kWait;
     if (op.retry_at <= now) {
       d = PlaceGroup(host_.Snapshot(now, false), op.bundles, op.strategy);
-      // The view may predate a node that joined: ask the head before saying "never".
+      // The view may predate a node that joined: ask the head before saying "never" (the
+      // group waits for its answer, which schedules again).
       if (d.kind == PlacementDecision::kInfeasible && host_.RefreshView(now, false)) {
-        d = PlaceGroup(host_.Snapshot(now, false), op.bundles, op.strategy);
+        d.kind = PlacementDecision::kWait;
       }
       if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
         d = PlaceGroupOrWait(host_.Snapshot(now, false), host_.Snapshot(now, true), op.bundles,
@@ -204,17 +205,39 @@ void GroupCoordinator::Conclude(const PlacementGroupId& id, TimePoint now) {
     (void)host_.RefreshView(now, /*force=*/true);  // the view was wrong: ask before the next try
     return;
   }
-  op.state = GroupOp::kReady;
-  // Other nodes route the group's tasks by this record.
+  // Other nodes route the group's tasks by this record; the driver is answered once it is
+  // written (Recorded).
+  op.state = GroupOp::kRecording;
   GroupRecord record;
   record.job = op.job.Hex();
   for (auto& n : op.nodes) record.nodes.push_back(n.Hex());
-  Status st = host_.HeadPut(kGroupsNamespace, id.Hex(), EncodeRecord(record));
+  uint32_t round = op.round;
+  host_.HeadPut(kGroupsNamespace, id.Hex(), EncodeRecord(record),
+                [this, id, round](Status st) { Recorded(id, round, st); });
+}
+
+// The head answered the write of a group's record (try `round`).
+void GroupCoordinator::Recorded(const PlacementGroupId& id, uint32_t round, const Status& st) {
+  auto it = groups_.find(id);
+  if (it == groups_.end() || it->second.state != GroupOp::kRecording || it->second.round != round) {
+    return;  // forgotten meanwhile (its job ended)
+  }
+  GroupOp& op = it->second;
+  if (op.removed) {
+    ReleaseEverywhere(op, kAllRounds, SystemClock::Get().Now());
+    Forget(id);  // its record too
+    Reply(op.origin, id,
+          Status::Cancelled("the placement group was removed before it was reserved"), {});
+    groups_.erase(it);
+    return;
+  }
   if (!st.ok()) {
     CUMULUS_LOG(WARN) << "node: cannot record placement group " << id
                       << " with the head (only this node can route its tasks): " << st;
   }
+  op.state = GroupOp::kReady;
   Reply(op.origin, id, Status(), op.nodes);
+  host_.ScheduleAgain();  // its tasks may have waited for it
 }
 
 // Releases the bundles of `op` reserved by try `round` or earlier (kAllRounds: for good) on every
@@ -267,11 +290,15 @@ void GroupCoordinator::OnPeerClosed(const NodeId& peer) {
 }
 
 void GroupCoordinator::OnPeerRelease(const PlacementGroupId& id, uint32_t round) {
-  if (round == kAllRounds) locations_.erase(id);
+  if (round != kAllRounds) return;
+  ForgetLocation(id);
   // Removed for good by way of another node: if this node made it, forget it here too.
   auto made = groups_.find(id);
-  if (round == kAllRounds && made != groups_.end() && made->second.state == GroupOp::kReady) {
+  if (made == groups_.end()) return;
+  if (made->second.state == GroupOp::kReady) {
     groups_.erase(made);
+  } else if (made->second.state == GroupOp::kRecording) {
+    made->second.removed = true;  // concluded when the head has answered
   }
 }
 
@@ -285,8 +312,8 @@ void GroupCoordinator::Remove(uint64_t conn, const JobId& job, const PlacementGr
                         << " of job " << op.job;
       return;
     }
-    if (op.state == GroupOp::kReserving) {
-      op.removed = true;  // released once every node has answered
+    if (op.state == GroupOp::kReserving || op.state == GroupOp::kRecording) {
+      op.removed = true;  // released once every node (or the head) has answered
       return;
     }
     if (op.state == GroupOp::kReady) {
@@ -301,15 +328,22 @@ void GroupCoordinator::Remove(uint64_t conn, const JobId& job, const PlacementGr
   }
   // Reserved by way of another node (a worker's group): its record says where.
   auto located = Locate(id);
-  if (!located.ok()) return;  // removed already, or never was
-  if (located->first != job) {
+  if (located.ok()) return RemoveLocated(job, id, *located);
+  auto lookup = lookups_.find(id);
+  if (lookup != lookups_.end()) lookup->second.removals.push_back(job);  // done when it answers
+  // else removed already, or never was
+}
+
+void GroupCoordinator::RemoveLocated(const JobId& job, const PlacementGroupId& id,
+                                     const Location& where) {
+  if (where.first != job) {
     CUMULUS_LOG(WARN) << "node: job " << job << " may not remove placement group " << id;
     return;
   }
   GroupOp op;
   op.id = id;
-  op.nodes = located->second;
-  ReleaseEverywhere(op, kAllRounds, now);
+  op.nodes = where.second;
+  ReleaseEverywhere(op, kAllRounds, SystemClock::Get().Now());
   Forget(id);
 }
 
@@ -319,17 +353,27 @@ void GroupCoordinator::EndJob(const JobId& job) {
       ++it;
       continue;
     }
-    if (it->second.state == GroupOp::kReady) Forget(it->first);
+    // (A record being written is deleted after it: the head's calls are made in order.)
+    GroupOp::State state = it->second.state;
+    if (state == GroupOp::kReady || state == GroupOp::kRecording) Forget(it->first);
     it = groups_.erase(it);
   }
 }
 
 void GroupCoordinator::Forget(const PlacementGroupId& id) {
+  ForgetLocation(id);
+  host_.HeadDelete(kGroupsNamespace, id.Hex(), [id](Status st) {
+    if (!st.ok() && st.code() != StatusCode::kNotFound) {
+      CUMULUS_LOG(WARN) << "node: cannot remove the record of placement group " << id << ": " << st;
+    }
+  });
+}
+
+void GroupCoordinator::ForgetLocation(const PlacementGroupId& id) {
   locations_.erase(id);
-  Status st = host_.HeadDelete(kGroupsNamespace, id.Hex());
-  if (!st.ok() && st.code() != StatusCode::kNotFound) {
-    CUMULUS_LOG(WARN) << "node: cannot remove the record of placement group " << id << ": " << st;
-  }
+  lookup_errors_.erase(id);
+  auto lookup = lookups_.find(id);
+  if (lookup != lookups_.end()) lookup->second.stale = true;
 }
 
 Result<std::pair<JobId, std::vector<NodeId>>> GroupCoordinator::Locate(const PlacementGroupId& id) {
@@ -342,7 +386,24 @@ Result<std::pair<JobId, std::vector<NodeId>>> GroupCoordinator::Locate(const Pla
   }
   auto cached = locations_.find(id);
   if (cached != locations_.end()) return cached->second;
-  auto raw = host_.HeadGet(kGroupsNamespace, id.Hex());
+  auto failed = lookup_errors_.find(id);
+  if (failed != lookup_errors_.end()) {
+    Status st = failed->second;
+    lookup_errors_.erase(failed);
+    return st;
+  }
+  if (!lookups_.count(id)) {
+    lookups_[id];
+    host_.HeadGet(kGroupsNamespace, id.Hex(),
+                  [this, id](Result<std::string> raw) { Located(id, std::move(raw)); });
+  }
+  return Status::Unavailable("placement group " + id.Hex() + " is being looked up");
+}
+
+namespace {
+
+Result<std::pair<JobId, std::vector<NodeId>>> DecodeLocation(const PlacementGroupId& id,
+                                                             const Result<std::string>& raw) {
   if (!raw.ok()) {
     if (raw.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("placement group " + id.Hex() +
@@ -358,8 +419,27 @@ Result<std::pair<JobId, std::vector<NodeId>>> GroupCoordinator::Locate(const Pla
     CUMULUS_ASSIGN_OR_RETURN(NodeId n, NodeId::FromHex(hex));
     where.second.push_back(n);
   }
-  locations_[id] = where;
   return where;
+}
+
+}  // namespace
+
+// The head answered the lookup of a group's record.
+void GroupCoordinator::Located(const PlacementGroupId& id, Result<std::string> raw) {
+  auto it = lookups_.find(id);
+  if (it == lookups_.end()) return;
+  Lookup lookup = std::move(it->second);
+  lookups_.erase(it);
+  auto where = DecodeLocation(id, raw);
+  bool unavailable = !where.ok() && where.status().code() == StatusCode::kUnavailable;
+  if (!lookup.stale && where.ok()) locations_[id] = *where;
+  if (!lookup.stale && !where.ok() && !unavailable) lookup_errors_[id] = where.status();
+  if (where.ok()) {
+    for (const JobId& job : lookup.removals) RemoveLocated(job, id, *where);
+  }
+  // Tasks waiting for it are placed again; not after a head that could not be asked (they wait
+  // for the next pass, as the head's link waits before it connects again).
+  if (!unavailable) host_.ScheduleAgain();
 }
 
 }  // namespace cumulus

@@ -5,13 +5,17 @@
 //               each scheduling pass (and after a refused try, 100 ms later);
 //   kReserving  the nodes chosen were asked to hold their bundles (try `round`); a reply of an
 //               older try is stale and its bundles are released at once;
-//   kReady      every node holds its bundles: the group's record (GroupRecord, head KV) tells
-//               other nodes where to route its tasks.
+//   kRecording  every node holds its bundles; the group's record (GroupRecord, head KV), which
+//               tells other nodes where to route its tasks, is being written. The driver is
+//               answered when the head has answered;
+//   kReady      reserved and recorded (or the head could not be told: then only this node can
+//               route its tasks).
 // One refusal (or a node that closes its connection) releases the try everywhere and waits again.
 // Removal is only by the group's own job, and always for good (kAllRounds).
 //
 // The coordinator does no I/O of its own: it talks to the node through NodeContext, which the task
-// router implements. Not thread-safe: the node's event loop owns it.
+// router implements; the head's answers come back to it on the loop thread, and one for a group
+// forgotten meanwhile is ignored. Not thread-safe: the node's event loop owns it.
 #pragma once
 
 #include <cstdint>
@@ -54,10 +58,11 @@ class GroupCoordinator {
   bool Due(TimePoint now) const;
 
   // The job and node of each bundle of a group: known here, or from the head's record.
-  // NotFound: no such group; Unavailable: not reserved yet, or the head cannot be asked now.
+  // NotFound: no such group; Unavailable: not reserved yet, or its record is being looked up
+  // (the head's answer asks for another scheduling pass, unless the head could not be asked).
   Result<std::pair<JobId, std::vector<NodeId>>> Locate(const PlacementGroupId& id);
-  // A cached location turned out wrong.
-  void ForgetLocation(const PlacementGroupId& id) { locations_.erase(id); }
+  // A cached location turned out wrong (or the group is gone).
+  void ForgetLocation(const PlacementGroupId& id);
 
   static std::string ReleaseFrame(const PlacementGroupId& id, uint32_t round);
 
@@ -68,7 +73,7 @@ class GroupCoordinator {
     std::vector<ResourceSet> bundles;
     GroupStrategy strategy = GroupStrategy::kPack;
     uint64_t origin = 0;  // the connection waiting for the answer
-    enum State { kWaiting, kReserving, kReady } state = kWaiting;
+    enum State { kWaiting, kReserving, kRecording, kReady } state = kWaiting;
     std::vector<NodeId> nodes;  // per bundle, once placed
     std::set<NodeId> awaiting;  // nodes that have not answered yet
     std::string refused;        // why a node said no, this round
@@ -77,7 +82,17 @@ class GroupCoordinator {
     bool removed = false;  // removed while nodes were still answering
   };
 
+  // A record lookup under way (by Locate).
+  struct Lookup {
+    bool stale = false;           // the group changed meanwhile: the answer is not kept
+    std::vector<JobId> removals;  // jobs removing the group, waiting for where it is
+  };
+  using Location = std::pair<JobId, std::vector<NodeId>>;
+
   void Conclude(const PlacementGroupId& id, TimePoint now);
+  void Recorded(const PlacementGroupId& id, uint32_t round, const Status& st);
+  void Located(const PlacementGroupId& id, Result<std::string> raw);
+  void RemoveLocated(const JobId& job, const PlacementGroupId& id, const Location& where);
   void ReleaseEverywhere(const GroupOp& op, uint32_t round, TimePoint now);
   void Forget(const PlacementGroupId& id);
   void Reply(uint64_t conn, const PlacementGroupId& id, const Status& st,
@@ -86,7 +101,11 @@ class GroupCoordinator {
   NodeContext& host_;
   std::map<PlacementGroupId, GroupOp> groups_;
   // Groups reserved by way of other nodes (job, node per bundle), from the head's records.
-  std::map<PlacementGroupId, std::pair<JobId, std::vector<NodeId>>> locations_;
+  std::map<PlacementGroupId, Location> locations_;
+  std::map<PlacementGroupId, Lookup> lookups_;  // records being looked up
+  // The head's answer for a group that has no location (NotFound, a malformed record), kept
+  // until Locate is next asked about it.
+  std::map<PlacementGroupId, Status> lookup_errors_;
 };
 
 // A node's request to hold bundles of a group (reserveBundles), decoded; `error` says what is

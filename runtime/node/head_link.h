@@ -2,7 +2,9 @@
 // error (NotFound is an answer, not an error). After a failed connect it waits a second before
 // trying again, so that a node whose head is away does not spend its time connecting.
 //
-// Calls block the calling thread (up to the request timeout). Not thread-safe.
+// Calls block the calling thread (up to the request timeout). Not thread-safe: the task router
+// owns one and uses it only on its head-requests thread (a SerialExecutor), never on its event
+// loop; the answers go back to the loop with EventLoop::Post.
 #pragma once
 
 #include <memory>

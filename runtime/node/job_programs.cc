@@ -18,6 +18,7 @@ bool JobProgramCache::Remember(const JobId& job, std::string bytes) {
                  rec->binary_hash.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (job.IsNil() || !binary.ok() || binary->Task().Job() != job || !hash_ok) return false;
   records_.emplace(job, std::move(bytes));
+  failed_.erase(job);  // (a lookup that failed may be answered now)
   return true;
 }
 
@@ -26,42 +27,53 @@ const std::string* JobProgramCache::Record(const JobId& job) const {
   return it == records_.end() ? nullptr : &it->second;
 }
 
-Result<const JobProgram*> JobProgramCache::Get(const JobId& job, TimePoint now,
-                                               const RecordLookup& lookup) {
+Result<const JobProgram*> JobProgramCache::Get(const JobId& job, TimePoint now) {
   auto cached = programs_.find(job);
   if (cached != programs_.end()) return &cached->second;
-  auto retry = retry_at_.find(job);
-  if (retry != retry_at_.end() && retry->second > now) {
-    return Status::Unavailable("its program could not be fetched");
+  if (fetching_.count(job)) return nullptr;
+  auto failed = failed_.find(job);
+  if (failed != failed_.end()) {
+    if (failed->second.until > now) return failed->second.status;
+    failed_.erase(failed);
   }
-  auto fetched = Fetch(job, lookup);
-  if (!fetched.ok()) {
-    if (fetched.status().code() == StatusCode::kUnavailable) {
-      retry_at_[job] = now + std::chrono::seconds(1);  // one try a second per job
-    }
-    return fetched.status();
-  }
-  retry_at_.erase(job);
-  return &(programs_[job] = std::move(*fetched));
+  StartFetch(job);
+  // (A record that cannot be decoded fails the fetch at once.)
+  failed = failed_.find(job);
+  if (failed != failed_.end()) return failed->second.status;
+  return nullptr;
 }
 
-Result<JobProgram> JobProgramCache::Fetch(const JobId& job, const RecordLookup& lookup) {
+void JobProgramCache::StartFetch(const JobId& job) {
+  uint64_t fetch = next_fetch_++;
+  fetching_[job] = fetch;
   // Told by the driver or the node that forwarded its work; else from the head.
   auto known = records_.find(job);
-  if (known == records_.end()) {
-    auto raw = lookup(job);
+  if (known != records_.end()) return Pull(job, fetch, known->second);
+  lookup_(job, [this, job, fetch](Result<std::string> raw) {
+    auto it = fetching_.find(job);
+    if (it == fetching_.end() || it->second != fetch) return;  // forgotten meanwhile
     if (!raw.ok() && raw.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("job " + job.Hex() + " is not registered with the head (" +
-                              raw.status().message() + ")");
+      return Fetched(job, fetch,
+                     Status::NotFound("job " + job.Hex() + " is not registered with the head (" +
+                                      raw.status().message() + ")"));
     }
     if (!raw.ok()) {
-      return Status(raw.status().code(), "cannot ask the head where job " + job.Hex() +
-                                             "'s program is: " + raw.status().message());
+      return Fetched(job, fetch,
+                     Status(raw.status().code(), "cannot ask the head where job " + job.Hex() +
+                                                     "'s program is: " + raw.status().message()));
     }
-    known = records_.emplace(job, *raw).first;
-  }
-  CUMULUS_ASSIGN_OR_RETURN(JobRecord record, DecodeRecord<JobRecord>(known->second));
-  std::string dir = work_dir_ + "/jobs";
+    auto record = records_.emplace(job, std::move(*raw)).first;
+    Pull(job, fetch, record->second);
+  });
+}
+
+namespace {
+
+// Writes the program of `record` into WORK_DIR/jobs/HASH/NAME, pulled first from the driver's
+// node if this node's store does not hold it. Off the loop thread.
+Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
+                                const std::string& token, const JobRecord& record) {
+  std::string dir = work_dir + "/jobs";
   std::string base = record.argv.empty()
                          ? std::string("program")
                          : std::filesystem::path(record.argv[0]).filename().string();
@@ -76,13 +88,13 @@ Result<JobProgram> JobProgramCache::Fetch(const JobId& job, const RecordLookup& 
   if (!std::filesystem::exists(path)) {
     CUMULUS_ASSIGN_OR_RETURN(ObjectId obj, ObjectId::FromHex(record.binary_object));
     bool pulled = false;
-    if (!store_->Contains(obj)) {
+    if (!store.Contains(obj)) {
       CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
-      CUMULUS_RETURN_IF_ERROR(PullObject(from, token_, obj, PullInto(*store_)));
+      CUMULUS_RETURN_IF_ERROR(PullObject(from, token, obj, PullInto(store)));
       pulled = true;
     }
     {
-      CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer bytes, store_->Get(obj));
+      CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer bytes, store.Get(obj));
       std::string tmp = path + ".tmp";
       std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
       f.write(reinterpret_cast<const char*>(bytes.data()),
@@ -92,7 +104,7 @@ Result<JobProgram> JobProgramCache::Fetch(const JobId& job, const RecordLookup& 
       chmod(tmp.c_str(), 0700);
       std::filesystem::rename(tmp, path);
     }
-    if (pulled) (void)store_->Delete(obj);
+    if (pulled) (void)store.Delete(obj);
   }
   JobProgram program;
   program.path = path;
@@ -101,10 +113,35 @@ Result<JobProgram> JobProgramCache::Fetch(const JobId& job, const RecordLookup& 
   return program;
 }
 
+}  // namespace
+
+void JobProgramCache::Pull(const JobId& job, uint64_t fetch, const std::string& bytes) {
+  auto record = DecodeRecord<JobRecord>(bytes);
+  if (!record.ok()) return Fetched(job, fetch, record.status());
+  off_loop_(
+      [work_dir = work_dir_, store = store_, token = token_, record = *record] {
+        return FetchProgram(work_dir, *store, token, record);
+      },
+      [this, job, fetch](Result<JobProgram> program) { Fetched(job, fetch, std::move(program)); });
+}
+
+void JobProgramCache::Fetched(const JobId& job, uint64_t fetch, Result<JobProgram> program) {
+  auto it = fetching_.find(job);
+  if (it == fetching_.end() || it->second != fetch) return;  // forgotten meanwhile
+  fetching_.erase(it);
+  if (program.ok()) {
+    programs_[job] = std::move(*program);
+  } else {
+    failed_[job] = {program.status(), SystemClock::Get().Now() + std::chrono::seconds(1)};
+  }
+  if (fetched_) fetched_();
+}
+
 void JobProgramCache::Forget(const JobId& job) {
   records_.erase(job);
   programs_.erase(job);
-  retry_at_.erase(job);
+  fetching_.erase(job);
+  failed_.erase(job);
 }
 
 }  // namespace cumulus

@@ -2,9 +2,12 @@
 // forwards its first task here) tells the node the job's record: the object holding the
 // program's bytes and where to pull it from. The first worker of the job fetches it once into
 // WORK_DIR/jobs/HASH/NAME; later workers start from that file. A job whose program cannot be
-// fetched now is tried again at most once a second.
+// fetched is tried again at most once a second.
 //
-// Not thread-safe: the node's event loop owns it.
+// A fetch never blocks the loop: the record is asked of the head through `lookup`, and the
+// program is pulled and written by `off_loop` on another thread (SetFetchers); `fetched` is
+// called on the loop thread when a fetch ends, so that the tasks waiting for it are scheduled
+// again. Not thread-safe: the node's event loop owns it.
 #pragma once
 
 #include <functional>
@@ -30,11 +33,24 @@ struct JobProgram {
 
 class JobProgramCache {
  public:
-  // Asks the head for a job's serialized JobRecord (NotFound if it has none).
-  using RecordLookup = std::function<Result<std::string>(const JobId&)>;
+  // Asks the head for a job's serialized JobRecord (NotFound if it has none); `done` runs on the
+  // loop thread.
+  using RecordLookup =
+      std::function<void(const JobId&, std::function<void(Result<std::string>)> done)>;
+  // Runs `work` on another thread, then `done` with its result on the loop thread (not at all
+  // if the node stops first).
+  using OffLoop = std::function<void(std::function<Result<JobProgram>()> work,
+                                     std::function<void(Result<JobProgram>)> done)>;
 
   JobProgramCache(std::string work_dir, ObjectStore* store, std::string token)
       : work_dir_(std::move(work_dir)), store_(store), token_(std::move(token)) {}
+
+  // REQUIRES: called once, before Get.
+  void SetFetchers(RecordLookup lookup, OffLoop off_loop, std::function<void()> fetched) {
+    lookup_ = std::move(lookup);
+    off_loop_ = std::move(off_loop);
+    fetched_ = std::move(fetched);
+  }
 
   // Takes a job's serialized JobRecord. False (and nothing kept) if it is malformed or names a
   // program of another job.
@@ -42,23 +58,37 @@ class JobProgramCache {
   // The serialized record of `job` known here, or nullptr.
   const std::string* Record(const JobId& job) const;
 
-  // The job's program, fetched now if it is not here yet (this blocks for the fetch).
-  // Unavailable when it cannot be fetched now (asked again at most once a second per job).
-  Result<const JobProgram*> Get(const JobId& job, TimePoint now, const RecordLookup& lookup);
+  // The job's program; nullptr (and OK) while it is being fetched (the fetch is started now if
+  // it is not here yet). The error of a fetch that failed is the answer for a second after it
+  // (Unavailable: it cannot be fetched now; NotFound: the head knows no such job), then the
+  // next call fetches again.
+  Result<const JobProgram*> Get(const JobId& job, TimePoint now);
 
   // The job ended: forget its record and program path (the file stays for later jobs of the
-  // same program).
+  // same program); a fetch under way for it is ignored when it ends.
   void Forget(const JobId& job);
 
  private:
-  Result<JobProgram> Fetch(const JobId& job, const RecordLookup& lookup);
+  struct Failure {
+    Status status;
+    TimePoint until;  // the answer until then
+  };
+
+  void StartFetch(const JobId& job);
+  void Pull(const JobId& job, uint64_t fetch, const std::string& record);
+  void Fetched(const JobId& job, uint64_t fetch, Result<JobProgram> program);
 
   std::string work_dir_;
   ObjectStore* store_;
   std::string token_;
+  RecordLookup lookup_;
+  OffLoop off_loop_;
+  std::function<void()> fetched_;
   std::map<JobId, std::string> records_;  // serialized JobRecord of jobs known here
   std::map<JobId, JobProgram> programs_;
-  std::map<JobId, TimePoint> retry_at_;  // jobs whose program could not be fetched
+  std::map<JobId, uint64_t> fetching_;  // fetches under way, by number
+  uint64_t next_fetch_ = 1;
+  std::map<JobId, Failure> failed_;  // jobs whose program could not be fetched
 };
 
 }  // namespace cumulus

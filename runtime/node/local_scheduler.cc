@@ -55,9 +55,9 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   PlacementRequest req = RequestAtNode(t.req.placement, t.hops, node_.node_id());
   PlacementDecision d = PlaceTask(snap, req);
   if (d.kind == PlacementDecision::kInfeasible && node_.RefreshView(now, false)) {
-    // The view may predate a node that joined: ask the head before saying "never".
-    snap = node_.Snapshot(now, false);
-    d = PlaceTask(snap, req);
+    // The view may predate a node that joined: ask the head before saying "never". The task
+    // waits for the answer, which schedules again.
+    return false;
   }
   if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
     d = PlaceOrWait(snap, node_.Snapshot(now, true), req);
@@ -82,11 +82,12 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
 }
 
 // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.
-// True when it left the queue: started, waiting for its program, or failed.
+// True when it left the queue: started, waiting to try its program's fetch again, or failed.
+// False while it must wait (no room, or its job's program is being fetched: the fetch's end
+// schedules again).
 bool LocalScheduler::StartOnNewLease(RoutedTask& t, TimePoint now, HeldBundle* bundle) {
   LeaseRequest req{t.job, t.req.placement.demand, t.class_key, t.actor_creation, t.detached};
-  auto lookup = [this](const JobId& j) { return node_.HeadGet(kJobsNamespace, j.Hex()); };
-  auto w = leases_.Start(req, bundle, now, lookup);
+  auto w = leases_.Start(req, bundle, now);
   if (!w.ok()) {
     NoWorker(t, w.status(), now);
     return true;

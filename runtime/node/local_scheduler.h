@@ -6,7 +6,9 @@
 // others): here on a new lease (WorkerLeases), on another node (forwarded once: hops = 1, so it
 // never bounces again), behind a busy worker of its class (pipelining), in its placement group's
 // bundle, or failed at once if no node could ever run it. What cannot be placed now waits and is
-// reported as pending demand. The decisions are NodePolicy's; this class applies them.
+// reported as pending demand; so does a task that waits for the head (a view refresh before it
+// is called infeasible, its group's record) or for its job's program to be fetched, until the
+// answer schedules again. The decisions are NodePolicy's; this class applies them.
 //
 // Not thread-safe: the node's event loop owns it.
 #pragma once

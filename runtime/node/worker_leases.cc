@@ -10,8 +10,7 @@ WorkerLeases::WorkerLeases(const ResourceSet& total, std::vector<uint32_t> gpu_i
       workers_(pool),
       programs_(pool.work_dir, store, token) {}
 
-Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now,
-                                    const JobProgramCache::RecordLookup& lookup) {
+Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now) {
   ResourcePool& pool = bundle ? bundle->pool : resources_;
   auto gpus = pool.Acquire(req.demand);
   if (!gpus.ok()) return nullptr;
@@ -26,7 +25,11 @@ Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle,
       pool.Release(req.demand, gpu_ids);
       return nullptr;  // wait for a worker to come free
     }
-    auto program = programs_.Get(req.job, now, lookup);
+    auto program = programs_.Get(req.job, now);
+    if (program.ok() && !*program) {
+      pool.Release(req.demand, gpu_ids);
+      return nullptr;  // being fetched: wait for it
+    }
     Result<Worker*> spawned = program.ok() ? workers_.Spawn(req.job, **program, key, devices, now)
                                            : Result<Worker*>(program.status());
     if (!spawned.ok()) {
