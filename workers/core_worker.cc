@@ -35,6 +35,7 @@
 #include "workers/core_channel.h"
 #include "workers/head_session.h"
 #include "workers/object_reader.h"
+#include "workers/reference_table.h"
 #include "workers/task_executor.h"
 #include "workers/task_spec.h"
 
@@ -61,7 +62,7 @@ class CoreWorkerImpl : public CoreWorker {
  public:
   explicit CoreWorkerImpl(const CoreWorkerOptions& o) : options_(o) {
     is_worker_ = !o.worker_id.IsNil();
-    max_lineage_depth_ = o.max_lineage_depth;
+    refs_ = ReferenceTable(o.max_lineage_depth);
     job_ = o.job;
     driver_task_ = TaskId::ForDriver(job_);
     head_ = std::make_unique<HeadSession>(o.head, o.token, is_worker_ ? "worker" : "driver");
@@ -185,10 +186,7 @@ class CoreWorkerImpl : public CoreWorker {
       a.creation_args = args;
       a.creation_options = options;
       for (auto& arg : args) {
-        auto obj = arg.is_ref ? objects_.find(arg.ref) : objects_.end();
-        if (obj == objects_.end()) continue;
-        obj->second.task_refs++;
-        a.pinned.push_back(arg.ref);
+        if (arg.is_ref && refs_.Hold(arg.ref)) a.pinned.push_back(arg.ref);
       }
     }
     if (!options.name.empty()) {
@@ -238,11 +236,9 @@ class CoreWorkerImpl : public CoreWorker {
     for (int round = 0;; ++round) {
       NodeId tried;
       auto got = GetOnce(id, timeout_ms, deadline, lock, &tried);
-      if (got.ok() || round > kMaxRebuilds || !IsLoss(got.status())) return got;
-      auto it = objects_.find(id);
-      if (it == objects_.end() || it->second.state != ObjectEntry::kReady || !it->second.stored) {
-        return got;
-      }
+      if (got.ok() || round > ReferenceTable::kMaxRebuilds || !IsLoss(got.status())) return got;
+      const ObjectEntry* e = refs_.Find(id);
+      if (!e || e->state != ObjectEntry::kReady || !e->stored) return got;
       Rebuild(id, tried, got.status().message());
     }
   }
@@ -253,26 +249,26 @@ class CoreWorkerImpl : public CoreWorker {
   // One try of Get. REQUIRES: `lock` holds mu_ (it is held again on return).
   Result<internal::Payload> GetOnce(const ObjectId& id, int64_t timeout_ms, TimePoint deadline,
                                     std::unique_lock<std::mutex>& lock, NodeId* tried) {
-    auto it = objects_.find(id);
-    if (it == objects_.end()) {
+    ObjectEntry* found = refs_.Find(id);
+    if (!found) {
       return Status::NotFound("object " + id.Hex() +
                               " is not owned by this process (or was freed)");
     }
-    if (it->second.state == ObjectEntry::kPending) {
+    if (found->state == ObjectEntry::kPending) {
       BlockedGuard blocked(this, lock);
       bool done = WaitUntil(lock, deadline, [&] {
-        auto e = objects_.find(id);
-        return e == objects_.end() || e->second.state != ObjectEntry::kPending;
+        const ObjectEntry* e = refs_.Find(id);
+        return !e || e->state != ObjectEntry::kPending;
       });
       if (!done) {
         return Status::TimedOut("Get of object " + id.Hex() + " (result of " +
                                 DescribeProducer(id) + ") timed out after " +
                                 std::to_string(timeout_ms) + " ms");
       }
-      it = objects_.find(id);
-      if (it == objects_.end()) return Status::NotFound("object " + id.Hex() + " was freed");
+      found = refs_.Find(id);
+      if (!found) return Status::NotFound("object " + id.Hex() + " was freed");
     }
-    ObjectEntry& e = it->second;
+    ObjectEntry& e = *found;
     if (e.state == ObjectEntry::kFailed) return e.error;
     if (e.inline_value) {
       auto keep = e.inline_value;
@@ -296,8 +292,7 @@ class CoreWorkerImpl : public CoreWorker {
   Result<ObjectId> Put(std::string bytes) override {
     std::unique_lock<std::mutex> lock(mu_);
     ObjectId id = ObjectId::FromPut(CurrentTaskLocked(), ++put_index_);
-    NewObject(id);
-    ObjectEntry& e = objects_[id];
+    ObjectEntry& e = refs_.Add(id);
     if (bytes.size() <= kMaxInlineResultBytes) {
       e.state = ObjectEntry::kReady;
       e.inline_value = std::make_shared<std::string>(std::move(bytes));
@@ -306,12 +301,16 @@ class CoreWorkerImpl : public CoreWorker {
     lock.unlock();
     Status st = store_->Put(id, bytes.data(), bytes.size());
     lock.lock();
-    auto it = objects_.find(id);
+    ObjectEntry* stored = refs_.Find(id);
     if (!st.ok()) {
-      if (it != objects_.end()) objects_.erase(it);
+      if (stored) {  // never seen by anyone: gone again
+        stored->refs = 0;
+        stored->state = ObjectEntry::kFailed;
+        refs_.FreeIfUnused(id);
+      }
       return st;
     }
-    SetStoredHere(it->second, bytes.size());
+    if (stored) SetStoredHere(*stored, bytes.size());
     return id;
   }
 
@@ -323,9 +322,7 @@ class CoreWorkerImpl : public CoreWorker {
     fill(buffer.data);
     CUMULUS_RETURN_IF_ERROR(store_->Seal(id));
     lock.lock();
-    ObjectEntry& e = objects_[id];
-    e = ObjectEntry();
-    SetStoredHere(e, size);
+    SetStoredHere(refs_.Add(id), size);
     return id;
   }
 
@@ -340,8 +337,8 @@ class CoreWorkerImpl : public CoreWorker {
     auto count = [&] {
       size_t n = 0;
       for (size_t i = 0; i < ids.size(); ++i) {
-        auto it = objects_.find(ids[i]);
-        ready[i] = it == objects_.end() || it->second.state != ObjectEntry::kPending;
+        const ObjectEntry* e = refs_.Find(ids[i]);
+        ready[i] = !e || e->state != ObjectEntry::kPending;
         n += ready[i] ? 1 : 0;
       }
       return n;
@@ -356,16 +353,12 @@ class CoreWorkerImpl : public CoreWorker {
 
   void AddRef(const ObjectId& id) override {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = objects_.find(id);
-    if (it != objects_.end()) it->second.refs++;
+    refs_.AddRef(id);
   }
 
   void RemoveRef(const ObjectId& id) override {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = objects_.find(id);
-    if (it == objects_.end()) return;
-    it->second.refs--;
-    MaybeFree(it);
+    refs_.RemoveRef(id);
     FlushFrees();
   }
 
@@ -558,9 +551,7 @@ class CoreWorkerImpl : public CoreWorker {
   Status PutRaw(const ObjectId& id, const std::string& bytes) override {
     CUMULUS_RETURN_IF_ERROR(store_->Put(id, bytes.data(), bytes.size()));
     std::lock_guard<std::mutex> lock(mu_);
-    ObjectEntry& e = objects_[id];
-    e = ObjectEntry();
-    SetStoredHere(e, bytes.size());
+    SetStoredHere(refs_.Add(id), bytes.size());
     return Status();
   }
 
@@ -586,11 +577,7 @@ class CoreWorkerImpl : public CoreWorker {
     stopped_ = true;
     head_->StopWaiting();
     // Objects this process owns are freed where they live.
-    for (auto& [id, e] : objects_) {
-      if (e.stored) free_batch_.push_back(id.Binary() + e.node.Binary());
-      if (e.local_copy) local_copies_.push_back(id);
-    }
-    objects_.clear();
+    refs_.FreeAll();
     FlushFrees();
     // Owned actors end with their owner; named ones leave the registry.
     std::vector<std::string> names_to_release;
@@ -605,43 +592,14 @@ class CoreWorkerImpl : public CoreWorker {
     lock.unlock();
     // One try each: shutting down does not wait for the head, nor connect to it.
     for (const std::string& name : names_to_release) directory_->ReleaseNow(name);
-    head_calls_.reset();             // runs what was posted (name publications) first
+    blocking_calls_.reset();         // runs what was posted (name publications) first
     if (channel_) channel_->Stop();  // after writing what was sent (frees, kills)
   }
 
  private:
   static constexpr uint32_t kFinalRelease = 0xFFFFFFFFu;  // GroupRelease.round: for good
-  static constexpr int kMaxRebuilds = 3;                  // times one lost object is rebuilt
   static constexpr Duration kActorConnectTimeout = std::chrono::seconds(5);
   static constexpr uint32_t kMaxHelloBytes = 64 << 10;  // a caller's frames until its hello
-
-  // How a stored task result was made, kept while the object lives so that it can be made again
-  // if the node holding it dies (lineage). Its object arguments stay alive with it.
-  struct Lineage {
-    std::string function;
-    std::vector<internal::ArgData> args;
-    internal::CallOptions options;
-    int max_retries = 0;
-    std::vector<ObjectId> pinned;  // object arguments (task_refs held)
-  };
-
-  struct ObjectEntry {
-    enum State { kPending, kReady, kFailed } state = kPending;
-    int refs = 1;
-    int task_refs = 0;
-    std::shared_ptr<std::string> inline_value;
-    bool stored = false;
-    NodeId node;
-    std::string transfer;
-    uint64_t size = 0;
-    bool local_copy = false;
-    Status error;
-    std::vector<TaskId> waiting;       // tasks whose argument this is
-    std::unique_ptr<Lineage> lineage;  // stored results of normal tasks
-    std::string no_lineage;            // why a stored object cannot be rebuilt
-    int depth = 0;                     // tasks in its lineage (1: made from values only)
-    int rebuilds = 0;
-  };
 
   struct PendingTask {
     TaskId id;
@@ -729,17 +687,10 @@ class CoreWorkerImpl : public CoreWorker {
 
   // `e` is sealed in this node's store. REQUIRES: mu_.
   void SetStoredHere(ObjectEntry& e, uint64_t size) {
-    e.state = ObjectEntry::kReady;
-    e.stored = true;
-    e.node = node_id_;
-    e.transfer = transfer_address_;
-    e.size = size;
+    ReferenceTable::SetStored(e, node_id_, transfer_address_, size);
   }
 
-  void NewObject(const ObjectId& id) {
-    ObjectEntry& e = objects_[id];
-    e = ObjectEntry();
-  }
+  void NewObject(const ObjectId& id) { refs_.Add(id); }
 
   std::string DescribeProducer(const ObjectId& id) {
     auto t = tasks_.find(id.Task());
@@ -771,19 +722,19 @@ class CoreWorkerImpl : public CoreWorker {
     }
     for (auto& arg : t.args) {
       if (!arg.is_ref) continue;
-      auto it = objects_.find(arg.ref);
-      if (it == objects_.end()) {
+      ObjectEntry* held = refs_.Find(arg.ref);
+      if (!held) {
         Status st =
             Status::InvalidArgument("an argument of " + t.function + " is object " + arg.ref.Hex() +
                                     ", which this process does not own (or freed)");
         FinishTask(id, &st, nullptr);
         return;
       }
-      it->second.task_refs++;
+      held->task_refs++;
       t.held.push_back(arg.ref);
-      if (it->second.state == ObjectEntry::kPending) {
+      if (held->state == ObjectEntry::kPending) {
         t.unresolved++;
-        it->second.waiting.push_back(id);
+        held->waiting.push_back(id);
       }
     }
     if (t.unresolved == 0) Dispatch(t);
@@ -794,7 +745,7 @@ class CoreWorkerImpl : public CoreWorker {
     // An argument that failed fails the task, naming it.
     for (size_t i = 0; i < t.args.size(); ++i) {
       if (!t.args[i].is_ref) continue;
-      auto& e = objects_.at(t.args[i].ref);
+      const ObjectEntry& e = *refs_.Find(t.args[i].ref);  // held by the task
       if (e.state == ObjectEntry::kFailed) {
         Status st(e.error.code(), "argument " + std::to_string(i) + " of " + t.function +
                                       " failed: " + e.error.message());
@@ -864,7 +815,7 @@ class CoreWorkerImpl : public CoreWorker {
     in.args = &t.args;
     in.options = &t.options;
     auto built = BuildTaskSpec(in, [this](const ObjectId& id) {
-      const ObjectEntry& e = objects_.at(id);
+      const ObjectEntry& e = *refs_.Find(id);  // held by the task
       return ArgumentLocation{e.inline_value, e.node, e.transfer, e.size};
     });
     if (!built.ok()) return built.status();
@@ -903,16 +854,16 @@ class CoreWorkerImpl : public CoreWorker {
         if (!st.ok() && !killed) {
           // It died between answering and our connecting: a restart if it may have one.
           ActorLost(a, "cannot connect to it at " + address + ": " + st.message());
-        } else if (st.ok() && !killed && !a.name.empty() && head_calls_) {
+        } else if (st.ok() && !killed && !a.name.empty() && blocking_calls_) {
           // Published off the loop's thread and without mu_: a head call may wait.
           ActorNameRecord record{a.id.Hex(), a.class_name, address};
-          head_calls_->Post([this, name = a.name, record] { directory_->Publish(name, record); });
+          blocking_calls_->Post(
+              [this, name = a.name, record] { directory_->Publish(name, record); });
         }
       }
     }
-    auto obj = objects_.find(t->ret);
-    if (obj != objects_.end()) {
-      ObjectEntry& e = obj->second;
+    if (ObjectEntry* found = refs_.Find(t->ret)) {
+      ObjectEntry& e = *found;
       if (error) {
         e.state = ObjectEntry::kFailed;
         e.error = *error;
@@ -929,98 +880,55 @@ class CoreWorkerImpl : public CoreWorker {
               std::make_shared<std::string>(reinterpret_cast<const char*>(d.begin()), d.size());
         } else {
           auto loc = returns[0].getStored();
-          e.stored = true;
-          e.node = IdFrom<NodeId>(loc.getNodeId());
-          e.transfer = loc.getTransferAddress();
-          e.size = loc.getSize();
-          RecordLineage(*t, e);
+          ReferenceTable::SetStored(e, IdFrom<NodeId>(loc.getNodeId()), loc.getTransferAddress(),
+                                    loc.getSize());
+          if (t->actor_call || t->actor_creation) {
+            e.no_lineage = "it is the result of actor call " + t->function +
+                           ", and actor calls are not run again to rebuild their results";
+          } else {
+            // Its hold on its arguments passes to the lineage.
+            refs_.RecordLineage(e, t->function, std::move(t->args), t->options, t->max_retries,
+                                std::move(t->held));
+            t->held.clear();
+          }
         }
       }
-      ResolveWaiters(t->ret, e);  // may add or erase objects: find it again
-      obj = objects_.find(t->ret);
-      if (obj != objects_.end()) MaybeFree(obj);
+      ResolveWaiters(t->ret, e);  // may add or erase objects
+      refs_.FreeIfUnused(t->ret);
     }
-    for (const ObjectId& held : t->held) {
-      auto h = objects_.find(held);
-      if (h == objects_.end()) continue;
-      h->second.task_refs--;
-      MaybeFree(h);
-    }
+    refs_.Release(t->held);
     FlushFrees();
     cv_.notify_all();
-  }
-
-  // A stored result: keep how it was made (its object arguments stay alive with it), unless it
-  // cannot be made again. Takes t's arguments. REQUIRES: mu_.
-  void RecordLineage(PendingTask& t, ObjectEntry& e) {
-    if (t.actor_call || t.actor_creation) {
-      e.no_lineage = "it is the result of actor call " + t.function +
-                     ", and actor calls are not run again to rebuild their results";
-      return;
-    }
-    int depth = 1;
-    for (const ObjectId& arg : t.held) {
-      auto a = objects_.find(arg);
-      if (a != objects_.end()) depth = std::max(depth, a->second.depth + 1);
-    }
-    e.depth = depth;
-    if (depth > max_lineage_depth_) {
-      e.no_lineage = "its lineage is " + std::to_string(depth) + " tasks deep, more than the " +
-                     std::to_string(max_lineage_depth_) +
-                     " kept (CUMULUS_MAX_LINEAGE_DEPTH); store checkpoints with Put instead";
-      return;
-    }
-    auto l = std::make_unique<Lineage>();
-    l->function = t.function;
-    l->args = std::move(t.args);
-    l->options = t.options;
-    l->max_retries = t.max_retries;
-    l->pinned = std::move(t.held);  // the task's hold on its arguments passes to the lineage
-    t.held.clear();
-    e.lineage = std::move(l);
   }
 
   // The copy of `id` on `failed_node` cannot be read (`why`): run the task that made it again, or
   // fail the object with ObjectLost saying why it cannot be. True if it is being rebuilt, or was
   // already (its copy is elsewhere now). REQUIRES: mu_.
   bool Rebuild(const ObjectId& id, const NodeId& failed_node, const std::string& why) {
-    auto it = objects_.find(id);
-    if (it == objects_.end()) return false;
-    ObjectEntry& e = it->second;
-    if (e.state == ObjectEntry::kPending) return true;  // already being rebuilt
-    if (e.state != ObjectEntry::kReady || !e.stored) return false;
-    if (e.node != failed_node) return true;  // a report about a copy that was replaced
-    std::string what = "object " + id.Hex();
-    std::string cannot;
-    if (id.IsPut()) {
-      cannot = "it was made by Put, which keeps no lineage to rebuild it from";
-    } else if (!e.lineage) {
-      cannot = e.no_lineage.empty() ? "no lineage was kept for it" : e.no_lineage;
-    } else if (e.rebuilds >= kMaxRebuilds) {
-      cannot = "it was rebuilt " + std::to_string(e.rebuilds) + " times already";
-    } else if (stopped_ || node_conn_ == 0) {
-      cannot = "this process is no longer connected to its node";
+    auto plan = refs_.PlanRebuild(
+        id, failed_node, why,
+        stopped_ || node_conn_ == 0 ? "this process is no longer connected to its node" : "");
+    switch (plan.kind) {
+      case ReferenceTable::RebuildPlan::kNotStored:
+        return false;
+      case ReferenceTable::RebuildPlan::kUnderway:
+        return true;
+      case ReferenceTable::RebuildPlan::kLost:
+        FlushFrees();
+        cv_.notify_all();
+        return false;
+      case ReferenceTable::RebuildPlan::kRebuild:
+        break;
     }
-    if (!cannot.empty()) {
-      e.state = ObjectEntry::kFailed;
-      e.error =
-          Status::ObjectLost(what + " was lost (" + why + ") and cannot be rebuilt: " + cannot);
-      e.lineage.reset();
-      cv_.notify_all();
-      return false;
-    }
-    std::unique_ptr<Lineage> l = std::move(e.lineage);
-    e.rebuilds++;
-    e.state = ObjectEntry::kPending;
-    e.stored = false;
-    e.inline_value.reset();
-    CUMULUS_LOG(WARN) << "cumulus: " << what << " (result of " << l->function << ") was lost ("
-                      << why << "); rebuilding it by running " << l->function << " again (rebuild "
-                      << e.rebuilds << " of " << kMaxRebuilds << ")";
+    std::unique_ptr<Lineage> l = std::move(plan.lineage);
+    CUMULUS_LOG(WARN) << "cumulus: object " << id.Hex() << " (result of " << l->function
+                      << ") was lost (" << why << "); rebuilding it by running " << l->function
+                      << " again (rebuild " << plan.attempt << " of "
+                      << ReferenceTable::kMaxRebuilds << ")";
     auto pending = NewPending(id.Task(), id, l->function, l->args, l->options);
     pending->max_retries = l->max_retries;
     Enqueue(std::move(pending));  // holds the arguments again before the lineage lets them go
-    ReleasePins(l->pinned);
+    refs_.Release(l->pinned);
     return true;
   }
 
@@ -1034,13 +942,13 @@ class CoreWorkerImpl : public CoreWorker {
     PendingTask& p = *t->second;
     if (std::find(p.held.begin(), p.held.end(), lost) == p.held.end()) return false;
     if (!Rebuild(lost, node, why)) return false;
-    auto e = objects_.find(lost);
-    if (e == objects_.end()) return false;
+    ObjectEntry* e = refs_.Find(lost);
+    if (!e) return false;
     p.sent = false;
-    if (e->second.state == ObjectEntry::kPending) {
+    if (e->state == ObjectEntry::kPending) {
       p.unresolved++;
-      e->second.waiting.push_back(task);
-    } else if (e->second.state == ObjectEntry::kReady) {
+      e->waiting.push_back(task);
+    } else if (e->state == ObjectEntry::kReady) {
       Dispatch(p);
     } else {
       return false;
@@ -1048,21 +956,12 @@ class CoreWorkerImpl : public CoreWorker {
     return true;
   }
 
-  void ReleasePins(const std::vector<ObjectId>& pinned) {
-    for (const ObjectId& p : pinned) {
-      auto h = objects_.find(p);
-      if (h == objects_.end()) continue;
-      h->second.task_refs--;
-      MaybeFree(h);
-    }
-  }
-
   void FailObject(const ObjectId& id, const Status& st) {
-    auto it = objects_.find(id);
-    if (it == objects_.end()) return;
-    it->second.state = ObjectEntry::kFailed;
-    it->second.error = st;
-    ResolveWaiters(id, it->second);
+    ObjectEntry* e = refs_.Find(id);
+    if (!e) return;
+    e->state = ObjectEntry::kFailed;
+    e->error = st;
+    ResolveWaiters(id, *e);
     cv_.notify_all();
   }
 
@@ -1076,33 +975,24 @@ class CoreWorkerImpl : public CoreWorker {
     }
   }
 
-  void MaybeFree(std::unordered_map<ObjectId, ObjectEntry>::iterator it) {
-    ObjectEntry& e = it->second;
-    if (e.refs > 0 || e.task_refs > 0 || e.state == ObjectEntry::kPending) return;
-    if (e.stored) {
-      free_batch_.push_back(it->first.Binary() + e.node.Binary());
-      if (e.local_copy) local_copies_.push_back(it->first);
-    }
-    std::unique_ptr<Lineage> lineage = std::move(e.lineage);
-    objects_.erase(it);
-    if (lineage) ReleasePins(lineage->pinned);
-  }
-
+  // Sends the node the objects freed since the last call; deletes the copies pulled here (off
+  // this thread: a store call may wait). REQUIRES: mu_.
   void FlushFrees() {
-    if (free_batch_.size() >= 1 || !local_copies_.empty()) {
-      if (!free_batch_.empty()) {
-        capnp::MallocMessageBuilder message;
-        auto list = message.initRoot<proto::CoreMessage>().initFreeObjects(
-            static_cast<unsigned>(free_batch_.size()));
-        for (unsigned i = 0; i < free_batch_.size(); ++i) {
-          list.set(i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(free_batch_[i].data()),
-                                          free_batch_[i].size()));
-        }
-        (void)SendToNode(EncodeFrame(message));
-        free_batch_.clear();
+    ReferenceTable::Frees frees = refs_.TakeFrees();
+    if (!frees.remote.empty()) {
+      capnp::MallocMessageBuilder message;
+      auto list = message.initRoot<proto::CoreMessage>().initFreeObjects(
+          static_cast<unsigned>(frees.remote.size()));
+      for (unsigned i = 0; i < frees.remote.size(); ++i) {
+        list.set(i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(frees.remote[i].data()),
+                                        frees.remote[i].size()));
       }
-      for (auto& id : local_copies_) (void)store_->Delete(id);
-      local_copies_.clear();
+      (void)SendToNode(EncodeFrame(message));
+    }
+    if (!frees.local_copies.empty() && blocking_calls_) {
+      blocking_calls_->Post([this, copies = std::move(frees.local_copies)] {
+        for (auto& id : copies) (void)store_->Delete(id);
+      });
     }
   }
 
@@ -1111,8 +1001,7 @@ class CoreWorkerImpl : public CoreWorker {
                          const internal::CallOptions& options) {
     TaskId task = TaskId::ForActorTask(a.id);
     ObjectId ret = ObjectId::FromTaskReturn(task, 1);
-    NewObject(ret);
-    objects_[ret].refs = 0;  // nobody holds the creation result: freed once it arrives
+    refs_.Add(ret).refs = 0;  // nobody holds the creation result: freed once it arrives
     auto pending = NewPending(task, ret, a.factory, std::move(args), options);
     pending->actor_creation = true;
     pending->actor = a.id;
@@ -1179,12 +1068,7 @@ class CoreWorkerImpl : public CoreWorker {
     if (a.state == ActorEntry::kDead) return;
     a.state = ActorEntry::kDead;
     a.death = why;
-    for (const ObjectId& id : a.pinned) {
-      auto obj = objects_.find(id);
-      if (obj == objects_.end()) continue;
-      obj->second.task_refs--;
-      MaybeFree(obj);
-    }
+    refs_.Release(a.pinned);
     a.pinned.clear();
     std::vector<TaskId> in_flight(a.in_flight.begin(), a.in_flight.end());
     a.in_flight.clear();
@@ -1466,15 +1350,16 @@ class CoreWorkerImpl : public CoreWorker {
   std::unique_ptr<StoreClient> store_;
   std::unique_ptr<HeadSession> head_;
   std::unique_ptr<ActorDirectory> directory_;
-  // Head calls that must not wait on the loop's thread (a named actor's address).
-  std::unique_ptr<SerialExecutor> head_calls_ = std::make_unique<SerialExecutor>();
+  // Calls that may wait (the head, the store), made neither on the loop's thread nor under mu_:
+  // publishing a named actor's address, deleting copies pulled here.
+  std::unique_ptr<SerialExecutor> blocking_calls_ = std::make_unique<SerialExecutor>();
   std::unique_ptr<CoreChannel> channel_;  // node, actors called, callers of the actor here
 
   std::mutex mu_;  // everything below; never held while waiting on a socket
   std::condition_variable cv_;
   uint64_t node_conn_ = 0;
   std::atomic<bool> stopped_{false};
-  std::unordered_map<ObjectId, ObjectEntry> objects_;
+  ReferenceTable refs_{100};  // the objects this process owns
   std::unordered_map<TaskId, std::unique_ptr<PendingTask>> tasks_;
   std::unordered_map<ActorId, ActorEntry> actors_;
   struct GroupAnswer {
@@ -1486,13 +1371,9 @@ class CoreWorkerImpl : public CoreWorker {
   std::unordered_map<uint64_t, Peer> peers_;
   uint32_t put_index_ = 0;
   uint64_t next_seq_ = 1;
-  std::vector<std::string> free_batch_;
-  std::vector<ObjectId> local_copies_;
   TaskId current_task_;
   bool executing_ = false;
   bool blocked_now_ = false;  // the running task waits in Get or Wait (the node was told)
-
-  int max_lineage_depth_ = 100;  // CoreWorkerOptions::max_lineage_depth
 
   std::mutex exec_mu_;
   std::condition_variable exec_cv_;
