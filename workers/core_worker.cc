@@ -33,8 +33,10 @@
 #include "scheduler/placement.h"
 #include "workers/actor_directory.h"
 #include "workers/core_channel.h"
+#include "workers/execution_queue.h"
 #include "workers/head_session.h"
 #include "workers/object_reader.h"
+#include "workers/placement_group_client.h"
 #include "workers/reference_table.h"
 #include "workers/task_executor.h"
 #include "workers/task_spec.h"
@@ -435,89 +437,11 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
   Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
-      const std::vector<std::map<std::string, double>>& bundles,
-      PlacementGroupStrategy group_strategy, int64_t timeout_ms) override {
-    static const char* kNames[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
-    int strategy = static_cast<int>(group_strategy);
-    if (strategy < 0 || strategy > 3) {
-      return Status::InvalidArgument("unknown placement group strategy " +
-                                     std::to_string(strategy));
-    }
-    if (bundles.empty())
-      return Status::InvalidArgument("a placement group needs at least one bundle");
-    std::vector<ResourceSet> sets;
-    std::string shapes;
-    for (size_t i = 0; i < bundles.size(); ++i) {
-      ResourceSet r;
-      for (auto& [name, amount] : bundles[i]) {
-        if (amount < 0 || !std::isfinite(amount)) {
-          return Status::InvalidArgument("bundle " + std::to_string(i) + " asks for " +
-                                         std::to_string(amount) + " " + name);
-        }
-        if (amount > 0) r.Set(name, amount);
-      }
-      if (r.empty()) {
-        return Status::InvalidArgument("bundle " + std::to_string(i) + " asks for nothing");
-      }
-      if (r.GetUnits("GPU") > ResourceSet::kUnit && r.GetUnits("GPU") % ResourceSet::kUnit != 0) {
-        return Status::InvalidArgument("bundle " + std::to_string(i) +
-                                       ": more than one GPU must be a whole number");
-      }
-      shapes += (i ? ", " : "") + r.ToString();
-      sets.push_back(std::move(r));
-    }
-    PlacementGroupId id = PlacementGroupId::FromRandom();
-    capnp::MallocMessageBuilder message;
-    auto req = message.initRoot<proto::CoreMessage>().initCreateGroup();
-    req.setGroupId(DataOf(id));
-    req.setJobId(DataOf(job_));
-    req.setStrategy(static_cast<uint8_t>(strategy));
-    auto list = req.initBundles(static_cast<unsigned>(sets.size()));
-    for (unsigned i = 0; i < sets.size(); ++i) {
-      list[i].setIndex(i);
-      EncodeResources(sets[i],
-                      list[i].initResources(static_cast<unsigned>(sets[i].units().size())));
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    auto& answer = group_answers_[id];
-    CUMULUS_RETURN_IF_ERROR(SendToNode(EncodeFrame(message)));
-    TimePoint deadline = timeout_ms < 0
-                             ? TimePoint::max()
-                             : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
-    bool done = WaitUntil(lock, deadline, [&] { return answer.done || node_conn_ == 0; });
-    GroupAnswer got = std::move(answer);
-    group_answers_.erase(id);
-    std::string what = "placement group [" + shapes + "] " + kNames[strategy];
-    if (!done) {
-      // Withdraw it: nothing may stay reserved for a group the caller gave up on.
-      capnp::MallocMessageBuilder remove;
-      auto r = remove.initRoot<proto::CoreMessage>().initRemoveGroup();
-      r.setGroupId(DataOf(id));
-      r.setRound(kFinalRelease);
-      (void)SendToNode(EncodeFrame(remove));
-      return Status::TimedOut(what + " was not reserved within " + std::to_string(timeout_ms) +
-                              " ms: the cluster could hold it but not now (its bundles show as "
-                              "pending demand in `cumulus status`)");
-    }
-    if (!got.done) return Status::Unavailable(what + ": the connection to the node was lost");
-    if (!got.status.ok()) return got.status;
-    if (got.nodes.size() != sets.size()) {
-      return Status::Internal(what + ": the node answered with " +
-                              std::to_string(got.nodes.size()) + " bundle locations");
-    }
-    return std::make_pair(id, got.nodes);
+      const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
+      int64_t timeout_ms) override {
+    return groups_.Create(bundles, strategy, timeout_ms);
   }
-
-  Status RemovePlacementGroup(const PlacementGroupId& id) override {
-    if (id.IsNil()) {
-      return Status::InvalidArgument("not a placement group id (made by CreatePlacementGroup?)");
-    }
-    capnp::MallocMessageBuilder message;
-    auto r = message.initRoot<proto::CoreMessage>().initRemoveGroup();
-    r.setGroupId(DataOf(id));
-    r.setRound(kFinalRelease);
-    return SendToNode(EncodeFrame(message));
-  }
+  Status RemovePlacementGroup(const PlacementGroupId& id) override { return groups_.Remove(id); }
 
   NodeId node_id() const override { return node_id_; }
   bool was_restarted() const override { return executor_ && executor_->was_restarted(); }
@@ -558,17 +482,7 @@ class CoreWorkerImpl : public CoreWorker {
   // ---- worker side -------------------------------------------------------------------------
 
   void RunWorkerLoop() override {
-    while (true) {
-      Execution next;
-      {
-        std::unique_lock<std::mutex> lock(exec_mu_);
-        exec_cv_.wait(lock, [&] { return !exec_queue_.empty() || node_gone_; });
-        if (exec_queue_.empty()) return;
-        next = std::move(exec_queue_.front());
-        exec_queue_.pop_front();
-      }
-      Execute(next);
-    }
+    execution_.Run([this](ExecutionQueue::Item& item) { Execute(item); });
   }
 
   void Stop() override {
@@ -576,6 +490,7 @@ class CoreWorkerImpl : public CoreWorker {
     if (stopped_) return;
     stopped_ = true;
     head_->StopWaiting();
+    groups_.NodeLost();
     // Objects this process owns are freed where they live.
     refs_.FreeAll();
     FlushFrees();
@@ -597,7 +512,6 @@ class CoreWorkerImpl : public CoreWorker {
   }
 
  private:
-  static constexpr uint32_t kFinalRelease = 0xFFFFFFFFu;  // GroupRelease.round: for good
   static constexpr Duration kActorConnectTimeout = std::chrono::seconds(5);
   static constexpr uint32_t kMaxHelloBytes = 64 << 10;  // a caller's frames until its hello
 
@@ -645,11 +559,6 @@ class CoreWorkerImpl : public CoreWorker {
   struct Peer {
     ActorId actor;        // caller side: the actor at the other end
     bool caller = false;  // worker side: an actor caller (authenticates with its hello)
-  };
-
-  struct Execution {
-    Words words;
-    uint64_t reply_conn = 0;
   };
 
   // While the current task waits in Get or Wait, tasks queued behind it on this worker could be
@@ -1180,19 +1089,12 @@ class CoreWorkerImpl : public CoreWorker {
       }
       case proto::CoreMessage::SUBMIT_TASK: {
         if (!is_worker_ || (tag != node_conn_ && !c.caller)) return false;
-        if (tag == node_conn_ && blocked_now_) {
+        TaskId id = IdFrom<TaskId>(msg.getSubmitTask().getTaskId());
+        if (!execution_.Push({std::move(words), tag, tag == node_conn_})) {
           // Sent before the node heard that the running task blocked: it would wait behind the
           // task it may be waiting for. Hand it straight back.
-          capnp::MallocMessageBuilder message;
-          auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
-          b.setBlocked(true);
-          b.initReturned(1).set(0, msg.getSubmitTask().getTaskId());
-          (void)SendToNode(EncodeFrame(message));
-          return true;
+          (void)SendToNode(BlockedFrame(true, {id}));
         }
-        std::lock_guard<std::mutex> lock(exec_mu_);
-        exec_queue_.push_back(Execution{std::move(words), tag});
-        exec_cv_.notify_one();
         return true;
       }
       case proto::CoreMessage::KILL_ACTOR: {
@@ -1202,19 +1104,10 @@ class CoreWorkerImpl : public CoreWorker {
         std::fflush(stderr);
         _exit(0);
       }
-      case proto::CoreMessage::GROUP_REPLY: {
+      case proto::CoreMessage::GROUP_REPLY:
         if (tag != node_conn_) return false;
-        auto r = msg.getGroupReply();
-        auto it = group_answers_.find(IdFrom<PlacementGroupId>(r.getGroupId()));
-        if (it == group_answers_.end()) return true;  // the caller gave up
-        GroupAnswer& a = it->second;
-        a.done = true;
-        if (r.getCode() != 0)
-          a.status = Status(static_cast<StatusCode>(r.getCode()), r.getMessage());
-        for (auto n : r.getNodes()) a.nodes.push_back(IdFrom<NodeId>(n));
-        cv_.notify_all();
+        groups_.OnReply(msg.getGroupReply());
         return true;
-      }
       case proto::CoreMessage::JOB_FINISHED:
         return true;
       case proto::CoreMessage::NODE_DIED: {
@@ -1250,9 +1143,8 @@ class CoreWorkerImpl : public CoreWorker {
         if (t->sent && !t->actor_call) lost.push_back(id);
       }
       for (auto& id : lost) FinishTask(id, &st, nullptr);
-      std::lock_guard<std::mutex> lock(exec_mu_);
-      node_gone_ = true;
-      exec_cv_.notify_all();
+      groups_.NodeLost();
+      execution_.Close();
       cv_.notify_all();
       return;
     }
@@ -1269,7 +1161,7 @@ class CoreWorkerImpl : public CoreWorker {
   // ---- worker: executing -------------------------------------------------------------------
 
   // Runs one task or actor call (TaskExecutor) and answers on the connection it came from.
-  void Execute(Execution& ex) {
+  void Execute(ExecutionQueue::Item& ex) {
     capnp::ReaderOptions ro;
     ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
     capnp::FlatArrayMessageReader reader(ex.words, ro);
@@ -1315,29 +1207,24 @@ class CoreWorkerImpl : public CoreWorker {
     return options_.bind_host + ":" + std::to_string(port);
   }
 
+  // REQUIRES: mu_ (held by the Get/Wait that blocks).
   void NotifyBlocked(bool blocked) {
-    // REQUIRES: mu_ (held by the Get/Wait that blocks).
+    std::vector<TaskId> returned;
+    if (blocked) {
+      returned = execution_.Block();
+    } else {
+      execution_.Unblock();
+    }
+    (void)SendToNode(BlockedFrame(blocked, returned));
+  }
+
+  static std::string BlockedFrame(bool blocked, const std::vector<TaskId>& returned) {
     capnp::MallocMessageBuilder message;
     auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
     b.setBlocked(blocked);
-    blocked_now_ = blocked;
-    std::vector<TaskId> returned;
-    if (blocked) {
-      std::lock_guard<std::mutex> lock(exec_mu_);
-      for (auto it = exec_queue_.begin(); it != exec_queue_.end();) {
-        if (it->reply_conn != node_conn_) {
-          ++it;
-          continue;
-        }
-        capnp::FlatArrayMessageReader reader(it->words);
-        auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
-        returned.push_back(IdFrom<TaskId>(spec.getTaskId()));
-        it = exec_queue_.erase(it);
-      }
-    }
     auto list = b.initReturned(static_cast<unsigned>(returned.size()));
     for (unsigned i = 0; i < returned.size(); ++i) list.set(i, DataOf(returned[i]));
-    (void)SendToNode(EncodeFrame(message));
+    return EncodeFrame(message);
   }
 
   CoreWorkerOptions options_;
@@ -1354,6 +1241,10 @@ class CoreWorkerImpl : public CoreWorker {
   // publishing a named actor's address, deleting copies pulled here.
   std::unique_ptr<SerialExecutor> blocking_calls_ = std::make_unique<SerialExecutor>();
   std::unique_ptr<CoreChannel> channel_;  // node, actors called, callers of the actor here
+  PlacementGroupClient groups_{options_.job, [this](std::string frame) {
+                                 std::lock_guard<std::mutex> lock(mu_);
+                                 return SendToNode(std::move(frame));
+                               }};
 
   std::mutex mu_;  // everything below; never held while waiting on a socket
   std::condition_variable cv_;
@@ -1362,23 +1253,13 @@ class CoreWorkerImpl : public CoreWorker {
   ReferenceTable refs_{100};  // the objects this process owns
   std::unordered_map<TaskId, std::unique_ptr<PendingTask>> tasks_;
   std::unordered_map<ActorId, ActorEntry> actors_;
-  struct GroupAnswer {
-    bool done = false;
-    Status status;
-    std::vector<NodeId> nodes;
-  };
-  std::unordered_map<PlacementGroupId, GroupAnswer> group_answers_;
   std::unordered_map<uint64_t, Peer> peers_;
   uint32_t put_index_ = 0;
   uint64_t next_seq_ = 1;
   TaskId current_task_;
   bool executing_ = false;
-  bool blocked_now_ = false;  // the running task waits in Get or Wait (the node was told)
 
-  std::mutex exec_mu_;
-  std::condition_variable exec_cv_;
-  std::deque<Execution> exec_queue_;
-  bool node_gone_ = false;
+  ExecutionQueue execution_;  // workers: what the node and callers sent, run in order
 
   std::unique_ptr<TaskExecutor> executor_;  // workers: runs what the node and callers send
 };

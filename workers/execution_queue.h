@@ -1,0 +1,47 @@
+// ExecutionQueue: the tasks and actor calls sent to a worker, run one at a time, in the order they
+// came, on the worker's main thread. While the running task waits in Get or Wait (Block), the
+// tasks its node queued here are handed back (they could be the ones it waits for), and new ones
+// from the node are refused until it goes on (Unblock); an actor's callers still queue.
+//
+// Thread safety: every method may be called from any thread; Run from one.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "runtime/net/event_loop.h"
+
+namespace cumulus {
+
+class ExecutionQueue {
+ public:
+  struct Item {
+    FrameWords words;  // a CoreMessage holding submitTask
+    uint64_t reply_conn = 0;
+    bool from_node = false;
+  };
+
+  // Queues a task; false if it came from the node while the running task is blocked (hand it
+  // back to the node).
+  bool Push(Item item);
+  // No more tasks will come: Run returns once the queue is empty.
+  void Close();
+  // Runs the queued tasks with `run` until Close.
+  void Run(const std::function<void(Item&)>& run);
+  // The running task waits: the node's queued tasks are taken out (their ids returned).
+  std::vector<TaskId> Block();
+  void Unblock();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool closed_ = false;
+  bool blocked_ = false;
+};
+
+}  // namespace cumulus
