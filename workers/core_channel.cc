@@ -1,16 +1,26 @@
 #include "workers/core_channel.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <future>
 
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+#include "runtime/proto/core.capnp.h"
 
 namespace cumulus {
 
 namespace {
+
+constexpr uint32_t kMaxHelloBytes = 64 << 10;  // a caller's frames until its hello
+constexpr Duration kCallerAuthDeadline = std::chrono::seconds(10);
+constexpr size_t kMaxWaitingCallers = 256;
+constexpr Duration kHelloTimeout = std::chrono::seconds(10);
 
 // Writes what the socket takes now; returns how many bytes.
 size_t WriteNow(int fd, const std::string& bytes) {
@@ -155,8 +165,53 @@ void CoreChannel::Connect(int fd, std::string hello, Duration timeout,
       });
 }
 
-void CoreChannel::Listen(int listen_fd, const EventLoop::ListenRules& rules) {
-  loop_->Post([this, listen_fd, rules] { loop_->Listen(listen_fd, /*tcp=*/true, rules); });
+Result<std::string> CoreChannel::ListenForCallers(const std::string& bind_host) {
+  uint16_t port = 0;
+  CUMULUS_ASSIGN_OR_RETURN(int fd, ListenTcp(bind_host, 0, &port));
+  int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  EventLoop::ListenRules rules;
+  rules.max_frame_bytes = kMaxHelloBytes;
+  rules.require_auth = true;
+  rules.auth_deadline = kCallerAuthDeadline;
+  rules.max_unauthenticated = kMaxWaitingCallers;
+  loop_->Post([this, fd, rules] { loop_->Listen(fd, /*tcp=*/true, rules); });
+  return bind_host + ":" + std::to_string(port);
+}
+
+Result<NodeHello> HelloNode(const std::string& node_socket, const JobId& job,
+                            const WorkerId& worker) {
+  NodeHello out;
+  CUMULUS_ASSIGN_OR_RETURN(out.fd, ConnectUnix(node_socket));
+  capnp::MallocMessageBuilder message;
+  auto h = message.initRoot<proto::CoreMessage>().initHello();
+  h.setPid(getpid());
+  if (!worker.IsNil()) {
+    auto w = h.initWorker();
+    w.setWorkerId(DataOf(worker));
+    w.setJobId(DataOf(job));
+  } else {
+    h.initDriver().setJobId(DataOf(job));
+  }
+  auto fail = [&](Status st) {
+    close(out.fd);
+    return st;
+  };
+  std::string hello = EncodeFrame(message);
+  Status said =
+      SendAll(out.fd, reinterpret_cast<const uint8_t*>(hello.data()), hello.size(), kHelloTimeout);
+  if (!said.ok()) return fail(said);
+  out.decoder = FrameDecoder(kMaxCoreFrameBytes);
+  auto words = ReadFrame(out.fd, out.decoder, SystemClock::Get().Now() + kHelloTimeout);
+  if (!words.ok()) return fail(words.status());
+  capnp::FlatArrayMessageReader reader(*words);
+  auto msg = reader.getRoot<proto::CoreMessage>();
+  if (!msg.isHelloAck()) return fail(Status::Internal("the node did not acknowledge the hello"));
+  auto ack = msg.getHelloAck();
+  out.node_id = IdFrom<NodeId>(ack.getNodeId());
+  out.transfer_address = ack.getTransferAddress();
+  out.store_socket = ack.getStoreSocket();
+  return out;
 }
 
 }  // namespace cumulus

@@ -22,10 +22,23 @@
 #include <utility>
 #include <vector>
 
+#include "cumulus/ids.h"
 #include "cumulus/status.h"
 #include "runtime/net/event_loop.h"
 
 namespace cumulus {
+
+// The node's answer to this process's hello (made over its core.sock before the loop runs).
+struct NodeHello {
+  int fd = -1;  // the connection, for CoreChannel::Start
+  FrameDecoder decoder{0};
+  NodeId node_id;
+  std::string transfer_address;  // the node's object channel
+  std::string store_socket;      // the node's object store
+};
+// Says hello to the node at `node_socket` as the driver of `job`, or as worker `worker` of it.
+Result<NodeHello> HelloNode(const std::string& node_socket, const JobId& job,
+                            const WorkerId& worker);
 
 class CoreChannel {
  public:
@@ -59,8 +72,10 @@ class CoreChannel {
   // `timeout`, it closes with a reason starting "cannot connect".
   void Connect(int fd, std::string hello, Duration timeout,
                std::function<Adopted(uint64_t conn)> adopted);
-  // Accepts callers on `listen_fd` under `rules` (EventLoop::ListenRules).
-  void Listen(int listen_fd, const EventLoop::ListenRules& rules);
+  // Listens for the callers of the actor hosted here on `bind_host` (a free port); returns
+  // host:port. A caller must send its hello with the cluster's token first: until then its
+  // frames are small, it has a deadline, and only so many may wait (EventLoop::ListenRules).
+  Result<std::string> ListenForCallers(const std::string& bind_host);
 
   bool IsAuthenticated(uint64_t conn) const { return loop_->IsAuthenticated(conn); }
   void Authenticated(uint64_t conn, uint32_t max_frame_bytes) {

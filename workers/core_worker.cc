@@ -1,36 +1,22 @@
 #include "workers/core_worker.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <future>
+#include <cstdio>
 #include <map>
 #include <mutex>
-#include <set>
-#include <thread>
 #include <unordered_map>
 
-#include "cumulus/internal/registry.h"
-#include "cumulus/remote.h"
 #include "runtime/base/logging.h"
 #include "runtime/base/serial_executor.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"  // TokensEqual
-#include "runtime/head/node_codec.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
 #include "runtime/object_store/store_client.h"
-#include "runtime/transfer/object_transfer.h"
-#include "scheduler/placement.h"
 #include "workers/actor_directory.h"
 #include "workers/core_channel.h"
 #include "workers/execution_queue.h"
@@ -40,26 +26,10 @@
 #include "workers/reference_table.h"
 #include "workers/task_executor.h"
 #include "workers/task_manager.h"
-#include "workers/task_spec.h"
 
 namespace cumulus {
 
-namespace {
-
 using Words = kj::Array<capnp::word>;
-
-// A bounded blocking write of a whole frame (the hello, before the event loop runs).
-Status WriteAll(int fd, const std::string& frame) {
-  return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
-                 std::chrono::seconds(30));
-}
-
-void SetNonBlocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-}
-
-}  // namespace
 
 class CoreWorkerImpl : public CoreWorker, private OwnerIo {
  public:
@@ -74,40 +44,12 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   ~CoreWorkerImpl() override { Stop(); }
 
   Status Connect() {
-    CUMULUS_ASSIGN_OR_RETURN(int node_fd, ConnectUnix(options_.node_socket));
-    capnp::MallocMessageBuilder message;
-    auto h = message.initRoot<proto::CoreMessage>().initHello();
-    h.setPid(getpid());
-    if (is_worker_) {
-      auto w = h.initWorker();
-      w.setWorkerId(DataOf(options_.worker_id));
-      w.setJobId(DataOf(job_));
-    } else {
-      h.initDriver().setJobId(DataOf(job_));
-    }
-    Status said = WriteAll(node_fd, EncodeFrame(message));
-    if (!said.ok()) {
-      close(node_fd);
-      return said;
-    }
-    FrameDecoder decoder(kMaxCoreFrameBytes);
-    auto words = ReadFrame(node_fd, decoder, SystemClock::Get().Now() + std::chrono::seconds(10));
-    if (!words.ok()) {
-      close(node_fd);
-      return words.status();
-    }
-    {
-      capnp::FlatArrayMessageReader reader(*words);
-      auto msg = reader.getRoot<proto::CoreMessage>();
-      if (!msg.isHelloAck()) {
-        close(node_fd);
-        return Status::Internal("the node did not acknowledge the hello");
-      }
-      auto ack = msg.getHelloAck();
-      node_id_ = IdFrom<NodeId>(ack.getNodeId());
-      transfer_address_ = ack.getTransferAddress();
-      store_socket_ = ack.getStoreSocket();
-    }
+    CUMULUS_ASSIGN_OR_RETURN(NodeHello hello,
+                             HelloNode(options_.node_socket, job_, options_.worker_id));
+    node_id_ = hello.node_id;
+    transfer_address_ = hello.transfer_address;
+    store_socket_ = hello.store_socket;
+    int node_fd = hello.fd;
     StoreClientOptions so;
     so.name = is_worker_ ? "worker" : "driver";
     auto store = StoreClient::Connect(store_socket_, so);
@@ -122,7 +64,7 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
       eo.transfer_address = transfer_address_;
       eo.token = options_.token;
       eo.store = store_.get();
-      eo.start_actor_listener = [this] { return StartActorListener(); };
+      eo.start_actor_listener = [this] { return channel_->ListenForCallers(options_.bind_host); };
       executor_ = std::make_unique<TaskExecutor>(std::move(eo));
     }
     CoreChannel::Handlers handlers;
@@ -136,8 +78,8 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
     handlers.on_close = [this](uint64_t conn, const std::string& why) { OnClose(conn, why); };
     // Held until node_conn_ is set: the loop may hand on frames before Start returns.
     std::lock_guard<std::mutex> lock(mu_);
-    CUMULUS_ASSIGN_OR_RETURN(channel_,
-                             CoreChannel::Start(node_fd, std::move(decoder), std::move(handlers)));
+    CUMULUS_ASSIGN_OR_RETURN(
+        channel_, CoreChannel::Start(node_fd, std::move(hello.decoder), std::move(handlers)));
     node_conn_ = channel_->node_conn();
     return Status();
   }
@@ -405,7 +347,17 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   // ---- worker side -------------------------------------------------------------------------
 
   void RunWorkerLoop() override {
-    execution_.Run([this](ExecutionQueue::Item& item) { Execute(item); });
+    execution_.Run(*executor_, [this](uint64_t conn, std::string frame, bool exit_after) {
+      if (!exit_after) {
+        channel_->Send(conn, std::move(frame));
+        return;
+      }
+      // The process ends after this answer: it is written (bounded) before it does.
+      channel_->SendAndWait(conn, std::move(frame), std::chrono::seconds(5));
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(1);
+    });
   }
 
   void Stop() override {
@@ -434,7 +386,6 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
 
  private:
   static constexpr Duration kActorConnectTimeout = std::chrono::seconds(5);
-  static constexpr uint32_t kMaxHelloBytes = 64 << 10;  // a caller's frames until its hello
 
   // What a connection of the loop is, beyond the node's.
   struct Peer {
@@ -447,7 +398,7 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   class BlockedGuard {
    public:
     BlockedGuard(CoreWorkerImpl* w, std::unique_lock<std::mutex>& lock) : w_(w) {
-      if (!w_->is_worker_ || !w_->executing_) return;
+      if (!w_->is_worker_ || w_->execution_.running().IsNil()) return;
       active_ = true;
       w_->NotifyBlocked(true);
     }
@@ -473,7 +424,10 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
     return true;
   }
 
-  TaskId CurrentTaskLocked() const { return current_task_.IsNil() ? driver_task_ : current_task_; }
+  TaskId CurrentTaskLocked() const {
+    TaskId running = execution_.running();
+    return running.IsNil() ? driver_task_ : running;
+  }
 
   // `e` is sealed in this node's store. REQUIRES: mu_.
   void SetStoredHere(ObjectEntry& e, uint64_t size) {
@@ -618,55 +572,6 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
     if (!c.actor.IsNil()) tasks_.actors().ConnectionClosed(tag, c.actor, why);
   }
 
-  // ---- worker: executing -------------------------------------------------------------------
-
-  // Runs one task or actor call (TaskExecutor) and answers on the connection it came from.
-  void Execute(ExecutionQueue::Item& ex) {
-    capnp::ReaderOptions ro;
-    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
-    capnp::FlatArrayMessageReader reader(ex.words, ro);
-    auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
-    TaskId task = IdFrom<TaskId>(spec.getTaskId());
-    capnp::MallocMessageBuilder message;
-    auto result = message.initRoot<proto::CoreMessage>().initTaskResult();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      current_task_ = task;
-      executing_ = true;
-    }
-    bool exit_after = executor_->Run(spec, result);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      current_task_ = TaskId();
-      executing_ = false;
-    }
-    if (!exit_after) {
-      channel_->Send(ex.reply_conn, EncodeFrame(message));
-      return;
-    }
-    // The process ends after this answer: it is written (bounded) before it does.
-    channel_->SendAndWait(ex.reply_conn, EncodeFrame(message), std::chrono::seconds(5));
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(1);
-  }
-
-  // The actor built here listens for its callers; returns where.
-  // Callers must send their hello, with the cluster's token, first: until then a small frame, a
-  // deadline, and a cap on how many may wait (EventLoop::ListenRules).
-  Result<std::string> StartActorListener() {
-    uint16_t port = 0;
-    CUMULUS_ASSIGN_OR_RETURN(int fd, ListenTcp(options_.bind_host, 0, &port));
-    SetNonBlocking(fd);
-    EventLoop::ListenRules rules;
-    rules.max_frame_bytes = kMaxHelloBytes;
-    rules.require_auth = true;
-    rules.auth_deadline = std::chrono::seconds(10);
-    rules.max_unauthenticated = 256;
-    channel_->Listen(fd, rules);
-    return options_.bind_host + ":" + std::to_string(port);
-  }
-
   // REQUIRES: mu_ (held by the Get/Wait that blocks).
   void NotifyBlocked(bool blocked) {
     std::vector<TaskId> returned;
@@ -714,8 +619,6 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   TaskManager tasks_{options_.job, refs_, *this};  // what it submitted
   std::unordered_map<uint64_t, Peer> peers_;
   uint32_t put_index_ = 0;
-  TaskId current_task_;
-  bool executing_ = false;
 
   ExecutionQueue execution_;                // workers: what the node and callers sent, run in order
   std::unique_ptr<TaskExecutor> executor_;  // workers: runs what the node and callers send

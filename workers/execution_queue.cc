@@ -3,6 +3,7 @@
 #include <capnp/serialize.h>
 
 #include "runtime/core/messages.h"
+#include "runtime/net/frame.h"
 #include "runtime/proto/core.capnp.h"
 
 namespace cumulus {
@@ -25,7 +26,7 @@ void ExecutionQueue::Close() {
   cv_.notify_all();
 }
 
-void ExecutionQueue::Run(const std::function<void(Item&)>& run) {
+void ExecutionQueue::Run(TaskExecutor& executor, const Reply& reply) {
   while (true) {
     Item next;
     {
@@ -35,8 +36,28 @@ void ExecutionQueue::Run(const std::function<void(Item&)>& run) {
       next = std::move(queue_.front());
       queue_.pop_front();
     }
-    run(next);
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
+    capnp::FlatArrayMessageReader reader(next.words, ro);
+    auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
+    capnp::MallocMessageBuilder message;
+    auto result = message.initRoot<proto::CoreMessage>().initTaskResult();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = IdFrom<TaskId>(spec.getTaskId());
+    }
+    bool exit_after = executor.Run(spec, result);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = TaskId();
+    }
+    reply(next.reply_conn, EncodeFrame(message), exit_after);
   }
+}
+
+TaskId ExecutionQueue::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_;
 }
 
 std::vector<TaskId> ExecutionQueue::Block() {

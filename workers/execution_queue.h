@@ -10,10 +10,12 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "cumulus/ids.h"
 #include "runtime/net/event_loop.h"
+#include "workers/task_executor.h"
 
 namespace cumulus {
 
@@ -30,15 +32,21 @@ class ExecutionQueue {
   bool Push(Item item);
   // No more tasks will come: Run returns once the queue is empty.
   void Close();
-  // Runs the queued tasks with `run` until Close.
-  void Run(const std::function<void(Item&)>& run);
+  // Runs the queued tasks with `executor` until Close, and hands each answer (a CoreMessage
+  // frame holding taskResult) to `reply` with the connection it goes back on; `exit_after`: the
+  // process must end once it is written.
+  using Reply = std::function<void(uint64_t conn, std::string frame, bool exit_after)>;
+  void Run(TaskExecutor& executor, const Reply& reply);
+  // The task running now (nil if none).
+  TaskId running() const;
   // The running task waits: the node's queued tasks are taken out (their ids returned).
   std::vector<TaskId> Block();
   void Unblock();
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
+  TaskId running_;
   std::deque<Item> queue_;
   bool closed_ = false;
   bool blocked_ = false;
