@@ -38,7 +38,8 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
     refs_ = ReferenceTable(o.max_lineage_depth);
     job_ = o.job;
     driver_task_ = TaskId::ForDriver(job_);
-    head_ = std::make_unique<HeadSession>(o.head, o.token, is_worker_ ? "worker" : "driver");
+    head_ =
+        std::make_unique<HeadSession>(o.head, o.token, is_worker_ ? "worker" : "driver", *o.clock);
     directory_ = std::make_unique<ActorDirectory>(*head_);
   }
   ~CoreWorkerImpl() override { Stop(); }
@@ -124,7 +125,7 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   Result<internal::Payload> Get(const ObjectId& id, int64_t timeout_ms) override {
     TimePoint deadline = timeout_ms < 0
                              ? TimePoint::max()
-                             : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
+                             : options_.clock->Now() + std::chrono::milliseconds(timeout_ms);
     std::unique_lock<std::mutex> lock(mu_);
     // A stored copy that cannot be read is rebuilt (lineage) and read again, a bounded number of
     // times (Rebuild fails the object once it may not be rebuilt any more).
@@ -225,7 +226,7 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
                          int64_t timeout_ms) override {
     TimePoint deadline = timeout_ms < 0
                              ? TimePoint::max()
-                             : SystemClock::Get().Now() + std::chrono::milliseconds(timeout_ms);
+                             : options_.clock->Now() + std::chrono::milliseconds(timeout_ms);
     std::vector<bool> ready(ids.size(), false);
     num_ready = std::min(num_ready, ids.size());
     std::unique_lock<std::mutex> lock(mu_);
@@ -606,10 +607,12 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   // publishing a named actor's address, deleting copies pulled here.
   std::unique_ptr<SerialExecutor> blocking_calls_ = std::make_unique<SerialExecutor>();
   std::unique_ptr<CoreChannel> channel_;  // node, actors called, callers of the actor here
-  PlacementGroupClient groups_{options_.job, [this](std::string frame) {
+  PlacementGroupClient groups_{options_.job,
+                               [this](std::string frame) {
                                  std::lock_guard<std::mutex> lock(mu_);
                                  return SendToNode(std::move(frame));
-                               }};
+                               },
+                               *options_.clock};
 
   std::mutex mu_;  // everything below; never held while waiting on a socket
   std::condition_variable cv_;

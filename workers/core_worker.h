@@ -19,6 +19,7 @@
 
 #include "cumulus/internal/runtime.h"
 #include "cumulus/status.h"
+#include "runtime/base/clock.h"
 #include "runtime/net/tcp.h"
 
 namespace cumulus {
@@ -32,6 +33,7 @@ struct CoreWorkerOptions {
   std::string bind_host = "127.0.0.1";  // where an actor listens for its callers
   // Results made through longer chains of tasks keep no lineage (they cannot be rebuilt).
   int max_lineage_depth = 100;
+  Clock* clock = &SystemClock::Get();  // deadlines of Get, Wait, placement groups, head retries
 };
 
 class CoreWorker : public internal::Runtime {
