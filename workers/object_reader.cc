@@ -1,11 +1,16 @@
 #include "workers/object_reader.h"
 
-#include <unistd.h>
+#include <chrono>
 
 #include "runtime/net/tcp.h"
 #include "runtime/transfer/object_transfer.h"
 
 namespace cumulus {
+
+namespace {
+// How long a read waits for a copy that another thread or process is still writing here.
+constexpr Duration kWaitForSeal = std::chrono::seconds(3);
+}  // namespace
 
 Result<ObjectBuffer> ReadObject(StoreClient& store, const std::string& token, const NodeId& here,
                                 const ObjectId& id, bool pull, const std::string& from) {
@@ -24,18 +29,13 @@ Result<ObjectBuffer> ReadObject(StoreClient& store, const std::string& token, co
       }
     }
   }
-  // Another thread of this process may be pulling it: its Get becomes possible once sealed.
-  for (int attempt = 0;; ++attempt) {
-    auto got = store.Get(id);
-    if (got.ok() || got.status().code() != StatusCode::kUnavailable || attempt > 3000) {
-      if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
-        return Status::ObjectLost("object " + id.Hex() + " is no longer in the store of node " +
-                                  here.Hex());
-      }
-      return got;
-    }
-    usleep(1000);
+  // Another thread or process of this node may be pulling it: the store answers once it is sealed.
+  auto got = store.Get(id, kWaitForSeal);
+  if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
+    return Status::ObjectLost("object " + id.Hex() + " is no longer in the store of node " +
+                              here.Hex());
   }
+  return got;
 }
 
 }  // namespace cumulus

@@ -13,8 +13,8 @@
 namespace cumulus {
 
 // Object `id`, read from `store` (this node's, `here`); pulled from `from` (host:port of the
-// holding node's object channel, authenticated with `token`) first if `pull`. Waits briefly for a
-// pull of the same object by another thread of this process to be sealed.
+// holding node's object channel, authenticated with `token`) first if `pull`. Waits up to 3 s for a
+// copy of the object that another thread or process of this node is still writing to be sealed.
 Result<ObjectBuffer> ReadObject(StoreClient& store, const std::string& token, const NodeId& here,
                                 const ObjectId& id, bool pull, const std::string& from);
 

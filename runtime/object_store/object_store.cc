@@ -196,7 +196,9 @@ void ObjectStore::FreeLocked(std::unordered_map<ObjectId, Entry>::iterator it) {
       CUMULUS_LOG(WARN) << "object " << it->first << " freed, but its disk copy remains: " << st;
     }
   }
+  ObjectId id = it->first;
   objects_.erase(it);
+  if (change_listener_) change_listener_(id);
 }
 
 Status ObjectStore::Seal(const ObjectId& id, ClientId client) {
@@ -218,6 +220,7 @@ Status ObjectStore::Seal(const ObjectId& id, ClientId client) {
   e.sealed = true;
   ForgetCreatingLocked(id, e.creator);
   if (e.pins == 0) TouchLocked(id, e);
+  if (change_listener_) change_listener_(id);
   return Status();
 }
 
@@ -409,6 +412,11 @@ bool ObjectStore::Contains(const ObjectId& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(id);
   return it != objects_.end() && it->second.sealed && !it->second.delete_pending;
+}
+
+void ObjectStore::SetChangeListener(std::function<void(const ObjectId&)> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  change_listener_ = std::move(listener);
 }
 
 ObjectStoreStats ObjectStore::Stats() {

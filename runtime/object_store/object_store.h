@@ -168,6 +168,13 @@ class ObjectStore {
   // True if `id` is sealed here (in memory or on disk).
   bool Contains(const ObjectId& id);
 
+  // `listener` is called with an object's id whenever the object is sealed or freed (aborted,
+  // deleted, dropped with its creator), so that a waiter (StoreServer's waiting gets) can look
+  // again. It runs on the thread that made the change, under the store's lock: it must be quick
+  // and must not call the store. One listener at a time; nullptr removes it. Once this returns,
+  // the previous listener is not running and will not be called again.
+  void SetChangeListener(std::function<void(const ObjectId&)> listener);
+
   ObjectStoreStats Stats();
   const SharedRegion& region() const { return *region_; }
   const std::string& incarnation() const { return incarnation_; }
@@ -213,6 +220,7 @@ class ObjectStore {
   std::unordered_map<ClientId, std::unordered_set<ObjectId>>
       client_creating_;  // unsealed, by creator
   ObjectStoreStats counters_;
+  std::function<void(const ObjectId&)> change_listener_;  // guarded by mu_
 };
 
 }  // namespace cumulus

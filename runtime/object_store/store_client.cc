@@ -1,14 +1,19 @@
 #include "runtime/object_store/store_client.h"
 
 #include <capnp/serialize.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <optional>
 
 #include "runtime/object_store/store_protocol.h"
 #include "runtime/proto/store.capnp.h"
@@ -17,48 +22,132 @@ namespace cumulus {
 
 namespace sp = store_protocol;
 
-// One request/reply exchange. REQUIRES: the client's mutex is held.
+struct StoreClient::PendingReply {
+  bool done = false;
+  kj::Array<capnp::word> words;  // the reply, when handed over by another caller
+  int fd = -1;                   // a descriptor that came with it
+};
+
+// One request/reply exchange. Any number may run at once on one client.
 class StoreClientCall {
  public:
   explicit StoreClientCall(StoreClient* c) : client_(c) {
     request_ = message_.initRoot<proto::StoreRequest>();
-    request_.setRequestId(c->next_request_++);
   }
   proto::StoreRequest::Builder request() { return request_; }
 
-  // Sends the request and reads the reply; `on_reply` runs on an OK reply.
-  Status Run(const std::function<Status(proto::StoreReply::Reader, int fd)>& on_reply) {
-    CUMULUS_RETURN_IF_ERROR(sp::Send(client_->sock_, message_).WithContext(client_->socket_path_));
-    kj::Array<capnp::word> buffer =
-        kj::heapArray<capnp::word>(sp::kMaxMessageBytes / sizeof(capnp::word));
-    while (true) {
-      auto packet = sp::Receive(client_->sock_, buffer);
-      if (!packet.ok()) {
-        return packet.status().WithContext("object store at " + client_->socket_path_);
+  // Sends the request and waits for its reply, up to the client's request timeout plus
+  // `extra_wait`; `on_reply` runs on an OK reply.
+  Status Run(const std::function<Status(proto::StoreReply::Reader, int fd)>& on_reply,
+             Duration extra_wait = Duration::zero()) {
+    StoreClient* c = client_;
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(c->request_timeout_ms_) + extra_wait;
+    StoreClient::PendingReply mine;
+    std::unique_lock<std::mutex> lock(c->mu_);
+    uint64_t id = c->next_request_++;
+    request_.setRequestId(id);
+    c->pending_[id] = &mine;
+    lock.unlock();
+    // A packet goes out whole (SOCK_SEQPACKET): callers need not take turns to send.
+    Status sent = sp::Send(c->sock_, message_).WithContext(c->socket_path_);
+    lock.lock();
+    if (!sent.ok()) {
+      c->pending_.erase(id);
+      return sent;
+    }
+    kj::Array<capnp::word> buffer;
+    size_t bytes = 0;
+    while (!mine.done) {
+      if (c->reading_) {
+        if (c->replied_.wait_until(lock, deadline) == std::cv_status::timeout && !mine.done) {
+          c->pending_.erase(id);
+          return Status::TimedOut("the object store did not answer in time")
+              .WithContext("object store at " + c->socket_path_);
+        }
+        continue;
       }
-      if (packet->bytes == 0) {
-        return Status::Unavailable("the object store at " + client_->socket_path_ +
+      // Nobody reads the socket: this caller does, for everyone, until its own reply comes.
+      c->reading_ = true;
+      lock.unlock();
+      if (buffer.size() == 0) {
+        buffer = kj::heapArray<capnp::word>(sp::kMaxMessageBytes / sizeof(capnp::word));
+      }
+      auto packet = ReadOne(buffer, deadline);
+      lock.lock();
+      c->reading_ = false;
+      c->replied_.notify_all();  // another caller may read now
+      if (!packet.ok() || packet->bytes == 0) {
+        c->pending_.erase(id);
+        if (!packet.ok()) return packet.status().WithContext("object store at " + c->socket_path_);
+        return Status::Unavailable("the object store at " + c->socket_path_ +
                                    " closed the connection (did it exit?)");
       }
-      bool stale = false;
-      Status st = Parse(buffer, packet->bytes, packet->fd, on_reply, &stale);
-      if (!stale) return st;
-      // A late reply to an earlier request that timed out: skip it.
+      auto to = ReplyRequestId(buffer, packet->bytes);
+      if (!to || *to == id) {  // one that cannot be read fails the reader's own request
+        mine.done = true;
+        mine.fd = packet->fd;
+        bytes = packet->bytes;
+        break;
+      }
+      auto other = to ? c->pending_.find(*to) : c->pending_.end();
+      if (other == c->pending_.end()) {
+        // A late reply to a request that timed out: skip it.
+        if (packet->fd >= 0) close(packet->fd);
+        continue;
+      }
+      other->second->words = kj::heapArray<capnp::word>(
+          buffer.slice(0, packet->bytes / sizeof(capnp::word)).asConst());
+      other->second->fd = packet->fd;
+      other->second->done = true;
+      c->pending_.erase(other);
     }
+    c->pending_.erase(id);
+    lock.unlock();
+    if (bytes > 0) return Parse(buffer.slice(0, bytes / sizeof(capnp::word)), mine.fd, on_reply);
+    return Parse(mine.words, mine.fd, on_reply);
   }
 
  private:
-  Status Parse(kj::ArrayPtr<capnp::word> buffer, size_t bytes, int fd,
-               const std::function<Status(proto::StoreReply::Reader, int fd)>& on_reply,
-               bool* stale) {
+  // Waits until `deadline` (give or take 100 ms) for one packet.
+  Result<sp::Packet> ReadOne(kj::ArrayPtr<capnp::word> buffer,
+                             std::chrono::steady_clock::time_point deadline) {
+    while (true) {
+      auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return Status::TimedOut("the object store did not answer in time");
+      if (left.count() + 100 >= client_->request_timeout_ms_) {
+        // The socket's receive timeout (the request timeout) ends the wait in time: no poll
+        // first, one system call less on every request.
+        auto packet = sp::Receive(client_->sock_, buffer);
+        if (packet.ok() || packet.status().code() != StatusCode::kTimedOut) return packet;
+        continue;
+      }
+      pollfd p{client_->sock_, POLLIN, 0};
+      int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
+      if (n < 0 && errno != EINTR) {
+        return Status::Unavailable(std::string("waiting for the object store socket: ") +
+                                   std::strerror(errno));
+      }
+      if (n > 0) return sp::Receive(client_->sock_, buffer);
+    }
+  }
+
+  // The request a reply answers, if the reply can be read.
+  static std::optional<uint64_t> ReplyRequestId(kj::ArrayPtr<capnp::word> buffer, size_t bytes) {
     try {
       capnp::FlatArrayMessageReader reader(buffer.slice(0, bytes / sizeof(capnp::word)));
+      return reader.getRoot<proto::StoreReply>().getRequestId();
+    } catch (const kj::Exception&) {
+      return std::nullopt;
+    }
+  }
+
+  static Status Parse(kj::ArrayPtr<const capnp::word> words, int fd,
+                      const std::function<Status(proto::StoreReply::Reader, int fd)>& on_reply) {
+    try {
+      capnp::FlatArrayMessageReader reader(words);
       auto reply = reader.getRoot<proto::StoreReply>();
-      if (reply.getRequestId() != request_.getRequestId()) {
-        if (fd >= 0) close(fd);
-        *stale = true;
-        return Status();
-      }
       if (reply.getCode() != 0) {
         if (fd >= 0) close(fd);
         return Status(static_cast<StatusCode>(reply.getCode()), reply.getMessage().cStr());
@@ -102,8 +191,8 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const std::string& soc
   }
   timeval tv{options.request_timeout_ms / 1000, (options.request_timeout_ms % 1000) * 1000};
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::unique_ptr<StoreClient> client(new StoreClient(sock, socket_path));
-  std::lock_guard<std::mutex> lock(client->mu_);
+  std::unique_ptr<StoreClient> client(
+      new StoreClient(sock, socket_path, options.request_timeout_ms));
   StoreClientCall call(client.get());
   call.request().setConnect(options.name);
   CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::StoreReply::Reader reply, int fd) -> Status {
@@ -127,7 +216,6 @@ StoreClient::~StoreClient() {
 }
 
 Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, bool durable) {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   auto c = call.request().initCreate();
   c.setObjectId(sp::IdBytes(id));
@@ -142,6 +230,7 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
     if (offset + size > region_->size()) {
       return Status::Internal("the object store returned a location outside its region");
     }
+    std::lock_guard<std::mutex> lock(map_mu_);
     if (!writable_base_) {
       // One writable mapping of the whole region, made on first use and kept: pages a writer has
       // touched stay mapped, so writing a large object costs no page faults the second time.
@@ -168,14 +257,12 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
 }
 
 Status StoreClient::Seal(const ObjectId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setSeal(sp::IdBytes(id));
   return call.Run(NoReplyBody);
 }
 
 Status StoreClient::Abort(const ObjectId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setAbort(sp::IdBytes(id));
   return call.Run(NoReplyBody);
@@ -185,22 +272,33 @@ Status StoreClient::Put(const ObjectId& id, const void* data, uint64_t size, boo
   return PutBytes(*this, id, data, size, durable);
 }
 
-Result<ObjectBuffer> StoreClient::Get(const ObjectId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+Result<ObjectBuffer> StoreClient::Get(const ObjectId& id) { return Get(id, Duration::zero()); }
+
+Result<ObjectBuffer> StoreClient::Get(const ObjectId& id, Duration wait) {
   StoreClientCall call(this);
-  call.request().setGet(sp::IdBytes(id));
+  auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
+  if (wait_ms <= 0) {
+    call.request().setGet(sp::IdBytes(id));
+  } else {
+    wait_ms = std::min<int64_t>(wait_ms, std::numeric_limits<uint32_t>::max());
+    auto g = call.request().initGetWait();
+    g.setObjectId(sp::IdBytes(id));
+    g.setWaitMillis(static_cast<uint32_t>(wait_ms));
+  }
   const uint8_t* data = nullptr;
   uint64_t size = 0;
-  CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::StoreReply::Reader reply, int fd) -> Status {
-    if (fd >= 0) close(fd);
-    auto loc = reply.getLocation();
-    if (loc.getOffset() + loc.getSize() > region_->size()) {
-      return Status::Internal("the object store returned a location outside its region");
-    }
-    data = region_->data() + loc.getOffset();
-    size = loc.getSize();
-    return Status();
-  }));
+  CUMULUS_RETURN_IF_ERROR(call.Run(
+      [&](proto::StoreReply::Reader reply, int fd) -> Status {
+        if (fd >= 0) close(fd);
+        auto loc = reply.getLocation();
+        if (loc.getOffset() + loc.getSize() > region_->size()) {
+          return Status::Internal("the object store returned a location outside its region");
+        }
+        data = region_->data() + loc.getOffset();
+        size = loc.getSize();
+        return Status();
+      },
+      std::chrono::milliseconds(std::max<int64_t>(wait_ms, 0))));
   return ObjectBuffer(data, size, [this, id] {
     Status ignored = Release(id);
     (void)ignored;
@@ -208,21 +306,18 @@ Result<ObjectBuffer> StoreClient::Get(const ObjectId& id) {
 }
 
 Status StoreClient::Release(const ObjectId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setRelease(sp::IdBytes(id));
   return call.Run(NoReplyBody);
 }
 
 Status StoreClient::Delete(const ObjectId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setDelete(sp::IdBytes(id));
   return call.Run(NoReplyBody);
 }
 
 Result<bool> StoreClient::Contains(const ObjectId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setContains(sp::IdBytes(id));
   bool contains = false;
@@ -235,7 +330,6 @@ Result<bool> StoreClient::Contains(const ObjectId& id) {
 }
 
 Result<ObjectStoreStats> StoreClient::Stats() {
-  std::lock_guard<std::mutex> lock(mu_);
   StoreClientCall call(this);
   call.request().setStats();
   ObjectStoreStats out;

@@ -5,9 +5,11 @@
 // writable mapping of the region made on the first Create); Seal publishes it. The read-only
 // mapping guards readers against stray writes through a view; it is not a security boundary
 // between processes of the same user (the socket's 0600 mode is).
-// The client must outlive the ObjectBuffers it returns. Thread-safe (requests are serialized).
+// The client must outlive the ObjectBuffers it returns. Thread-safe: threads share the connection,
+// each request waits for its own reply (a get waiting for a seal holds up no other request).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -16,6 +18,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/base/clock.h"
 #include "runtime/object_store/object_store.h"
 #include "runtime/object_store/shared_region.h"
 
@@ -39,6 +42,12 @@ class StoreClient {
 
   // A pinned, zero-copy view of a sealed object (restored from disk first if it was spilled).
   Result<ObjectBuffer> Get(const ObjectId& id);
+  // As Get, but an object that exists and is still being written (by another thread or process)
+  // is waited for, up to `wait` (whole milliseconds): it is returned once sealed; NotFound if it is
+  // aborted or its creator goes away first; Unavailable if it is still unsealed when the wait is
+  // over. The store answers as it happens (no polling). ResourceExhausted if this client already
+  // has the most gets waiting that the store allows (1,024 by default).
+  Result<ObjectBuffer> Get(const ObjectId& id, Duration wait);
   Status Delete(const ObjectId& id);
   Result<bool> Contains(const ObjectId& id);
   Result<ObjectStoreStats> Stats();
@@ -48,16 +57,29 @@ class StoreClient {
   const std::string& store_incarnation() const { return incarnation_; }
 
  private:
-  StoreClient(int sock, std::string socket_path)
-      : sock_(sock), socket_path_(std::move(socket_path)) {}
+  struct PendingReply;  // a request sent and not yet answered
+
+  StoreClient(int sock, std::string socket_path, int request_timeout_ms)
+      : sock_(sock),
+        socket_path_(std::move(socket_path)),
+        request_timeout_ms_(request_timeout_ms) {}
   Status Release(const ObjectId& id);
 
-  int sock_;
-  std::string socket_path_;
-  std::unique_ptr<SharedRegion> region_;
-  std::string incarnation_;
+  const int sock_;
+  const std::string socket_path_;
+  const int request_timeout_ms_;
+  std::unique_ptr<SharedRegion> region_;  // set by Connect, then never changed
+  std::string incarnation_;               // set by Connect, then never changed
+
+  // Replies are read by one waiting caller at a time (the reader), who hands each to the caller
+  // whose request it answers: replies to waiting gets come out of order.
   std::mutex mu_;
-  uint64_t next_request_ = 1;
+  std::condition_variable replied_;  // a reply was handed over, or the reader stepped down
+  uint64_t next_request_ = 1;        // guarded by mu_
+  std::unordered_map<uint64_t, PendingReply*> pending_;  // guarded by mu_
+  bool reading_ = false;                                 // guarded by mu_
+
+  std::mutex map_mu_;
   uint8_t* writable_base_ = nullptr;  // the region mapped writable, once this client writes
   friend class StoreClientCall;
 };

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -54,10 +55,29 @@ void FillStats(const ObjectStoreStats& s, size_t clients, proto::StoreStats::Bui
   out.setClients(static_cast<uint32_t>(clients));
 }
 
+// A reply to get (or getWait): the pinned object's location, or the error.
+Status SendGetReply(int fd, uint64_t request_id, const Result<MutableBuffer>& view) {
+  capnp::MallocMessageBuilder message;
+  auto reply = message.initRoot<proto::StoreReply>();
+  reply.setRequestId(request_id);
+  if (view.ok()) {
+    auto loc = reply.initLocation();
+    loc.setOffset(view->offset);
+    loc.setSize(view->size);
+  } else {
+    reply.setCode(static_cast<uint16_t>(view.status().code()));
+    reply.setMessage(view.status().message());
+  }
+  return sp::Send(fd, message);
+}
+
+TimePoint Now() { return SystemClock::Get().Now(); }
+
 }  // namespace
 
 Result<std::unique_ptr<StoreServer>> StoreServer::Start(ObjectStore* store,
-                                                        const std::string& socket_path) {
+                                                        const std::string& socket_path,
+                                                        const StoreServerOptions& options) {
   CUMULUS_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(socket_path));
   if (SomeoneListens(addr)) {
     return Status::AlreadyExists("an object store is already serving at " + socket_path +
@@ -79,19 +99,24 @@ Result<std::unique_ptr<StoreServer>> StoreServer::Start(ObjectStore* store,
     close(fd);
     return Status::Unavailable(std::string("pipe: ") + std::strerror(errno));
   }
-  std::unique_ptr<StoreServer> server(new StoreServer(store, socket_path, fd, wake));
+  std::unique_ptr<StoreServer> server(new StoreServer(store, socket_path, fd, wake, options));
+  store->SetChangeListener([s = server.get()](const ObjectId& id) { s->OnStoreChange(id); });
   server->thread_ = std::thread([s = server.get()] { s->Run(); });
   return server;
 }
 
-StoreServer::StoreServer(ObjectStore* store, std::string socket_path, int listen_fd, int wake_fd[2])
+StoreServer::StoreServer(ObjectStore* store, std::string socket_path, int listen_fd, int wake_fd[2],
+                         const StoreServerOptions& options)
     : store_(store),
       socket_path_(std::move(socket_path)),
       listen_fd_(listen_fd),
       wake_read_(wake_fd[0]),
-      wake_write_(wake_fd[1]) {}
+      wake_write_(wake_fd[1]),
+      options_(options) {}
 
 StoreServer::~StoreServer() {
+  store_->SetChangeListener(nullptr);  // after this, no thread is in OnStoreChange
+  stopping_.store(true);
   char c = 'x';
   ssize_t ignored = write(wake_write_, &c, 1);
   (void)ignored;
@@ -108,6 +133,7 @@ void StoreServer::Run() {
   kj::Array<capnp::word> buffer =
       kj::heapArray<capnp::word>(sp::kMaxMessageBytes / sizeof(capnp::word));
   auto drop = [&](int fd) {
+    DropWaiting(conns[fd]);
     store_->ReleaseClient(conns[fd]);
     close(fd);
     conns.erase(fd);
@@ -119,12 +145,17 @@ void StoreServer::Run() {
     fds.push_back({wake_read_, POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& [fd, id] : conns) fds.push_back({fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    if (poll(fds.data(), fds.size(), PollTimeoutMs(Now())) < 0) {
       if (errno == EINTR) continue;
       CUMULUS_LOG(ERROR) << "object store server: poll failed: " << std::strerror(errno);
       break;
     }
-    if (fds[0].revents) break;  // shutting down
+    if (fds[0].revents) {
+      char drain[64];
+      while (read(wake_read_, drain, sizeof(drain)) > 0) {
+      }
+      if (stopping_.load()) break;
+    }
     if (fds[1].revents & POLLIN) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
@@ -150,8 +181,11 @@ void StoreServer::Run() {
         drop(fd);
       }
     }
+    AnswerChanged();
+    AnswerExpired(Now());
   }
   for (auto& [fd, id] : conns) {
+    DropWaiting(id);
     store_->ReleaseClient(id);
     close(fd);
   }
@@ -255,6 +289,43 @@ bool StoreServer::Handle(int fd, ClientId client, const uint8_t* bytes, size_t n
         if (!st.ok()) fail(st);
         break;
       }
+      case proto::StoreRequest::GET_WAIT: {
+        auto g = req.getGetWait();
+        auto id = sp::ParseObjectId(g.getObjectId());
+        if (!id.ok()) {
+          fail(id.status());
+          break;
+        }
+        auto parked = waiting_per_client_.find(client);
+        if (parked != waiting_per_client_.end() &&
+            parked->second >= options_.max_waiting_gets_per_client) {
+          fail(Status::ResourceExhausted(
+              "cannot wait for object " + id->Hex() + ": this client already has " +
+              std::to_string(parked->second) +
+              " gets waiting, the most allowed; wait for some to be answered"));
+          break;
+        }
+        // Watch before looking, so that a seal between the look and the parking is not missed.
+        watching_++;
+        auto view = store_->Pin(*id, client);
+        if (!view.ok() && view.status().code() == StatusCode::kUnavailable &&
+            g.getWaitMillis() > 0 && options_.max_waiting_gets_per_client > 0) {
+          waiting_per_client_[client]++;
+          waiting_.emplace(*id, WaitingGet{fd, client, req.getRequestId(), g.getWaitMillis(),
+                                           Now() + std::chrono::milliseconds(g.getWaitMillis())});
+          waiting_count_.store(waiting_.size());
+          return true;  // answered later, by AnswerChanged or AnswerExpired
+        }
+        watching_--;
+        if (!view.ok()) {
+          fail(view.status());
+          break;
+        }
+        auto loc = reply.initLocation();
+        loc.setOffset(view->offset);
+        loc.setSize(view->size);
+        break;
+      }
       case proto::StoreRequest::STATS:
         FillStats(store_->Stats(), clients_.load(), reply.initStats());
         break;
@@ -273,6 +344,91 @@ bool StoreServer::Handle(int fd, ClientId client, const uint8_t* bytes, size_t n
   }
   Status st = sp::Send(fd, reply_message, pass_fd);
   return keep && st.ok();
+}
+
+void StoreServer::OnStoreChange(const ObjectId& id) {
+  if (watching_.load() == 0) return;
+  std::lock_guard<std::mutex> lock(changed_mu_);
+  changed_.push_back(id);
+  if (!wake_written_) {
+    wake_written_ = true;
+    char c = 'c';
+    ssize_t ignored = write(wake_write_, &c, 1);  // non-blocking; a full pipe wakes the server too
+    (void)ignored;
+  }
+}
+
+void StoreServer::Unpark(std::unordered_multimap<ObjectId, WaitingGet>::iterator it) {
+  auto count = waiting_per_client_.find(it->second.client);
+  if (count != waiting_per_client_.end() && --count->second == 0) waiting_per_client_.erase(count);
+  waiting_.erase(it);
+  watching_--;
+  waiting_count_.store(waiting_.size());
+}
+
+void StoreServer::AnswerChanged() {
+  std::vector<ObjectId> changed;
+  {
+    std::lock_guard<std::mutex> lock(changed_mu_);
+    changed.swap(changed_);
+    wake_written_ = false;
+  }
+  for (const ObjectId& id : changed) {
+    auto [begin, end] = waiting_.equal_range(id);
+    for (auto it = begin; it != end;) {
+      auto view = store_->Pin(id, it->second.client);
+      if (!view.ok() && view.status().code() == StatusCode::kUnavailable) {
+        ++it;  // freed and created again, still unsealed: keep waiting
+        continue;
+      }
+      WaitingGet answered = it->second;
+      auto next = std::next(it);
+      Unpark(it);
+      it = next;
+      // A failed send means the client went away: poll reports it and the connection is dropped.
+      Status ignored = SendGetReply(answered.fd, answered.request_id, view);
+      (void)ignored;
+    }
+  }
+}
+
+void StoreServer::AnswerExpired(TimePoint now) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    auto view = store_->Pin(it->first, it->second.client);
+    if (!view.ok() && view.status().code() == StatusCode::kUnavailable) {
+      view = Status::Unavailable("object " + it->first.Hex() +
+                                 " is still being written (not sealed) after waiting " +
+                                 std::to_string(it->second.wait_ms) + " ms");
+    }
+    WaitingGet answered = it->second;
+    auto next = std::next(it);
+    Unpark(it);
+    it = next;
+    Status ignored = SendGetReply(answered.fd, answered.request_id, view);
+    (void)ignored;
+  }
+}
+
+int StoreServer::PollTimeoutMs(TimePoint now) const {
+  if (waiting_.empty()) return -1;
+  TimePoint nearest = TimePoint::max();
+  for (auto& [id, w] : waiting_) nearest = std::min(nearest, w.deadline);
+  if (nearest <= now) return 0;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(nearest - now).count();
+  return static_cast<int>(std::min<int64_t>(ms, 60'000));
+}
+
+void StoreServer::DropWaiting(ClientId client) {
+  if (waiting_per_client_.count(client) == 0) return;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto next = std::next(it);
+    if (it->second.client == client) Unpark(it);
+    it = next;
+  }
 }
 
 }  // namespace cumulus

@@ -16,7 +16,18 @@ struct StoreRequest {
     delete @7 :Data;           # object id: free it once nobody holds a pin
     contains @8 :Data;         # object id: is it sealed here (memory or disk)?
     stats @9 :Void;
+    getWait @10 :GetWaitRequest;  # get that waits for an object being written to be sealed
   }
+}
+
+# Like `get`, but an object that exists and is still being written (unsealed) is waited for, up to
+# `waitMillis`: the reply comes when it is sealed (a location, as `get`), when it is aborted or
+# deleted or its creator disconnects (NotFound, as `get` of a missing object), or at the deadline
+# (Unavailable). Replies to a client's waiting gets may come after replies to its later requests:
+# match them by requestId. ResourceExhausted if the client already has too many gets waiting.
+struct GetWaitRequest {
+  objectId @0 :Data;
+  waitMillis @1 :UInt32;
 }
 
 struct CreateRequest {
