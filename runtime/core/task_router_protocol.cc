@@ -1,0 +1,295 @@
+// TaskRouter: the core protocol as the node answers it (runtime/proto/core.capnp): a
+// connection's hello by role (driver, worker, peer), task submissions and results, frees,
+// cancels, blocked workers, job records, placement-group messages; and what a connection's
+// closing means for each role.
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+#include "runtime/base/logging.h"
+#include "runtime/core/task_router_impl.h"
+#include "runtime/head/head_server.h"
+
+namespace cumulus {
+
+void TaskRouter::Impl::OnFrame(uint64_t id, FrameWords words) {
+  try {
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
+    capnp::FlatArrayMessageReader reader(words, ro);
+    Handle(id, conns_[id], reader.getRoot<proto::CoreMessage>(), words);
+  } catch (const kj::Exception& e) {
+    Close(id, std::string("sent a malformed message: ") + e.getDescription().cStr());
+  }
+}
+
+void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader msg,
+                              const FrameWords& words) {
+  if (c.role == Role::kUnknown) {
+    if (!msg.isHello()) return Close(id, "did not start with hello");
+    return HandleHello(id, c, msg.getHello());
+  }
+  switch (msg.which()) {
+    case proto::CoreMessage::SUBMIT_TASK:
+      return HandleSubmit(id, c, msg.getSubmitTask(), words);
+    case proto::CoreMessage::TASK_RESULT:
+      return HandleResult(c, msg.getTaskResult(), words);
+    case proto::CoreMessage::FREE_OBJECTS:
+      return HandleFree(c, msg.getFreeObjects());
+    case proto::CoreMessage::CANCEL_TASK:
+      return HandleCancel(IdFrom<TaskId>(msg.getCancelTask()));
+    case proto::CoreMessage::JOB_FINISHED:
+      return EndJob(IdFrom<JobId>(msg.getJobFinished()), /*tell_peers=*/false);
+    case proto::CoreMessage::JOB_INFO: {
+      if (c.role != Role::kPeer && c.role != Role::kDriver) return;
+      JobId job = IdFrom<JobId>(msg.getJobInfo().getJobId());
+      if (c.role == Role::kDriver && job != c.job) {
+        return Close(id, "a driver spoke for another job");
+      }
+      auto r = msg.getJobInfo().getRecord();
+      if (!leases_.programs().Remember(
+              job, std::string(reinterpret_cast<const char*>(r.begin()), r.size()))) {
+        CUMULUS_LOG(WARN) << "node: ignoring a malformed job record for job " << job.Hex();
+      }
+      return;
+    }
+    case proto::CoreMessage::WORKER_BLOCKED:
+      return HandleBlocked(c, msg.getWorkerBlocked());
+    case proto::CoreMessage::CREATE_GROUP:
+      if (c.role == Role::kPeer) return Close(id, "a node may not create a group on another");
+      groups_.Create(id, JobOf(c), msg.getCreateGroup());
+      schedule_dirty_ = true;
+      return;
+    case proto::CoreMessage::RESERVE_BUNDLES: {
+      if (c.role != Role::kPeer) return Close(id, "only a node may reserve bundles");
+      Reservation r = DecodeReservation(msg.getReserveBundles());
+      Status st = r.error.ok() ? ReserveHere(r.id, r.job, r.round, r.indices, r.bundles) : r.error;
+      return Send(id, GroupReplyFrame(r.id, st, {}, r.round));
+    }
+    case proto::CoreMessage::GROUP_REPLY:
+      if (c.role != Role::kPeer) return Close(id, "only a node may answer a reservation");
+      return groups_.OnReply(id, c.peer, msg.getGroupReply());
+    case proto::CoreMessage::REMOVE_GROUP: {
+      auto g = IdFrom<PlacementGroupId>(msg.getRemoveGroup().getGroupId());
+      if (g.IsNil()) return;
+      if (c.role == Role::kPeer) {
+        uint32_t round = msg.getRemoveGroup().getRound();
+        ReleaseHere(g, round);
+        return groups_.OnPeerRelease(g, round);
+      }
+      return groups_.Remove(id, JobOf(c), g);  // only its own job's groups, for good
+    }
+    default:
+      CUMULUS_LOG(WARN) << "node: ignoring an unexpected message on a core connection";
+  }
+}
+
+void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
+  if (c.tcp) {
+    // Over TCP only other nodes, and only with the cluster token.
+    if (!h.isPeer() || !TokensEqual(h.getPeer().getToken(), options_.token)) {
+      return Close(id, "refused: a TCP core connection must be a node with the cluster token");
+    }
+    c.role = Role::kPeer;
+    c.peer = IdFrom<NodeId>(h.getPeer().getNodeId());
+    if (!c.peer.IsNil() && !peers_.count(c.peer)) peers_[c.peer] = id;
+    return;
+  }
+  switch (h.which()) {
+    case proto::CoreHello::WORKER: {
+      WorkerId wid = IdFrom<WorkerId>(h.getWorker().getWorkerId());
+      Worker* w = leases_.workers().Find(wid);
+      if (!w || w->closing()) return Close(id, "unknown worker id");
+      c.role = Role::kWorker;
+      c.worker = wid;
+      w->conn = id;
+      auto startup = std::chrono::duration_cast<std::chrono::microseconds>(
+                         SystemClock::Get().Now() - w->started)
+                         .count();
+      {
+        std::lock_guard<std::mutex> lock(shared_mu_);
+        if (startup_micros_.size() < 4096) startup_micros_.push_back(startup);
+      }
+      CUMULUS_LOG(DEBUG) << "node: worker " << w->pid << " ready after " << startup << " us";
+      SendHelloAck(id);
+      for (const TaskId& t : w->assigned) {
+        if (RoutedTask* task = tasks_.Find(t)) Send(id, task->frame);
+      }
+      return;
+    }
+    case proto::CoreHello::DRIVER:
+      if (IdFrom<JobId>(h.getDriver().getJobId()).IsNil()) {
+        return Close(id,
+                     "refused: a driver's hello names no job (a program built against "
+                     "another version of Cumulus?)");
+      }
+      c.role = Role::kDriver;
+      c.job = IdFrom<JobId>(h.getDriver().getJobId());
+      return SendHelloAck(id);
+    default:
+      return Close(id, "refused: only drivers and workers use the node's Unix socket");
+  }
+}
+
+void TaskRouter::Impl::SendHelloAck(uint64_t id) {
+  capnp::MallocMessageBuilder message;
+  auto ack = message.initRoot<proto::CoreMessage>().initHelloAck();
+  ack.setNodeId(DataOf(node_id_));
+  ack.setTransferAddress(options_.transfer_address);
+  ack.setStoreSocket(options_.store_socket);
+  Send(id, EncodeFrame(message));
+}
+
+void TaskRouter::Impl::HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reader spec,
+                                    const FrameWords& words) {
+  RoutedTask t = TaskFromSpec(spec, words, id);
+  if (t.id.IsNil()) return Close(id, "submitted a task without a valid id");
+  if (tasks_.Contains(t.id)) return;  // a duplicate: the first copy's result answers it
+  if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
+  tasks_.Add(std::move(t));
+  schedule_dirty_ = true;
+}
+
+void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
+                                    const FrameWords& words) {
+  TaskId id = IdFrom<TaskId>(result.getTaskId());
+  if (c.role == Role::kWorker) {
+    // The worker is done with it whatever became of the task meanwhile.
+    Worker* w = leases_.workers().Find(c.worker);
+    if (!w) return;
+    auto& a = w->assigned;
+    if (!a.empty() && a.front() == id) {
+      a.pop_front();
+    } else {
+      a.erase(std::remove(a.begin(), a.end(), id), a.end());
+    }
+    // (A failed constructor's worker exits by itself.)
+    leases_.ReleaseIfIdle(*w, SystemClock::Get().Now());
+    schedule_dirty_ = true;
+  }
+  RoutedTask* t = tasks_.Find(id);
+  if (!t) return;  // cancelled or already answered
+  if (c.role == Role::kWorker) {
+    if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
+  } else if (c.role == Role::kPeer) {
+    // Only from the node it was forwarded to, while it is there: a node declared dead that
+    // wakes up must not answer for a task that was placed again.
+    if (t->state != RoutedTask::kForwarded || t->forwarded_to != c.peer) return;
+    // A result for a task this node forwarded: credit the peer's view optimistically.
+    if (!t->actor_creation && t->req.placement_group.empty()) {
+      remote_.Book(t->forwarded_to, t->req.placement.demand, /*take=*/false);
+    }
+  } else {
+    return;
+  }
+  Send(t->origin, FrameOfWords(words));
+  tasks_.Erase(id);
+  schedule_dirty_ = true;
+}
+
+void TaskRouter::Impl::HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries) {
+  // Each entry: 28-byte object id + 16-byte node id of the store holding it.
+  std::map<NodeId, std::vector<std::string>> remote;
+  for (auto e : entries) {
+    if (e.size() != ObjectId::kSize + NodeId::kSize) continue;
+    const char* p = reinterpret_cast<const char*>(e.begin());
+    ObjectId obj = ObjectId::FromBinary(std::string_view(p, ObjectId::kSize));
+    NodeId node = NodeId::FromBinary(std::string_view(p + ObjectId::kSize, NodeId::kSize));
+    if (node == node_id_ || c.role == Role::kPeer) {
+      (void)options_.store->Delete(obj);
+    } else {
+      remote[node].emplace_back(p, e.size());
+    }
+  }
+  for (auto& [node, list] : remote) {
+    capnp::MallocMessageBuilder message;
+    auto out =
+        message.initRoot<proto::CoreMessage>().initFreeObjects(static_cast<unsigned>(list.size()));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      out.set(
+          i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(list[i].data()), list[i].size()));
+    }
+    if (uint64_t peer = PeerConn(node)) Send(peer, EncodeFrame(message));
+  }
+}
+
+void TaskRouter::Impl::HandleCancel(const TaskId& id) {
+  RoutedTask* t = tasks_.Find(id);
+  if (!t) return;
+  switch (t->state) {
+    case RoutedTask::kQueued:  // its queue entry is dropped when the queue reaches it
+      return scheduler_.FailTask(
+          id, Status::Cancelled("task " + t->function + " was cancelled before it ran"));
+    case RoutedTask::kForwarded: {
+      t->cancelled = true;  // if that node is lost, the task is not placed again
+      if (uint64_t peer = PeerConn(t->forwarded_to)) {
+        capnp::MallocMessageBuilder message;
+        message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(id));
+        Send(peer, EncodeFrame(message));
+      }
+      return;
+    }
+    case RoutedTask::kOnWorker:
+      t->cancelled = true;
+      // The worker may be deep in user code: only killing it stops it for sure.
+      if (Worker* w = leases_.workers().Find(t->worker)) leases_.workers().Kill(*w);
+      return;
+  }
+}
+
+void TaskRouter::Impl::HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b) {
+  if (c.role != Role::kWorker) return;
+  Worker* w = leases_.workers().Find(c.worker);
+  if (!w) return;
+  leases_.SetBlocked(*w, b.getBlocked());
+  // Tasks queued behind a task that waits on other tasks could deadlock it: run them elsewhere.
+  for (auto raw : b.getReturned()) {
+    TaskId id = IdFrom<TaskId>(raw);
+    auto& a = w->assigned;
+    a.erase(std::remove(a.begin(), a.end(), id), a.end());
+    if (RoutedTask* t = tasks_.Find(id)) tasks_.Requeue(*t, /*front=*/true);
+  }
+  schedule_dirty_ = true;
+}
+
+JobId TaskRouter::Impl::JobOf(const Conn& c) {
+  if (c.role != Role::kWorker) return c.job;
+  Worker* w = leases_.workers().Find(c.worker);
+  return w ? w->job : JobId();
+}
+
+void TaskRouter::Impl::OnClose(uint64_t id, const std::string& why) {
+  Conn& c = conns_[id];
+  c.closed = true;
+  closed_.push_back(id);
+  if (c.role == Role::kWorker && !c.worker.IsNil()) {
+    // It is usually exiting already: Housekeeping reaps it (and retries its tasks), killing it
+    // if it does not exit within a moment.
+    if (Worker* w = leases_.workers().Find(c.worker)) {
+      leases_.workers().ConnectionClosed(*w, SystemClock::Get().Now());
+    }
+  } else if (c.role == Role::kDriver) {
+    // Its queued tasks have nobody to answer to; its job's workers go away.
+    EndJob(c.job, /*tell_peers=*/true);
+    if (options_.on_job_end && !c.job.IsNil()) options_.on_job_end(c.job);
+  } else if (c.role == Role::kPeer) {
+    // Only the connection this node sends on carries its forwarded tasks and reservations
+    // (the peer's own connection into this node may close independently).
+    auto p = peers_.find(c.peer);
+    if (p == peers_.end() || p->second != id) {
+      CUMULUS_LOG(DEBUG) << "node: closed a second connection of node " << c.peer << ": " << why;
+      return;
+    }
+    peers_.erase(p);
+    PeerLost(c.peer, why);
+  } else if (c.role == Role::kUnknown && c.tcp) {
+    CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
+  }
+  if (c.role != Role::kUnknown && why != "closed" && why != "worker gone" &&
+      why.rfind("cannot connect", 0) != 0) {  // (PeerLost says which node)
+    CUMULUS_LOG(WARN) << "node: closed a core connection: " << why;
+  }
+}
+
+}  // namespace cumulus
