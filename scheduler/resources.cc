@@ -3,6 +3,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -49,7 +50,13 @@ bool ParseAmount(std::string_view text, bool allow_suffix, double* out) {
   double v = std::strtod(t.c_str(), &end);
   if (end != t.c_str() + t.size() || !std::isfinite(v) || v < 0) return false;
   *out = v * scale;
-  return *out < 9.0e14;  // keeps amount * kUnit inside int64
+  return true;
+}
+
+std::string FormatAmount(double amount) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", amount);
+  return buf;
 }
 
 }  // namespace
@@ -85,6 +92,7 @@ Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
                                      "' is not a non-negative amount" +
                                      (name == "memory" ? " (bytes, or with K/M/G/T)" : ""));
     }
+    CUMULUS_RETURN_IF_ERROR(CheckAmount(name, amount));
     if (out.Has(name) || out.zeros_.count(name)) {
       return Status::InvalidArgument("resource " + name + " is given twice");
     }
@@ -92,6 +100,23 @@ Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
     if (!out.Has(name)) out.zeros_[name] = true;
   }
   return out;
+}
+
+Status ResourceSet::CheckAmount(const std::string& name, double amount) {
+  if (std::isnan(amount)) return Status::InvalidArgument("resource " + name + " is not a number");
+  if (amount < 0) {
+    return Status::InvalidArgument("resource " + name + " is negative (" + FormatAmount(amount) +
+                                   ")");
+  }
+  if (!std::isfinite(amount) || amount > kMaxAmount) {
+    return Status::InvalidArgument("resource " + name + " is too large (" + FormatAmount(amount) +
+                                   "; at most " + FormatAmount(kMaxAmount) + ")");
+  }
+  if (amount > 0 && amount < 1.0 / kUnit) {
+    return Status::InvalidArgument("resource " + name + " is too small (" + FormatAmount(amount) +
+                                   "): amounts are counted in steps of 1/" + std::to_string(kUnit));
+  }
+  return Status();
 }
 
 void ResourceSet::Set(const std::string& name, double amount) {

@@ -24,7 +24,16 @@ class ResourceSet {
   // takes a size suffix (K, M, G, T). Names are letters, digits, '_', '-', '.', '/' and ':'.
   static Result<ResourceSet> Parse(std::string_view spec);
 
-  // REQUIRES: amount >= 0. Setting 0 removes the resource.
+  // The most of one resource a node may offer or work may ask for (amount * kUnit stays well
+  // inside int64, with room for cluster sums).
+  static constexpr double kMaxAmount = 9.0e14;
+
+  // Whether `amount` of resource `name`, as a user or a peer gave it, can be represented: finite,
+  // not negative, at most kMaxAmount, and zero or at least 1/kUnit. InvalidArgument names the
+  // resource and says why; every entry point (API, CLI, wire) checks amounts with it.
+  static Status CheckAmount(const std::string& name, double amount);
+
+  // REQUIRES: CheckAmount(name, amount).ok(). Setting 0 removes the resource.
   void Set(const std::string& name, double amount);
   void SetUnits(const std::string& name, int64_t units);
   double Get(const std::string& name) const;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <limits>
 
 namespace cumulus {
 namespace {
@@ -67,6 +68,24 @@ TEST(LabelsTest, ParsesAndRejects) {
   EXPECT_FALSE(ParseLabels("site").ok());
   EXPECT_FALSE(ParseLabels("site=a b").ok());
   EXPECT_FALSE(ParseLabels("site=a,site=b").ok());
+}
+
+TEST(ResourceSetTest, EveryAmountIsCheckedTheSameWay) {
+  EXPECT_TRUE(ResourceSet::CheckAmount("GPU", 0).ok());
+  EXPECT_TRUE(ResourceSet::CheckAmount("GPU", 0.0001).ok());
+  EXPECT_TRUE(ResourceSet::CheckAmount("memory", ResourceSet::kMaxAmount).ok());
+  for (double bad :
+       {-1.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::quiet_NaN(), 1e15, 1e30, 0.00001}) {
+    Status st = ResourceSet::CheckAmount("GPU", bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("resource GPU"), std::string::npos) << st;
+  }
+  // The command line says the same as the API.
+  auto parsed = ResourceSet::Parse("GPU=1000000000000000");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("too large"), std::string::npos) << parsed.status();
+  EXPECT_FALSE(ResourceSet::Parse("GPU=0.00001").ok());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -353,6 +354,20 @@ void RunFailures(const std::string& b) {
                              std::chrono::seconds(30));
     Check("infeasible_label", !l.ok() && l.status().code() == cumulus::StatusCode::kInfeasible,
           l.ok() ? "it ran" : l.status().ToString());
+    // An amount that cannot be represented is refused, never rounded to no GPU at all.
+    bool refused = true;
+    std::string what;
+    for (double absurd : {std::numeric_limits<double>::infinity(),
+                          std::numeric_limits<double>::quiet_NaN(), 1e30}) {
+      auto g = cumulus::TryGet(cumulus::Task(WhereAmI).SetResource("GPU", absurd).Remote(),
+                               std::chrono::seconds(30));
+      if (g.ok() || g.status().code() != cumulus::StatusCode::kInvalidArgument ||
+          g.status().message().find("resource GPU") == std::string::npos) {
+        refused = false;
+        what += (g.ok() ? "ran on " + *g : g.status().ToString()) + "; ";
+      }
+    }
+    Check("absurd_amounts_refused", refused, what);
   }
 
   // A remote exception reaches Get with the function, the node and the message.

@@ -38,9 +38,9 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
   for (size_t i = 0; i < bundles.size(); ++i) {
     ResourceSet r;
     for (auto& [name, amount] : bundles[i]) {
-      if (amount < 0 || !std::isfinite(amount)) {
-        return Status::InvalidArgument("bundle " + std::to_string(i) + " asks for " +
-                                       std::to_string(amount) + " " + name);
+      Status valid = ResourceSet::CheckAmount(name, amount);
+      if (!valid.ok()) {
+        return Status::InvalidArgument("bundle " + std::to_string(i) + ": " + valid.message());
       }
       if (amount > 0) r.Set(name, amount);
     }

@@ -47,10 +47,8 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
   if (!t.actor_call) {
     ResourceSet demand;
     for (auto& [name, amount] : options.resources) {
-      if (amount < 0) {
-        return Status::InvalidArgument("resource " + name + " of " + t.function +
-                                       " is negative: " + std::to_string(amount));
-      }
+      Status valid = ResourceSet::CheckAmount(name, amount);
+      if (!valid.ok()) return Status::InvalidArgument(t.function + ": " + valid.message());
       if (amount > 0) demand.Set(name, amount);
     }
     if (demand.GetUnits("GPU") > ResourceSet::kUnit &&

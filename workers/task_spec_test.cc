@@ -1,5 +1,6 @@
 #include "workers/task_spec.h"
 
+#include <limits>
 #include <type_traits>
 
 #include <capnp/serialize.h>
@@ -97,6 +98,17 @@ TEST(TaskSpecTest, BadRequestsAreRefusedSayingWhatIsWrong) {
   auto r = Build(negative);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("negative"), std::string::npos) << r.status();
+
+  // Amounts that cannot be represented are refused, not rounded to nothing (a GPU task would then
+  // run on a node without one).
+  for (double absurd : {std::numeric_limits<double>::infinity(),
+                        std::numeric_limits<double>::quiet_NaN(), 1e30, 9.3e14, 1e-9}) {
+    internal::CallOptions o;
+    o.resources = {{"GPU", absurd}};
+    r = Build(o);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << absurd;
+    EXPECT_NE(r.status().message().find("resource GPU"), std::string::npos) << r.status();
+  }
 
   internal::CallOptions gpus;
   gpus.resources = {{"GPU", 1.5}};
