@@ -34,11 +34,12 @@ WorkerPoolOptions PoolOptions(const TaskRouterOptions& o) {
 
 TaskRouter::Impl::Impl(const TaskRouterOptions& o)
     : options_(o),
+      clock_(*o.clock),
       node_id_(o.node_id),
-      leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token),
-      head_(o.head, o.token, "node-router"),
-      groups_(*this),
-      scheduler_(*this, tasks_, leases_, groups_, {o.labels, o.pipeline_depth}),
+      leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token, clock_),
+      head_(o.head, o.token, "node-router", clock_),
+      groups_(*this, clock_),
+      scheduler_(*this, tasks_, leases_, groups_, clock_, {o.labels, o.pipeline_depth}),
       memory_({o.memory_threshold, o.memory_check_every, o.node_id.Hex(), o.work_dir}),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
@@ -105,13 +106,13 @@ void TaskRouter::Impl::SetNodeId(const NodeId& id) {
 }
 
 void TaskRouter::Impl::Loop() {
-  TimePoint last_housekeeping = SystemClock::Get().Now();
+  TimePoint last_housekeeping = clock_.Now();
   while (!stop_) {
     loop_->Poll(std::chrono::milliseconds(50));
     if (stop_) break;
     ApplySharedUpdates();
     if (!newly_dead_.empty()) DropDeadPeers();
-    TimePoint now = SystemClock::Get().Now();
+    TimePoint now = clock_.Now();
     if (tasks_.RequeueDue(now)) schedule_dirty_ = true;
     if (now - last_housekeeping > std::chrono::milliseconds(50)) {
       last_housekeeping = now;
@@ -162,7 +163,7 @@ void TaskRouter::Impl::DropDeadPeers() {
 
 void TaskRouter::Impl::Schedule() {
   schedule_dirty_ = false;
-  auto pending = scheduler_.Schedule(SystemClock::Get().Now());
+  auto pending = scheduler_.Schedule(clock_.Now());
   std::lock_guard<std::mutex> lock(shared_mu_);
   shared_available_ = leases_.available();
   shared_pending_ = std::move(pending);
@@ -186,7 +187,7 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
     options_.on_failure("worker pid " + std::to_string(w.spawned_pid) + " of job " + w.job.Hex() +
                         " running " + running + " " + why);
   }
-  scheduler_.WorkerDied(w, why, SystemClock::Get().Now());
+  scheduler_.WorkerDied(w, why, clock_.Now());
   w.assigned.clear();
   leases_.Release(w);
   leases_.workers().Remove(wid);
@@ -196,7 +197,7 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
 // Tasks forwarded to `peer` come back here to be placed again (an attempt each: the node may
 // have died running them); its reservations in progress are refused.
 void TaskRouter::Impl::PeerLost(const NodeId& peer, const std::string& why) {
-  TimePoint now = SystemClock::Get().Now();
+  TimePoint now = clock_.Now();
   // A connection that never connected delivered nothing: what went on it is placed again
   // without counting an attempt.
   bool delivered = why.rfind("cannot connect", 0) != 0;
@@ -278,6 +279,7 @@ TaskRouter::~TaskRouter() = default;
 
 Result<std::unique_ptr<TaskRouter>> TaskRouter::Start(const TaskRouterOptions& options) {
   if (!options.store) return Status::InvalidArgument("the task router needs the node's store");
+  if (!options.clock) return Status::InvalidArgument("the task router needs a clock");
   auto impl = std::make_unique<Impl>(options);
   impl->shared_available_ = options.total;
   CUMULUS_RETURN_IF_ERROR(impl->Start());

@@ -26,6 +26,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/base/clock.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/membership.h"
 #include "runtime/net/tcp.h"
@@ -57,6 +58,9 @@ struct TaskRouterOptions {
   std::function<void(const JobId&)> on_job_end;
   // A worker died under work (for `cumulus status`'s recent failures; same thread rules).
   std::function<void(const std::string&)> on_failure;
+  // The node's time, for its units (tests move a FakeClock by hand); must outlive the router.
+  // The event loop's own deadlines (connects, unauthenticated peers) keep the system clock.
+  Clock* clock = &SystemClock::Get();
 };
 
 class TaskRouter {

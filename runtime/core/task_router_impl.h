@@ -108,6 +108,7 @@ class TaskRouter::Impl : public NodeContext {
   uint64_t PeerConn(const NodeId& node);
 
   TaskRouterOptions options_;
+  Clock& clock_;
   NodeId node_id_;
   WorkerLeases leases_;
   RemoteNodes remote_;

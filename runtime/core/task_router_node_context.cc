@@ -44,7 +44,7 @@ bool TaskRouter::Impl::RefreshView(TimePoint now, bool force) {
           [this](Result<ClusterView> view) {
             refreshing_ = false;
             // Counted from the answer too: a caller that waited for it decides on it.
-            last_refresh_ = SystemClock::Get().Now();
+            last_refresh_ = clock_.Now();
             schedule_dirty_ = true;
             if (!view.ok()) return;
             {
@@ -128,6 +128,7 @@ uint64_t TaskRouter::Impl::PeerConn(const NodeId& node) {
                       << fd.status();
     return 0;
   }
+  // (A deadline of the event loop's, which keeps the system clock.)
   uint64_t id = loop_->AdoptConnecting(*fd, kMaxCoreFrameBytes,
                                        SystemClock::Get().Now() + std::chrono::seconds(1));
   Conn& c = conns_[id];

@@ -104,9 +104,8 @@ void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reade
       c.role = Role::kWorker;
       c.worker = wid;
       w->conn = id;
-      auto startup = std::chrono::duration_cast<std::chrono::microseconds>(
-                         SystemClock::Get().Now() - w->started)
-                         .count();
+      auto startup =
+          std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - w->started).count();
       {
         std::lock_guard<std::mutex> lock(shared_mu_);
         if (startup_micros_.size() < 4096) startup_micros_.push_back(startup);
@@ -165,7 +164,7 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
       a.erase(std::remove(a.begin(), a.end(), id), a.end());
     }
     // (A failed constructor's worker exits by itself.)
-    leases_.ReleaseIfIdle(*w, SystemClock::Get().Now());
+    leases_.ReleaseIfIdle(*w, clock_.Now());
     schedule_dirty_ = true;
   }
   RoutedTask* t = tasks_.Find(id);
@@ -267,7 +266,7 @@ void TaskRouter::Impl::OnClose(uint64_t id, const std::string& why) {
     // It is usually exiting already: Housekeeping reaps it (and retries its tasks), killing it
     // if it does not exit within a moment.
     if (Worker* w = leases_.workers().Find(c.worker)) {
-      leases_.workers().ConnectionClosed(*w, SystemClock::Get().Now());
+      leases_.workers().ConnectionClosed(*w, clock_.Now());
     }
   } else if (c.role == Role::kDriver) {
     // Its queued tasks have nobody to answer to; its job's workers go away.

@@ -224,7 +224,7 @@ void GroupCoordinator::Recorded(const PlacementGroupId& id, uint32_t round, cons
   }
   GroupOp& op = it->second;
   if (op.removed) {
-    ReleaseEverywhere(op, kAllRounds, SystemClock::Get().Now());
+    ReleaseEverywhere(op, kAllRounds, clock_.Now());
     Forget(id);  // its record too
     Reply(op.origin, id,
           Status::Cancelled("the placement group was removed before it was reserved"), {});
@@ -272,7 +272,7 @@ void GroupCoordinator::OnReply(uint64_t conn, const NodeId& peer, proto::GroupRe
   }
   it->second.awaiting.erase(peer);
   if (reply.getCode() != 0) it->second.refused = reply.getMessage();
-  Conclude(id, SystemClock::Get().Now());
+  Conclude(id, clock_.Now());
 }
 
 void GroupCoordinator::OnPeerClosed(const NodeId& peer) {
@@ -280,7 +280,7 @@ void GroupCoordinator::OnPeerClosed(const NodeId& peer) {
   for (auto& [id, op] : groups_) {
     if (op.state == GroupOp::kReserving && op.awaiting.count(peer)) asked.push_back(id);
   }
-  TimePoint now = SystemClock::Get().Now();
+  TimePoint now = clock_.Now();
   for (auto& id : asked) {
     GroupOp& op = groups_.at(id);
     op.awaiting.erase(peer);
@@ -303,7 +303,7 @@ void GroupCoordinator::OnPeerRelease(const PlacementGroupId& id, uint32_t round)
 }
 
 void GroupCoordinator::Remove(uint64_t conn, const JobId& job, const PlacementGroupId& id) {
-  TimePoint now = SystemClock::Get().Now();
+  TimePoint now = clock_.Now();
   auto it = groups_.find(id);
   if (it != groups_.end()) {
     GroupOp& op = it->second;
@@ -343,7 +343,7 @@ void GroupCoordinator::RemoveLocated(const JobId& job, const PlacementGroupId& i
   GroupOp op;
   op.id = id;
   op.nodes = where.second;
-  ReleaseEverywhere(op, kAllRounds, SystemClock::Get().Now());
+  ReleaseEverywhere(op, kAllRounds, clock_.Now());
   Forget(id);
 }
 

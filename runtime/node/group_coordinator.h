@@ -36,7 +36,7 @@ namespace cumulus {
 
 class GroupCoordinator {
  public:
-  explicit GroupCoordinator(NodeContext& host) : host_(host) {}
+  GroupCoordinator(NodeContext& host, Clock& clock) : host_(host), clock_(clock) {}
 
   // A driver or worker of `job` on connection `origin` asks for a group; refusals are answered
   // at once.
@@ -99,6 +99,7 @@ class GroupCoordinator {
              const std::vector<NodeId>& nodes, uint32_t round = 0);
 
   NodeContext& host_;
+  Clock& clock_;
   std::map<PlacementGroupId, GroupOp> groups_;
   // Groups reserved by way of other nodes (job, node per bundle), from the head's records.
   std::map<PlacementGroupId, Location> locations_;

@@ -96,11 +96,12 @@ void CreateGroup(GroupCoordinator& groups, uint64_t origin, const PlacementGroup
 
 TEST(GroupCoordinatorTest, TheDriverIsAnsweredOnceTheGroupIsRecorded) {
   FakeNode node;
-  GroupCoordinator groups(node);
+  FakeClock clock;
+  GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   CreateGroup(groups, 7, id, JobId::FromRandom());
   std::vector<std::pair<ResourceSet, uint32_t>> pending;
-  groups.Schedule(SystemClock::Get().Now(), pending);
+  groups.Schedule(clock.Now(), pending);
 
   ASSERT_EQ(node.head.size(), 1u);
   EXPECT_EQ(node.head.front().op, "put");
@@ -117,12 +118,13 @@ TEST(GroupCoordinatorTest, TheDriverIsAnsweredOnceTheGroupIsRecorded) {
 
 TEST(GroupCoordinatorTest, AGroupRemovedWhileItIsRecordedIsReleasedAndItsRecordDeleted) {
   FakeNode node;
-  GroupCoordinator groups(node);
+  FakeClock clock;
+  GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   JobId job = JobId::FromRandom();
   CreateGroup(groups, 7, id, job);
   std::vector<std::pair<ResourceSet, uint32_t>> pending;
-  groups.Schedule(SystemClock::Get().Now(), pending);
+  groups.Schedule(clock.Now(), pending);
   groups.Remove(7, job, id);
   EXPECT_TRUE(node.released.empty());
 
@@ -141,12 +143,13 @@ TEST(GroupCoordinatorTest, AGroupRemovedWhileItIsRecordedIsReleasedAndItsRecordD
 
 TEST(GroupCoordinatorTest, AnAnswerForAGroupWhoseJobEndedIsIgnored) {
   FakeNode node;
-  GroupCoordinator groups(node);
+  FakeClock clock;
+  GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   JobId job = JobId::FromRandom();
   CreateGroup(groups, 7, id, job);
   std::vector<std::pair<ResourceSet, uint32_t>> pending;
-  groups.Schedule(SystemClock::Get().Now(), pending);
+  groups.Schedule(clock.Now(), pending);
   groups.EndJob(job);
   ASSERT_EQ(node.head.size(), 2u);  // the write, then its delete, in that order
   EXPECT_EQ(node.head.back().op, "delete");
@@ -164,7 +167,8 @@ std::string GroupRecordOf(const JobId& job, const std::vector<NodeId>& nodes) {
 
 TEST(GroupCoordinatorTest, AGroupOfAnotherNodeIsLookedUpOnceAndThenKnown) {
   FakeNode node;
-  GroupCoordinator groups(node);
+  FakeClock clock;
+  GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   JobId job = JobId::FromRandom();
   NodeId other = NodeId::FromRandom();
@@ -184,7 +188,8 @@ TEST(GroupCoordinatorTest, AGroupOfAnotherNodeIsLookedUpOnceAndThenKnown) {
 
 TEST(GroupCoordinatorTest, AGroupTheHeadDoesNotKnowIsNotFoundOnceAnswered) {
   FakeNode node;
-  GroupCoordinator groups(node);
+  FakeClock clock;
+  GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   (void)groups.Locate(id);
   node.Answer(Status::NotFound("no such key"));
@@ -200,7 +205,8 @@ TEST(GroupCoordinatorTest, AGroupTheHeadDoesNotKnowIsNotFoundOnceAnswered) {
 
 TEST(GroupCoordinatorTest, RemovingAGroupOfAnotherNodeWaitsForWhereItIs) {
   FakeNode node;
-  GroupCoordinator groups(node);
+  FakeClock clock;
+  GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   JobId job = JobId::FromRandom();
   NodeId other = NodeId::FromRandom();
@@ -242,11 +248,12 @@ std::string JobRecordOf(const JobId& job) {
 }
 
 TEST(JobProgramCacheTest, TasksWaitForTheFetchWhichRunsOnce) {
-  JobProgramCache cache("/tmp", nullptr, "token");
+  FakeClock clock;
+  JobProgramCache cache("/tmp", nullptr, "token", clock);
   FakeFetchers f;
   f.Install(cache);
   JobId job = JobId::FromRandom();
-  TimePoint now = SystemClock::Get().Now();
+  TimePoint now = clock.Now();
   auto first = cache.Get(job, now);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(*first, nullptr);
@@ -269,28 +276,53 @@ TEST(JobProgramCacheTest, TasksWaitForTheFetchWhichRunsOnce) {
 }
 
 TEST(JobProgramCacheTest, AFailedFetchIsTheAnswerForASecond) {
-  JobProgramCache cache("/tmp", nullptr, "token");
+  FakeClock clock;
+  JobProgramCache cache("/tmp", nullptr, "token", clock);
   FakeFetchers f;
   f.Install(cache);
   JobId job = JobId::FromRandom();
-  TimePoint now = SystemClock::Get().Now();
+  TimePoint now = clock.Now();
   (void)cache.Get(job, now);
   f.lookups.front().second(Status::NotFound("no such key"));
   f.lookups.pop_front();
   EXPECT_EQ(f.fetched, 1);
   EXPECT_EQ(cache.Get(job, now).status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(f.lookups.empty());
-  (void)cache.Get(job, SystemClock::Get().Now() + std::chrono::seconds(2));
+  (void)cache.Get(job, clock.Now() + std::chrono::seconds(2));
+  EXPECT_EQ(f.lookups.size(), 1u);  // asked again
+}
+
+// The second counts from when the fetch ended (the cache's clock), not from when it was asked.
+TEST(JobProgramCacheTest, AFailedFetchIsRememberedForASecondFromItsEnd) {
+  FakeClock clock;
+  JobProgramCache cache("/tmp", nullptr, "token", clock);
+  FakeFetchers f;
+  f.Install(cache);
+  JobId job = JobId::FromRandom();
+  (void)cache.Get(job, clock.Now());
+  clock.AdvanceTime(std::chrono::seconds(5));  // the head took its time
+  f.lookups.front().second(Status::Unavailable("the head cannot be reached"));
+  f.lookups.pop_front();
+
+  clock.AdvanceTime(std::chrono::milliseconds(999));
+  EXPECT_EQ(cache.Get(job, clock.Now()).status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(f.lookups.empty());  // not asked again yet
+
+  clock.AdvanceTime(std::chrono::milliseconds(1));
+  auto again = cache.Get(job, clock.Now());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, nullptr);       // being fetched again
   EXPECT_EQ(f.lookups.size(), 1u);  // asked again
 }
 
 TEST(JobProgramCacheTest, AFetchForAJobThatEndedIsIgnored) {
-  JobProgramCache cache("/tmp", nullptr, "token");
+  FakeClock clock;
+  JobProgramCache cache("/tmp", nullptr, "token", clock);
   FakeFetchers f;
   f.Install(cache);
   JobId job = JobId::FromRandom();
   ASSERT_TRUE(cache.Remember(job, JobRecordOf(job)));
-  (void)cache.Get(job, SystemClock::Get().Now());
+  (void)cache.Get(job, clock.Now());
   ASSERT_EQ(f.pulls.size(), 1u);
   EXPECT_TRUE(f.lookups.empty());  // its record was known
   cache.Forget(job);

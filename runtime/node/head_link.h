@@ -18,8 +18,8 @@ namespace cumulus {
 
 class HeadLink {
  public:
-  HeadLink(HostPort head, std::string token, std::string role)
-      : head_(std::move(head)), token_(std::move(token)), role_(std::move(role)) {}
+  HeadLink(HostPort head, std::string token, std::string role, Clock& clock)
+      : head_(std::move(head)), token_(std::move(token)), role_(std::move(role)), clock_(clock) {}
 
   // Runs `call(client)`: Unavailable if the head cannot be reached now.
   template <typename F>
@@ -34,7 +34,7 @@ class HeadLink {
  private:
   Status Connect() {
     if (client_) return Status();
-    TimePoint now = SystemClock::Get().Now();
+    TimePoint now = clock_.Now();
     if (now < retry_at_) return Status::Unavailable("the head cannot be reached (retrying)");
     ControlClientOptions o;
     o.role = role_;
@@ -51,6 +51,7 @@ class HeadLink {
   HostPort head_;
   std::string token_;
   std::string role_;
+  Clock& clock_;
   std::unique_ptr<ControlClient> client_;
   TimePoint retry_at_{};
 };

@@ -132,7 +132,7 @@ void JobProgramCache::Fetched(const JobId& job, uint64_t fetch, Result<JobProgra
   if (program.ok()) {
     programs_[job] = std::move(*program);
   } else {
-    failed_[job] = {program.status(), SystemClock::Get().Now() + std::chrono::seconds(1)};
+    failed_[job] = {program.status(), clock_.Now() + std::chrono::seconds(1)};
   }
   if (fetched_) fetched_();
 }

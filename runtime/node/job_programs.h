@@ -42,8 +42,8 @@ class JobProgramCache {
   using OffLoop = std::function<void(std::function<Result<JobProgram>()> work,
                                      std::function<void(Result<JobProgram>)> done)>;
 
-  JobProgramCache(std::string work_dir, ObjectStore* store, std::string token)
-      : work_dir_(std::move(work_dir)), store_(store), token_(std::move(token)) {}
+  JobProgramCache(std::string work_dir, ObjectStore* store, std::string token, Clock& clock)
+      : work_dir_(std::move(work_dir)), store_(store), token_(std::move(token)), clock_(clock) {}
 
   // REQUIRES: called once, before Get.
   void SetFetchers(RecordLookup lookup, OffLoop off_loop, std::function<void()> fetched) {
@@ -81,6 +81,7 @@ class JobProgramCache {
   std::string work_dir_;
   ObjectStore* store_;
   std::string token_;
+  Clock& clock_;
   RecordLookup lookup_;
   OffLoop off_loop_;
   std::function<void()> fetched_;

@@ -34,12 +34,6 @@ constexpr auto kStopGrace = std::chrono::seconds(5);  // SIGTERM, then SIGKILL
 constexpr auto kShipEvery = std::chrono::milliseconds(500);
 constexpr uint64_t kMaxShipBytes = 1u << 20;  // per log entry
 
-int64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string DescribeExit(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -101,7 +95,7 @@ class JobSupervisor::Impl {
 
   void RecordFailure(const std::string& what) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (failures_.size() < 1000) failures_.emplace_back(NowMicros(), what);
+    if (failures_.size() < 1000) failures_.emplace_back(options_.clock->WallMicros(), what);
   }
 
  private:
@@ -210,7 +204,7 @@ class JobSupervisor::Impl {
       if (st.code() == StatusCode::kUnavailable && pid < 0) return false;  // the head, or fork
       record->state = "FAILED";
       record->message = "could not start the driver on node " + Node().Hex() + ": " + st.message();
-      record->end_micros = NowMicros();
+      record->end_micros = options_.clock->WallMicros();
       CUMULUS_LOG(WARN) << "job supervisor: job " << job.Hex() << ": " << record->message;
     }
     // RUNNING is written before the exit watcher may write how it ended.
@@ -312,7 +306,7 @@ class JobSupervisor::Impl {
     record.state = "RUNNING";
     record.pid = pid;
     record.node = Node().Hex();
-    record.start_micros = NowMicros();
+    record.start_micros = options_.clock->WallMicros();
     CUMULUS_LOG(INFO) << "job supervisor: started job " << job.Hex() << " ("
                       << (record.name.empty() ? record.entrypoint[0] : record.name) << ") as pid "
                       << pid;
@@ -326,7 +320,7 @@ class JobSupervisor::Impl {
       if (it != running_.end()) {
         if (!it->second.stop_requested) {
           it->second.stop_requested = true;
-          it->second.kill_at = SystemClock::Get().Now() + kStopGrace;
+          it->second.kill_at = options_.clock->Now() + kStopGrace;
           kill(-it->second.pid, SIGTERM);
         }
         return;  // its state is written when it exits
@@ -336,7 +330,7 @@ class JobSupervisor::Impl {
     if (record.ok() && record->state == "PENDING") {
       record->state = "STOPPED";
       record->message = "cancelled before it started";
-      record->end_micros = NowMicros();
+      record->end_micros = options_.clock->WallMicros();
       (void)Save(head, job, *record);
     }
   }
@@ -358,7 +352,7 @@ class JobSupervisor::Impl {
       // Exits and overdue stops.
       {
         std::lock_guard<std::mutex> lock(mu_);
-        TimePoint now = SystemClock::Get().Now();
+        TimePoint now = options_.clock->Now();
         for (auto it = running_.begin(); it != running_.end();) {
           int status = 0;
           pid_t r = waitpid(it->second.pid, &status, WNOHANG);
@@ -406,7 +400,7 @@ class JobSupervisor::Impl {
             failure_keys.pop_front();
           }
         }
-        TimePoint now = SystemClock::Get().Now();
+        TimePoint now = options_.clock->Now();
         std::string me = Node().Hex();
         if (st.ok() && !reported_as.empty() && (reported_as != me || stopping)) {
           // A report under an id this node no longer has (it rejoined, or it is stopping).
@@ -419,7 +413,7 @@ class JobSupervisor::Impl {
           if (st.ok()) reported_as = me;
         }
         while (st.ok() && !ended.empty()) {
-          JobEnd end{NowMicros()};
+          JobEnd end{options_.clock->WallMicros()};
           st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), EncodeRecord(end)).status();
           if (st.ok()) {
             cleanup.push_back(ended.back());
@@ -458,7 +452,7 @@ class JobSupervisor::Impl {
     size_t colon = outcome.find(':');
     record->state = outcome.substr(0, colon);
     record->message = outcome.substr(colon + 1);
-    record->end_micros = NowMicros();
+    record->end_micros = options_.clock->WallMicros();
     CUMULUS_LOG(INFO) << "job supervisor: job " << job.Hex() << " " << record->state << ": "
                       << record->message;
     return Save(head, job, *record);
@@ -491,7 +485,8 @@ class JobSupervisor::Impl {
         if (bytes.empty()) break;
         char key[96];
         std::snprintf(key, sizeof(key), "%s/%016lld-%s-%s", job.c_str(),
-                      static_cast<long long>(NowMicros()), node8.c_str(), source.c_str());
+                      static_cast<long long>(options_.clock->WallMicros()), node8.c_str(),
+                      source.c_str());
         CUMULUS_RETURN_IF_ERROR(head.KvPut(kJobLogsNamespace, key, bytes).status());
         done += bytes.size();
       }

@@ -20,6 +20,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/base/clock.h"
 #include "runtime/net/tcp.h"
 
 namespace cumulus {
@@ -32,6 +33,7 @@ struct JobSupervisorOptions {
   std::string core_socket;  // where the drivers it starts connect
   // A serialized NodeStateReport of what the node holds, sent to the head every 2 s.
   std::function<std::string()> state_report;
+  Clock* clock = &SystemClock::Get();  // must outlive the supervisor
 };
 
 class JobSupervisor {

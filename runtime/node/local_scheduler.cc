@@ -133,7 +133,7 @@ bool LocalScheduler::Pipeline(RoutedTask& t) {
 void LocalScheduler::Assign(Worker& w, RoutedTask& t) {
   t.state = RoutedTask::kOnWorker;
   t.worker = w.id;
-  t.assigned_at = SystemClock::Get().Now();
+  t.assigned_at = clock_.Now();
   w.assigned.push_back(t.id);
   if (w.conn) node_.SendToConn(w.conn, t.frame);  // else sent when the worker says hello
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/base/clock.h"
 #include "runtime/node/group_coordinator.h"
 #include "runtime/node/node_context.h"
 #include "runtime/node/task_table.h"
@@ -34,8 +35,13 @@ struct LocalSchedulerOptions {
 class LocalScheduler {
  public:
   LocalScheduler(NodeContext& node, TaskTable& tasks, WorkerLeases& leases,
-                 GroupCoordinator& groups, LocalSchedulerOptions options)
-      : node_(node), tasks_(tasks), leases_(leases), groups_(groups), options_(options) {}
+                 GroupCoordinator& groups, Clock& clock, LocalSchedulerOptions options)
+      : node_(node),
+        tasks_(tasks),
+        leases_(leases),
+        groups_(groups),
+        clock_(clock),
+        options_(options) {}
 
   // One pass over the queues. Returns the demand that waits: (shape, how many).
   std::vector<std::pair<ResourceSet, uint32_t>> Schedule(TimePoint now);
@@ -62,6 +68,7 @@ class LocalScheduler {
   TaskTable& tasks_;
   WorkerLeases& leases_;
   GroupCoordinator& groups_;
+  Clock& clock_;
   LocalSchedulerOptions options_;
   std::set<std::pair<NodeId, JobId>> told_;  // nodes sent a job's record already
 };

@@ -113,6 +113,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.total = total;
   router.labels = options.labels;
   router.gpu_ids = d->record_.gpu_ids;
+  router.clock = options.clock;
   ReadMemoryMonitorEnvironment(router);
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
@@ -142,11 +143,10 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   jobs.token = options.token;
   jobs.work_dir = d->store_dir_;
   jobs.core_socket = d->record_.core_socket;
+  jobs.clock = options.clock;
   jobs.state_report = [p = d.get()] {
     NodeStateReport r;
-    r.micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+    r.micros = p->options_.clock->WallMicros();
     size_t total = 0;
     r.tasks = p->router_->Tasks(kMaxReportedRows, &total);
     r.tasks_total = total;
@@ -304,7 +304,7 @@ void NodeDaemon::Run() {
     // The other nodes as the head sees them (where to spill work): what changed since the last
     // heartbeat came with its ack. Given to the router when it changed, and every 5 s anyway
     // (the router books what it sends in its copy; this corrects what it guessed).
-    TimePoint now = SystemClock::Get().Now();
+    TimePoint now = options_.clock->Now();
     if (router_ && view_.epoch != 0 &&  // (no view yet: keep what the router has)
         (view_changed || now - view_pushed_ >= std::chrono::seconds(5))) {
       view_pushed_ = now;

@@ -11,6 +11,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/base/clock.h"
 #include "runtime/core/task_router.h"
 #include "runtime/head/control_client.h"
 #include "runtime/net/tcp.h"
@@ -34,6 +35,7 @@ struct NodeDaemonOptions {
   uint64_t object_store_memory = 0;    // 0: 30% of RAM
   bool prefault_object_store = false;  // touch the store's memory at start (see SharedRegion)
   Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
+  Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
 };
 
 class NodeDaemon {

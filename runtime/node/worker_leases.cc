@@ -5,10 +5,11 @@
 namespace cumulus {
 
 WorkerLeases::WorkerLeases(const ResourceSet& total, std::vector<uint32_t> gpu_ids,
-                           WorkerPoolOptions pool, ObjectStore* store, const std::string& token)
+                           WorkerPoolOptions pool, ObjectStore* store, const std::string& token,
+                           Clock& clock)
     : resources_(total, std::move(gpu_ids)),
       workers_(pool),
-      programs_(pool.work_dir, store, token) {}
+      programs_(pool.work_dir, store, token, clock) {}
 
 Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now) {
   ResourcePool& pool = bundle ? bundle->pool : resources_;

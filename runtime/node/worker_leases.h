@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/clock.h"
 #include "runtime/node/job_programs.h"
 #include "runtime/node/worker_pool.h"
 #include "scheduler/bundle_table.h"
@@ -32,7 +33,7 @@ struct LeaseRequest {
 class WorkerLeases {
  public:
   WorkerLeases(const ResourceSet& total, std::vector<uint32_t> gpu_ids, WorkerPoolOptions pool,
-               ObjectStore* store, const std::string& token);
+               ObjectStore* store, const std::string& token, Clock& clock);
 
   // A worker holding a new lease for `req` from the node's free resources, or from `bundle`'s.
   // nullptr (and OK) if it does not fit now, the node has as many task workers as it may, or the
