@@ -22,6 +22,30 @@
 #include "driver_checks.h"
 
 std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
+// This process's blocked and ignored signals, as /proc/self/status shows them.
+std::string SignalState() {
+  std::string out;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f)) {
+      if (std::strncmp(line, "SigBlk:", 7) == 0 || std::strncmp(line, "SigIgn:", 7) == 0) {
+        out += line;
+      }
+    }
+    std::fclose(f);
+  }
+  return out;
+}
+// Whether SIGINT or SIGTERM is blocked or ignored in `state` (SignalState's text).
+bool StopSignalsHeld(const std::string& state) {
+  for (const char* field : {"SigBlk:", "SigIgn:"}) {
+    size_t at = state.find(field);
+    if (at == std::string::npos) return true;
+    unsigned long long mask = std::strtoull(state.c_str() + at + 7, nullptr, 16);
+    if (mask & ((1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1)))) return true;
+  }
+  return false;
+}
 int Plus(int a, int b) { return a + b; }
 int Twice(int x) { return 2 * x; }
 // Tasks that wait for tasks on their own node: `depth` levels, each pinned to this node.
@@ -76,7 +100,7 @@ class Phoenix {
 };
 Phoenix* CreatePhoenix() { return new Phoenix(); }
 
-CUMULUS_REMOTE(WhereAmI, Plus, Twice, Nested, Fail, MakeBlob, Checksum, ChecksumWhere,
+CUMULUS_REMOTE(WhereAmI, SignalState, Plus, Twice, Nested, Fail, MakeBlob, Checksum, ChecksumWhere,
                CreateGpuProbe, &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid,
                &Phoenix::Crash, &Phoenix::PidWhenExists);
 
@@ -368,6 +392,16 @@ void RunFailures(const std::string& b) {
       }
     }
     Check("absurd_amounts_refused", refused, what);
+  }
+
+  // Workers start with SIGINT and SIGTERM neither blocked nor ignored (the node daemon blocks
+  // them in its own threads), so a SIGTERM reaches a user's handler.
+  {
+    auto state = cumulus::TryGet(cumulus::Task(SignalState).Remote(), std::chrono::seconds(60));
+    Check(
+        "workers_start_with_stop_signals_unblocked",
+        state.ok() && !StopSignalsHeld(*state) && !StopSignalsHeld(SignalState()),
+        state.ok() ? "worker: " + *state + " driver: " + SignalState() : state.status().ToString());
   }
 
   // A remote exception reaches Get with the function, the node and the message.

@@ -65,9 +65,9 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
 
 TEST_F(CoreTest, ImpossibleRequestsAndRemoteExceptionsFailWithTheReason) {
   StartCluster();
-  ExpectChecks(
-      Driver(Scenario("failures"))->ReadAll(120s),
-      {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused", "remote_exception"});
+  ExpectChecks(Driver(Scenario("failures"))->ReadAll(120s),
+               {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused",
+                "workers_start_with_stop_signals_unblocked", "remote_exception"});
 }
 
 TEST_F(CoreTest, ManyTasksChainsAndNestedTasksOnAFullNode) {

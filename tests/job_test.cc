@@ -111,6 +111,9 @@ TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {
   std::string cancelled;
   EXPECT_EQ(Run({"cancel", job}, &cancelled), 0) << cancelled;
   EXPECT_NE(cancelled.find("STOPPED"), std::string::npos) << cancelled;
+  // SIGTERM reaches the driver (it used to start with SIGINT and SIGTERM blocked, and was always
+  // SIGKILLed after the grace).
+  EXPECT_NE(cancelled.find("ended after SIGTERM"), std::string::npos) << cancelled;
   EXPECT_TRUE(WaitUntil([&] { return kill(actor, 0) != 0; }, 15s)) << "its actor still runs";
   EXPECT_TRUE(WaitUntil(
       [&] {
@@ -139,6 +142,10 @@ TEST_F(JobTest, BadRequestsGetOneClearLine) {
   EXPECT_EQ(Run({"logs", "not-an-id"}, &out), 2);
   EXPECT_EQ(Run({"cancel", "0badf00d"}, &out), 1);
   EXPECT_NE(out.find("no job 0badf00d"), std::string::npos) << out;
+  for (const char* grace : {"-1", "x", "1e9", "nan"}) {
+    EXPECT_EQ(Run({"cancel", "0badf00d", "--grace", grace}, &out), 2) << grace;
+    EXPECT_NE(out.find("--grace must be a number of seconds"), std::string::npos) << out;
+  }
   EXPECT_EQ(Run({"jobs", "--filter", "nokey"}, &out), 2);
   EXPECT_NE(out.find("KEY=VALUE"), std::string::npos) << out;
   EXPECT_EQ(Run({"jobs", "--filter", "color=red"}, &out), 2);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/spawn.h"
+
 namespace cumulus {
 
 class Subprocess {
@@ -24,6 +26,7 @@ class Subprocess {
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
+      ResetSignalsInChild();
       dup2(in[0], STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);
       if (merge_stderr) dup2(out[1], STDERR_FILENO);

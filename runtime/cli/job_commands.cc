@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -50,7 +51,7 @@ Prints the job id. Exit status: 0 submitted (or succeeded, with --wait), 1 faile
 constexpr const char* kJobsHelp = R"(Usage:
   cumulus jobs [--address A] [--token-file F] [--filter KEY=VALUE] [--limit N] [--json]
   cumulus logs JOB [--address A] [--token-file F] [--follow]
-  cumulus cancel JOB [--address A] [--token-file F]
+  cumulus cancel JOB [--address A] [--token-file F] [--grace SECONDS]
 
 jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNING, SUCCEEDED,
         FAILED, STOPPED) and programs that attached a driver themselves (RUNNING, FINISHED).
@@ -58,8 +59,9 @@ jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNIN
         --limit shows at most N (default 100).
 logs    Prints the output of the job's driver and of its workers, in the order it was written.
         --follow keeps printing until the job ends.
-cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL after 5 s; everything it
-        started (tasks, actors, objects) goes with it.
+cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL if it has not ended after
+        --grace seconds (default 5, at most 3600); everything it started (tasks, actors,
+        objects) goes with it. Prints which signal ended it.
 )";
 
 // ---- submit ---------------------------------------------------------------------------------
@@ -377,9 +379,21 @@ int CancelCommand(const std::vector<std::string>& args) {
   }
   auto job = JobId::FromHex(args[0]);
   if (!job.ok()) return UsageError("'" + args[0] + "' is not a job id", "cumulus cancel --help");
-  Flags flags({"address", "token-file"}, {});
+  Flags flags({"address", "token-file", "grace"}, {});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus cancel --help");
+  double grace_s = 5;
+  if (flags.Has("grace")) {
+    const std::string& g = flags.Get("grace");
+    char* end = nullptr;
+    grace_s = std::strtod(g.c_str(), &end);
+    if (g.empty() || end != g.c_str() + g.size() || !std::isfinite(grace_s) || grace_s < 0 ||
+        grace_s > 3600) {
+      return UsageError("--grace must be a number of seconds from 0 to 3600, not '" + g + "'",
+                        "cumulus cancel --help");
+    }
+  }
+  auto grace_ms = static_cast<int64_t>(std::llround(grace_s * 1000));
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   auto record = LoadSubmission(**head, *job);
@@ -398,21 +412,25 @@ int CancelCommand(const std::vector<std::string>& args) {
     std::printf("Job %s already ended: %s.\n", job->Hex().c_str(), record->state.c_str());
     return 0;
   }
-  st = Ring(**head, record->node, *job, "stop");
+  st = Ring(**head, record->node, *job, "stop:" + std::to_string(grace_ms));
   if (!st.ok()) return Fail(st);
-  // It ends within the stop grace; its node records how.
-  for (int i = 0; i < 60; ++i) {
+  // It ends within the grace (and the node's next pass); its node records how.
+  int64_t wait_ms = grace_ms + 10'000;
+  for (int64_t waited = 0; waited <= wait_ms; waited += 250) {
     std::string state;
     auto over = JobOver(**head, *job, &state);
     if (!over.ok()) return Fail(over.status());
     if (*over) {
-      std::printf("Job %s %s.\n", job->Hex().c_str(), state.c_str());
+      auto ended = LoadSubmission(**head, *job);
+      std::string how = ended.ok() && !ended->message.empty() ? ": " + ended->message : "";
+      std::printf("Job %s %s%s.\n", job->Hex().c_str(), state.c_str(), how.c_str());
       return 0;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  return Fail(Status::TimedOut("job " + job->Hex() + " did not stop within 15 s (node " +
-                               record->node + " may be down; see 'cumulus status')"));
+  return Fail(Status::TimedOut("job " + job->Hex() + " did not stop within " +
+                               std::to_string(wait_ms / 1000) + " s (node " + record->node +
+                               " may be down; see 'cumulus status')"));
 }
 
 }  // namespace cumulus::cli

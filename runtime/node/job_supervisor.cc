@@ -21,6 +21,7 @@
 
 #include "runtime/base/clock.h"
 #include "runtime/base/logging.h"
+#include "runtime/base/spawn.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 
@@ -30,7 +31,18 @@ namespace cumulus {
 
 namespace {
 
-constexpr auto kStopGrace = std::chrono::seconds(5);  // SIGTERM, then SIGKILL
+constexpr auto kStopGrace = std::chrono::seconds(5);  // SIGTERM, then SIGKILL (default)
+constexpr int64_t kMaxStopGraceMs = 3'600'000;
+
+// The grace of a stop request: "stop" (the default) or "stop:MILLISECONDS".
+Duration StopGrace(const std::string& request) {
+  if (request.rfind("stop:", 0) != 0) return kStopGrace;
+  std::string ms = request.substr(5);
+  if (ms.empty() || ms.size() > 10 || ms.find_first_not_of("0123456789") != std::string::npos) {
+    return kStopGrace;
+  }
+  return std::chrono::milliseconds(std::min<int64_t>(std::stoll(ms), kMaxStopGraceMs));
+}
 constexpr auto kShipEvery = std::chrono::milliseconds(500);
 constexpr uint64_t kMaxShipBytes = 1u << 20;  // per log entry
 
@@ -102,7 +114,9 @@ class JobSupervisor::Impl {
   struct Running {
     pid_t pid = -1;
     bool stop_requested = false;
+    Duration grace{0};
     TimePoint kill_at = TimePoint::max();
+    bool killed = false;  // SIGKILLed once its grace was over
   };
 
   bool Stopped() {
@@ -159,8 +173,8 @@ class JobSupervisor::Impl {
             bool handled = true;
             if (job.ok() && value == "run") {
               handled = RunJob(*head, *job);
-            } else if (job.ok() && value == "stop") {
-              StopJob(*head, *job);
+            } else if (job.ok() && (value == "stop" || value.rfind("stop:", 0) == 0)) {
+              StopJob(*head, *job, StopGrace(value));
             }
             if (!handled) continue;  // the head failed us: the request stays for the next round
             // Gone only if nobody changed it meanwhile (a "stop" written over a "run").
@@ -293,14 +307,12 @@ class JobSupervisor::Impl {
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: stop reaches all
-    posix_spawnattr_setpgroup(&attr, 0);
+    // Its own process group (a stop reaches all it started), and not the daemon's blocked
+    // SIGINT and SIGTERM.
+    CleanSpawnAttributes attr(/*own_process_group=*/true);
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
+    int rc = posix_spawn(&pid, program.c_str(), &actions, attr.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
     if (rc != 0) return Status::NotFound("cannot start " + program + ": " + std::strerror(rc));
     *started = pid;
     record.state = "RUNNING";
@@ -313,14 +325,15 @@ class JobSupervisor::Impl {
     return Status();
   }
 
-  void StopJob(ControlClient& head, const JobId& job) {
+  void StopJob(ControlClient& head, const JobId& job, Duration grace) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = running_.find(job);
       if (it != running_.end()) {
         if (!it->second.stop_requested) {
           it->second.stop_requested = true;
-          it->second.kill_at = options_.clock->Now() + kStopGrace;
+          it->second.grace = grace;
+          it->second.kill_at = options_.clock->Now() + grace;
           kill(-it->second.pid, SIGTERM);
         }
         return;  // its state is written when it exits
@@ -333,6 +346,19 @@ class JobSupervisor::Impl {
       record->end_micros = options_.clock->WallMicros();
       (void)Save(head, job, *record);
     }
+  }
+
+  // What ended a cancelled driver: SIGTERM, or SIGKILL once its grace was over.
+  static std::string HowStopped(const Running& r, const std::string& how) {
+    std::string grace = std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(r.grace).count() / 1000.0);
+    grace.erase(grace.find_last_not_of('0') + 1);
+    if (!grace.empty() && grace.back() == '.') grace.pop_back();
+    if (r.killed) {
+      return "the driver was cancelled: it did not end within " + grace +
+             " s of SIGTERM and was killed with SIGKILL (" + how + ")";
+    }
+    return "the driver was cancelled: it ended after SIGTERM (" + how + ")";
   }
 
   // ---- logs and exits ------------------------------------------------------------------------
@@ -360,14 +386,17 @@ class JobSupervisor::Impl {
             std::string how = r == it->second.pid ? DescribeExit(status) : "ended";
             bool ok = r == it->second.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
             finished.emplace_back(it->first, it->second.stop_requested
-                                                 ? "STOPPED:the driver was cancelled (" + how + ")"
+                                                 ? "STOPPED:" + HowStopped(it->second, how)
                                              : ok ? "SUCCEEDED:" + how
                                                   : "FAILED:the driver " + how);
             kill(-it->second.pid, SIGKILL);  // anything it left behind in its group
             it = running_.erase(it);
             continue;
           }
-          if (now >= it->second.kill_at) kill(-it->second.pid, SIGKILL);
+          if (now >= it->second.kill_at && !it->second.killed) {
+            it->second.killed = true;
+            kill(-it->second.pid, SIGKILL);
+          }
           ++it;
         }
         ended.insert(ended.end(), ended_.begin(), ended_.end());

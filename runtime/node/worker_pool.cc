@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/base/spawn.h"
 #include "runtime/node/job_supervisor.h"
 
 extern char** environ;
@@ -81,7 +82,9 @@ Result<Worker*> WorkerPool::Spawn(const JobId& job, const JobProgram& program,
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
   }
-  int rc = posix_spawn(&pid, program.path.c_str(), &actions, nullptr, argv.data(), envp.data());
+  CleanSpawnAttributes attributes;  // not the daemon's blocked SIGINT and SIGTERM
+  int rc =
+      posix_spawn(&pid, program.path.c_str(), &actions, attributes.get(), argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     return Status::ResourceExhausted("cannot start " + program.path + ": " + std::strerror(rc));
