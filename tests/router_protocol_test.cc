@@ -3,7 +3,11 @@
 // that a late reservation of an earlier try is refused, and bad or unauthenticated input is
 // answered or refused without hurting the node.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
 
 #include <filesystem>
 #include <string>
@@ -186,6 +190,59 @@ TEST_F(RouterProtocolTest, RefusesWhatIsNotAPeerWithTheToken) {
   auto r = Reply(fd);
   EXPECT_EQ(r.first, StatusCode::kOk) << r.second;
   EXPECT_EQ(CpuGpu(node_->router().Available()).substr(0, 12), "CPU=1.000000");
+  close(fd);
+}
+
+// This process's resident memory (the node runs in it), in KiB.
+long RssKiB() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && std::fgets(line, sizeof(line), f)) {
+    if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  }
+  if (f) std::fclose(f);
+  return kib;
+}
+
+TEST_F(RouterProtocolTest, APeerThatHasNotSaidHelloCannotMakeTheNodeBufferAFrame) {
+  // Three connections announce a frame of 500 MiB before any hello and try to send 16 MiB of it.
+  // Each is closed at the frame's header, and the node keeps none of it. (Before, the node read
+  // frames of up to 512 MiB from anyone and never closed them: 1.5 GB of RSS from three such
+  // peers.)
+  std::string junk(16u << 20, '\x5a');  // resident before the count starts
+  long before = RssKiB();
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) {
+    auto fd = ConnectTcp(*ParseHostPort(node_->core_address()), std::chrono::seconds(5));
+    ASSERT_TRUE(fd.ok()) << fd.status();
+    uint8_t header[kFrameHeaderBytes];
+    uint32_t magic = kFrameMagic, length = 500u << 20;
+    std::memcpy(header, &magic, 4);
+    std::memcpy(header + 4, &length, 4);
+    ASSERT_EQ(send(*fd, header, sizeof(header), MSG_NOSIGNAL),
+              static_cast<ssize_t>(sizeof(header)));
+    timeval wait{5, 0};
+    setsockopt(*fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
+    setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    (void)send(*fd, junk.data(), junk.size(), MSG_NOSIGNAL);  // as much as the node takes
+    fds.push_back(*fd);
+  }
+  for (int fd : fds) {
+    char b;
+    ssize_t got = recv(fd, &b, 1, 0);
+    int err = errno;
+    EXPECT_TRUE(got == 0 || (got < 0 && err != EAGAIN && err != EWOULDBLOCK))
+        << "the node still holds a connection that never said hello";
+    close(fd);
+  }
+  long grew = RssKiB() - before;
+  std::printf("resident memory grew by %ld KiB with three such peers\n", grew);
+  EXPECT_LT(grew, 2 * 1024) << "KiB more resident after the three peers";
+  // The node still serves a peer that says hello.
+  int fd = Connect(token_);
+  Send(fd, Reserve(PlacementGroupId::FromRandom(), 1, {{0, "CPU=1"}}));
+  EXPECT_EQ(Reply(fd).first, StatusCode::kOk);
   close(fd);
 }
 

@@ -17,9 +17,6 @@ namespace cumulus {
 
 namespace {
 
-constexpr uint32_t kMaxHelloBytes = 64 << 10;  // a caller's frames until its hello
-constexpr Duration kCallerAuthDeadline = std::chrono::seconds(10);
-constexpr size_t kMaxWaitingCallers = 256;
 constexpr Duration kHelloTimeout = std::chrono::seconds(10);
 
 // Writes what the socket takes now; returns how many bytes.
@@ -170,11 +167,7 @@ Result<std::string> CoreChannel::ListenForCallers(const std::string& bind_host) 
   CUMULUS_ASSIGN_OR_RETURN(int fd, ListenTcp(bind_host, 0, &port));
   int flags = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  EventLoop::ListenRules rules;
-  rules.max_frame_bytes = kMaxHelloBytes;
-  rules.require_auth = true;
-  rules.auth_deadline = kCallerAuthDeadline;
-  rules.max_unauthenticated = kMaxWaitingCallers;
+  EventLoop::ListenRules rules = EventLoop::PreAuthentication();
   loop_->Post([this, fd, rules] { loop_->Listen(fd, /*tcp=*/true, rules); });
   return bind_host + ":" + std::to_string(port);
 }

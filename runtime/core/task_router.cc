@@ -73,10 +73,12 @@ Status TaskRouter::Impl::Start() {
         loop_->Watch(w.pidfd, [this, id] { WorkerExited(id); });
       },
       [this](const Worker& w) { loop_->Unwatch(w.pidfd); });
+  // Until its hello is accepted a peer may send only a small frame, within a deadline; then its
+  // frames may be up to kMaxCoreFrameBytes (HandleHello).
   CUMULUS_ASSIGN_OR_RETURN(int unix_fd, ListenUnix(options_.socket_path));
-  loop_->Listen(unix_fd, /*tcp=*/false, kMaxCoreFrameBytes);
+  loop_->Listen(unix_fd, /*tcp=*/false, EventLoop::PreAuthentication());
   CUMULUS_ASSIGN_OR_RETURN(int tcp_fd, ListenTcp(options_.bind_host, 0, &tcp_port_));
-  loop_->Listen(tcp_fd, /*tcp=*/true, kMaxCoreFrameBytes);
+  loop_->Listen(tcp_fd, /*tcp=*/true, EventLoop::PreAuthentication());
   thread_ = std::thread([this] { Loop(); });
   return Status();
 }

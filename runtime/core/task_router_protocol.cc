@@ -92,6 +92,7 @@ void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reade
       return Close(id, "refused: a TCP core connection must be a node with the cluster token");
     }
     c.role = Role::kPeer;
+    loop_->Authenticated(id, kMaxCoreFrameBytes);
     c.peer = IdFrom<NodeId>(h.getPeer().getNodeId());
     if (!c.peer.IsNil() && !peers_.count(c.peer)) peers_[c.peer] = id;
     return;
@@ -102,6 +103,7 @@ void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reade
       Worker* w = leases_.workers().Find(wid);
       if (!w || w->closing()) return Close(id, "unknown worker id");
       c.role = Role::kWorker;
+      loop_->Authenticated(id, kMaxCoreFrameBytes);
       c.worker = wid;
       w->conn = id;
       auto startup =
@@ -123,7 +125,8 @@ void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reade
                      "refused: a driver's hello names no job (a program built against "
                      "another version of Cumulus?)");
       }
-      c.role = Role::kDriver;
+      c.role = Role::kDriver;  // a local process the socket's permissions let in
+      loop_->Authenticated(id, kMaxCoreFrameBytes);
       c.job = IdFrom<JobId>(h.getDriver().getJobId());
       return SendHelloAck(id);
     default:

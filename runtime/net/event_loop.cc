@@ -45,6 +45,15 @@ void EventLoop::AddToEpoll(int fd, uint64_t tag, uint32_t events) {
   epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
 }
 
+EventLoop::ListenRules EventLoop::PreAuthentication() {
+  ListenRules rules;
+  rules.max_frame_bytes = 64u << 10;  // a hello (with a token) is well under this
+  rules.require_auth = true;
+  rules.auth_deadline = std::chrono::seconds(10);
+  rules.max_unauthenticated = 256;
+  return rules;
+}
+
 void EventLoop::Listen(int listen_fd, bool tcp, uint32_t max_frame_bytes) {
   ListenRules rules;
   rules.max_frame_bytes = max_frame_bytes;
@@ -317,7 +326,11 @@ void EventLoop::Post(std::function<void()> fn) {
 
 void EventLoop::ReadFrom(uint64_t id) {
   char buf[65536];
-  for (int rounds = 0; rounds < 16; ++rounds) {
+  // A peer that has not authenticated gets one read a pass: its frame header is checked against
+  // its small limit before more of its bytes are taken.
+  auto first = conns_.find(id);
+  int max_rounds = first != conns_.end() && !first->second.authenticated ? 1 : 16;
+  for (int rounds = 0; rounds < max_rounds; ++rounds) {
     auto it = conns_.find(id);
     if (it == conns_.end() || it->second.closed) return;
     if (it->second.closing) {  // after a fatal error: only its output is still written

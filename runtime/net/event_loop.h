@@ -50,7 +50,11 @@ class EventLoop {
     std::function<void(const std::string& what)> on_warning;
   };
 
-  // What connections accepted on a listening socket must respect.
+  // What connections accepted on a listening socket must respect. PreAuthentication() is the
+  // rule every listener of Cumulus uses: nothing but a small hello is read from a peer that has
+  // not said who it is, it has a deadline to say it, and only so many may be waiting at once.
+  struct ListenRules;
+  static ListenRules PreAuthentication();
   struct ListenRules {
     uint32_t max_frame_bytes = 0;  // until Authenticated() (then its own limit)
     // 0: no authentication step. Else a connection that has not authenticated within this is
