@@ -53,6 +53,7 @@ class Writer {
     return w;
   }
   void Bytes(const void* p, size_t n) {
+    if (n == 0) return;  // p may be null (an empty vector's data()): no memcpy
     if (counting_) {
       written_ += n;
     } else if (buffer_) {
@@ -82,6 +83,7 @@ class Reader {
   // False (and a sticky error) if fewer than n bytes remain.
   bool Bytes(void* p, size_t n) {
     if (!ok_ || n > in_.size() - pos_) return Fail(n);
+    if (n == 0) return true;  // p may be null (an empty vector's data()): no memcpy
     std::memcpy(p, in_.data() + pos_, n);
     pos_ += n;
     return true;
