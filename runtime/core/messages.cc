@@ -23,6 +23,12 @@ std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words) {
   return out;
 }
 
+capnp::ReaderOptions CoreReaderOptions(size_t words) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = words + 64;
+  return options;
+}
+
 TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
   TaskRequirements r;
   r.placement.demand = DecodeResources(spec.getResources());

@@ -36,6 +36,12 @@ capnp::Data::Reader DataOf(const Id& id) {
   return capnp::Data::Reader(id.data(), Id::kSize);
 }
 
+// How to read a core frame of `words` words: the reader's work is bounded by the bytes received,
+// not by the frame limit (a list of zero-sized structs claims up to 2^29 elements in 8 bytes, each
+// charged one word of the traversal limit; with kMaxCoreFrameBytes / 8 as the limit a 72-byte
+// frame makes a reader walk 64M task arguments). Found by tests/fuzz/fuzz_core_message.
+capnp::ReaderOptions CoreReaderOptions(size_t words);
+
 // Frame header + the flat words of an already encoded message (to pass a frame on unchanged).
 std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words);
 
