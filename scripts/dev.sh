@@ -3,7 +3,8 @@
 #
 #   scripts/dev.sh demo   install missing packages, build, run build/bin/fashion_mnist (data-parallel
 #                         training with 2 actors) on an embedded cluster
-#   scripts/dev.sh test   install missing packages, build, run the whole test suite (ctest)
+#   scripts/dev.sh test   install missing packages, build, run the whole test suite (ctest), then
+#                         fuzz each decoder for 10 s (scripts/fuzz.sh 10, docs/fuzzing.md)
 #
 # Packages are installed only when missing (needs root, or sudo). The build lives in build/ and is
 # configured once (Ninja, RelWithDebInfo); configure build/ yourself first to choose other options,
@@ -34,7 +35,7 @@ die() {
 # --- Debian packages -------------------------------------------------------------------------
 packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev capnproto libcapnp-dev librocksdb-dev
   libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev zlib1g-dev
-  dataset-fashion-mnist)
+  dataset-fashion-mnist clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -85,6 +86,13 @@ case "$mode" in
       step "tests failed (ctest exit status $status)"
       exit "$status"
     fi
+    # Every decoder of outside bytes, fuzzed for a bounded time (docs/fuzzing.md; its own build in
+    # build-fuzz/ with clang-14; scripts/fuzz.sh 600 fuzzes longer).
+    step "fuzzing each decoder for 10 s (scripts/fuzz.sh 10)"
+    "$root/scripts/fuzz.sh" 10 || {
+      step "fuzzing found a problem (reproducers in build-fuzz/fuzz-artifacts)"
+      exit 1
+    }
     # A user's program builds outside this tree: install, then build examples/ as a project of
     # its own against the installed package (find_package(Cumulus)) and run one on an embedded
     # cluster.
