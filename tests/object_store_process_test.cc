@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <thread>
@@ -87,6 +88,40 @@ TEST_F(ObjectStoreProcessTest, AnotherProcessReadsObjectsInPlace) {
     ASSERT_TRUE(status);
     EXPECT_EQ(WEXITSTATUS(*status), 0);
   }
+}
+
+// Bytes of shared memory the store process's object region holds (its memfd's allocated pages).
+int64_t RegionBytes(pid_t pid) {
+  std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (auto& entry : std::filesystem::directory_iterator(fds)) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (ec || target.string().find("memfd:cumulus-objects") == std::string::npos) continue;
+    struct stat st {};
+    if (stat(entry.path().c_str(), &st) == 0) return static_cast<int64_t>(st.st_blocks) * 512;
+  }
+  return -1;
+}
+
+TEST_F(ObjectStoreProcessTest, FreedMemoryGoesBackToTheSystem) {
+  // 256 MiB put and freed: the store's memory falls back once it is quiet (it used to keep every
+  // page it ever held until it exited, and the memory monitor counted it).
+  auto store = StartStore("512M");
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  int64_t at_start = RegionBytes(store->pid());
+  ASSERT_GE(at_start, 0) << "the store's region is not among its descriptors";
+  std::vector<uint8_t> data(256u << 20, 7);
+  ObjectId id = NewId();
+  ASSERT_TRUE(client->Put(id, data.data(), data.size()).ok());
+  int64_t holding = RegionBytes(store->pid());
+  EXPECT_GE(holding, static_cast<int64_t>(data.size())) << "the object's pages are resident";
+  ASSERT_TRUE(client->Delete(id).ok());
+  EXPECT_TRUE(WaitUntil([&] { return RegionBytes(store->pid()) <= at_start + (8 << 20); }, 10s))
+      << "after the delete the region still holds " << RegionBytes(store->pid()) << " bytes ("
+      << at_start << " at the start, " << holding << " with the object)";
+  // The memory is usable again.
+  ASSERT_TRUE(client->Put(NewId(), data.data(), data.size()).ok());
 }
 
 TEST_F(ObjectStoreProcessTest, KilledProcessesReleaseTheirPinsAndUnsealedObjects) {

@@ -166,10 +166,31 @@ Status ObjectStore::SpillLocked(const ObjectId& id, Entry& e) {
     lru_.erase(e.lru);
     e.in_lru = false;
   }
-  allocator_.Free(e.offset, e.size);
+  FreeBlockLocked(e.offset, e.size);
   e.in_memory = false;
   counters_.spill_count++;
   return Status();
+}
+
+void ObjectStore::FreeBlockLocked(uint64_t offset, uint64_t size) {
+  allocator_.Free(offset, size);
+  last_free_ = options_.clock->Now();
+  freed_since_release_ = true;
+}
+
+uint64_t ObjectStore::ReleaseFreeMemory(Duration idle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (options_.prefault || !freed_since_release_ || options_.clock->Now() - last_free_ < idle) {
+    return region_->ResidentBytes();
+  }
+  Status failed;
+  allocator_.ForEachFree([&](uint64_t offset, uint64_t size) {
+    Status st = region_->Release(offset, size);
+    if (!st.ok()) failed = st;
+  });
+  if (!failed.ok()) CUMULUS_LOG(WARN) << "object store: " << failed.message();
+  freed_since_release_ = false;
+  return region_->ResidentBytes();
 }
 
 void ObjectStore::TouchLocked(const ObjectId& id, Entry& e) {
@@ -189,7 +210,7 @@ void ObjectStore::FreeLocked(std::unordered_map<ObjectId, Entry>::iterator it) {
   Entry& e = it->second;
   if (!e.sealed) ForgetCreatingLocked(it->first, e.creator);
   if (e.in_lru) lru_.erase(e.lru);
-  if (e.in_memory) allocator_.Free(e.offset, e.size);
+  if (e.in_memory) FreeBlockLocked(e.offset, e.size);
   if (e.on_disk) {
     Status st = spill_->Delete(it->first);
     if (!st.ok()) {
@@ -285,7 +306,7 @@ Result<MutableBuffer> ObjectStore::Pin(const ObjectId& id, ClientId client) {
       return region_->data() + offset;
     });
     if (!st.ok()) {
-      if (allocated) allocator_.Free(offset, e.size);
+      if (allocated) FreeBlockLocked(offset, e.size);
       if (st.code() == StatusCode::kNotFound) {
         st = Status::ObjectLost("object " + id.Hex() + " was spilled to " + spill_->path() +
                                 " but its disk copy is gone");

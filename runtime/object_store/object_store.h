@@ -176,6 +176,11 @@ class ObjectStore {
   void SetChangeListener(std::function<void(const ObjectId&)> listener);
 
   ObjectStoreStats Stats();
+  // Gives the memory of free blocks back to the system, once the store has freed nothing for
+  // `idle` (a burst is over), so that RSS and Shmem fall back; objects written there later fault
+  // their pages in again. Nothing with `prefault` (memory committed on purpose). Returns the
+  // bytes of the region resident afterwards. Thread-safe; the store server calls it every second.
+  uint64_t ReleaseFreeMemory(Duration idle);
   const SharedRegion& region() const { return *region_; }
   const std::string& incarnation() const { return incarnation_; }
   SpillStore& spill_store() { return *spill_; }
@@ -203,6 +208,8 @@ class ObjectStore {
   Status SpillLocked(const ObjectId& id, Entry& e);
   void FreeLocked(std::unordered_map<ObjectId, Entry>::iterator it);
   void ForgetCreatingLocked(const ObjectId& id, ClientId creator);
+  // Gives a block back to the allocator (its pages are released later, when idle).
+  void FreeBlockLocked(uint64_t offset, uint64_t size);
   void TouchLocked(const ObjectId& id, Entry& e);
   void PinLocked(const ObjectId& id, Entry& e, ClientId client);
   Status UnpinLocked(const ObjectId& id, ClientId client);
@@ -220,6 +227,8 @@ class ObjectStore {
   std::unordered_map<ClientId, std::unordered_set<ObjectId>>
       client_creating_;  // unsealed, by creator
   ObjectStoreStats counters_;
+  TimePoint last_free_{};             // when a block was last freed
+  bool freed_since_release_ = false;  // pages to give back at the next quiet moment
   std::function<void(const ObjectId&)> change_listener_;  // guarded by mu_
 };
 

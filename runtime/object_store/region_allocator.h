@@ -25,6 +25,11 @@ class RegionAllocator {
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const { return used_; }
   uint64_t largest_free_block() const;
+  // Calls fn(offset, size) for every free block, in offset order.
+  template <typename Fn>
+  void ForEachFree(Fn fn) const {
+    for (auto& [offset, size] : by_offset_) fn(offset, size);
+  }
   size_t free_block_count() const { return by_offset_.size(); }
 
  private:

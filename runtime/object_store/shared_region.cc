@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -43,6 +45,25 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::MapReadOnly(int fd, uint64_t
     return st;
   }
   return std::unique_ptr<SharedRegion>(new SharedRegion(fd, static_cast<uint8_t*>(p), size));
+}
+
+Status SharedRegion::Release(uint64_t offset, uint64_t size) {
+  uint64_t page = PageSize();
+  uint64_t begin = (offset + page - 1) / page * page;
+  uint64_t end = std::min<uint64_t>((offset + size) / page * page, size_);
+  if (end <= begin) return Status();
+  if (fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(begin),
+                static_cast<off_t>(end - begin)) == 0) {
+    return Status();
+  }
+  if (madvise(base_ + begin, end - begin, MADV_REMOVE) == 0) return Status();
+  return Status::Internal(Errno("returning free object-store memory to the system"));
+}
+
+uint64_t SharedRegion::ResidentBytes() const {
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
 SharedRegion::~SharedRegion() {

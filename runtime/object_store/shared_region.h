@@ -28,6 +28,11 @@ class SharedRegion {
   uint8_t* data() const { return base_; }
   uint64_t size() const { return size_; }
   int fd() const { return fd_; }
+  // Gives the pages wholly inside [offset, offset + size) back to the system (they read as zero
+  // and are allocated again on the next write). The owner calls it for free memory only.
+  Status Release(uint64_t offset, uint64_t size);
+  // Bytes of the region that hold pages now.
+  uint64_t ResidentBytes() const;
   bool Contains(const void* p, uint64_t len) const {
     auto* b = static_cast<const uint8_t*>(p);
     return b >= base_ && b + len <= base_ + size_;

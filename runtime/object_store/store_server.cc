@@ -24,6 +24,8 @@ namespace sp = store_protocol;
 
 namespace {
 
+constexpr int kReleaseEveryMs = 1000;  // how often free memory may go back to the system
+
 Result<sockaddr_un> SocketAddress(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -140,12 +142,15 @@ void StoreServer::Run() {
     clients_.store(conns.size());
   };
   std::vector<pollfd> fds;
+  TimePoint next_release = Now();
   while (true) {
     fds.clear();
     fds.push_back({wake_read_, POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& [fd, id] : conns) fds.push_back({fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), PollTimeoutMs(Now())) < 0) {
+    int timeout = PollTimeoutMs(Now());
+    timeout = timeout < 0 ? kReleaseEveryMs : std::min(timeout, kReleaseEveryMs);
+    if (poll(fds.data(), fds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       CUMULUS_LOG(ERROR) << "object store server: poll failed: " << std::strerror(errno);
       break;
@@ -183,6 +188,11 @@ void StoreServer::Run() {
     }
     AnswerChanged();
     AnswerExpired(Now());
+    if (Now() >= next_release) {
+      // Free memory goes back to the system once the store has been quiet for a second.
+      store_->ReleaseFreeMemory(std::chrono::seconds(1));
+      next_release = Now() + std::chrono::milliseconds(kReleaseEveryMs);
+    }
   }
   for (auto& [fd, id] : conns) {
     DropWaiting(id);
