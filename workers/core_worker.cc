@@ -497,9 +497,9 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
     {
       std::lock_guard<std::mutex> lock(mu_);
       try {
-        capnp::ReaderOptions ro;
-        ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
-        capnp::FlatArrayMessageReader reader(words, ro);
+        // A handler may read a field more than once: 8 times the frame's words, never the 64M
+        // words a frame of zero-sized list elements could make it walk.
+        capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
         keep = HandleMessage(conn, reader.getRoot<proto::CoreMessage>(), words);
       } catch (const kj::Exception& e) {
         CUMULUS_LOG(WARN) << "cumulus: a peer sent a malformed message: "

@@ -36,9 +36,9 @@ void ExecutionQueue::Run(TaskExecutor& executor, const Reply& reply) {
       next = std::move(queue_.front());
       queue_.pop_front();
     }
-    capnp::ReaderOptions ro;
-    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
-    capnp::FlatArrayMessageReader reader(next.words, ro);
+    // A handler may read a field more than once: 8 times the frame's words, never the 64M
+    // words a frame of zero-sized list elements could make it walk.
+    capnp::FlatArrayMessageReader reader(next.words, CoreReaderOptions(next.words.size() * 8));
     auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
     capnp::MallocMessageBuilder message;
     auto result = message.initRoot<proto::CoreMessage>().initTaskResult();

@@ -15,9 +15,9 @@ namespace cumulus {
 
 void TaskRouter::Impl::OnFrame(uint64_t id, FrameWords words) {
   try {
-    capnp::ReaderOptions ro;
-    ro.traversalLimitInWords = kMaxCoreFrameBytes / 8;
-    capnp::FlatArrayMessageReader reader(words, ro);
+    // A handler may read a field more than once: 8 times the frame's words, never the 64M
+    // words a frame of zero-sized list elements could make it walk.
+    capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
     Handle(id, conns_[id], reader.getRoot<proto::CoreMessage>(), words);
   } catch (const kj::Exception& e) {
     Close(id, std::string("sent a malformed message: ") + e.getDescription().cStr());
