@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -65,6 +67,31 @@ cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL if it has n
 )";
 
 // ---- submit ---------------------------------------------------------------------------------
+
+// What Ctrl-C (or SIGTERM) on `submit --wait` says: the job goes on without us.
+char interrupt_message[320];
+size_t interrupt_message_size = 0;
+
+void OnInterrupt(int) {
+  ssize_t ignored = write(STDERR_FILENO, interrupt_message, interrupt_message_size);
+  (void)ignored;
+  _exit(130);
+}
+
+void SayWhatInterruptingLeaves(const JobId& job) {
+  std::string id = job.Hex();
+  int n = std::snprintf(interrupt_message, sizeof(interrupt_message),
+                        "\ncumulus: stopped following job %s; it is still running ('cumulus "
+                        "cancel %s' stops it, 'cumulus logs %s --follow' follows it again)\n",
+                        id.c_str(), id.c_str(), id.c_str());
+  interrupt_message_size =
+      n > 0 ? std::min<size_t>(static_cast<size_t>(n), sizeof(interrupt_message) - 1) : 0;
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 Status AddFile(const std::filesystem::path& file, const std::string& as, JobPackage* package,
                uint64_t* bytes) {
@@ -323,6 +350,7 @@ int SubmitCommand(const std::vector<std::string>& args) {
                 job.Hex().c_str(), job.Hex().c_str());
     return 0;
   }
+  SayWhatInterruptingLeaves(job);
   // Its node should take it at once; a node that does not is named.
   for (int i = 0; i < 120; ++i) {
     auto r = LoadSubmission(**head, job);

@@ -100,9 +100,21 @@ Result<std::vector<Row>> JobRows(ControlClient& head) {
   return rows;
 }
 
+// The states a listing's rows can be in (a --filter on another state is an error, not an empty
+// listing).
+const std::map<std::string, std::vector<std::string>>& KnownStates() {
+  static const auto* states = new std::map<std::string, std::vector<std::string>>{
+      {"jobs", {"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "FINISHED"}},
+      {"actors", {"PENDING", "ALIVE"}},
+      {"tasks", {"QUEUED", "RETRY_WAIT", "FORWARDED", "RUNNING"}},
+  };
+  return *states;
+}
+
 // Keeps the rows that match every --filter, at most --limit of them.
 Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags,
-                                const std::vector<std::string>& fields, size_t* total) {
+                                const std::vector<std::string>& fields, size_t* total,
+                                const std::vector<std::string>& states = {}) {
   std::vector<std::pair<std::string, std::string>> filters;
   for (const std::string& f : flags.GetAll("filter")) {
     size_t eq = f.find('=');
@@ -115,7 +127,19 @@ Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags,
       for (auto& n : fields) names += (names.empty() ? "" : ", ") + n;
       return Status::InvalidArgument("cannot filter on '" + key + "' (fields: " + names + ")");
     }
-    filters.emplace_back(key, f.substr(eq + 1));
+    std::string value = f.substr(eq + 1);
+    if (key == "state" && !states.empty()) {
+      std::string upper = value;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (std::find(states.begin(), states.end(), upper) == states.end()) {
+        std::string names;
+        for (auto& n : states) names += (names.empty() ? "" : ", ") + n;
+        return Status::InvalidArgument("no row can be in state '" + value + "' (states: " + names +
+                                       ")");
+      }
+      value = upper;
+    }
+    filters.emplace_back(key, value);
   }
   size_t limit = 100;
   if (flags.Has("limit")) {
@@ -318,7 +342,9 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   size_t total = 0;
   std::vector<std::string> fields = columns;
   if (what == "jobs") fields.insert(fields.end(), {"submitted", "end_micros"});
-  auto selected = Select(std::move(rows), flags, fields, &total);
+  auto known = KnownStates().find(what);
+  auto selected = Select(std::move(rows), flags, fields, &total,
+                         known == KnownStates().end() ? std::vector<std::string>{} : known->second);
   if (!selected.ok()) return UsageError(selected.status().message(), help);
   PrintRows(*selected, columns, flags.Has("json"), total);
   return 0;
