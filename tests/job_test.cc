@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,72 @@ TEST_F(JobTest, SubmitRunsTheDriverOnTheClusterAndKeepsItsOutput) {
   EXPECT_NE(failed_rows.find("exited with status 3"), std::string::npos) << failed_rows;
   EXPECT_EQ(Run({"logs", job}, &logs), 0) << logs;
   EXPECT_NE(logs.find("worker says hello"), std::string::npos) << logs;
+}
+
+// Bytes of the files under `dir`, and how many job directories are under its nodes' submitted/.
+uint64_t BytesUnder(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code e;
+    if (it->is_regular_file(e)) total += it->file_size(e);
+  }
+  return total;
+}
+int SubmittedDirs(const std::string& data_dir) {
+  int n = 0;
+  std::error_code ec;
+  for (auto& node : std::filesystem::directory_iterator(data_dir, ec)) {
+    for (auto& job : std::filesystem::directory_iterator(node.path() / "submitted", ec)) {
+      (void)job;
+      ++n;
+    }
+  }
+  return n;
+}
+
+// Issue 13, defect 4: every `cumulus submit` left a full copy of the program under
+// DATA_DIR/node-PID/submitted/JOB forever. A job's files go once it ended; the program its
+// workers ran stays once, in the node's bounded program cache; `status` tells the disk use.
+TEST_F(JobTest, AJobsFilesGoWhenItEndsAndTheDataDirDoesNotGrow) {
+  auto head = StartHead({"--no-node"});
+  std::string a;
+  auto node = StartNode("a", {"--resources", "CPU=2"}, &a);
+  std::string data = dir_.path() + "/a";
+  std::string out;
+  ASSERT_EQ(Run({"submit", "--wait", "--", kDriver, "--scenario=job"}, &out), 0) << out;
+  WaitUntil([&] { return SubmittedDirs(data) == 0; }, 10s);
+  uint64_t after_first = BytesUnder(data);
+  const int kJobs = 5;
+  for (int i = 1; i < kJobs; ++i) {
+    ASSERT_EQ(Run({"submit", "--wait", "--", kDriver, "--scenario=job"}, &out), 0) << out;
+  }
+  bool cleaned = WaitUntil([&] { return SubmittedDirs(data) == 0; }, 10s);
+  uint64_t after = BytesUnder(data);
+  uint64_t program = std::filesystem::file_size(kDriver);
+  std::printf(
+      "program %.1f MiB; data dir after 1 job %.1f MiB, after %d jobs %.1f MiB; "
+      "submitted/ job dirs left: %d\n",
+      program / 1048576.0, after_first / 1048576.0, kJobs, after / 1048576.0, SubmittedDirs(data));
+  EXPECT_TRUE(cleaned) << SubmittedDirs(data) << " submitted job dirs left after the jobs ended";
+  EXPECT_LT(after, after_first + (2u << 20)) << "the data dir grew with each job";
+  EXPECT_LT(after, 2 * program) << "more than the one cached copy of the program";
+
+  // The node reports its disk: the cached program, no submitted files, free space.
+  std::string status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Run({"status", "--json"}, &status) == 0 &&
+               status.find("\"program_cache_bytes\":" + std::to_string(program)) !=
+                   std::string::npos &&
+               status.find("\"submitted_bytes\":0,") != std::string::npos;
+      },
+      10s))
+      << status;
+  EXPECT_EQ(status.find("\"free_bytes\":0}"), std::string::npos) << status;
+  EXPECT_EQ(Run({"status"}, &status), 0);
+  EXPECT_NE(status.find("program cache "), std::string::npos) << status;
 }
 
 TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {

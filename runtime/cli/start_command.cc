@@ -30,9 +30,11 @@ namespace {
 constexpr const char* kStartHelp = R"(Usage:
   cumulus start --head [--port 6380] [--bind 127.0.0.1] [--data-dir DIR]
                        [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
-                       [--object-store-memory SIZE] [--no-node] [--block]
+                       [--object-store-memory SIZE] [--program-cache-size SIZE] [--no-node]
+                       [--block]
   cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
-                       [--resources ...] [--labels ...] [--object-store-memory SIZE] [--block]
+                       [--resources ...] [--labels ...] [--object-store-memory SIZE]
+                       [--program-cache-size SIZE] [--block]
 
 --head starts the head (the control store, in RocksDB under the data dir) and a node on this
 machine. It creates the cluster's credentials (DATA_DIR/token, mode 0600) and prints how to hand
@@ -49,6 +51,9 @@ them to other nodes and clients. --address starts a node that joins the head at 
   --resources LIST         override detected resources (CPU, GPU, memory in bytes or K/M/G/T, custom)
   --labels LIST            node labels, e.g. site=onprem,gpu_type=A100
   --object-store-memory S  shared memory of the node's object store (default 30% of RAM)
+  --program-cache-size S   disk bound of the node's cache of job programs (DATA_DIR/node-PID/jobs;
+                           default 2G, at least 1M): least recently used programs not in use are
+                           removed to stay under it; a program larger than it cannot run here
   --no-node                head only: run the control store alone, no node (no tasks run here;
                            the head can then restart without taking work down with it)
   --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N
@@ -176,7 +181,7 @@ Status PrepareDir(const std::string& dir) {
 }
 
 // The flags every node takes (the head runs one too): --resources, --labels,
-// --object-store-memory. Checked before anything starts.
+// --object-store-memory, --program-cache-size. Checked before anything starts.
 Status ParseNodeFlags(const Flags& flags, NodeDaemonOptions* node) {
   auto resources = ResourceSet::Parse(flags.Get("resources"));
   if (!resources.ok()) return resources.status().WithContext("--resources");
@@ -193,6 +198,15 @@ Status ParseNodeFlags(const Flags& flags, NodeDaemonOptions* node) {
     auto bytes = ParseBytes(flags.Get("object-store-memory"));
     if (!bytes.ok()) return bytes.status().WithContext("--object-store-memory");
     node->object_store_memory = *bytes;
+  }
+  if (flags.Has("program-cache-size")) {
+    auto bytes = ParseBytes(flags.Get("program-cache-size"));
+    if (!bytes.ok()) return bytes.status().WithContext("--program-cache-size");
+    if (*bytes < (1u << 20)) {
+      return Status::InvalidArgument("--program-cache-size: at least 1M, got " +
+                                     flags.Get("program-cache-size"));
+    }
+    node->program_cache_bytes = *bytes;
   }
   return Status();
 }
@@ -418,8 +432,8 @@ int StartCommand(const std::vector<std::string>& args) {
     }
   }
   Flags flags({"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
-               "object-store-memory", "heartbeat-interval-ms", "heartbeat-timeout-ms",
-               "disconnect-grace-ms"},
+               "object-store-memory", "program-cache-size", "heartbeat-interval-ms",
+               "heartbeat-timeout-ms", "disconnect-grace-ms"},
               {"head", "block", "no-node"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");

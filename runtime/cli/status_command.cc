@@ -25,7 +25,9 @@ constexpr const char* kStatusHelp = R"(Usage:
   cumulus list jobs|actors|tasks|objects|placement-groups [--address HOST:PORT]
                 [--token-file FILE] [--filter KEY=VALUE]... [--limit N] [--json]
 
-status shows the nodes, their resources, and the demand that waits (resource shapes, how many).
+status shows the nodes, their resources, the demand that waits (resource shapes, how many), and
+each node's disk: its program cache (used/bound), submitted jobs' files, spilled objects, logs,
+and free space (--json: "disk" in each node).
 list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
 head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
 RETRY_WAIT). list objects: the objects in each node's store (MEMORY, DISK, BOTH). Nodes report
@@ -89,7 +91,17 @@ std::string JsonResources(const ResourceSet& r) {
   return out + "}";
 }
 
-std::string JsonNode(const NodeRecord& n) {
+std::string JsonDisk(const NodeDisk& d) {
+  return "{\"program_cache_bytes\":" + std::to_string(d.program_cache) +
+         ",\"program_cache_max_bytes\":" + std::to_string(d.program_cache_max) +
+         ",\"submitted_bytes\":" + std::to_string(d.submitted) +
+         ",\"spill_bytes\":" + std::to_string(d.spill) +
+         ",\"logs_bytes\":" + std::to_string(d.logs) + ",\"free_bytes\":" + std::to_string(d.free) +
+         "}";
+}
+
+std::string JsonNode(const NodeRecord& n, const std::map<std::string, NodeDisk>& disks) {
+  auto disk = disks.find(n.id.Hex());
   std::string labels = "{";
   for (auto& [k, v] : n.labels) {
     if (labels.size() > 1) labels += ",";
@@ -104,7 +116,20 @@ std::string JsonNode(const NodeRecord& n) {
          ",\"object_store\":" + JsonString(n.object_store_address) +
          ",\"pid\":" + std::to_string(n.pid) +
          (n.state == NodeState::kDead ? ",\"death_reason\":" + JsonString(n.death_reason) : "") +
-         "}";
+         (disk != disks.end() ? ",\"disk\":" + JsonDisk(disk->second) : "") + "}";
+}
+
+std::string Bytes(uint64_t n) {
+  const char* units[] = {"B", "K", "M", "G", "T"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f%s" : "%.1f%s", v, units[u]);
+  return buf;
 }
 
 std::string Amount(const std::string& name, int64_t units) {
@@ -135,6 +160,25 @@ Result<ClusterView> FetchStatus(const Flags& flags, HostPort* address) {
   o.request_timeout = std::chrono::seconds(10);
   CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(*address, token, o));
   return client->GetClusterStatus();
+}
+
+// What each node reported of its disk (node hex -> NodeDisk), from its latest state report.
+std::map<std::string, NodeDisk> NodeDisks(const Flags& flags) {
+  std::map<std::string, NodeDisk> out;
+  auto address = ResolveAddress(flags.Get("address"));
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (!address.ok() || !token.ok()) return out;
+  ControlClientOptions o;
+  o.request_timeout = std::chrono::seconds(10);
+  auto client = ControlClient::Connect(*address, *token, o);
+  if (!client.ok()) return out;
+  auto page = (*client)->KvList(kNodeStateNamespace, "", "", 10000);
+  if (!page.ok()) return out;
+  for (auto& [node, value] : page->entries) {
+    auto r = DecodeRecord<NodeStateReport>(value);
+    if (r.ok()) out[node] = r->disk;
+  }
+  return out;
 }
 
 struct Failure {
@@ -209,6 +253,7 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
     available.Add(n.available);
     for (auto& [shape, count] : n.pending_demand) pending[shape.ToString()] += count;
   }
+  std::map<std::string, NodeDisk> disks = NodeDisks(flags);
   if (flags.Has("json")) {
     std::string out = "{";
     if (!list)
@@ -216,7 +261,7 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
              ",\"head\":" + JsonString(address.ToString()) + ",";
     out += "\"nodes\":[";
     for (size_t i = 0; i < view->nodes.size(); ++i)
-      out += (i ? "," : "") + JsonNode(view->nodes[i]);
+      out += (i ? "," : "") + JsonNode(view->nodes[i], disks);
     out += "]";
     if (!list) {
       out += ",\"alive_nodes\":" + std::to_string(alive) +
@@ -254,6 +299,16 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   }
   if (!list) {
     std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
+    std::printf("Disk (reported every 2 s; the data dir's parts, and free on its filesystem):\n");
+    for (auto& n : view->nodes) {
+      auto d = disks.find(n.id.Hex());
+      if (n.state != NodeState::kAlive || d == disks.end()) continue;
+      std::printf("  %s  program cache %s/%s  submitted %s  spill %s  logs %s  free %s\n",
+                  n.id.Hex().substr(0, 8).c_str(), Bytes(d->second.program_cache).c_str(),
+                  Bytes(d->second.program_cache_max).c_str(), Bytes(d->second.submitted).c_str(),
+                  Bytes(d->second.spill).c_str(), Bytes(d->second.logs).c_str(),
+                  Bytes(d->second.free).c_str());
+    }
     if (pending.empty()) {
       std::printf("Pending demand: none\n");
     } else {

@@ -195,6 +195,13 @@ std::string EncodeRecord(const NodeStateReport& r) {
     objects[i].setWhere(o.where);
     objects[i].setPins(o.pins);
   }
+  auto disk = b.initDisk();
+  disk.setProgramCache(r.disk.program_cache);
+  disk.setProgramCacheMax(r.disk.program_cache_max);
+  disk.setSubmitted(r.disk.submitted);
+  disk.setSpill(r.disk.spill);
+  disk.setLogs(r.disk.logs);
+  disk.setFree(r.disk.free);
   return Bytes(m);
 }
 
@@ -223,6 +230,15 @@ Result<NodeStateReport> DecodeRecord<NodeStateReport>(std::string_view bytes) {
       row.where = Text(o.getWhere());
       row.pins = o.getPins();
       r.objects.push_back(std::move(row));
+    }
+    if (b.hasDisk()) {
+      auto d = b.getDisk();
+      r.disk.program_cache = d.getProgramCache();
+      r.disk.program_cache_max = d.getProgramCacheMax();
+      r.disk.submitted = d.getSubmitted();
+      r.disk.spill = d.getSpill();
+      r.disk.logs = d.getLogs();
+      r.disk.free = d.getFree();
     }
     return r;
   });

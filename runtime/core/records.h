@@ -73,11 +73,22 @@ struct ObjectStateRow {
   uint32_t pins = 0;
 };
 
+// Bytes the node's files take under its data dir (DATA_DIR/node-PID), and free space there.
+struct NodeDisk {
+  uint64_t program_cache = 0;      // jobs/: programs cached for workers
+  uint64_t program_cache_max = 0;  // the cache's bound (--program-cache-size)
+  uint64_t submitted = 0;          // submitted/: files of submitted jobs still running
+  uint64_t spill = 0;              // objects.db: objects spilled from memory
+  uint64_t logs = 0;               // logs/: job logs not yet shipped and removed
+  uint64_t free = 0;               // free on the data dir's filesystem
+};
+
 struct NodeStateReport {
   int64_t micros = 0;
   uint64_t tasks_total = 0, objects_total = 0;
   std::vector<TaskStateRow> tasks;
   std::vector<ObjectStateRow> objects;
+  NodeDisk disk;
 };
 
 // Where a placement group's bundles are held (head KV, namespace kGroupsNamespace, key hex id):

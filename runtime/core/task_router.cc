@@ -36,7 +36,7 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
     : options_(o),
       clock_(*o.clock),
       node_id_(o.node_id),
-      leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token, clock_),
+      leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token, clock_, o.program_cache_bytes),
       head_(o.head, o.token, "node-router", clock_),
       groups_(*this, clock_),
       scheduler_(*this, tasks_, leases_, groups_, clock_, {o.labels, o.pipeline_depth}),

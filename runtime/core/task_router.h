@@ -44,7 +44,8 @@ struct TaskRouterOptions {
   ObjectStore* store = nullptr;  // the node's store; must outlive the router
   std::string store_socket;
   std::string transfer_address;
-  std::string work_dir;  // job programs are cached here
+  std::string work_dir;                       // job programs are cached here
+  uint64_t program_cache_bytes = 2ull << 30;  // bound of work_dir/jobs (see JobProgramCache)
   ResourceSet total;
   Labels labels;
   std::vector<uint32_t> gpu_ids;

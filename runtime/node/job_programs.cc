@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
+
+#include "runtime/base/file_write.h"
+#include "runtime/base/logging.h"
 
 #include "runtime/core/messages.h"
 #include "runtime/object_store/object_store.h"
@@ -29,7 +31,10 @@ const std::string* JobProgramCache::Record(const JobId& job) const {
 
 Result<const JobProgram*> JobProgramCache::Get(const JobId& job, TimePoint now) {
   auto cached = programs_.find(job);
-  if (cached != programs_.end()) return &cached->second;
+  if (cached != programs_.end()) {
+    index_.Touch(cached->second.hash, now);
+    return &cached->second;
+  }
   if (fetching_.count(job)) return nullptr;
   auto failed = failed_.find(job);
   if (failed != failed_.end()) {
@@ -70,46 +75,49 @@ void JobProgramCache::StartFetch(const JobId& job) {
 namespace {
 
 // Writes the program of `record` into WORK_DIR/jobs/HASH/NAME, pulled first from the driver's
-// node if this node's store does not hold it. Off the loop thread.
+// node if this node's store does not hold it. Off the loop thread. On failure nothing is left in
+// jobs/HASH (a temporary file is removed, the directory too if it was made for this fetch).
 Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
                                 const std::string& token, const JobRecord& record) {
-  std::string dir = work_dir + "/jobs";
+  std::string dir = work_dir + "/jobs/" + record.binary_hash;
   std::string base = record.argv.empty()
                          ? std::string("program")
                          : std::filesystem::path(record.argv[0]).filename().string();
   if (base.empty() || base == "." || base == "..") base = "program";
+  std::string path = dir + "/" + base;
   std::error_code ec;
-  std::filesystem::create_directories(dir + "/" + record.binary_hash, ec);
-  if (ec) {
-    return Status::ResourceExhausted("cannot make " + dir + "/" + record.binary_hash + ": " +
-                                     ec.message());
-  }
-  std::string path = dir + "/" + record.binary_hash + "/" + base;
-  if (!std::filesystem::exists(path)) {
-    CUMULUS_ASSIGN_OR_RETURN(ObjectId obj, ObjectId::FromHex(record.binary_object));
-    bool pulled = false;
-    if (!store.Contains(obj)) {
-      CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
-      CUMULUS_RETURN_IF_ERROR(PullObject(from, token, obj, PullInto(store)));
-      pulled = true;
+  if (!std::filesystem::exists(path, ec)) {
+    bool made = std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::ResourceExhausted("cannot make " + dir + ": " + ec.message());
+    auto write = [&]() -> Status {
+      CUMULUS_ASSIGN_OR_RETURN(ObjectId obj, ObjectId::FromHex(record.binary_object));
+      bool pulled = false;
+      if (!store.Contains(obj)) {
+        CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
+        CUMULUS_RETURN_IF_ERROR(PullObject(from, token, obj, PullInto(store)));
+        pulled = true;
+      }
+      Status written;
+      {
+        CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer bytes, store.Get(obj));
+        written = WriteFileAtomically(path, bytes.data(), bytes.size(), 0700);
+      }
+      if (pulled) (void)store.Delete(obj);
+      return written.ok() ? written : written.WithContext("the job's program");
+    };
+    Status st = write();
+    if (!st.ok()) {
+      if (made) std::filesystem::remove_all(dir, ec);
+      return st;
     }
-    {
-      CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer bytes, store.Get(obj));
-      std::string tmp = path + ".tmp";
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-      f.close();
-      if (!f) return Status::ResourceExhausted("cannot write the job's program to " + tmp);
-      chmod(tmp.c_str(), 0700);
-      std::filesystem::rename(tmp, path);
-    }
-    if (pulled) (void)store.Delete(obj);
   }
   JobProgram program;
   program.path = path;
   program.argv = record.argv;
   program.submitted = record.submitted;
+  program.hash = record.binary_hash;
+  program.size = std::filesystem::file_size(path, ec);
+  if (ec) program.size = record.binary_size;
   return program;
 }
 
@@ -118,6 +126,19 @@ Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
 void JobProgramCache::Pull(const JobId& job, uint64_t fetch, const std::string& bytes) {
   auto record = DecodeRecord<JobRecord>(bytes);
   if (!record.ok()) return Fetched(job, fetch, record.status());
+  hash_of_[job] = record->binary_hash;
+  if (index_.Contains(record->binary_hash)) {
+    index_.Touch(record->binary_hash, clock_.Now());
+  } else if (record->binary_size > index_.max_bytes()) {
+    return Fetched(
+        job, fetch,
+        Status::ResourceExhausted("the job's program (" + std::to_string(record->binary_size) +
+                                  " bytes) is larger than this node's program cache (" +
+                                  std::to_string(index_.max_bytes()) +
+                                  " bytes; cumulus start --program-cache-size)"));
+  } else {
+    MakeRoom(record->binary_size);
+  }
   off_loop_(
       [work_dir = work_dir_, store = store_, token = token_, record = *record] {
         return FetchProgram(work_dir, *store, token, record);
@@ -130,7 +151,9 @@ void JobProgramCache::Fetched(const JobId& job, uint64_t fetch, Result<JobProgra
   if (it == fetching_.end() || it->second != fetch) return;  // forgotten meanwhile
   fetching_.erase(it);
   if (program.ok()) {
+    index_.Add(program->hash, program->size, clock_.Now());
     programs_[job] = std::move(*program);
+    MakeRoom(0);  // (fetches that ran side by side may have overshot)
   } else {
     failed_[job] = {program.status(), clock_.Now() + std::chrono::seconds(1)};
   }
@@ -142,6 +165,34 @@ void JobProgramCache::Forget(const JobId& job) {
   programs_.erase(job);
   fetching_.erase(job);
   failed_.erase(job);
+  if (!running_ || !running_(job)) hash_of_.erase(job);  // (a detached actor's stays in use)
+}
+
+bool JobProgramCache::InUse(const std::string& hash) {
+  bool used = false;
+  for (auto it = hash_of_.begin(); it != hash_of_.end();) {
+    const JobId& job = it->first;
+    bool live = programs_.count(job) || fetching_.count(job) || records_.count(job) ||
+                (running_ && running_(job));
+    if (!live) {
+      it = hash_of_.erase(it);  // its job ended and its last worker is gone
+      continue;
+    }
+    used = used || it->second == hash;
+    ++it;
+  }
+  return used;
+}
+
+void JobProgramCache::MakeRoom(uint64_t incoming) {
+  for (auto& hash : index_.Evict(incoming, [this](const std::string& h) { return InUse(h); })) {
+    std::error_code ec;
+    std::filesystem::remove_all(work_dir_ + "/jobs/" + hash, ec);
+    CUMULUS_LOG(INFO) << "node: evicted job program " << hash
+                      << " from the program cache (least recently used; " << index_.bytes()
+                      << " of " << index_.max_bytes() << " bytes used)";
+    if (ec) CUMULUS_LOG(WARN) << "node: cannot remove " << hash << ": " << ec.message();
+  }
 }
 
 }  // namespace cumulus

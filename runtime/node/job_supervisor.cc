@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/base/clock.h"
+#include "runtime/base/file_write.h"
 #include "runtime/base/logging.h"
 #include "runtime/base/spawn.h"
 #include "runtime/core/messages.h"
@@ -214,6 +215,7 @@ class JobSupervisor::Impl {
     if (record->state != "PENDING") return true;  // asked twice, or stopped before it started
     pid_t pid = -1;
     Status st = Launch(head, job, *record, &pid);
+    if (pid <= 0) RemoveJobFiles(job);  // nothing runs there: nothing of the package stays
     if (!st.ok()) {
       if (st.code() == StatusCode::kUnavailable && pid < 0) return false;  // the head, or fork
       record->state = "FAILED";
@@ -239,6 +241,56 @@ class JobSupervisor::Impl {
     return true;
   }
 
+  std::string JobDir(const JobId& job) const {
+    return options_.work_dir + "/submitted/" + job.Hex();
+  }
+  void RemoveJobFiles(const JobId& job) {
+    std::error_code ec;
+    std::filesystem::remove_all(JobDir(job), ec);
+    if (ec) {
+      CUMULUS_LOG(WARN) << "job supervisor: cannot remove " << JobDir(job) << ": " << ec.message();
+    }
+  }
+
+  // The files of submitted jobs that ended before this node process started: in this node's dir
+  // (an earlier process with the same pid) and in those of node processes of the same data dir
+  // that are gone. A job's are removed if the head has no record of it, its record says it ended,
+  // or its driver is not running any more.
+  void RemoveStaleJobFiles(ControlClient& head) {
+    std::filesystem::path mine(options_.work_dir);
+    std::vector<std::filesystem::path> dirs = {mine};
+    std::error_code ec;
+    for (auto& entry : std::filesystem::directory_iterator(mine.parent_path(), ec)) {
+      std::string name = entry.path().filename().string();
+      if (name.rfind("node-", 0) != 0 || name.size() < 6 || name.size() > 15 ||
+          name.find_first_not_of("0123456789", 5) != std::string::npos) {
+        continue;
+      }
+      pid_t pid = static_cast<pid_t>(std::stol(name.substr(5)));
+      if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) dirs.push_back(entry.path());
+    }
+    for (auto& dir : dirs) {
+      for (auto& entry : std::filesystem::directory_iterator(dir / "submitted", ec)) {
+        auto job = JobId::FromHex(entry.path().filename().string());
+        if (!job.ok()) continue;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (dir == mine && running_.count(*job)) continue;
+        }
+        auto record = Load(head, *job);
+        if (!record.ok() && record.status().code() != StatusCode::kNotFound) continue;
+        bool ended = !record.ok() || (record->state != "PENDING" && record->state != "RUNNING") ||
+                     (record->state == "RUNNING" && record->pid > 0 && kill(record->pid, 0) != 0 &&
+                      errno == ESRCH);
+        if (!ended) continue;
+        std::error_code rm;
+        std::filesystem::remove_all(entry.path(), rm);
+        CUMULUS_LOG(INFO) << "job supervisor: removed the files of ended job " << job->Hex()
+                          << " left by an earlier node process (" << entry.path().string() << ")";
+      }
+    }
+  }
+
   Status Launch(ControlClient& head, const JobId& job, SubmissionRecord& record, pid_t* started) {
     if (record.entrypoint.empty()) return Status::InvalidArgument("the job has no entrypoint");
     // The package: chunks in the head's store.
@@ -254,7 +306,7 @@ class JobSupervisor::Impl {
                                 " bytes, expected " + std::to_string(record.package_bytes));
     }
     CUMULUS_ASSIGN_OR_RETURN(JobPackage package, DecodeRecord<JobPackage>(packed));
-    std::string dir = options_.work_dir + "/submitted/" + job.Hex();
+    std::string dir = JobDir(job);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     std::filesystem::create_directories(dir, ec);
@@ -265,11 +317,8 @@ class JobSupervisor::Impl {
       }
       std::string path = dir + "/" + f.path;
       std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out.write(f.bytes.data(), static_cast<std::streamsize>(f.bytes.size()));
-      out.close();
-      if (!out) return Status::ResourceExhausted("cannot write " + path + " (disk full?)");
-      chmod(path.c_str(), f.mode & 0755);
+      CUMULUS_RETURN_IF_ERROR(
+          WriteFileAtomically(path, f.bytes.data(), f.bytes.size(), f.mode & 0755));
     }
     std::string program = record.entrypoint[0];
     if (program.find('/') == std::string::npos || SafeRelativePath(program)) {
@@ -373,6 +422,10 @@ class JobSupervisor::Impl {
     std::deque<std::string> failure_keys;                   // written, oldest first
     TimePoint next_report{};
     std::string reported_as;  // the node id the last state report was filed under
+    // Logs of ended jobs, removed once shipped after the time given (workers may still be
+    // writing their last lines when the job's end is recorded).
+    std::vector<std::pair<std::string, TimePoint>> retiring;
+    bool swept = false;  // files of jobs ended before this process started
     while (true) {
       bool stopping = !Pause(kShipEvery);
       // Exits and overdue stops.
@@ -408,12 +461,37 @@ class JobSupervisor::Impl {
         auto c = Connect();
         if (c.ok()) head = std::move(*c);
       }
+      if (head && !swept && !stopping) {
+        RemoveStaleJobFiles(*head);
+        swept = true;
+      }
       if (head) {
         Status st = ShipLogs(*head, &shipped);
+        if (st.ok()) {
+          // What was written to the retiring logs has been shipped: they can go.
+          TimePoint now = options_.clock->Now();
+          for (auto it = retiring.begin(); it != retiring.end();) {
+            if (it->second > now) {
+              ++it;
+              continue;
+            }
+            std::error_code ec;
+            std::filesystem::remove(it->first, ec);
+            shipped.erase(it->first);
+            it = retiring.erase(it);
+          }
+        }
         while (st.ok() && !finished.empty()) {
           auto [job, outcome] = finished.back();
           st = Finish(*head, job, outcome);
-          if (st.ok()) finished.pop_back();
+          if (st.ok()) {
+            // The driver's output is at the head (shipped above, after it exited) and its state
+            // is recorded: its files and its log on this node go.
+            RemoveJobFiles(job);
+            retiring.emplace_back(options_.work_dir + "/logs/driver-" + job.Hex() + ".log",
+                                  TimePoint{});
+            finished.pop_back();
+          }
         }
         while (st.ok() && !failures.empty()) {
           char key[64];
@@ -446,6 +524,8 @@ class JobSupervisor::Impl {
           st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), EncodeRecord(end)).status();
           if (st.ok()) {
             cleanup.push_back(ended.back());
+            retiring.emplace_back(JobSupervisor::WorkerLogPath(options_.work_dir, ended.back()),
+                                  options_.clock->Now() + std::chrono::seconds(2));
             ended.pop_back();
           }
         }

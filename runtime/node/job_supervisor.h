@@ -1,8 +1,10 @@
 // JobSupervisor: a node's half of `cumulus submit`. It
 //   - waits on the head's key-value store for requests addressed to this node (kJobQueueNamespace,
 //     woken by a "bell" key: no polling), and for each "run" fetches the job's package, unpacks
-//     it under WORK_DIR/jobs/JOB, and starts the driver there with the cluster's address, token,
-//     this node's socket and the job id in its environment, its output in the job's log file;
+//     it under WORK_DIR/submitted/JOB, and starts the driver there with the cluster's address,
+//     token, this node's socket and the job id in its environment, its output in the job's log
+//     file; once the driver exited and its output is shipped, the directory and the log go (and
+//     at start, those of jobs that ended while no node process of this data dir ran);
 //   - on "stop" sends the driver SIGTERM, then SIGKILL after a grace period (its node ends
 //     everything the job started when the driver's connection closes);
 //   - records each job's state (RUNNING, then SUCCEEDED, FAILED with the exit status, or

@@ -1,6 +1,8 @@
 #include "runtime/node/node_daemon.h"
 
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +43,39 @@ void ReadMemoryMonitorEnvironment(TaskRouterOptions& router) {
   }
 }
 
+// Bytes of the files under `dir` (0 if it is not there).
+uint64_t BytesUnder(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      uint64_t n = it->file_size(size_ec);
+      if (!size_ec) total += n;
+    }
+  }
+  return total;
+}
+
+// The program caches of node processes of this data dir that are gone (DATA_DIR/node-PID, PID
+// not running): nobody can use them. Their submitted jobs are left to the job supervisor, which
+// asks the head whether they ended; their logs stay for whoever looks into why the node died.
+void RemoveDeadNodesPrograms(const std::string& data_dir) {
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(data_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("node-", 0) != 0 || name.size() > 15 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos || name.size() == 5) {
+      continue;
+    }
+    pid_t pid = static_cast<pid_t>(std::stol(name.substr(5)));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    std::filesystem::remove_all(entry.path() / "jobs", rm);
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& options) {
@@ -69,6 +104,13 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
 
   // The object store lives in a directory of its own per node process, removed when it stops.
   d->store_dir_ = options.data_dir + "/node-" + std::to_string(getpid());
+  {
+    // The program cache starts empty (a dir of an earlier process with this pid: its files are
+    // not in the cache's books), and the caches of node processes that died go.
+    std::error_code ec;
+    std::filesystem::remove_all(d->store_dir_ + "/jobs", ec);
+    RemoveDeadNodesPrograms(options.data_dir);
+  }
   ObjectStoreOptions store_options;
   store_options.directory = d->store_dir_;
   store_options.memory_capacity = options.object_store_memory;
@@ -110,6 +152,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.store_socket = d->store_socket_;
   router.transfer_address = d->record_.object_store_address;
   router.work_dir = d->store_dir_;
+  router.program_cache_bytes = options.program_cache_bytes;
   router.total = total;
   router.labels = options.labels;
   router.gpu_ids = d->record_.gpu_ids;
@@ -160,6 +203,16 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
       r.objects.push_back(std::move(row));
     }
     r.objects_total = total;
+    const std::string& dir = p->store_dir_;
+    r.disk.program_cache = BytesUnder(dir + "/jobs");
+    r.disk.program_cache_max = p->options_.program_cache_bytes;
+    r.disk.submitted = BytesUnder(dir + "/submitted");
+    r.disk.spill = BytesUnder(dir + "/objects.db");
+    r.disk.logs = BytesUnder(dir + "/logs");
+    struct statvfs fs;
+    if (statvfs(dir.c_str(), &fs) == 0) {
+      r.disk.free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    }
     return EncodeRecord(r);
   };
   auto supervisor = JobSupervisor::Start(jobs);

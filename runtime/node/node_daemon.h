@@ -31,8 +31,9 @@ struct NodeDaemonOptions {
   Labels labels;
   std::string data_dir;  // required: the node's object store lives here
   std::string bind_host =
-      "127.0.0.1";                     // where the node's object channel listens (other nodes pull)
-  uint64_t object_store_memory = 0;    // 0: 30% of RAM
+      "127.0.0.1";                   // where the node's object channel listens (other nodes pull)
+  uint64_t object_store_memory = 0;  // 0: 30% of RAM
+  uint64_t program_cache_bytes = 2ull << 30;  // bound of DATA_DIR/node-PID/jobs (job programs)
   bool prefault_object_store = false;  // touch the store's memory at start (see SharedRegion)
   Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon

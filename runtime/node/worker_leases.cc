@@ -6,10 +6,18 @@ namespace cumulus {
 
 WorkerLeases::WorkerLeases(const ResourceSet& total, std::vector<uint32_t> gpu_ids,
                            WorkerPoolOptions pool, ObjectStore* store, const std::string& token,
-                           Clock& clock)
+                           Clock& clock, uint64_t program_cache_bytes)
     : resources_(total, std::move(gpu_ids)),
       workers_(pool),
-      programs_(pool.work_dir, store, token, clock) {}
+      programs_(pool.work_dir, store, token, clock, program_cache_bytes) {
+  // A job's program stays while a worker of it lives here (a detached actor outlives its job).
+  programs_.SetJobRunning([this](const JobId& job) {
+    for (auto& [id, w] : workers_.workers()) {
+      if (w.job == job) return true;
+    }
+    return false;
+  });
+}
 
 Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now) {
   ResourcePool& pool = bundle ? bundle->pool : resources_;

@@ -33,7 +33,8 @@ struct LeaseRequest {
 class WorkerLeases {
  public:
   WorkerLeases(const ResourceSet& total, std::vector<uint32_t> gpu_ids, WorkerPoolOptions pool,
-               ObjectStore* store, const std::string& token, Clock& clock);
+               ObjectStore* store, const std::string& token, Clock& clock,
+               uint64_t program_cache_bytes = kDefaultProgramCacheBytes);
 
   // A worker holding a new lease for `req` from the node's free resources, or from `bundle`'s.
   // nullptr (and OK) if it does not fit now, the node has as many task workers as it may, or the

@@ -184,6 +184,16 @@ struct NodeStateReport {           # namespace "node_state", key: node hex
   objectsTotal @2 :UInt64;
   tasks @3 :List(TaskStateRow);
   objects @4 :List(ObjectStateRow);
+  disk @5 :NodeDisk;
+}
+
+struct NodeDisk {                  # bytes under the node's data dir, and free on its filesystem
+  programCache @0 :UInt64;         # jobs/: job programs cached for workers
+  programCacheMax @1 :UInt64;      # its bound
+  submitted @2 :UInt64;            # submitted/: files of submitted jobs still running
+  spill @3 :UInt64;                # objects.db: objects spilled from memory
+  logs @4 :UInt64;                 # logs/
+  free @5 :UInt64;                 # free on the data dir's filesystem
 }
 
 struct GroupRecord {               # namespace "placement_groups", key: group hex
