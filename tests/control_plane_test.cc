@@ -243,6 +243,30 @@ TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
   EXPECT_EQ(v.nodes[0].state, NodeState::kAlive);
 }
 
+TEST(HeadConnectionCapTest, AConnectionOverTheCapIsToldWhyNotJustClosed) {
+  TempDir dir;
+  HeadOptions o;
+  o.port = 0;
+  o.data_dir = dir.path() + "/head";
+  o.token = *CreateOrLoadToken(dir.path() + "/token");
+  o.max_unauthenticated = 4;
+  o.auth_timeout = std::chrono::seconds(30);
+  auto head = HeadServer::Start(o);
+  ASSERT_TRUE(head.ok()) << head.status();
+  HostPort hp{"127.0.0.1", (*head)->port()};
+  std::vector<int> silent;  // connected, never saying hello
+  for (int i = 0; i < 4; ++i) silent.push_back(*ConnectTcp(hp, 5s));
+  ASSERT_TRUE(WaitUntil([&] { return (*head)->counters().connections.load() >= 4; }, 5s));
+  auto refused = ControlClient::Connect(hp, o.token);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("already waiting to authenticate"), std::string::npos)
+      << refused.status();
+  for (int fd : silent) close(fd);
+  // Once they are gone, clients get in again.
+  EXPECT_TRUE(WaitUntil([&] { return ControlClient::Connect(hp, o.token).ok(); }, 10s));
+}
+
 TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
   // No node: a node's job supervisor keeps a wait of its own open at the head.
   auto head = StartHead({"--no-node"});

@@ -222,7 +222,7 @@ TEST_F(RouterProtocolTest, APeerThatHasNotSaidHelloCannotMakeTheNodeBufferAFrame
     std::memcpy(header + 4, &length, 4);
     ASSERT_EQ(send(*fd, header, sizeof(header), MSG_NOSIGNAL),
               static_cast<ssize_t>(sizeof(header)));
-    timeval wait{5, 0};
+    timeval wait{15, 0};  // long: a busy machine may be slow to close; the defect never closes
     setsockopt(*fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
     setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
     (void)send(*fd, junk.data(), junk.size(), MSG_NOSIGNAL);  // as much as the node takes

@@ -23,7 +23,6 @@ namespace cumulus {
 namespace {
 
 constexpr uint32_t kUnauthenticatedFrameLimit = 4096;
-constexpr size_t kMaxUnauthenticated = 1024;  // connections still owing their hello
 constexpr size_t kMaxQueuedOutput = 64u << 20;
 
 std::string RandomHex(size_t bytes) {
@@ -113,13 +112,22 @@ Status HeadServer::Loop::Start() {
   h.on_close = [this](uint64_t id, const std::string& why) { Closed(id, why); };
   h.on_warning = [this](const std::string& what) { Complain(what); };
   CUMULUS_ASSIGN_OR_RETURN(loop_, EventLoop::Create(std::move(h)));
-  // Until its hello: one small frame, `auth_timeout`, and at most kMaxUnauthenticated waiting.
+  // Until its hello: one small frame, `auth_timeout`, and at most `max_unauthenticated` waiting.
   EventLoop::ListenRules rules;
   rules.max_frame_bytes = kUnauthenticatedFrameLimit;
   rules.auth_deadline = options_.auth_timeout;
-  rules.max_unauthenticated = kMaxUnauthenticated;
+  rules.max_unauthenticated = options_.max_unauthenticated;
   rules.max_queued_output = kMaxQueuedOutput;
   rules.require_auth = true;
+  {
+    capnp::MallocMessageBuilder message;
+    auto reply = message.initRoot<proto::ControlReply>();  // request 0: whatever was asked
+    reply.setCode(static_cast<uint16_t>(StatusCode::kResourceExhausted));
+    reply.setMessage(
+        "the head refused the connection: " + std::to_string(options_.max_unauthenticated) +
+        " connections are already waiting to authenticate; try again shortly");
+    rules.refusal = EncodeFrame(message);
+  }
   loop_->Listen(listen_fd_, /*tcp=*/true, rules);
   return Status();
 }

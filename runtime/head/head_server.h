@@ -3,8 +3,9 @@
 //
 // Every connection must first authenticate with the cluster token (a wrong one: Unauthenticated;
 // another protocol version: InvalidArgument); until it does, it can do nothing, may send at most
-// one frame of 4 KiB, and is closed after `auth_timeout`. At most 1,024 connections may be
-// waiting to authenticate. Garbage (bad magic, oversized or malformed frames) closes that
+// one frame of 4 KiB, and is closed after `auth_timeout`. At most `max_unauthenticated` (1,024)
+// connections may be waiting to authenticate; more are refused with an error reply that says so.
+// Garbage (bad magic, oversized or malformed frames) closes that
 // connection and nothing else; refusals are logged at most once a second.
 //
 // Restarted on the same data dir, the head reads back its tables: nodes that were alive get a
@@ -31,6 +32,8 @@ struct HeadOptions {
   MembershipOptions membership;                           // when nodes are declared dead
   Duration auth_timeout = std::chrono::seconds(5);
   uint32_t max_frame_bytes = 16u << 20;
+  // Connections still owing their hello; more are refused with an error reply saying so.
+  size_t max_unauthenticated = 1024;
 };
 
 struct HeadCounters {

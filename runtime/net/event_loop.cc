@@ -155,7 +155,12 @@ void EventLoop::Accept(const Listener& l) {
     }
     bool needs_auth = l.rules.require_auth;
     if (needs_auth && unauthenticated_ >= l.rules.max_unauthenticated) {
-      close(fd);  // too many connections that have not said who they are: refuse more
+      // Too many connections that have not said who they are: refuse more, saying why.
+      if (!l.rules.refusal.empty()) {
+        (void)!send(fd, l.rules.refusal.data(), l.rules.refusal.size(),
+                    MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+      close(fd);
       if (handlers_.on_warning) {
         handlers_.on_warning("too many unauthenticated connections; refusing new ones");
       }

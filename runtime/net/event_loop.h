@@ -65,6 +65,9 @@ class EventLoop {
     size_t max_queued_output = SIZE_MAX;
     // Connections must authenticate (Authenticated) before their frames are trusted.
     bool require_auth = false;
+    // Written (best effort) to a connection refused because `max_unauthenticated` are waiting,
+    // before it is closed: the protocol's own error reply, so that the peer can say why.
+    std::string refusal;
   };
 
   static Result<std::unique_ptr<EventLoop>> Create(Handlers handlers);
