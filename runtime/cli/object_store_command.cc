@@ -46,6 +46,8 @@ int Serve(const std::vector<std::string>& args) {
     auto bytes = ParseBytes(flags.Get("memory"));
     if (!bytes.ok())
       return UsageError("--memory: " + bytes.status().message(), "cumulus object-store --help");
+    Status fits = ObjectStore::CheckMemoryCapacity(*bytes, "--memory");
+    if (!fits.ok()) return UsageError(fits.message(), "cumulus object-store --help");
     options.memory_capacity = *bytes;
   }
   std::string socket_path = flags.Get("socket", options.directory + "/store.sock");

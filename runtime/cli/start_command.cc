@@ -22,6 +22,7 @@
 #include "runtime/cli/local_state.h"
 #include "runtime/head/head_server.h"
 #include "runtime/node/node_daemon.h"
+#include "runtime/object_store/object_store.h"
 
 namespace cumulus::cli {
 
@@ -197,6 +198,7 @@ Status ParseNodeFlags(const Flags& flags, NodeDaemonOptions* node) {
   if (flags.Has("object-store-memory")) {
     auto bytes = ParseBytes(flags.Get("object-store-memory"));
     if (!bytes.ok()) return bytes.status().WithContext("--object-store-memory");
+    CUMULUS_RETURN_IF_ERROR(ObjectStore::CheckMemoryCapacity(*bytes, "--object-store-memory"));
     node->object_store_memory = *bytes;
   }
   if (flags.Has("program-cache-size")) {

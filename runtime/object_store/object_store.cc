@@ -25,16 +25,32 @@ std::string Bytes(uint64_t n) {
 }
 }  // namespace
 
+Status ObjectStore::CheckMemoryCapacity(uint64_t bytes, const std::string& what) {
+  uint64_t physical = PhysicalMemoryBytes();
+  if (bytes < kMinMemoryBytes) {
+    return Status::InvalidArgument(what + " must be at least " + Bytes(kMinMemoryBytes) + " (got " +
+                                   std::to_string(bytes) +
+                                   " bytes; leave it out for 30% of this machine's memory)");
+  }
+  if (physical > 0 && bytes > physical) {
+    return Status::InvalidArgument(what + " (" + Bytes(bytes) + ") is more than this machine's " +
+                                   Bytes(physical) + " of memory");
+  }
+  return Status();
+}
+
 Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(const ObjectStoreOptions& in) {
   ObjectStoreOptions options = in;
   if (options.directory.empty()) {
     return Status::InvalidArgument("the object store needs a directory for its disk tier");
   }
-  if (options.memory_capacity == 0) options.memory_capacity = PhysicalMemoryBytes() / 10 * 3;
-  options.memory_capacity = options.memory_capacity / kAlignment * kAlignment;
   if (options.memory_capacity == 0) {
-    return Status::InvalidArgument("object store memory capacity must be at least 64 bytes");
+    options.memory_capacity = PhysicalMemoryBytes() / 10 * 3;  // the default
+  } else {
+    CUMULUS_RETURN_IF_ERROR(
+        CheckMemoryCapacity(options.memory_capacity, "the object store's memory"));
   }
+  options.memory_capacity = options.memory_capacity / kAlignment * kAlignment;
   std::error_code ec;
   std::filesystem::create_directories(options.directory, ec);
   if (ec) {

@@ -118,6 +118,13 @@ Status PutBytes(Store& store, const ObjectId& id, const void* data, uint64_t siz
 
 class ObjectStore {
  public:
+  // The least shared memory a store may have (below it nothing useful fits, not even a job's
+  // program), and the check every entry point makes of a capacity a user gave: at least this,
+  // at most the machine's memory. 0 is refused here: callers that mean "the default" say so by
+  // not giving one.
+  static constexpr uint64_t kMinMemoryBytes = 16ull << 20;
+  static Status CheckMemoryCapacity(uint64_t bytes, const std::string& what);
+
   // Opens the store: creates the shared region and opens (or creates) the RocksDB tier. Durable
   // objects left by an earlier run are indexed (on disk, restored on first read); non-durable
   // spill copies of an earlier run are deleted.
