@@ -44,13 +44,11 @@ Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(const ObjectStoreOptions&
   if (options.directory.empty()) {
     return Status::InvalidArgument("the object store needs a directory for its disk tier");
   }
-  if (options.memory_capacity == 0) {
-    options.memory_capacity = PhysicalMemoryBytes() / 10 * 3;  // the default
-  } else {
-    CUMULUS_RETURN_IF_ERROR(
-        CheckMemoryCapacity(options.memory_capacity, "the object store's memory"));
-  }
+  if (options.memory_capacity == 0) options.memory_capacity = PhysicalMemoryBytes() / 10 * 3;
   options.memory_capacity = options.memory_capacity / kAlignment * kAlignment;
+  if (options.memory_capacity == 0) {
+    return Status::InvalidArgument("object store memory capacity must be at least 64 bytes");
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.directory, ec);
   if (ec) {

@@ -118,10 +118,10 @@ Status PutBytes(Store& store, const ObjectId& id, const void* data, uint64_t siz
 
 class ObjectStore {
  public:
-  // The least shared memory a store may have (below it nothing useful fits, not even a job's
-  // program), and the check every entry point makes of a capacity a user gave: at least this,
-  // at most the machine's memory. 0 is refused here: callers that mean "the default" say so by
-  // not giving one.
+  // The least shared memory a store started by a user may have (below it nothing useful fits,
+  // not even a job's program), and the check the command line makes of a capacity a user gave:
+  // at least this, at most the machine's memory; 0 is refused (the default is asked for by not
+  // giving one). Open itself takes any capacity (unit tests use small ones).
   static constexpr uint64_t kMinMemoryBytes = 16ull << 20;
   static Status CheckMemoryCapacity(uint64_t bytes, const std::string& what);
 
