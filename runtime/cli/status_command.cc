@@ -25,8 +25,10 @@ constexpr const char* kStatusHelp = R"(Usage:
   cumulus list jobs|actors|tasks|objects|placement-groups [--address HOST:PORT]
                 [--token-file FILE] [--filter KEY=VALUE]... [--limit N] [--json]
 
-status shows the nodes, their resources, the demand that waits (resource shapes, how many), and
-each node's disk: its program cache (used/bound), submitted jobs' files, spilled objects, logs,
+status shows the nodes, their state (ALIVE; RECOVERING: after a head restart, not heard from yet;
+DEAD, with why; STOPPED: stopped on purpose by 'cumulus stop' or a signal, not a failure), their
+resources, the demand that waits (resource shapes, how many), the recent failures, and each
+node's disk: its program cache (used/bound), submitted jobs' files, spilled objects, logs,
 and free space (--json: "disk" in each node).
 list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
 head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
@@ -109,9 +111,8 @@ std::string JsonNode(const NodeRecord& n, const std::map<std::string, NodeDisk>&
   }
   labels += "}";
   return "{\"node_id\":" + JsonString(n.id.Hex()) + ",\"address\":" + JsonString(n.address) +
-         ",\"hostname\":" + JsonString(n.hostname) +
-         ",\"state\":" + JsonString(NodeStateName(n.state)) + ",\"labels\":" + labels +
-         ",\"resources_total\":" + JsonResources(n.total) +
+         ",\"hostname\":" + JsonString(n.hostname) + ",\"state\":" + JsonString(NodeStateName(n)) +
+         ",\"labels\":" + labels + ",\"resources_total\":" + JsonResources(n.total) +
          ",\"resources_available\":" + JsonResources(n.available) +
          ",\"object_store\":" + JsonString(n.object_store_address) +
          ",\"pid\":" + std::to_string(n.pid) +
@@ -186,12 +187,13 @@ struct Failure {
   std::string node, what;
 };
 
-// The latest failures: nodes declared dead, and what each node recorded (workers that died under
-// work, tasks the memory monitor killed). Newest first, at most `n`.
+// The latest failures: nodes declared dead (not those stopped on purpose), and what each node
+// recorded (workers that died under work, tasks the memory monitor killed). Newest first, at most
+// `n`.
 std::vector<Failure> RecentFailures(const Flags& flags, const ClusterView& view, size_t n) {
   std::vector<Failure> out;
   for (auto& node : view.nodes) {
-    if (node.state == NodeState::kDead) {
+    if (node.state == NodeState::kDead && !node.left) {
       out.push_back(
           {node.death_micros, node.id.Hex().substr(0, 8), "node DEAD: " + node.death_reason});
     }
@@ -288,12 +290,12 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   if (!list)
     std::printf("Cluster %s (head %s): %zu alive node(s), %zu in all\n", view->cluster_id.c_str(),
                 address.ToString().c_str(), alive, view->nodes.size());
-  std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", "NODE", "ADDRESS", "STATE", "LABELS",
+  std::printf("%-32s  %-15s  %-7s  %-24s  %s\n", "NODE", "ADDRESS", "STATE", "LABELS",
               "RESOURCES (used/total)");
   for (auto& n : view->nodes) {
     std::string labels = LabelsToString(n.labels);
-    std::printf("%-32s  %-15s  %-5s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
-                NodeStateName(n.state), labels.empty() ? "-" : labels.c_str(),
+    std::printf("%-32s  %-15s  %-7s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
+                NodeStateName(n), labels.empty() ? "-" : labels.c_str(),
                 n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
                                              : n.death_reason.c_str());
   }

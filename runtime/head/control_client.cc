@@ -207,6 +207,15 @@ Result<std::string> ControlClient::KvGet(const std::string& ns, const std::strin
   return value;
 }
 
+Status ControlClient::Leave(const NodeId& id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  auto l = call.request().initLeaving();
+  l.setNodeId(capnp::Data::Reader(id.data(), NodeId::kSize));
+  l.setReason(reason);
+  return call.Run([](proto::ControlReply::Reader) { return Status(); });
+}
+
 Result<bool> ControlClient::KvDelete(const std::string& ns, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   Call call(this, options_.request_timeout);

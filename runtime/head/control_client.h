@@ -57,6 +57,9 @@ class ControlClient {
                          const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand = {},
                          ViewCursor* view = nullptr, bool* view_changed = nullptr);
   Result<ClusterView> GetClusterStatus();
+  // The node stops on purpose (`reason`): the head records it as STOPPED at once, not as a node
+  // that failed. OK also if the head did not know it (or it was dead already).
+  Status Leave(const NodeId& id, const std::string& reason);
 
   // Returns whether the key existed before.
   Result<bool> KvPut(const std::string& ns, const std::string& key, const std::string& value,

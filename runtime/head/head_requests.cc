@@ -90,6 +90,8 @@ void HeadServer::Loop::Handle(Conn& c, const kj::Array<capnp::word>& words) {
         return HandleKvWait(c, request_id, req.getKvWait());
       case proto::ControlRequest::KV_LIST:
         return HandleKvList(c, request_id, req.getKvList());
+      case proto::ControlRequest::LEAVING:
+        return HandleLeaving(c, request_id, req.getLeaving());
       default:
         SendError(c, request_id, Status::InvalidArgument("unknown control request"), false);
         return;
@@ -180,6 +182,23 @@ void HeadServer::Loop::HandleHeartbeat(Conn& c, uint64_t request_id, proto::Hear
     }
   }
   Send(c, message);
+}
+
+void HeadServer::Loop::HandleLeaving(Conn& c, uint64_t request_id, proto::Leaving::Reader l) {
+  auto raw = l.getNodeId();
+  if (raw.size() != NodeId::kSize) {
+    return SendError(c, request_id, Status::InvalidArgument("node id must be 16 bytes"), false);
+  }
+  NodeId id =
+      NodeId::FromBinary(std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
+  std::string why = l.getReason();
+  if (why.size() > 200) why.resize(200);
+  if (why.empty()) why = "it left the cluster";
+  if (membership_.Left(id, why)) {
+    Persist(id);
+    CUMULUS_LOG(INFO) << "node " << id << " left the cluster (stopped: " << why << ")";
+  }
+  ReplyOk(c, request_id);
 }
 
 void HeadServer::Loop::HandleStatus(Conn& c, uint64_t request_id) {

@@ -14,9 +14,13 @@ const char* NodeStateName(NodeState state) {
   return "?";
 }
 
+const char* NodeStateName(const NodeRecord& node) {
+  return node.state == NodeState::kDead && node.left ? "STOPPED" : NodeStateName(node.state);
+}
+
 Status Membership::Register(NodeRecord node) {
   auto it = nodes_.find(node.id);
-  if (it != nodes_.end() && it->second.state == NodeState::kDead) {
+  if (it != nodes_.end() && it->second.state == NodeState::kDead && !it->second.left) {
     return Status::NotFound("node " + node.id.Hex() + " was declared dead (" +
                             it->second.death_reason + "); it must rejoin with a new node id");
   }
@@ -26,6 +30,7 @@ Status Membership::Register(NodeRecord node) {
   node.last_heartbeat_micros = now_micros;
   node.death_micros = 0;
   node.death_reason.clear();
+  node.left = false;
   uint64_t old_version = it != nodes_.end() ? it->second.view_version : 0;
   NodeRecord& stored = nodes_[node.id] = node;
   stored.view_version = old_version;
@@ -48,6 +53,20 @@ bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available,
   node.pending_demand = std::move(pending_demand);
   node.last_heartbeat_micros = clock_.WallMicros();
   if (changed) Changed(node);
+  return true;
+}
+
+bool Membership::Left(const NodeId& id, const std::string& why) {
+  auto live = liveness_.find(id);
+  if (live == liveness_.end()) return false;
+  NodeRecord& node = nodes_.at(id);
+  node.state = NodeState::kDead;
+  node.left = true;
+  node.death_reason = "stopped: " + why;
+  node.death_micros = clock_.WallMicros();
+  node.available = ResourceSet();
+  Changed(node);
+  liveness_.erase(live);
   return true;
 }
 

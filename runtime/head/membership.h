@@ -3,9 +3,13 @@
 //
 // A node is declared DEAD when
 //   - no heartbeat came for `heartbeat_timeout` (a hung node: SIGSTOP, a frozen VM), or
-//   - its connection closed and it did not come back within `disconnect_grace` (a killed node).
+//   - its connection closed and it did not come back within `disconnect_grace` (a killed node), or
+//   - it said it was leaving (`cumulus stop`, SIGTERM): DEAD too (its workers and objects are
+//     gone), but `left` is set and it is shown as STOPPED, not as a failure.
 // A dead node never comes back under the same id: it must register again with a new one (it may
-// have lost its workers and objects, so the cluster must not treat it as the same node).
+// have lost its workers and objects, so the cluster must not treat it as the same node). A node
+// that left on purpose may register again under its id (the head's own node keeps its id across
+// a clean restart).
 // Not thread-safe: the head's event loop owns it.
 #pragma once
 
@@ -40,6 +44,7 @@ struct NodeRecord {
   int64_t last_heartbeat_micros = 0;
   int64_t death_micros = 0;
   std::string death_reason;
+  bool left = false;  // DEAD because it said it was leaving (stopped on purpose), not a failure
   std::string core_address;  // host:port where other nodes send tasks
   std::string core_socket;   // Unix socket where drivers on that machine connect
   std::vector<std::pair<ResourceSet, uint32_t>> pending_demand;  // shape, how many wait
@@ -52,6 +57,8 @@ struct MembershipOptions {
 };
 
 const char* NodeStateName(NodeState state);  // "ALIVE", "DEAD", "RECOVERING"
+// As a user sees it: "STOPPED" for a node that left on purpose, else NodeStateName(node.state).
+const char* NodeStateName(const NodeRecord& node);
 
 class Membership {
  public:
@@ -63,6 +70,9 @@ class Membership {
   // Records a heartbeat. False if the node is unknown or dead (it should register again).
   bool Heartbeat(const NodeId& id, const ResourceSet& available,
                  std::vector<std::pair<ResourceSet, uint32_t>> pending_demand = {});
+  // The node said it is leaving (stopped on purpose, `why`): DEAD at once, with `left` set and the
+  // reason "stopped: `why`". False if the node is unknown or already dead.
+  bool Left(const NodeId& id, const std::string& why);
   // The node's connection closed.
   void Disconnected(const NodeId& id);
   // A node read back from the control store after a head restart. Alive nodes get a full

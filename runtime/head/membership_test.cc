@@ -56,6 +56,35 @@ TEST_F(MembershipTest, AClosedConnectionHasAGracePeriod) {
   EXPECT_EQ(m_.Find(b.id)->state, NodeState::kAlive);
 }
 
+TEST_F(MembershipTest, ANodeThatLeavesIsStoppedNotFailed) {
+  NodeRecord n = NewNode();
+  ASSERT_TRUE(m_.Register(n).ok());
+  uint64_t before = m_.version();
+  // It says it is leaving, then its connection closes: stopped on purpose, at once.
+  ASSERT_TRUE(m_.Left(n.id, "cumulus stop"));
+  m_.Disconnected(n.id);
+  const NodeRecord* r = m_.Find(n.id);
+  EXPECT_EQ(r->state, NodeState::kDead);
+  EXPECT_TRUE(r->left);
+  EXPECT_STREQ(NodeStateName(*r), "STOPPED");
+  EXPECT_EQ(r->death_reason, "stopped: cumulus stop");
+  EXPECT_TRUE(r->available.units().empty());
+  EXPECT_GT(m_.version(), before) << "the other nodes must hear that it left";
+  EXPECT_EQ(m_.alive_count(), 0u);
+  // The grace for a closed connection does not turn it into a node that did not reconnect.
+  clock_.AdvanceTime(seconds(30));
+  EXPECT_TRUE(m_.Tick().empty());
+  EXPECT_EQ(m_.Find(n.id)->death_reason, "stopped: cumulus stop");
+  EXPECT_FALSE(m_.Heartbeat(n.id, n.total));
+  EXPECT_FALSE(m_.Left(n.id, "again")) << "a dead node cannot leave again";
+  // Started again under its id (the head's own node keeps its id): it is back.
+  ASSERT_TRUE(m_.Register(n).ok());
+  EXPECT_EQ(m_.Find(n.id)->state, NodeState::kAlive);
+  EXPECT_FALSE(m_.Find(n.id)->left);
+  EXPECT_STREQ(NodeStateName(*m_.Find(n.id)), "ALIVE");
+  EXPECT_FALSE(m_.Left(NodeId::FromRandom(), "unknown"));
+}
+
 TEST_F(MembershipTest, ADeadNodeMustRejoinWithANewId) {
   NodeRecord n = NewNode();
   ASSERT_TRUE(m_.Register(n).ok());

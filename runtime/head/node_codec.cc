@@ -71,6 +71,7 @@ void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
   out.setRegisteredMicros(node.registered_micros);
   out.setLastHeartbeatMicros(node.last_heartbeat_micros);
   out.setDeathReason(node.death_reason);
+  out.setLeft(node.left);
   out.setDeathMicros(node.death_micros);
   out.setPid(node.pid);
   out.setCoreAddress(node.core_address);
@@ -101,6 +102,7 @@ Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
   node.registered_micros = in.getRegisteredMicros();
   node.last_heartbeat_micros = in.getLastHeartbeatMicros();
   node.death_reason = in.getDeathReason();
+  node.left = in.getLeft();
   node.death_micros = in.getDeathMicros();
   node.pid = in.getPid();
   node.core_address = in.getCoreAddress();

@@ -237,7 +237,25 @@ NodeDaemon::~NodeDaemon() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  Leave();
   Cleanup();
+}
+
+void NodeDaemon::Leave() {
+  // On a connection of its own (the heartbeat's was shut down above); bounded, so that a node
+  // whose head is away still stops within seconds.
+  ControlClientOptions o = NodeClientOptions();
+  o.connect_timeout = std::chrono::seconds(2);
+  o.request_timeout = std::chrono::seconds(2);
+  auto client = ControlClient::Connect(options_.head, options_.token, o);
+  Status st = client.ok() ? (*client)->Leave(record_.id, "cumulus stop, SIGTERM or SIGINT")
+                          : client.status();
+  if (st.ok()) {
+    CUMULUS_LOG(INFO) << "node " << record_.id << ": told the head it is stopping";
+  } else {
+    CUMULUS_LOG(WARN) << "node " << record_.id << ": could not tell the head it is stopping (" << st
+                      << "); it will be declared dead when its connection's grace ends";
+  }
 }
 
 void NodeDaemon::OnJobEnded(const JobId& job) {

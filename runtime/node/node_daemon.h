@@ -44,7 +44,9 @@ class NodeDaemon {
   // Detects resources, opens the object store and registers with the head. Fails with the head's
   // error if it cannot be reached or refuses the node (wrong token).
   static Result<std::unique_ptr<NodeDaemon>> Start(const NodeDaemonOptions& options);
-  ~NodeDaemon();  // stops heartbeating and closes the object store
+  // Stops heartbeating, tells the head it is leaving (recorded as STOPPED, not failed), stops its
+  // workers and closes the object store.
+  ~NodeDaemon();
 
   NodeId node_id() const;
   ResourceSet resources() const { return record_.total; }
@@ -62,6 +64,7 @@ class NodeDaemon {
   Status Register();  // on the daemon's thread (or in Start): the only writer of record_
   void SetClient(std::unique_ptr<ControlClient> client);
   void Cleanup();
+  void Leave();  // tells the head this node stops on purpose (after Run ended)
   void Run();
   void OnJobEnded(const JobId& job);  // from the router's thread
   void OnFailure(const std::string& what);

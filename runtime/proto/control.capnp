@@ -19,6 +19,7 @@ struct ControlRequest {
     kvDelete @7 :KvKey;
     kvWait @8 :KvWait;               # answered when the key exists, or TimedOut
     kvList @9 :KvList;               # keys of a namespace with a prefix, in key order
+    leaving @10 :Leaving;            # a node stops on purpose: recorded as STOPPED, not failed
   }
 }
 
@@ -36,6 +37,11 @@ struct Heartbeat {
   wantView @3 :Bool;
   viewEpoch @4 :Int64;             # the head instance it came from (0: none yet)
   viewVersion @5 :UInt64;
+}
+
+struct Leaving {
+  nodeId @0 :Data;
+  reason @1 :Text;                 # why it stops ("cumulus stop or a signal")
 }
 
 struct KvKey {

@@ -36,6 +36,7 @@ struct NodeInfo {
   coreAddress @14 :Text;            # host:port where other nodes send tasks
   pendingDemand @15 :List(Demand);  # work queued on this node that cannot run yet
   coreSocket @16 :Text;             # Unix socket for drivers on the node's machine
+  left @17 :Bool;                   # DEAD because it said it was leaving (shown as STOPPED)
 }
 
 struct Demand {

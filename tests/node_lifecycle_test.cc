@@ -1,0 +1,106 @@
+// A node's life as its operator sees it, with real `cumulus start` processes on loopback: a node
+// cut off from its head keeps saying so and says when it is back; a node stopped on purpose is
+// STOPPED, not a failure; an actor ended by Kill() is not a failure either.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster_fixture.h"
+#include "runtime/core/messages.h"
+#include "runtime/core/records.h"
+
+namespace cumulus {
+namespace {
+
+class NodeLifecycleTest : public ClusterTest {
+ protected:
+  // A node as StartNode starts it, but with its log (stderr) readable from the test.
+  std::unique_ptr<Subprocess> StartNodeWithLog(const std::string& name, std::string* node_id) {
+    std::vector<std::string> argv = {kCumulus,
+                                     "start",
+                                     "--address",
+                                     address_,
+                                     "--token-file",
+                                     token_file_,
+                                     "--block",
+                                     "--data-dir",
+                                     dir_.path() + "/" + name,
+                                     "--object-store-memory",
+                                     node_store_memory_};
+    auto p = std::make_unique<Subprocess>(argv, /*merge_stderr=*/true);
+    auto ready = p->WaitForLine("cumulus node ready", 30s);
+    EXPECT_TRUE(ready) << "node " << name << " did not become ready";
+    if (ready) *node_id = Field(*ready, "node_id");
+    return p;
+  }
+
+  // The next line of `p` that contains `text` (lines before it are skipped), or nullopt.
+  static std::optional<std::string> WaitForText(Subprocess& p, const std::string& text,
+                                                std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      auto line = p.WaitForLine("", left);
+      if (!line) return std::nullopt;
+      if (line->find(text) != std::string::npos) return line;
+    }
+  }
+
+  std::string StatusText() {
+    std::string out;
+    Cli({"status", "--address", address_, "--token-file", token_file_}, &out);
+    return out;
+  }
+
+  // The micros of node `hex`'s latest state report (0 if none): reports go every 2 s, after what
+  // failed on the node was sent.
+  int64_t LastReport(const std::string& hex) {
+    auto c = Client();
+    if (!c) return 0;
+    auto bytes = c->KvGet(kNodeStateNamespace, hex);
+    if (!bytes.ok()) return 0;
+    auto report = DecodeRecord<NodeStateReport>(*bytes);
+    return report.ok() ? report->micros : 0;
+  }
+};
+
+TEST_F(NodeLifecycleTest, ANodeStoppedOnPurposeIsStoppedNotFailed) {
+  auto head = StartHead({});
+  std::string stopped, killed;
+  auto n1 = StartNode("n1", {}, &stopped);
+  auto n2 = StartNode("n2", {}, &killed);
+  n1->Kill(SIGTERM);  // what `cumulus stop` sends
+  auto exited = n1->Wait(30s);
+  ASSERT_TRUE(exited && WIFEXITED(*exited) && WEXITSTATUS(*exited) == 0);
+  n2->Kill(SIGKILL);
+  ASSERT_TRUE(WaitForState(killed, NodeState::kDead, 10s));
+  ClusterView v = View();
+  const NodeRecord* s = Find(v, stopped);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->state, NodeState::kDead);
+  EXPECT_TRUE(s->left) << s->death_reason;
+  EXPECT_EQ(s->death_reason.rfind("stopped: ", 0), 0u) << s->death_reason;
+  EXPECT_FALSE(Find(v, killed)->left);
+  EXPECT_NE(Find(v, killed)->death_reason.find("did not reconnect"), std::string::npos);
+  // `cumulus status`: the stopped node is STOPPED and not among the failures; the killed one is.
+  std::string out = StatusText();
+  size_t row = out.find(stopped);
+  ASSERT_NE(row, std::string::npos) << out;
+  std::string line = out.substr(row, out.find('\n', row) - row);
+  EXPECT_NE(line.find("STOPPED"), std::string::npos) << out;
+  EXPECT_NE(line.find("stopped: "), std::string::npos) << out;
+  std::string failures = out.substr(out.find("Recent failures"));
+  EXPECT_EQ(failures.find(stopped.substr(0, 8)), std::string::npos) << out;
+  EXPECT_NE(failures.find(killed.substr(0, 8)), std::string::npos) << out;
+  std::string json;
+  Cli({"list", "nodes", "--json", "--address", address_, "--token-file", token_file_}, &json);
+  EXPECT_NE(json.find("\"state\":\"STOPPED\""), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace cumulus
