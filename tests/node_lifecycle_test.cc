@@ -69,6 +69,39 @@ class NodeLifecycleTest : public ClusterTest {
   }
 };
 
+TEST_F(NodeLifecycleTest, ANodeCutOffFromItsHeadKeepsSayingSoAndSaysWhenItIsBack) {
+  setenv("CUMULUS_CUT_OFF_REPORT_MS", "500", 1);
+  auto head = StartHead({});
+  std::string id;
+  auto node = StartNodeWithLog("n1", &id);
+  unsetenv("CUMULUS_CUT_OFF_REPORT_MS");
+  ASSERT_FALSE(id.empty());
+  int port = ParseHostPort(address_)->port;
+  head->Kill(SIGKILL);
+  ASSERT_TRUE(head->Wait(10s));
+  ASSERT_TRUE(WaitForText(*node, "lost the head", 10s)) << "no line when the head went away";
+  // Not one line and then silence: it keeps saying so, how long, what it does and why.
+  for (int i = 0; i < 2; ++i) {
+    auto line = WaitForText(*node, "cut off from the head", 10s);
+    ASSERT_TRUE(line) << "report " << i << " of a node cut off from its head did not come";
+    EXPECT_NE(line->find(" s; still running its 0 task(s)"), std::string::npos) << *line;
+    EXPECT_NE(line->find("retrying every"), std::string::npos) << *line;
+    EXPECT_NE(line->find("last error:"), std::string::npos) << *line;
+  }
+  head = StartHead({}, port);
+  auto back = WaitForText(*node, "back in touch with the head", 20s);
+  ASSERT_TRUE(back) << "the node did not say it was back";
+  EXPECT_NE(back->find("s cut off"), std::string::npos) << *back;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        const NodeRecord* n = Find(v, id);
+        return n && n->state == NodeState::kAlive &&
+               n->last_heartbeat_micros > v.head_started_micros;
+      },
+      15s));
+}
+
 TEST_F(NodeLifecycleTest, ANodeStoppedOnPurposeIsStoppedNotFailed) {
   auto head = StartHead({});
   std::string stopped, killed;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "runtime/base/logging.h"
@@ -86,6 +87,10 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   }
   std::unique_ptr<NodeDaemon> d(new NodeDaemon());
   d->options_ = options;
+  if (const char* ms = std::getenv("CUMULUS_CUT_OFF_REPORT_MS")) {
+    long v = std::strtol(ms, nullptr, 10);
+    if (v >= 100 && v <= 3600000) d->options_.cut_off_report_every = std::chrono::milliseconds(v);
+  }
 
   // Authenticate before creating anything: a wrong token or an unreachable head leaves nothing.
   CUMULUS_ASSIGN_OR_RETURN(
@@ -321,6 +326,32 @@ void NodeDaemon::SetClient(std::unique_ptr<ControlClient> client) {
   active_fd_ = client_ ? client_->fd() : -1;
 }
 
+// The head cannot be reached (or refused this node) because of `error`: the first time, one line
+// now; then a line every cut_off_report_every while it lasts (how long, what the node keeps
+// doing, the last error), so that a node cut off is never silent for long.
+void NodeDaemon::CutOff(const std::string& error) {
+  TimePoint now = options_.clock->Now();
+  head_error_ = error;
+  if (!cut_off_since_) {
+    cut_off_since_ = now;
+    next_cut_off_report_ = now + options_.cut_off_report_every;
+    CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head at " << options_.head.ToString()
+                      << " (" << error << "); reconnecting";
+    return;
+  }
+  if (now < next_cut_off_report_) return;
+  next_cut_off_report_ = now + options_.cut_off_report_every;
+  size_t tasks = 0;
+  if (router_) (void)router_->Tasks(0, &tasks);
+  CUMULUS_LOG(WARN)
+      << "node " << record_.id << ": cut off from the head at " << options_.head.ToString()
+      << " for " << std::chrono::duration_cast<std::chrono::seconds>(now - *cut_off_since_).count()
+      << " s; still running its " << tasks << " task(s) and keeping its objects, retrying every "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(options_.max_reconnect_backoff)
+             .count()
+      << " ms at most; last error: " << error;
+}
+
 void NodeDaemon::Run() {
   Duration backoff = std::chrono::milliseconds(50);
   while (true) {
@@ -337,17 +368,29 @@ void NodeDaemon::Run() {
         SetClient(std::move(*client));
         Status st = Register();
         if (st.ok()) {
-          CUMULUS_LOG(INFO) << "node " << record_.id << ": connected to the head at "
-                            << options_.head.ToString();
+          if (cut_off_since_) {
+            CUMULUS_LOG(INFO) << "node " << record_.id << ": back in touch with the head at "
+                              << options_.head.ToString() << " after "
+                              << std::chrono::duration_cast<std::chrono::seconds>(
+                                     options_.clock->Now() - *cut_off_since_)
+                                     .count()
+                              << " s cut off";
+            cut_off_since_.reset();
+          } else {
+            CUMULUS_LOG(INFO) << "node " << record_.id << ": connected to the head at "
+                              << options_.head.ToString();
+          }
           backoff = std::chrono::milliseconds(50);
           continue;
         }
         SetClient(nullptr);
         client = st;
       }
-      if (client.status().code() == StatusCode::kUnauthenticated) {
+      std::string error = client.status().ToString();
+      if (client.status().code() == StatusCode::kUnauthenticated && error != head_error_) {
         CUMULUS_LOG(ERROR) << "node: the head refused this node: " << client.status();
       }
+      CutOff(error);
       // Stay well under the head's disconnect grace (2 s by default).
       backoff = std::min<Duration>(backoff * 2, options_.max_reconnect_backoff);
       continue;
@@ -359,8 +402,7 @@ void NodeDaemon::Run() {
         router_ ? router_->PendingDemand() : std::vector<std::pair<ResourceSet, uint32_t>>(),
         &view_, &view_changed);
     if (!known.ok()) {
-      CUMULUS_LOG(WARN) << "node " << record_.id << ": lost the head (" << known.status()
-                        << "); reconnecting";
+      CutOff(known.status().ToString());
       SetClient(nullptr);
       continue;
     }
@@ -368,6 +410,7 @@ void NodeDaemon::Run() {
       Status st = Register();
       if (!st.ok()) {
         CUMULUS_LOG(WARN) << "node: re-registering failed: " << st;
+        CutOff("re-registering failed: " + st.ToString());
         SetClient(nullptr);
       }
       continue;

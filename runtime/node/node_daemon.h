@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,9 @@ struct NodeDaemonOptions {
   uint64_t program_cache_bytes = 2ull << 30;  // bound of DATA_DIR/node-PID/jobs (job programs)
   bool prefault_object_store = false;  // touch the store's memory at start (see SharedRegion)
   Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
+  // While the head cannot be reached, a line this often says so (how long, the last error);
+  // CUMULUS_CUT_OFF_REPORT_MS (100-3600000) overrides it.
+  Duration cut_off_report_every = std::chrono::seconds(30);
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
 };
 
@@ -65,6 +69,7 @@ class NodeDaemon {
   void SetClient(std::unique_ptr<ControlClient> client);
   void Cleanup();
   void Leave();  // tells the head this node stops on purpose (after Run ended)
+  void CutOff(const std::string& error);  // on the daemon's thread: the head cannot be reached
   void Run();
   void OnJobEnded(const JobId& job);  // from the router's thread
   void OnFailure(const std::string& what);
@@ -86,6 +91,10 @@ class NodeDaemon {
   TimePoint view_pushed_{};  // the cluster as the heartbeats' acks tell it
   int active_fd_ = -1;
   Duration heartbeat_interval_ = std::chrono::seconds(1);
+  // Since when the head cannot be reached (none while connected), when to say so next, and why.
+  std::optional<TimePoint> cut_off_since_;
+  TimePoint next_cut_off_report_{};
+  std::string head_error_;
   std::thread thread_;
 };
 
