@@ -9,6 +9,7 @@
 //   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up,
 //                             and a detached actor ("keeper") that must stay
 //   --scenario=keeper         finds the detached actor, uses it and kills it
+//   --scenario=kill_actor     starts an actor and kills it by its handle (it is not a failure)
 //   --scenario=memory         a task that takes --mib=N MiB on its first try (the node's memory
 //                             monitor should kill and retry it)
 //   --scenario=job            run by `cumulus submit`: prints from the driver and a worker; with
@@ -354,6 +355,16 @@ void Keeper() {
         Text(refused));
 }
 
+// An actor ended by its handle: its process exits, and nothing failed.
+void KillActor() {
+  auto a = cumulus::Actor(CreateSurvivor).Remote();
+  auto pid = cumulus::TryGet(a.Task(&Survivor::Pid).Remote(), kWait);
+  Check("actor_started", pid.ok(), Text(pid));
+  auto killed = a.Kill();
+  Check("actor_killed", killed.ok(), killed.ToString());
+  Say("KILLED pid=" + std::to_string(pid.ok() ? *pid : -1));
+}
+
 int Job(const std::map<std::string, std::string>& args) {
   std::printf("driver says hello (job %s)\n", std::getenv("CUMULUS_JOB_ID"));
   std::fflush(stdout);
@@ -399,6 +410,8 @@ int main(int argc, char** argv) {
     DriverDeath(dir);
   } else if (scenario == "keeper") {
     Keeper();
+  } else if (scenario == "kill_actor") {
+    KillActor();
   } else if (scenario == "memory") {
     auto tries = cumulus::TryGet(
         cumulus::Task(Hog).Remote(dir + "/hog", std::atoi(args["mib"].c_str())), kWait);

@@ -135,5 +135,41 @@ TEST_F(NodeLifecycleTest, ANodeStoppedOnPurposeIsStoppedNotFailed) {
   EXPECT_NE(json.find("\"state\":\"STOPPED\""), std::string::npos) << json;
 }
 
+TEST_F(NodeLifecycleTest, AnActorEndedByKillIsNotARecentFailure) {
+  head_store_memory_ = "256M";  // the driver program travels through the store
+  auto head = StartHead({"--resources", "CPU=2"});
+  ClusterView v = View();
+  ASSERT_EQ(v.nodes.size(), 1u);
+  std::string head_id = v.nodes[0].id.Hex();
+  setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
+  setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
+  setenv("CUMULUS_NODE_SOCKET", v.nodes[0].core_socket.c_str(), 1);
+  Subprocess driver({std::string(CUMULUS_BIN_DIR) + "/fault_driver", "--scenario=kill_actor",
+                     "--dir=" + dir_.path()},
+                    /*merge_stderr=*/true);
+  for (const char* v : {"CUMULUS_ADDRESS", "CUMULUS_TOKEN_FILE", "CUMULUS_NODE_SOCKET"}) {
+    unsetenv(v);
+  }
+  std::string out = driver.ReadAll(120s);
+  ExpectChecks(out, {"actor_started", "actor_killed"});
+  size_t at = out.find("KILLED pid=");
+  ASSERT_NE(at, std::string::npos) << out;
+  pid_t pid = std::atoi(out.c_str() + at + 11);
+  ASSERT_GT(pid, 0) << out;
+  EXPECT_TRUE(WaitUntil([&] { return kill(pid, 0) != 0; }, 15s)) << "the killed actor lives";
+  // What failed on the node goes to the head before its next state report: wait for two.
+  int64_t gone = LastReport(head_id);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          int64_t r = LastReport(head_id);
+          return r > gone ? (gone = r, true) : false;
+        },
+        15s));
+  }
+  std::string status = StatusText();
+  EXPECT_NE(status.find("Recent failures: none"), std::string::npos) << status;
+}
+
 }  // namespace
 }  // namespace cumulus

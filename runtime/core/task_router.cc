@@ -183,7 +183,9 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
     conns_[conn].worker = WorkerId();  // detach so OnClose does not come back here
     Close(conn, "worker gone");
   }
-  if (options_.on_failure && why != kEndedWithJob && (w.is_actor || !w.assigned.empty())) {
+  // (An actor's worker that exited with status 0 was killed by its handle or its owner ended.)
+  if (options_.on_failure && why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) &&
+      !(w.is_actor && why == "exited with status 0")) {
     RoutedTask* t = w.assigned.empty() ? nullptr : tasks_.Find(w.assigned.front());
     std::string running = t ? t->function : (w.is_actor ? "an actor" : "nothing");
     options_.on_failure("worker pid " + std::to_string(w.spawned_pid) + " of job " + w.job.Hex() +
