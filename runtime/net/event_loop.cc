@@ -278,7 +278,9 @@ int EventLoop::Poll(std::chrono::milliseconds timeout) {
   }
   CheckDeadlines(now);
   epoll_event events[256];
-  int n = epoll_wait(epoll_, events, 256, static_cast<int>(timeout.count()));
+  // Frames already read (Adopt with a decoder) are handed on without waiting for new events.
+  int wait_ms = buffered_.empty() ? static_cast<int>(timeout.count()) : 0;
+  int n = epoll_wait(epoll_, events, 256, wait_ms);
   for (int i = 0; i < n; ++i) {
     uint64_t tag = events[i].data.u64;
     if (tag == kWakeTag) {
