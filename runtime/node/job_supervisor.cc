@@ -1,3 +1,6 @@
+// JobSupervisor: the requests thread (a job's "run": fetch its package, unpack it, start its
+// driver; "stop": SIGTERM, then SIGKILL after the grace), the clean-up of jobs' files, and the
+// public calls. The shipper thread is in job_supervisor_shipping.cc.
 #include "runtime/node/job_supervisor.h"
 
 #include <fcntl.h>
@@ -8,15 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "runtime/base/clock.h"
@@ -25,6 +22,7 @@
 #include "runtime/base/spawn.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
+#include "runtime/node/job_supervisor_impl.h"
 
 extern char** environ;
 
@@ -44,14 +42,6 @@ Duration StopGrace(const std::string& request) {
   }
   return std::chrono::milliseconds(std::min<int64_t>(std::stoll(ms), kMaxStopGraceMs));
 }
-constexpr auto kShipEvery = std::chrono::milliseconds(500);
-constexpr uint64_t kMaxShipBytes = 1u << 20;  // per log entry
-
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "ended (status " + std::to_string(status) + ")";
-}
 
 // A relative path that stays inside the directory it is unpacked in.
 bool SafeRelativePath(const std::string& p) {
@@ -64,556 +54,298 @@ bool SafeRelativePath(const std::string& p) {
 
 }  // namespace
 
-class JobSupervisor::Impl {
- public:
-  explicit Impl(const JobSupervisorOptions& o) : options_(o), node_id_(o.node_id) {
-    // Drivers start in their own directory: every path handed to them must be absolute.
-    std::error_code ec;
-    options_.work_dir = std::filesystem::absolute(options_.work_dir, ec).string();
-    options_.core_socket = std::filesystem::absolute(options_.core_socket, ec).string();
-  }
+JobSupervisor::Impl::Impl(const JobSupervisorOptions& o) : options_(o), node_id_(o.node_id) {
+  // Drivers start in their own directory: every path handed to them must be absolute.
+  std::error_code ec;
+  options_.work_dir = std::filesystem::absolute(options_.work_dir, ec).string();
+  options_.core_socket = std::filesystem::absolute(options_.core_socket, ec).string();
+}
 
-  void Begin() {
-    std::filesystem::create_directories(options_.work_dir + "/logs");
-    std::filesystem::create_directories(options_.work_dir + "/submitted");
-    control_ = std::thread([this] { ControlLoop(); });
-    shipper_ = std::thread([this] { ShipLoop(); });
-  }
+void JobSupervisor::Impl::Begin() {
+  std::filesystem::create_directories(options_.work_dir + "/logs");
+  std::filesystem::create_directories(options_.work_dir + "/submitted");
+  control_ = std::thread([this] { ControlLoop(); });
+  shipper_ = std::thread([this] { ShipLoop(); });
+}
 
-  ~Impl() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      if (control_fd_ >= 0) shutdown(control_fd_, SHUT_RDWR);  // wakes a KvWait in flight
-      for (auto& [job, r] : running_) kill(-r.pid, SIGKILL);   // their node is going away
-    }
-    cv_.notify_all();
-    if (control_.joinable()) control_.join();
-    if (shipper_.joinable()) shipper_.join();
-    for (auto& [job, r] : running_) {  // killed above (or just now): do not leave zombies
-      kill(-r.pid, SIGKILL);
-      waitpid(r.pid, nullptr, 0);
-    }
-  }
-
-  void SetNodeId(const NodeId& id) {
+JobSupervisor::Impl::~Impl() {
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    node_id_ = id;
+    stop_ = true;
+    if (control_fd_ >= 0) shutdown(control_fd_, SHUT_RDWR);  // wakes a KvWait in flight
+    for (auto& [job, r] : running_) kill(-r.pid, SIGKILL);   // their node is going away
   }
+  cv_.notify_all();
+  if (control_.joinable()) control_.join();
+  if (shipper_.joinable()) shipper_.join();
+  for (auto& [job, r] : running_) {  // killed above (or just now): do not leave zombies
+    kill(-r.pid, SIGKILL);
+    waitpid(r.pid, nullptr, 0);
+  }
+}
 
-  void JobEnded(const JobId& job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ended_.push_back(job);
-  }
+void JobSupervisor::Impl::SetNodeId(const NodeId& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node_id_ = id;
+}
 
-  void RecordFailure(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failures_.size() < 1000) failures_.emplace_back(options_.clock->WallMicros(), what);
-  }
+void JobSupervisor::Impl::JobEnded(const JobId& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_.push_back(job);
+}
 
- private:
-  struct Running {
-    pid_t pid = -1;
-    bool stop_requested = false;
-    Duration grace{0};
-    TimePoint kill_at = TimePoint::max();
-    bool killed = false;  // SIGKILLed once its grace was over
-  };
+void JobSupervisor::Impl::RecordFailure(const std::string& what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failures_.size() < 1000) failures_.emplace_back(options_.clock->WallMicros(), what);
+}
 
-  bool Stopped() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stop_;
-  }
-  NodeId Node() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return node_id_;
-  }
-  // Sleeps `d` unless stopping; false when stopping.
-  bool Pause(Duration d) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, d, [&] { return stop_; });
-    return !stop_;
-  }
+// ---- requests ------------------------------------------------------------------------------
 
-  Result<std::unique_ptr<ControlClient>> Connect() {
-    ControlClientOptions o;
-    o.role = "node";
-    o.request_timeout = std::chrono::seconds(30);
-    return ControlClient::Connect(options_.head, options_.token, o);
-  }
-
-  // ---- requests ------------------------------------------------------------------------------
-
-  void ControlLoop() {
-    std::unique_ptr<ControlClient> head;
-    while (!Stopped()) {
-      if (!head) {
-        auto c = Connect();
-        if (!c.ok()) {
-          if (!Pause(std::chrono::seconds(1))) return;
-          continue;
-        }
-        head = std::move(*c);
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stop_) return;
-        control_fd_ = head->fd();
-      }
-      std::string me = Node().Hex();
-      // Wait for the bell (or a while), then take every request addressed here.
-      auto bell = head->KvWait(kJobQueueNamespace, me + "/bell", std::chrono::seconds(5));
-      Status st =
-          bell.ok() ? head->KvDelete(kJobQueueNamespace, me + "/bell").status() : bell.status();
-      if (st.ok() || st.code() == StatusCode::kTimedOut) {
-        auto page = head->KvList(kJobQueueNamespace, me + "/", "", 100);
-        st = page.status();
-        if (page.ok()) {
-          for (auto& [key, value] : page->entries) {
-            std::string rest = key.substr(me.size() + 1);
-            if (rest == "bell") continue;
-            auto job = JobId::FromHex(rest);
-            bool handled = true;
-            if (job.ok() && value == "run") {
-              handled = RunJob(*head, *job);
-            } else if (job.ok() && (value == "stop" || value.rfind("stop:", 0) == 0)) {
-              StopJob(*head, *job, StopGrace(value));
-            }
-            if (!handled) continue;  // the head failed us: the request stays for the next round
-            // Gone only if nobody changed it meanwhile (a "stop" written over a "run").
-            auto now = head->KvGet(kJobQueueNamespace, key);
-            if (now.ok() && *now == value) (void)head->KvDelete(kJobQueueNamespace, key);
-          }
-        }
-      }
-      if (!st.ok() && st.code() != StatusCode::kTimedOut) {
-        if (!Stopped()) {
-          CUMULUS_LOG(DEBUG) << "job supervisor: the head went away (" << st.message()
-                             << "); reconnecting";
-        }
-        std::lock_guard<std::mutex> lock(mu_);
-        control_fd_ = -1;
-        head.reset();
-      }
-    }
-  }
-
-  Result<SubmissionRecord> Load(ControlClient& head, const JobId& job) {
-    CUMULUS_ASSIGN_OR_RETURN(std::string raw, head.KvGet(kSubmissionsNamespace, job.Hex()));
-    return DecodeRecord<SubmissionRecord>(raw);
-  }
-  Status Save(ControlClient& head, const JobId& job, const SubmissionRecord& r) {
-    return head.KvPut(kSubmissionsNamespace, job.Hex(), EncodeRecord(r)).status();
-  }
-
-  // False if the head could not be read (try again later).
-  bool RunJob(ControlClient& head, const JobId& job) {
-    auto record = Load(head, job);
-    if (!record.ok()) {
-      CUMULUS_LOG(WARN) << "job supervisor: cannot read job " << job.Hex() << ": "
-                        << record.status().message();
-      return record.status().code() == StatusCode::kNotFound;
-    }
-    if (record->state != "PENDING") return true;  // asked twice, or stopped before it started
-    pid_t pid = -1;
-    Status st = Launch(head, job, *record, &pid);
-    if (pid <= 0) RemoveJobFiles(job);  // nothing runs there: nothing of the package stays
-    if (!st.ok()) {
-      if (st.code() == StatusCode::kUnavailable && pid < 0) return false;  // the head, or fork
-      record->state = "FAILED";
-      record->message = "could not start the driver on node " + Node().Hex() + ": " + st.message();
-      record->end_micros = options_.clock->WallMicros();
-      CUMULUS_LOG(WARN) << "job supervisor: job " << job.Hex() << ": " << record->message;
-    }
-    // RUNNING is written before the exit watcher may write how it ended.
-    Status saved = Save(head, job, *record);
-    if (!saved.ok()) {
-      CUMULUS_LOG(WARN) << "job supervisor: cannot record the state of job " << job.Hex() << ": "
-                        << saved.message();
-    }
-    if (pid > 0) {
-      std::lock_guard<std::mutex> lock(mu_);
-      running_[job].pid = pid;
-      if (stop_) kill(-pid, SIGKILL);  // the node is stopping under us
-    }
-    // Its files are on this node now; the head need not keep them.
-    for (uint32_t i = 0; i < record->package_chunks && pid > 0; ++i) {
-      (void)head.KvDelete(kPackagesNamespace, job.Hex() + "/" + std::to_string(i));
-    }
-    return true;
-  }
-
-  std::string JobDir(const JobId& job) const {
-    return options_.work_dir + "/submitted/" + job.Hex();
-  }
-  void RemoveJobFiles(const JobId& job) {
-    std::error_code ec;
-    std::filesystem::remove_all(JobDir(job), ec);
-    if (ec) {
-      CUMULUS_LOG(WARN) << "job supervisor: cannot remove " << JobDir(job) << ": " << ec.message();
-    }
-  }
-
-  // The files of submitted jobs that ended before this node process started: in this node's dir
-  // (an earlier process with the same pid) and in those of node processes of the same data dir
-  // that are gone. A job's are removed if the head has no record of it, its record says it ended,
-  // or its driver is not running any more.
-  void RemoveStaleJobFiles(ControlClient& head) {
-    std::filesystem::path mine(options_.work_dir);
-    std::vector<std::filesystem::path> dirs = {mine};
-    std::error_code ec;
-    for (auto& entry : std::filesystem::directory_iterator(mine.parent_path(), ec)) {
-      std::string name = entry.path().filename().string();
-      if (name.rfind("node-", 0) != 0 || name.size() < 6 || name.size() > 15 ||
-          name.find_first_not_of("0123456789", 5) != std::string::npos) {
+void JobSupervisor::Impl::ControlLoop() {
+  std::unique_ptr<ControlClient> head;
+  while (!Stopped()) {
+    if (!head) {
+      auto c = Connect();
+      if (!c.ok()) {
+        if (!Pause(std::chrono::seconds(1))) return;
         continue;
       }
-      pid_t pid = static_cast<pid_t>(std::stol(name.substr(5)));
-      if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) dirs.push_back(entry.path());
-    }
-    for (auto& dir : dirs) {
-      for (auto& entry : std::filesystem::directory_iterator(dir / "submitted", ec)) {
-        auto job = JobId::FromHex(entry.path().filename().string());
-        if (!job.ok()) continue;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (dir == mine && running_.count(*job)) continue;
-        }
-        auto record = Load(head, *job);
-        if (!record.ok() && record.status().code() != StatusCode::kNotFound) continue;
-        bool ended = !record.ok() || (record->state != "PENDING" && record->state != "RUNNING") ||
-                     (record->state == "RUNNING" && record->pid > 0 && kill(record->pid, 0) != 0 &&
-                      errno == ESRCH);
-        if (!ended) continue;
-        std::error_code rm;
-        std::filesystem::remove_all(entry.path(), rm);
-        CUMULUS_LOG(INFO) << "job supervisor: removed the files of ended job " << job->Hex()
-                          << " left by an earlier node process (" << entry.path().string() << ")";
-      }
-    }
-  }
-
-  Status Launch(ControlClient& head, const JobId& job, SubmissionRecord& record, pid_t* started) {
-    if (record.entrypoint.empty()) return Status::InvalidArgument("the job has no entrypoint");
-    // The package: chunks in the head's store.
-    std::string packed;
-    packed.reserve(record.package_bytes);
-    for (uint32_t i = 0; i < record.package_chunks; ++i) {
-      CUMULUS_ASSIGN_OR_RETURN(std::string chunk,
-                               head.KvGet(kPackagesNamespace, job.Hex() + "/" + std::to_string(i)));
-      packed += chunk;
-    }
-    if (packed.size() != record.package_bytes) {
-      return Status::ObjectLost("the job's package has " + std::to_string(packed.size()) +
-                                " bytes, expected " + std::to_string(record.package_bytes));
-    }
-    CUMULUS_ASSIGN_OR_RETURN(JobPackage package, DecodeRecord<JobPackage>(packed));
-    std::string dir = JobDir(job);
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Status::ResourceExhausted("cannot create " + dir + ": " + ec.message());
-    for (auto& f : package.files) {
-      if (!SafeRelativePath(f.path)) {
-        return Status::InvalidArgument("the package holds a path outside its directory: " + f.path);
-      }
-      std::string path = dir + "/" + f.path;
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-      CUMULUS_RETURN_IF_ERROR(
-          WriteFileAtomically(path, f.bytes.data(), f.bytes.size(), f.mode & 0755));
-    }
-    std::string program = record.entrypoint[0];
-    if (program.find('/') == std::string::npos || SafeRelativePath(program)) {
-      std::string in_dir = dir + "/" + program;
-      if (access(in_dir.c_str(), X_OK) == 0) program = in_dir;
-    }
-    if (program.find('/') == std::string::npos || access(program.c_str(), X_OK) != 0) {
-      return Status::NotFound("the entrypoint " + record.entrypoint[0] +
-                              " is not an executable file of the job's package");
-    }
-
-    std::string log = options_.work_dir + "/logs/driver-" + job.Hex() + ".log";
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-      std::string_view kv(*e);
-      if (kv.rfind("CUMULUS_", 0) == 0) continue;
-      env_strings.emplace_back(kv);
-    }
-    env_strings.push_back("CUMULUS_ADDRESS=" + options_.head.ToString());
-    env_strings.push_back("CUMULUS_TOKEN=" + options_.token);
-    env_strings.push_back("CUMULUS_NODE_SOCKET=" + options_.core_socket);
-    env_strings.push_back("CUMULUS_JOB_ID=" + job.Hex());
-    env_strings.push_back("CUMULUS_JOB_NAME=" + record.name);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> args = record.entrypoint;
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-    // Its own process group (a stop reaches all it started), and not the daemon's blocked
-    // SIGINT and SIGTERM.
-    CleanSpawnAttributes attr(/*own_process_group=*/true);
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, program.c_str(), &actions, attr.get(), argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return Status::NotFound("cannot start " + program + ": " + std::strerror(rc));
-    *started = pid;
-    record.state = "RUNNING";
-    record.pid = pid;
-    record.node = Node().Hex();
-    record.start_micros = options_.clock->WallMicros();
-    CUMULUS_LOG(INFO) << "job supervisor: started job " << job.Hex() << " ("
-                      << (record.name.empty() ? record.entrypoint[0] : record.name) << ") as pid "
-                      << pid;
-    return Status();
-  }
-
-  void StopJob(ControlClient& head, const JobId& job, Duration grace) {
-    {
+      head = std::move(*c);
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = running_.find(job);
-      if (it != running_.end()) {
-        if (!it->second.stop_requested) {
-          it->second.stop_requested = true;
-          it->second.grace = grace;
-          it->second.kill_at = options_.clock->Now() + grace;
-          kill(-it->second.pid, SIGTERM);
+      if (stop_) return;
+      control_fd_ = head->fd();
+    }
+    std::string me = Node().Hex();
+    // Wait for the bell (or a while), then take every request addressed here.
+    auto bell = head->KvWait(kJobQueueNamespace, me + "/bell", std::chrono::seconds(5));
+    Status st =
+        bell.ok() ? head->KvDelete(kJobQueueNamespace, me + "/bell").status() : bell.status();
+    if (st.ok() || st.code() == StatusCode::kTimedOut) {
+      auto page = head->KvList(kJobQueueNamespace, me + "/", "", 100);
+      st = page.status();
+      if (page.ok()) {
+        for (auto& [key, value] : page->entries) {
+          std::string rest = key.substr(me.size() + 1);
+          if (rest == "bell") continue;
+          auto job = JobId::FromHex(rest);
+          bool handled = true;
+          if (job.ok() && value == "run") {
+            handled = RunJob(*head, *job);
+          } else if (job.ok() && (value == "stop" || value.rfind("stop:", 0) == 0)) {
+            StopJob(*head, *job, StopGrace(value));
+          }
+          if (!handled) continue;  // the head failed us: the request stays for the next round
+          // Gone only if nobody changed it meanwhile (a "stop" written over a "run").
+          auto now = head->KvGet(kJobQueueNamespace, key);
+          if (now.ok() && *now == value) (void)head->KvDelete(kJobQueueNamespace, key);
         }
-        return;  // its state is written when it exits
       }
     }
-    auto record = Load(head, job);
-    if (record.ok() && record->state == "PENDING") {
-      record->state = "STOPPED";
-      record->message = "cancelled before it started";
-      record->end_micros = options_.clock->WallMicros();
-      (void)Save(head, job, *record);
+    if (!st.ok() && st.code() != StatusCode::kTimedOut) {
+      if (!Stopped()) {
+        CUMULUS_LOG(DEBUG) << "job supervisor: the head went away (" << st.message()
+                           << "); reconnecting";
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      control_fd_ = -1;
+      head.reset();
     }
   }
+}
 
-  // What ended a cancelled driver: SIGTERM, or SIGKILL once its grace was over.
-  static std::string HowStopped(const Running& r, const std::string& how) {
-    std::string grace = std::to_string(
-        std::chrono::duration_cast<std::chrono::milliseconds>(r.grace).count() / 1000.0);
-    grace.erase(grace.find_last_not_of('0') + 1);
-    if (!grace.empty() && grace.back() == '.') grace.pop_back();
-    if (r.killed) {
-      return "the driver was cancelled: it did not end within " + grace +
-             " s of SIGTERM and was killed with SIGKILL (" + how + ")";
-    }
-    return "the driver was cancelled: it ended after SIGTERM (" + how + ")";
+// False if the head could not be read (try again later).
+bool JobSupervisor::Impl::RunJob(ControlClient& head, const JobId& job) {
+  auto record = Load(head, job);
+  if (!record.ok()) {
+    CUMULUS_LOG(WARN) << "job supervisor: cannot read job " << job.Hex() << ": "
+                      << record.status().message();
+    return record.status().code() == StatusCode::kNotFound;
   }
+  if (record->state != "PENDING") return true;  // asked twice, or stopped before it started
+  pid_t pid = -1;
+  Status st = Launch(head, job, *record, &pid);
+  if (pid <= 0) RemoveJobFiles(job);  // nothing runs there: nothing of the package stays
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kUnavailable && pid < 0) return false;  // the head, or fork
+    record->state = "FAILED";
+    record->message = "could not start the driver on node " + Node().Hex() + ": " + st.message();
+    record->end_micros = options_.clock->WallMicros();
+    CUMULUS_LOG(WARN) << "job supervisor: job " << job.Hex() << ": " << record->message;
+  }
+  // RUNNING is written before the exit watcher may write how it ended.
+  Status saved = Save(head, job, *record);
+  if (!saved.ok()) {
+    CUMULUS_LOG(WARN) << "job supervisor: cannot record the state of job " << job.Hex() << ": "
+                      << saved.message();
+  }
+  if (pid > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_[job].pid = pid;
+    if (stop_) kill(-pid, SIGKILL);  // the node is stopping under us
+  }
+  // Its files are on this node now; the head need not keep them.
+  for (uint32_t i = 0; i < record->package_chunks && pid > 0; ++i) {
+    (void)head.KvDelete(kPackagesNamespace, job.Hex() + "/" + std::to_string(i));
+  }
+  return true;
+}
 
-  // ---- logs and exits ------------------------------------------------------------------------
+std::string JobSupervisor::Impl::JobDir(const JobId& job) const {
+  return options_.work_dir + "/submitted/" + job.Hex();
+}
+void JobSupervisor::Impl::RemoveJobFiles(const JobId& job) {
+  std::error_code ec;
+  std::filesystem::remove_all(JobDir(job), ec);
+  if (ec) {
+    CUMULUS_LOG(WARN) << "job supervisor: cannot remove " << JobDir(job) << ": " << ec.message();
+  }
+}
 
-  void ShipLoop() {
-    std::unique_ptr<ControlClient> head;
-    std::map<std::string, uint64_t> shipped;              // log file -> bytes shipped
-    std::vector<std::pair<JobId, std::string>> finished;  // exited, state not written yet
-    std::vector<JobId> ended;
-    std::vector<JobId> cleanup;  // ended jobs whose collective entries are still to delete
-    std::vector<std::pair<int64_t, std::string>> failures;  // not yet at the head
-    std::deque<std::string> failure_keys;                   // written, oldest first
-    TimePoint next_report{};
-    std::string reported_as;  // the node id the last state report was filed under
-    // Logs of ended jobs, removed once shipped after the time given (workers may still be
-    // writing their last lines when the job's end is recorded).
-    std::vector<std::pair<std::string, TimePoint>> retiring;
-    bool swept = false;  // files of jobs ended before this process started
-    while (true) {
-      bool stopping = !Pause(kShipEvery);
-      // Exits and overdue stops.
+// The files of submitted jobs that ended before this node process started: in this node's dir
+// (an earlier process with the same pid) and in those of node processes of the same data dir
+// that are gone. A job's are removed if the head has no record of it, its record says it ended,
+// or its driver is not running any more.
+void JobSupervisor::Impl::RemoveStaleJobFiles(ControlClient& head) {
+  std::filesystem::path mine(options_.work_dir);
+  std::vector<std::filesystem::path> dirs = {mine};
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(mine.parent_path(), ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("node-", 0) != 0 || name.size() < 6 || name.size() > 15 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos) {
+      continue;
+    }
+    pid_t pid = static_cast<pid_t>(std::stol(name.substr(5)));
+    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) dirs.push_back(entry.path());
+  }
+  for (auto& dir : dirs) {
+    for (auto& entry : std::filesystem::directory_iterator(dir / "submitted", ec)) {
+      auto job = JobId::FromHex(entry.path().filename().string());
+      if (!job.ok()) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        TimePoint now = options_.clock->Now();
-        for (auto it = running_.begin(); it != running_.end();) {
-          int status = 0;
-          pid_t r = waitpid(it->second.pid, &status, WNOHANG);
-          if (r == it->second.pid || (r < 0 && errno == ECHILD)) {
-            std::string how = r == it->second.pid ? DescribeExit(status) : "ended";
-            bool ok = r == it->second.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            finished.emplace_back(it->first, it->second.stop_requested
-                                                 ? "STOPPED:" + HowStopped(it->second, how)
-                                             : ok ? "SUCCEEDED:" + how
-                                                  : "FAILED:the driver " + how);
-            kill(-it->second.pid, SIGKILL);  // anything it left behind in its group
-            it = running_.erase(it);
-            continue;
-          }
-          if (now >= it->second.kill_at && !it->second.killed) {
-            it->second.killed = true;
-            kill(-it->second.pid, SIGKILL);
-          }
-          ++it;
-        }
-        ended.insert(ended.end(), ended_.begin(), ended_.end());
-        ended_.clear();
-        failures.insert(failures.end(), failures_.begin(), failures_.end());
-        failures_.clear();
+        if (dir == mine && running_.count(*job)) continue;
       }
-      if (!head) {
-        auto c = Connect();
-        if (c.ok()) head = std::move(*c);
-      }
-      if (head && !swept && !stopping) {
-        RemoveStaleJobFiles(*head);
-        swept = true;
-      }
-      if (head) {
-        Status st = ShipLogs(*head, &shipped);
-        if (st.ok()) {
-          // What was written to the retiring logs has been shipped: they can go.
-          TimePoint now = options_.clock->Now();
-          for (auto it = retiring.begin(); it != retiring.end();) {
-            if (it->second > now) {
-              ++it;
-              continue;
-            }
-            std::error_code ec;
-            std::filesystem::remove(it->first, ec);
-            shipped.erase(it->first);
-            it = retiring.erase(it);
-          }
-        }
-        while (st.ok() && !finished.empty()) {
-          auto [job, outcome] = finished.back();
-          st = Finish(*head, job, outcome);
-          if (st.ok()) {
-            // The driver's output is at the head (shipped above, after it exited) and its state
-            // is recorded: its files and its log on this node go.
-            RemoveJobFiles(job);
-            retiring.emplace_back(options_.work_dir + "/logs/driver-" + job.Hex() + ".log",
-                                  TimePoint{});
-            finished.pop_back();
-          }
-        }
-        while (st.ok() && !failures.empty()) {
-          char key[64];
-          std::snprintf(key, sizeof(key), "%016lld-%s",
-                        static_cast<long long>(failures.front().first),
-                        Node().Hex().substr(0, 8).c_str());
-          st = head->KvPut(kFailuresNamespace, key, failures.front().second).status();
-          if (!st.ok()) break;
-          failures.erase(failures.begin());
-          failure_keys.push_back(key);
-          while (failure_keys.size() > 100) {  // keep the last 100 of this node
-            (void)head->KvDelete(kFailuresNamespace, failure_keys.front());
-            failure_keys.pop_front();
-          }
-        }
-        TimePoint now = options_.clock->Now();
-        std::string me = Node().Hex();
-        if (st.ok() && !reported_as.empty() && (reported_as != me || stopping)) {
-          // A report under an id this node no longer has (it rejoined, or it is stopping).
-          st = head->KvDelete(kNodeStateNamespace, reported_as).status();
-          if (st.ok()) reported_as.clear();
-        }
-        if (st.ok() && options_.state_report && now >= next_report && !stopping) {
-          next_report = now + std::chrono::seconds(2);
-          st = head->KvPut(kNodeStateNamespace, me, options_.state_report()).status();
-          if (st.ok()) reported_as = me;
-        }
-        while (st.ok() && !ended.empty()) {
-          JobEnd end{options_.clock->WallMicros()};
-          st = head->KvPut(kJobEndsNamespace, ended.back().Hex(), EncodeRecord(end)).status();
-          if (st.ok()) {
-            cleanup.push_back(ended.back());
-            retiring.emplace_back(JobSupervisor::WorkerLogPath(options_.work_dir, ended.back()),
-                                  options_.clock->Now() + std::chrono::seconds(2));
-            ended.pop_back();
-          }
-        }
-        while (st.ok() && !cleanup.empty()) {
-          st = DeleteCollectiveEntries(*head, cleanup.back());
-          if (st.ok()) cleanup.pop_back();
-        }
-        if (!st.ok()) head.reset();  // try again next round
-      }
-      if (stopping) return;
+      auto record = Load(head, *job);
+      if (!record.ok() && record.status().code() != StatusCode::kNotFound) continue;
+      bool ended = !record.ok() || (record->state != "PENDING" && record->state != "RUNNING") ||
+                   (record->state == "RUNNING" && record->pid > 0 && kill(record->pid, 0) != 0 &&
+                    errno == ESRCH);
+      if (!ended) continue;
+      std::error_code rm;
+      std::filesystem::remove_all(entry.path(), rm);
+      CUMULUS_LOG(INFO) << "job supervisor: removed the files of ended job " << job->Hex()
+                        << " left by an earlier node process (" << entry.path().string() << ")";
     }
   }
+}
 
-  // The job's collective groups are over: their rendezvous entries and declarations go.
-  static Status DeleteCollectiveEntries(ControlClient& head, const JobId& job) {
-    for (const char* ns : {kCollectiveNamespace, kCollectiveGroupsNamespace}) {
-      while (true) {
-        CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList(ns, job.Hex() + "/", "", 1000,
-                                                        /*keys_only=*/true));
-        for (auto& [key, value] : page.entries) {
-          CUMULUS_RETURN_IF_ERROR(head.KvDelete(ns, key).status());
-        }
-        if (!page.more || page.entries.empty()) break;
-      }
+Status JobSupervisor::Impl::Launch(ControlClient& head, const JobId& job, SubmissionRecord& record,
+                                   pid_t* started) {
+  if (record.entrypoint.empty()) return Status::InvalidArgument("the job has no entrypoint");
+  // The package: chunks in the head's store.
+  std::string packed;
+  packed.reserve(record.package_bytes);
+  for (uint32_t i = 0; i < record.package_chunks; ++i) {
+    CUMULUS_ASSIGN_OR_RETURN(std::string chunk,
+                             head.KvGet(kPackagesNamespace, job.Hex() + "/" + std::to_string(i)));
+    packed += chunk;
+  }
+  if (packed.size() != record.package_bytes) {
+    return Status::ObjectLost("the job's package has " + std::to_string(packed.size()) +
+                              " bytes, expected " + std::to_string(record.package_bytes));
+  }
+  CUMULUS_ASSIGN_OR_RETURN(JobPackage package, DecodeRecord<JobPackage>(packed));
+  std::string dir = JobDir(job);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::ResourceExhausted("cannot create " + dir + ": " + ec.message());
+  for (auto& f : package.files) {
+    if (!SafeRelativePath(f.path)) {
+      return Status::InvalidArgument("the package holds a path outside its directory: " + f.path);
     }
-    return Status();
+    std::string path = dir + "/" + f.path;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    CUMULUS_RETURN_IF_ERROR(
+        WriteFileAtomically(path, f.bytes.data(), f.bytes.size(), f.mode & 0755));
+  }
+  std::string program = record.entrypoint[0];
+  if (program.find('/') == std::string::npos || SafeRelativePath(program)) {
+    std::string in_dir = dir + "/" + program;
+    if (access(in_dir.c_str(), X_OK) == 0) program = in_dir;
+  }
+  if (program.find('/') == std::string::npos || access(program.c_str(), X_OK) != 0) {
+    return Status::NotFound("the entrypoint " + record.entrypoint[0] +
+                            " is not an executable file of the job's package");
   }
 
-  Status Finish(ControlClient& head, const JobId& job, const std::string& outcome) {
-    auto record = Load(head, job);
-    if (!record.ok())
-      return record.status().code() == StatusCode::kNotFound ? Status() : record.status();
-    size_t colon = outcome.find(':');
-    record->state = outcome.substr(0, colon);
-    record->message = outcome.substr(colon + 1);
+  std::string log = options_.work_dir + "/logs/driver-" + job.Hex() + ".log";
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.rfind("CUMULUS_", 0) == 0) continue;
+    env_strings.emplace_back(kv);
+  }
+  env_strings.push_back("CUMULUS_ADDRESS=" + options_.head.ToString());
+  env_strings.push_back("CUMULUS_TOKEN=" + options_.token);
+  env_strings.push_back("CUMULUS_NODE_SOCKET=" + options_.core_socket);
+  env_strings.push_back("CUMULUS_JOB_ID=" + job.Hex());
+  env_strings.push_back("CUMULUS_JOB_NAME=" + record.name);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = record.entrypoint;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  // Its own process group (a stop reaches all it started), and not the daemon's blocked
+  // SIGINT and SIGTERM.
+  CleanSpawnAttributes attr(/*own_process_group=*/true);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, program.c_str(), &actions, attr.get(), argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return Status::NotFound("cannot start " + program + ": " + std::strerror(rc));
+  *started = pid;
+  record.state = "RUNNING";
+  record.pid = pid;
+  record.node = Node().Hex();
+  record.start_micros = options_.clock->WallMicros();
+  CUMULUS_LOG(INFO) << "job supervisor: started job " << job.Hex() << " ("
+                    << (record.name.empty() ? record.entrypoint[0] : record.name) << ") as pid "
+                    << pid;
+  return Status();
+}
+
+void JobSupervisor::Impl::StopJob(ControlClient& head, const JobId& job, Duration grace) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = running_.find(job);
+    if (it != running_.end()) {
+      if (!it->second.stop_requested) {
+        it->second.stop_requested = true;
+        it->second.grace = grace;
+        it->second.kill_at = options_.clock->Now() + grace;
+        kill(-it->second.pid, SIGTERM);
+      }
+      return;  // its state is written when it exits
+    }
+  }
+  auto record = Load(head, job);
+  if (record.ok() && record->state == "PENDING") {
+    record->state = "STOPPED";
+    record->message = "cancelled before it started";
     record->end_micros = options_.clock->WallMicros();
-    CUMULUS_LOG(INFO) << "job supervisor: job " << job.Hex() << " " << record->state << ": "
-                      << record->message;
-    return Save(head, job, *record);
+    (void)Save(head, job, *record);
   }
-
-  // Sends what was appended to each job log since the last round.
-  Status ShipLogs(ControlClient& head, std::map<std::string, uint64_t>* shipped) {
-    std::error_code ec;
-    std::string node8 = Node().Hex().substr(0, 8);
-    for (auto& entry : std::filesystem::directory_iterator(options_.work_dir + "/logs", ec)) {
-      std::string name = entry.path().filename().string();
-      // driver-JOB.log, workers-JOB.log
-      size_t dash = name.find('-');
-      if (dash == std::string::npos || name.size() < dash + 5 ||
-          name.compare(name.size() - 4, 4, ".log") != 0) {
-        continue;
-      }
-      std::string source = name.substr(0, dash);
-      std::string job = name.substr(dash + 1, name.size() - dash - 5);
-      uint64_t size = std::filesystem::file_size(entry.path(), ec);
-      if (ec) continue;
-      uint64_t& done = (*shipped)[entry.path().string()];
-      while (done < size) {
-        uint64_t n = std::min<uint64_t>(size - done, kMaxShipBytes);
-        std::string bytes(n, '\0');
-        std::ifstream in(entry.path(), std::ios::binary);
-        in.seekg(static_cast<std::streamoff>(done));
-        in.read(bytes.data(), static_cast<std::streamsize>(n));
-        bytes.resize(static_cast<size_t>(in.gcount()));
-        if (bytes.empty()) break;
-        char key[96];
-        std::snprintf(key, sizeof(key), "%s/%016lld-%s-%s", job.c_str(),
-                      static_cast<long long>(options_.clock->WallMicros()), node8.c_str(),
-                      source.c_str());
-        CUMULUS_RETURN_IF_ERROR(head.KvPut(kJobLogsNamespace, key, bytes).status());
-        done += bytes.size();
-      }
-    }
-    return Status();
-  }
-
-  JobSupervisorOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  NodeId node_id_;
-  int control_fd_ = -1;
-  std::map<JobId, Running> running_;
-  std::vector<JobId> ended_;
-  std::vector<std::pair<int64_t, std::string>> failures_;
-  std::thread control_, shipper_;
-};
+}
 
 Result<std::unique_ptr<JobSupervisor>> JobSupervisor::Start(const JobSupervisorOptions& options) {
   auto impl = std::make_unique<Impl>(options);
