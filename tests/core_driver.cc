@@ -474,6 +474,16 @@ void RunObjects(const std::string& a, const std::string& b) {
           here.ok() && here->size() == size && XXH3_64bits(here->data(), size) == want,
           here.ok() ? "mismatch" : here.status().ToString());
   }
+  // A 32 MiB argument passed by value goes through the object store (every core frame stays
+  // small), and arrives whole on another node.
+  {
+    std::vector<uint8_t> value = MakeBlob(32ull << 20, 7u);
+    auto want = XXH3_64bits(value.data(), value.size());
+    auto sum = cumulus::TryGet(cumulus::Task(Checksum).SetNodeAffinity(Id(b)).Remote(value),
+                               std::chrono::seconds(120));
+    Check("large_argument_by_value", sum.ok() && *sum == want,
+          sum.ok() ? "checksum mismatch" : sum.status().ToString());
+  }
 }
 
 int main(int argc, char** argv) {

@@ -81,7 +81,7 @@ TEST_F(CoreTest, ALargeObjectIsReadOnAnotherNodeAndInTheDriver) {
   // every store must hold one (memfd memory is only used when written).
   StartCluster("600M");
   ExpectChecks(Driver(Scenario("objects"))->ReadAll(180s),
-               {"large_object_other_node", "large_object_driver"});
+               {"large_object_other_node", "large_object_driver", "large_argument_by_value"});
 }
 
 TEST_F(CoreTest, WorkThatFitsTheClusterButNotNowIsPendingDemand) {

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
@@ -71,16 +72,68 @@ Status CoreWorkerImpl::Connect() {
 ObjectId CoreWorkerImpl::SubmitTask(const std::string& function,
                                     std::vector<internal::ArgData> args,
                                     const internal::CallOptions& options) {
+  std::vector<ObjectId> stored;
+  Status st = StoreLargeArguments(&args, &stored);
   std::lock_guard<std::mutex> lock(mu_);
-  return tasks_.SubmitTask(function, std::move(args), options);
+  ObjectId ret = st.ok() ? tasks_.SubmitTask(function, std::move(args), options)
+                         : tasks_.Refused(TaskId::ForNormalTask(job_), function, st);
+  for (const ObjectId& id : stored) refs_.RemoveRef(id);  // the task holds them now
+  tasks_.FlushFrees();
+  return ret;
+}
+
+Status CoreWorkerImpl::StoreLargeArguments(std::vector<internal::ArgData>* args,
+                                           std::vector<ObjectId>* stored) {
+  std::vector<size_t> by_value;
+  uint64_t total = 0;
+  for (size_t i = 0; i < args->size(); ++i) {
+    if ((*args)[i].is_ref) continue;
+    by_value.push_back(i);
+    total += (*args)[i].value.size();
+  }
+  std::sort(by_value.begin(), by_value.end(),
+            [&](size_t x, size_t y) { return (*args)[x].value.size() > (*args)[y].value.size(); });
+  for (size_t i : by_value) {
+    internal::ArgData& a = (*args)[i];
+    uint64_t size = a.value.size();
+    if (size <= kMaxInlineResultBytes && total <= kInlineArgumentBudget) break;
+    auto id = Put(std::move(a.value));
+    if (!id.ok()) {
+      return Status(id.status().code(),
+                    "argument " + std::to_string(i) + " (" + std::to_string(size) +
+                        " bytes) could not be stored: " + id.status().message());
+    }
+    a.is_ref = true;
+    a.ref = *id;
+    a.value.clear();
+    stored->push_back(*id);
+    total -= size;
+  }
+  return Status();
 }
 
 ActorId CoreWorkerImpl::CreateActor(const std::string& factory, const std::string& class_name,
                                     std::vector<internal::ArgData> args,
                                     const internal::CallOptions& options) {
   ActorId actor = ActorId::Of(job_);
+  std::vector<ObjectId> stored;
+  Status st = StoreLargeArguments(&args, &stored);
   std::unique_lock<std::mutex> lock(mu_);
   ActorEntry& a = tasks_.actors().Create(actor, factory, class_name, args, options);
+  // The constructor (and a restartable actor's pin) hold the stored arguments once submitted;
+  // this process's own handles on them go on every way out.
+  struct DropHandles {
+    CoreWorkerImpl* w;
+    std::vector<ObjectId>* ids;
+    ~DropHandles() {
+      for (const ObjectId& id : *ids) w->refs_.RemoveRef(id);
+      w->tasks_.FlushFrees();
+    }
+  } drop{this, &stored};
+  if (!st.ok()) {
+    tasks_.actors().MarkDead(a, Status(st.code(), "actor " + factory + ": " + st.message()));
+    return actor;
+  }
   if (a.state == ActorEntry::kDead) return actor;
   if (!options.name.empty()) {
     lock.unlock();
@@ -98,8 +151,14 @@ ActorId CoreWorkerImpl::CreateActor(const std::string& factory, const std::strin
 ObjectId CoreWorkerImpl::SubmitActorTask(const ActorId& actor, const std::string& method,
                                          std::vector<internal::ArgData> args,
                                          const internal::CallOptions& options) {
+  std::vector<ObjectId> stored;
+  Status st = StoreLargeArguments(&args, &stored);
   std::lock_guard<std::mutex> lock(mu_);
-  return tasks_.SubmitActorCall(actor, method, std::move(args), options);
+  ObjectId ret = st.ok() ? tasks_.SubmitActorCall(actor, method, std::move(args), options)
+                         : tasks_.Refused(TaskId::ForActorTask(actor), method, st);
+  for (const ObjectId& id : stored) refs_.RemoveRef(id);
+  tasks_.FlushFrees();
+  return ret;
 }
 
 // ---- Runtime: actors ---------------------------------------------------------------------

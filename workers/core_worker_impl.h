@@ -100,6 +100,14 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
 
  private:
   static constexpr Duration kActorConnectTimeout = std::chrono::seconds(5);
+  // By-value arguments of one task may take this much of its spec (each at most
+  // kMaxInlineResultBytes); larger ones go through the object store (StoreLargeArguments).
+  static constexpr uint64_t kInlineArgumentBudget = 4u << 20;
+
+  // Moves the by-value arguments too large to travel in a task's spec into this node's object
+  // store, as references (`stored`: this process's handles on them, dropped once the task holds
+  // them). Not under mu_.
+  Status StoreLargeArguments(std::vector<internal::ArgData>* args, std::vector<ObjectId>* stored);
 
   // What a connection of the loop is, beyond the node's.
   struct Peer {

@@ -54,6 +54,13 @@ ObjectId TaskManager::SubmitActorCall(const ActorId& actor, const std::string& m
   return ret;
 }
 
+ObjectId TaskManager::Refused(const TaskId& task, const std::string& function, const Status& why) {
+  ObjectId ret = ObjectId::FromTaskReturn(task, 1);
+  refs_.Add(ret);
+  FailObject(ret, Status(why.code(), function + ": " + why.message()));
+  return ret;
+}
+
 Status TaskManager::Cancel(const ObjectId& id) {
   TaskId task = id.Task();
   auto it = tasks_.find(task);

@@ -36,6 +36,8 @@ class TaskManager : private ActorCalls {
   ObjectId SubmitActorCall(const ActorId& actor, const std::string& method,
                            std::vector<internal::ArgData> args,
                            const internal::CallOptions& options);
+  // A task that could not be submitted: its result's id, failed with `why`.
+  ObjectId Refused(const TaskId& task, const std::string& function, const Status& why);
   // Cancels the task that makes `id` (actor calls cannot be cancelled).
   Status Cancel(const ObjectId& id);
 

@@ -23,8 +23,10 @@ namespace cumulus {
 // Results this size or smaller travel inside the result message; larger ones stay in the store
 // of the node that made them and are pulled over the object channel.
 constexpr uint64_t kMaxInlineResultBytes = 100 * 1024;
-// Frames on core connections may be this large (a task's inline arguments).
-constexpr uint32_t kMaxCoreFrameBytes = 512u << 20;
+// Frames on core connections (after the hello) may be this large. A task's by-value arguments
+// take at most 4 MiB of its spec (larger ones go through the object store), results at most
+// kMaxInlineResultBytes: this bounds what one authenticated peer can make a process buffer.
+constexpr uint32_t kMaxCoreFrameBytes = 64u << 20;
 
 template <typename Id>
 Id IdFrom(capnp::Data::Reader data) {
