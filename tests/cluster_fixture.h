@@ -47,7 +47,24 @@ class ClusterTest : public ::testing::Test {
     unsetenv("CUMULUS_TOKEN");
   }
 
-  std::unique_ptr<Subprocess> StartHead(const std::vector<std::string>& extra, int port = 0) {
+  // The nodes of these tests are CPU-only unless a test names GPUs in --resources: a node keeps
+  // the GPUs it detects for every key --resources does not name, so on a GPU machine a node
+  // meant to be CPU-only would otherwise have them.
+  static std::vector<std::string> CpuOnlyUnlessNamed(std::vector<std::string> extra) {
+    for (size_t i = 0; i + 1 < extra.size(); ++i) {
+      if (extra[i] != "--resources") continue;
+      if (extra[i + 1].find("GPU") == std::string::npos) {
+        extra[i + 1] += extra[i + 1].empty() ? "GPU=0" : ",GPU=0";
+      }
+      return extra;
+    }
+    extra.push_back("--resources");
+    extra.push_back("GPU=0");
+    return extra;
+  }
+
+  std::unique_ptr<Subprocess> StartHead(const std::vector<std::string>& given, int port = 0) {
+    std::vector<std::string> extra = CpuOnlyUnlessNamed(given);
     std::vector<std::string> argv = {kCumulus,
                                      "start",
                                      "--head",
@@ -71,8 +88,9 @@ class ClusterTest : public ::testing::Test {
   }
 
   std::unique_ptr<Subprocess> StartNode(const std::string& name,
-                                        const std::vector<std::string>& extra, std::string* node_id,
+                                        const std::vector<std::string>& given, std::string* node_id,
                                         std::string* ready_line = nullptr) {
+    std::vector<std::string> extra = CpuOnlyUnlessNamed(given);
     std::vector<std::string> argv = {kCumulus,
                                      "start",
                                      "--address",
