@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "driver_checks.h"
@@ -47,6 +48,10 @@ bool StopSignalsHeld(const std::string& state) {
   return false;
 }
 int Plus(int a, int b) { return a + b; }
+int SleepFor(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
 int Twice(int x) { return 2 * x; }
 // Tasks that wait for tasks on their own node: `depth` levels, each pinned to this node.
 int Nested(int depth) {
@@ -103,6 +108,7 @@ Phoenix* CreatePhoenix() { return new Phoenix(); }
 CUMULUS_REMOTE(WhereAmI, SignalState, Plus, Twice, Nested, Fail, MakeBlob, Checksum, ChecksumWhere,
                CreateGpuProbe, &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid,
                &Phoenix::Crash, &Phoenix::PidWhenExists);
+CUMULUS_REMOTE(SleepFor);
 
 namespace {
 using driver::Args;
@@ -392,6 +398,21 @@ void RunFailures(const std::string& b) {
       }
     }
     Check("absurd_amounts_refused", refused, what);
+  }
+
+  // Cancel(ref) ends a task that would run for a minute: Get reports Cancelled, soon.
+  {
+    auto slow = cumulus::Task(SleepFor).Remote(60000);
+    auto t0 = std::chrono::steady_clock::now();
+    cumulus::Status cancelled = cumulus::Cancel(slow);
+    auto r = cumulus::TryGet(slow, std::chrono::seconds(45));
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    Check("cancel_ends_the_task",
+          cancelled.ok() && !r.ok() && r.status().code() == cumulus::StatusCode::kCancelled &&
+              ms < 30000,
+          (r.ok() ? std::string("it ran") : r.status().ToString()) + " after " +
+              std::to_string(ms) + " ms; Cancel said " + cancelled.ToString());
   }
 
   // Workers start with SIGINT and SIGTERM neither blocked nor ignored (the node daemon blocks

@@ -65,9 +65,10 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
 
 TEST_F(CoreTest, ImpossibleRequestsAndRemoteExceptionsFailWithTheReason) {
   StartCluster();
-  ExpectChecks(Driver(Scenario("failures"))->ReadAll(120s),
-               {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused",
-                "workers_start_with_stop_signals_unblocked", "remote_exception"});
+  ExpectChecks(
+      Driver(Scenario("failures"))->ReadAll(120s),
+      {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused",
+       "cancel_ends_the_task", "workers_start_with_stop_signals_unblocked", "remote_exception"});
 }
 
 TEST_F(CoreTest, ManyTasksChainsAndNestedTasksOnAFullNode) {
