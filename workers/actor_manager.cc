@@ -277,6 +277,8 @@ std::vector<std::string> ActorManager::EndOwned() {
   for (auto& [id, a] : actors_) {
     if (!a.owned || a.detached) continue;
     bool alive = a.conn && a.state == ActorEntry::kAlive;
+    // Being built or being connected to: killed once the connection is made (Adopt).
+    if (!alive && a.state != ActorEntry::kDead) a.kill_when_created = true;
     MarkDead(a, Status::ActorDied("actor " + a.factory + " ended with its owner"));
     if (alive) io_.SendToActor(a.conn, KillFrame(id));
     if (!a.name.empty()) names.push_back(a.name);

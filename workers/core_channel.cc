@@ -69,6 +69,18 @@ void CoreChannel::Run() {
     loop_->Poll(std::chrono::milliseconds(200));
     loop_->Flush();
     ReleaseWrittenConnections();
+    TellWritten();
+  }
+}
+
+void CoreChannel::TellWritten() {
+  for (auto it = written_waiters_.begin(); it != written_waiters_.end();) {
+    if (loop_->HasQueuedOutput(it->first)) {
+      ++it;
+      continue;
+    }
+    it->second->set_value();  // written (or its connection closed: nothing more will be)
+    it = written_waiters_.erase(it);
   }
 }
 
@@ -139,10 +151,21 @@ void CoreChannel::SendAndWait(uint64_t conn, std::string frame, Duration timeout
   auto written = std::make_shared<std::promise<void>>();
   auto done = written->get_future();
   loop_->Post([this, conn, frame = std::move(frame), written]() mutable {
-    DrainOutbox();  // what was sent before goes first
-    loop_->Send(conn, std::move(frame));
+    {
+      // What was sent before goes first; the connection stays the loop's until all is written,
+      // so no other thread writes into the middle of this frame.
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [c, f] : outbox_) {
+        in_loop_.insert(c);
+        loop_->Send(c, std::move(f));
+      }
+      outbox_.clear();
+      in_loop_.insert(conn);
+      loop_->Send(conn, std::move(frame));
+    }
     loop_->Flush();
-    written->set_value();
+    written_waiters_.emplace_back(conn, written);  // told by Run once it is all written
+    TellWritten();
   });
   done.wait_for(timeout);
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -92,11 +93,15 @@ class CoreChannel {
   void ReleaseWrittenConnections();
   void AllowDirectWrites(uint64_t conn);
   void Forget(uint64_t conn);
+  // Fulfils the SendAndWait promises whose frames are all written (the loop's thread).
+  void TellWritten();
 
   std::unique_ptr<EventLoop> loop_;
   uint64_t node_conn_ = 0;
   std::thread thread_;
   bool stop_ = false;  // the loop's thread only
+  // SendAndWait frames not all written yet (the loop's thread only).
+  std::vector<std::pair<uint64_t, std::shared_ptr<std::promise<void>>>> written_waiters_;
   std::mutex stop_mu_;
 
   std::mutex mu_;  // the fields below; held only for non-blocking work
