@@ -161,8 +161,8 @@ Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle) {
   return Status();
 }
 
-Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle) {
-  uint64_t off = 0;
+Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle, uint64_t have) {
+  uint64_t off = have;
   while (off < n) {
     size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - off, 8u << 20));
     ssize_t k = recv(fd, out + off, chunk, 0);
@@ -180,12 +180,14 @@ Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle) {
       if (poll(&p, 1, MillisUntil(SystemClock::Get().Now() + idle)) <= 0) {
         return Status::TimedOut(
             "no bytes from the sending node for " +
-            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) + " s");
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) +
+            " s after " + std::to_string(off) + " of " + std::to_string(n) + " bytes");
       }
       continue;
     }
-    return Status::Unavailable(std::string("connection lost while receiving: ") +
-                               std::strerror(errno));
+    return Status::Unavailable(std::string("connection lost while receiving after ") +
+                               std::to_string(off) + " of " + std::to_string(n) +
+                               " bytes: " + std::strerror(errno));
   }
   return Status();
 }

@@ -36,7 +36,9 @@ int MillisUntil(TimePoint deadline);
 // Sends / receives exactly `n` bytes on a (non-blocking) socket, waiting at most `idle` for each
 // bit of progress: TimedOut when the peer stalls, Unavailable when the connection breaks.
 Status SendAll(int fd, const uint8_t* data, uint64_t n, Duration idle);
-Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle);
+// RecvAll receives bytes [`have`, `n`) of `out` (the first `have` arrived some other way, e.g. in
+// the same read as a frame); errors count progress against all `n` bytes.
+Status RecvAll(int fd, uint8_t* out, uint64_t n, Duration idle, uint64_t have = 0);
 
 // The numeric address of the local end of a connected socket ("127.0.0.1").
 std::string LocalAddressOf(int fd);

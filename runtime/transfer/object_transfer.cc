@@ -223,38 +223,6 @@ Status ReadReply(int fd, FrameDecoder& decoder, Duration timeout, uint64_t* size
   }
 }
 
-// Receives bytes [`have`, `size`) of an object into `out`; the first `have` bytes came in the same
-// read as the reply frame (how many depends on timing). Progress in errors counts the whole object.
-Status ReceiveRest(int fd, uint8_t* out, uint64_t size, uint64_t have, Duration idle) {
-  uint64_t off = have;
-  while (off < size) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - off, 8u << 20));
-    ssize_t k = recv(fd, out + off, chunk, 0);
-    if (k > 0) {
-      off += static_cast<uint64_t>(k);
-      continue;
-    }
-    if (k == 0) {
-      return Status::Unavailable("the peer closed the connection after " + std::to_string(off) +
-                                 " of " + std::to_string(size) + " bytes");
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, MillisUntil(SystemClock::Get().Now() + idle)) <= 0) {
-        return Status::TimedOut(
-            "no bytes from the sending node for " +
-            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(idle).count()) +
-            " s after " + std::to_string(off) + " of " + std::to_string(size) + " bytes");
-      }
-      continue;
-    }
-    return Status::Unavailable(std::string("connection lost while receiving after ") +
-                               std::to_string(off) + " of " + std::to_string(size) +
-                               " bytes: " + std::strerror(errno));
-  }
-  return Status();
-}
 }  // namespace
 
 Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
@@ -286,7 +254,7 @@ Status PullObject(const HostPort& from, const std::string& token, const ObjectId
   CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buf, target.create(id, size));
   // Bytes that arrived with the reply frame, then the rest straight into shared memory.
   size_t early = decoder.Take(reinterpret_cast<char*>(buf.data), size);
-  Status st = ReceiveRest(*fd, buf.data, size, early, options.idle_timeout);
+  Status st = RecvAll(*fd, buf.data, size, options.idle_timeout, early);
   if (st.ok()) st = target.seal(id);
   if (!st.ok()) {
     Status ignored = target.abort(id);
