@@ -89,7 +89,8 @@ class ClusterTest : public ::testing::Test {
 
   std::unique_ptr<Subprocess> StartNode(const std::string& name,
                                         const std::vector<std::string>& given, std::string* node_id,
-                                        std::string* ready_line = nullptr) {
+                                        std::string* ready_line = nullptr,
+                                        bool merge_stderr = false) {
     std::vector<std::string> extra = CpuOnlyUnlessNamed(given);
     std::vector<std::string> argv = {kCumulus,
                                      "start",
@@ -103,7 +104,7 @@ class ClusterTest : public ::testing::Test {
                                      "--object-store-memory",
                                      node_store_memory_};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    auto p = std::make_unique<Subprocess>(argv);
+    auto p = std::make_unique<Subprocess>(argv, merge_stderr);  // with it, the log is readable
     auto ready = p->WaitForLine("cumulus node ready", 30s);
     EXPECT_TRUE(ready) << "node " << name << " did not become ready";
     if (ready && node_id) *node_id = Field(*ready, "node_id");

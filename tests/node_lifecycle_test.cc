@@ -19,22 +19,7 @@ class NodeLifecycleTest : public ClusterTest {
  protected:
   // A node as StartNode starts it, but with its log (stderr) readable from the test.
   std::unique_ptr<Subprocess> StartNodeWithLog(const std::string& name, std::string* node_id) {
-    std::vector<std::string> argv = {kCumulus,
-                                     "start",
-                                     "--address",
-                                     address_,
-                                     "--token-file",
-                                     token_file_,
-                                     "--block",
-                                     "--data-dir",
-                                     dir_.path() + "/" + name,
-                                     "--object-store-memory",
-                                     node_store_memory_};
-    auto p = std::make_unique<Subprocess>(argv, /*merge_stderr=*/true);
-    auto ready = p->WaitForLine("cumulus node ready", 30s);
-    EXPECT_TRUE(ready) << "node " << name << " did not become ready";
-    if (ready) *node_id = Field(*ready, "node_id");
-    return p;
+    return StartNode(name, {}, node_id, nullptr, /*merge_stderr=*/true);
   }
 
   // The next line of `p` that contains `text` (lines before it are skipped), or nullopt.
