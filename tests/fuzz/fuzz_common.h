@@ -82,8 +82,7 @@ inline uint64_t Walk(capnp::DynamicValue::Reader v) {
 }
 
 // Seed mode: handles `--make-seeds=DIR` (writes the seeds `make` returns, then exits).
-inline void MaybeMakeSeeds(int* argc, char*** argv,
-                           std::vector<std::string> (*make)()) {
+inline void MaybeMakeSeeds(int* argc, char*** argv, std::vector<std::string> (*make)()) {
   for (int i = 1; i < *argc; ++i) {
     std::string_view a = (*argv)[i];
     if (a.rfind("--make-seeds=", 0) != 0) continue;

@@ -24,8 +24,19 @@ namespace {
 using namespace cumulus;
 
 constexpr char kToken[] = "fuzz-token";
-enum Mode : uint8_t { kJob, kJobEnd, kSubmission, kPackage, kNodeState, kGroup, kActorName,
-                      kNodeBytes, kRequest, kHead, kModes };
+enum Mode : uint8_t {
+  kJob,
+  kJobEnd,
+  kSubmission,
+  kPackage,
+  kNodeState,
+  kGroup,
+  kActorName,
+  kNodeBytes,
+  kRequest,
+  kHead,
+  kModes
+};
 
 std::string With(Mode mode, const std::string& bytes) {
   return std::string(1, static_cast<char>(mode)) + bytes;
@@ -181,14 +192,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (data[0] % kModes) {
-    case kJob: Record<JobRecord>(bytes); break;
-    case kJobEnd: Record<JobEnd>(bytes); break;
-    case kSubmission: Record<SubmissionRecord>(bytes); break;
-    case kPackage: Record<JobPackage>(bytes); break;
-    case kNodeState: Record<NodeStateReport>(bytes); break;
-    case kGroup: Record<GroupRecord>(bytes); break;
-    case kActorName: Record<ActorNameRecord>(bytes); break;
-    case kNodeBytes: (void)NodeFromBytes(std::string(bytes)); break;
+    case kJob:
+      Record<JobRecord>(bytes);
+      break;
+    case kJobEnd:
+      Record<JobEnd>(bytes);
+      break;
+    case kSubmission:
+      Record<SubmissionRecord>(bytes);
+      break;
+    case kPackage:
+      Record<JobPackage>(bytes);
+      break;
+    case kNodeState:
+      Record<NodeStateReport>(bytes);
+      break;
+    case kGroup:
+      Record<GroupRecord>(bytes);
+      break;
+    case kActorName:
+      Record<ActorNameRecord>(bytes);
+      break;
+    case kNodeBytes:
+      (void)NodeFromBytes(std::string(bytes));
+      break;
     case kRequest: {
       auto words = fuzz::WordsOf(data + 1, size - 1);
       try {

@@ -73,15 +73,10 @@ std::string Seed(uint8_t which, const T& value) {
 std::vector<std::string> Seeds() {
   Sample s{{1.5f, 2.5f}, 7, "seven", std::map<std::string, int>{{"a", 1}}, true};
   Nested n{{s, Sample{}}, {{1, {"x", "y"}}}, {3, 0.5, {1, 2}}, {"k", {{"v", {1.0}}}}};
-  return {Seed(0, V1{42}),
-          Seed(1, V2{"hello"}),
-          Seed(2, V3{1.0, 2.0, 3.0}),
-          Seed(3, V4{{"one", 1}, {"two", 2}}),
-          Seed(4, s),
-          Seed(5, n),
+  return {Seed(0, V1{42}), Seed(1, V2{"hello"}), Seed(2, V3{1.0, 2.0, 3.0}),
+          Seed(3, V4{{"one", 1}, {"two", 2}}), Seed(4, s), Seed(5, n),
           Seed(6, V7{{"a"}, {}, {"b", "c"}}),
-          Seed(7, V8{std::nullopt, std::array<uint16_t, 3>{1, 2, 3}}),
-          Seed(8, V9{true, false}),
+          Seed(7, V8{std::nullopt, std::array<uint16_t, 3>{1, 2, 3}}), Seed(8, V9{true, false}),
           // A string and a vector that claim 2^60 elements.
           std::string("\x01", 1) + std::string("\x00\x00\x00\x00\x00\x00\x00\x10", 8) + "abc",
           std::string("\x02", 1) + std::string("\x00\x00\x00\x00\x00\x00\x00\x10", 8) + "abc"};
@@ -99,15 +94,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t* rest = data + 1;
   size_t n = size - 1;
   switch (data[0] % 9) {
-    case 0: Try<V1>(rest, n); break;
-    case 1: Try<V2>(rest, n); break;
-    case 2: Try<V3>(rest, n); break;
-    case 3: Try<V4>(rest, n); break;
-    case 4: Try<V5>(rest, n); break;
-    case 5: Try<V6>(rest, n); break;
-    case 6: Try<V7>(rest, n); break;
-    case 7: Try<V8>(rest, n); break;
-    default: Try<V9>(rest, n); break;
+    case 0:
+      Try<V1>(rest, n);
+      break;
+    case 1:
+      Try<V2>(rest, n);
+      break;
+    case 2:
+      Try<V3>(rest, n);
+      break;
+    case 3:
+      Try<V4>(rest, n);
+      break;
+    case 4:
+      Try<V5>(rest, n);
+      break;
+    case 5:
+      Try<V6>(rest, n);
+      break;
+    case 6:
+      Try<V7>(rest, n);
+      break;
+    case 7:
+      Try<V8>(rest, n);
+      break;
+    default:
+      Try<V9>(rest, n);
+      break;
   }
   return 0;
 }

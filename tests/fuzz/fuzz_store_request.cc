@@ -53,21 +53,29 @@ std::vector<std::string> Seeds() {
                 Request(3, [&](auto r) { r.setRelease(known); }) +
                 Request(4, [&](auto r) { r.setContains(known); }) +
                 Request(5, [](auto r) { r.setStats(); }));
-  out.push_back(connect + Request(2, [&](auto r) {
-                  auto c = r.initCreate();
-                  c.setObjectId(fresh);
-                  c.setSize(100);
-                }) + Request(3, [&](auto r) { r.setSeal(fresh); }) +
+  out.push_back(connect +
+                Request(2,
+                        [&](auto r) {
+                          auto c = r.initCreate();
+                          c.setObjectId(fresh);
+                          c.setSize(100);
+                        }) +
+                Request(3, [&](auto r) { r.setSeal(fresh); }) +
                 Request(4, [&](auto r) { r.setDelete(fresh); }));
-  out.push_back(connect + Request(2, [&](auto r) {
-                  auto c = r.initCreate();
-                  c.setObjectId(fresh);
-                  c.setSize(10);
-                }) + Request(3, [&](auto r) {
-                  auto g = r.initGetWait();
-                  g.setObjectId(fresh);
-                  g.setWaitMillis(50);
-                }) + Request(4, [&](auto r) { r.setAbort(fresh); }));
+  out.push_back(connect +
+                Request(2,
+                        [&](auto r) {
+                          auto c = r.initCreate();
+                          c.setObjectId(fresh);
+                          c.setSize(10);
+                        }) +
+                Request(3,
+                        [&](auto r) {
+                          auto g = r.initGetWait();
+                          g.setObjectId(fresh);
+                          g.setWaitMillis(50);
+                        }) +
+                Request(4, [&](auto r) { r.setAbort(fresh); }));
   out.push_back(Request(9, [&](auto r) {
     auto g = r.initGetWait();
     g.setObjectId(known);
@@ -101,8 +109,7 @@ Server& TheServer() {
     if (!st.ok()) std::abort();
     auto server = StoreServer::Start(s.store.get(), s.dir.path() + "/store.sock");
     if (!server.ok()) {
-      std::fprintf(stderr, "cannot start a store server: %s\n",
-                   server.status().ToString().c_str());
+      std::fprintf(stderr, "cannot start a store server: %s\n", server.status().ToString().c_str());
       std::abort();
     }
     s.server = std::move(*server);

@@ -165,8 +165,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PullOptions options;
   options.connect_timeout = std::chrono::seconds(5);
   options.idle_timeout = std::chrono::seconds(5);
-  Status st = PullObject(HostPort{"127.0.0.1", w.fake_port}, kToken, Pulled(),
-                         PullInto(*w.store), options);
+  Status st =
+      PullObject(HostPort{"127.0.0.1", w.fake_port}, kToken, Pulled(), PullInto(*w.store), options);
   if (st.ok()) {
     // Sealed: it must hold what the reply announced; then make room for the next input.
     if (!w.store->Contains(Pulled())) __builtin_trap();
