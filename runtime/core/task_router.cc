@@ -40,7 +40,8 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
       head_(o.head, o.token, "node-router", clock_),
       groups_(*this, clock_),
       scheduler_(*this, tasks_, leases_, groups_, clock_, {o.labels, o.pipeline_depth}),
-      memory_({o.memory_threshold, o.memory_check_every, o.node_id.Hex(), o.work_dir}),
+      memory_({o.memory_threshold, o.memory_worker_limit, o.memory_check_every, o.node_id.Hex(),
+               o.work_dir}),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
 

@@ -52,9 +52,11 @@ struct TaskRouterOptions {
   size_t max_task_workers = 0;  // 0: max(4, 2 x CPUs)
   size_t pipeline_depth = 16;   // tasks queued on one leased worker
   // The memory monitor: when the machine's memory use reaches this fraction, the newest task
-  // that may be retried is killed (1 turns it off); checked this often.
+  // that may be retried is killed (1 turns it off); checked this often. With a worker memory
+  // limit (bytes), the workers' private memory against it is watched instead (MemoryMonitor).
   double memory_threshold = 0.95;
   Duration memory_check_every = std::chrono::milliseconds(250);
+  uint64_t memory_worker_limit = 0;  // 0: the machine's memory
   // A driver attached to this node went away (called on the router's thread; must not block).
   std::function<void(const JobId&)> on_job_end;
   // A worker died under work (for `cumulus status`'s recent failures; same thread rules).

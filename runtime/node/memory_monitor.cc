@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <limits>
+#include <string>
 
 #include "runtime/base/logging.h"
 #include "runtime/node/detect_resources.h"
@@ -12,11 +15,33 @@
 
 namespace cumulus {
 
+MemoryUse MemoryMonitor::WorkerMemory(const WorkerPool& workers, uint64_t limit) {
+  MemoryUse m;
+  m.limit = limit;
+  for (auto& [id, w] : workers.workers()) {
+    if (w.pid <= 0) continue;
+    // "RssAnon:    123456 kB"; a process that has exited has none.
+    std::ifstream status("/proc/" + std::to_string(w.pid) + "/status");
+    for (std::string key; status >> key;) {
+      if (key == "RssAnon:") {
+        uint64_t kib = 0;
+        status >> kib;
+        m.used += kib * 1024;
+        break;
+      }
+      status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+  }
+  return m;
+}
+
 void MemoryMonitor::Tick(TimePoint now, WorkerPool& workers, TaskTable& tasks) {
   if (now < next_check_) return;
   next_check_ = now + options_.every;
   if (options_.threshold >= 1.0 || now < cooldown_until_) return;
-  double used = MemoryUsage().fraction();
+  const bool workers_only = options_.worker_memory_limit > 0;
+  double used = (workers_only ? WorkerMemory(workers, options_.worker_memory_limit) : MemoryUsage())
+                    .fraction();
   if (used < options_.threshold) return;
   std::vector<std::pair<Worker*, const RoutedTask*>> running;
   std::vector<RunningTask> candidates;
@@ -33,10 +58,11 @@ void MemoryMonitor::Tick(TimePoint now, WorkerPool& workers, TaskTable& tasks) {
   auto chosen = ChooseMemoryVictim(candidates);
   if (!chosen) return;
   auto [victim, task] = running[*chosen];
-  char why[160];
+  char why[200];
   std::snprintf(why, sizeof(why),
-                "was killed by node %s to free memory (%.1f%% used, threshold %.1f%%)",
-                options_.node_name.c_str(), used * 100, options_.threshold * 100);
+                "was killed by node %s to free memory (%.1f%% %sused, threshold %.1f%%)",
+                options_.node_name.c_str(), used * 100,
+                workers_only ? "of its workers' memory limit " : "", options_.threshold * 100);
   victim->killed_because = why;
   workers.Kill(*victim);
   cooldown_until_ = now + std::chrono::seconds(1);  // let the kernel reclaim it first

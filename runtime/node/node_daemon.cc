@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "runtime/base/logging.h"
+#include "runtime/base/parse.h"
 #include "runtime/node/detect_resources.h"
 
 namespace cumulus {
@@ -26,7 +27,8 @@ ControlClientOptions NodeClientOptions() {
 namespace {
 
 // The memory monitor's settings: CUMULUS_MEMORY_USAGE_THRESHOLD (a fraction in (0, 1]; 1 turns
-// it off) and CUMULUS_MEMORY_MONITOR_MS (10-60000).
+// it off), CUMULUS_MEMORY_MONITOR_MS (10-60000) and CUMULUS_MEMORY_WORKER_LIMIT (bytes, "2G": the
+// node's workers' private memory is watched against it instead of the machine's memory).
 void ReadMemoryMonitorEnvironment(TaskRouterOptions& router) {
   if (const char* t = std::getenv("CUMULUS_MEMORY_USAGE_THRESHOLD")) {
     char* end = nullptr;
@@ -41,6 +43,15 @@ void ReadMemoryMonitorEnvironment(TaskRouterOptions& router) {
   if (const char* ms = std::getenv("CUMULUS_MEMORY_MONITOR_MS")) {
     long v = std::strtol(ms, nullptr, 10);
     if (v >= 10 && v <= 60000) router.memory_check_every = std::chrono::milliseconds(v);
+  }
+  if (const char* limit = std::getenv("CUMULUS_MEMORY_WORKER_LIMIT")) {
+    auto bytes = ParseBytes(limit);
+    if (bytes.ok() && *bytes > 0) {
+      router.memory_worker_limit = *bytes;
+    } else {
+      CUMULUS_LOG(WARN) << "node: ignoring CUMULUS_MEMORY_WORKER_LIMIT=" << limit
+                        << " (want a number of bytes, such as 2G)";
+    }
   }
 }
 

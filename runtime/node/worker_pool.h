@@ -106,6 +106,7 @@ class WorkerPool {
   void Remove(const WorkerId& id);
 
   std::unordered_map<WorkerId, Worker>& workers() { return workers_; }
+  const std::unordered_map<WorkerId, Worker>& workers() const { return workers_; }
 
  private:
   WorkerPoolOptions options_;
