@@ -10,10 +10,11 @@
 //                             and a detached actor ("keeper") that must stay
 //   --scenario=keeper         finds the detached actor, uses it and kills it
 //   --scenario=kill_actor     starts an actor and kills it by its handle (it is not a failure)
-//   --scenario=memory         a task that takes --mib=N MiB on its first try (the node's memory
-//                             monitor should kill and retry it)
+//   --scenario=memory         tasks and an actor holding memory under a node whose monitor
+//                             watches its workers' memory: the newest retriable task goes
 //   --scenario=job            run by `cumulus submit`: prints from the driver and a worker; with
-//                             --hold it then waits to be cancelled; --exit=N ends with status N
+//                             --hold it then waits to be cancelled (with --ignore-term, it and
+//                             its actor ignore SIGTERM); --exit=N ends with status N
 #include <cumulus/cumulus.h>
 #include <signal.h>
 #include <unistd.h>
@@ -76,22 +77,16 @@ bool WaitForFile(const std::string& path) {
   for (int i = 0; i < 120000 && !Exists(path); ++i) usleep(1000);
   return Exists(path);
 }
-// First try: takes `mib` MiB (touched, so it is resident) and holds it for up to a minute; the
-// node's memory monitor should kill it. Later tries return the try number at once.
-int Hog(std::string path, int mib) {
+// First try: takes `mib` MiB (touched, so it is resident), adds its pid to the file `tell`, and
+// holds the memory until the file `go` exists (the node's memory monitor may kill it first).
+// Returns the try number; later tries return it at once.
+int Hold(std::string path, int mib, std::string tell, std::string go) {
   int tries = CountTry(path);
   if (tries > 1) return tries;
-  std::vector<char*> blocks;
-  for (int i = 0; i < mib; ++i) {
-    char* b = static_cast<char*>(std::malloc(1 << 20));
-    std::memset(b, i & 0xff, 1 << 20);
-    blocks.push_back(b);
-  }
-  std::printf("hog holds %d MiB\n", mib);
-  std::fflush(stdout);
-  for (int i = 0; i < 600; ++i) usleep(100000);
-  for (char* b : blocks) std::free(b);
-  return tries;
+  std::vector<char> held(static_cast<size_t>(mib) << 20, 1);
+  { std::ofstream(tell, std::ios::app) << getpid() << "\n"; }
+  WaitForFile(go);
+  return held.empty() ? tries : tries + held[0] - 1;
 }
 std::string Shout(std::string what) {
   std::printf("worker says %s\n", what.c_str());
@@ -102,6 +97,11 @@ std::string SleepUntil(std::string path) {
   WaitForFile(path);
   return WhereAmI();
 }
+// SleepUntil that first adds its worker's pid to the file `tell`, one line each.
+std::string TellAndSleepUntil(std::string tell, std::string path) {
+  { std::ofstream(tell, std::ios::app) << getpid() << "\n"; }
+  return SleepUntil(path);
+}
 
 class Survivor {
  public:
@@ -111,6 +111,8 @@ class Survivor {
   std::string Where() const { return WhereAmI(); }
   std::vector<uint8_t> Big(uint64_t bytes) const { return Blob(bytes, 7); }
   int Incr() { return ++count_; }
+  // From now on this process ignores SIGTERM (only SIGKILL ends it).
+  bool IgnoreTerm() { return signal(SIGTERM, SIG_IGN) != SIG_ERR; }
 
  private:
   bool restarted_;
@@ -118,11 +120,31 @@ class Survivor {
 };
 Survivor* CreateSurvivor() { return new Survivor(); }
 
+// An actor whose constructor takes `mib` MiB (touched), adds its pid to the file `tell`, and
+// returns only once the file `go` exists: its node sees its creation running all that time.
+class Hoarder {
+ public:
+  Hoarder(const std::string& tell, int mib, const std::string& go)
+      : held_(static_cast<size_t>(mib) << 20, 1) {
+    { std::ofstream(tell, std::ios::app) << getpid() << "\n"; }
+    WaitForFile(go);
+  }
+  int Pid() const { return static_cast<int>(getpid()) + held_[0] - 1; }
+
+ private:
+  std::vector<char> held_;
+};
+Hoarder* CreateHoarder(std::string tell, int mib, std::string go) {
+  return new Hoarder(tell, mib, go);
+}
+
 }  // namespace
 
-CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Hog, Blob, Mix, SumWhere, Shout, SleepUntil, CreateSurvivor,
-               &Survivor::Pid, &Survivor::Restarted, &Survivor::Where, &Survivor::Big,
-               &Survivor::Incr);
+CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Hold, Blob, Mix, SumWhere, Shout, SleepUntil,
+               TellAndSleepUntil);
+CUMULUS_REMOTE(CreateSurvivor, &Survivor::Pid, &Survivor::Restarted, &Survivor::Where,
+               &Survivor::Big, &Survivor::Incr, &Survivor::IgnoreTerm, CreateHoarder,
+               &Hoarder::Pid);
 
 namespace {
 
@@ -309,13 +331,34 @@ void HeadRestart(const std::string& dir) {
   Check("get_actor_after_head_restart", again.ok() && *again == 2, Text(again));
 }
 
+// The pids in `path`, one a line, once there are `n` of them (waits up to two minutes).
+std::string WaitForPids(const std::string& path, size_t n) {
+  for (int i = 0; i < 1200; ++i) {
+    std::ifstream in(path);
+    std::vector<std::string> pids;
+    for (std::string line; std::getline(in, line);) pids.push_back(line);
+    if (pids.size() >= n) {
+      std::string out;
+      for (auto& p : pids) out += " " + p;
+      return out;
+    }
+    usleep(100000);
+  }
+  return "";
+}
+
 void DriverDeath(const std::string& dir) {
-  // Actors and workers on every node, objects in every store, and tasks still running.
+  // Actors and workers on every node, objects in every store, tasks still running, and a
+  // placement group with an actor and a running task in its bundles.
+  auto group = cumulus::CreatePlacementGroup({{{"CPU", 1}}, {{"CPU", 1}}},
+                                             cumulus::PlacementGroupStrategy::kSpread, kWait);
+  Check("driver_death_group_created", group.ok(), Text(group));
   std::vector<cumulus::ActorHandle<Survivor>> actors;
   std::string pids;
-  for (int i = 0; i < 3; ++i) {
-    actors.push_back(
-        cumulus::Actor(CreateSurvivor).SetStrategy(cumulus::Strategy::kSpread).Remote());
+  for (int i = 0; i < 4; ++i) {
+    auto actor = cumulus::Actor(CreateSurvivor).SetStrategy(cumulus::Strategy::kSpread);
+    if (i == 3 && group.ok()) actor.SetPlacementGroup(*group, 0);
+    actors.push_back(actor.Remote());
     auto pid = cumulus::TryGet(actors.back().Task(&Survivor::Pid).Remote(), kWait);
     if (pid.ok()) pids += " " + std::to_string(*pid);
   }
@@ -331,10 +374,52 @@ void DriverDeath(const std::string& dir) {
   auto keeper_pid = cumulus::TryGet(keeper.Task(&Survivor::Pid).Remote(), kWait);
   (void)cumulus::TryGet(keeper.Task(&Survivor::Incr).Remote(), kWait);
   cumulus::Wait(blobs, blobs.size(), kWait);
+  // Tasks that never end: three on the cluster's free CPUs, one in the group's second bundle.
   std::vector<cumulus::ObjectRef<std::string>> sleepers;
-  for (int i = 0; i < 3; ++i) sleepers.push_back(cumulus::Task(SleepUntil).Remote(dir + "/never"));
-  Say("READY keeper=" + std::to_string(keeper_pid.ok() ? *keeper_pid : -1) + " pids" + pids);
+  const std::string tell = dir + "/sleepers";
+  for (int i = 0; i < 4; ++i) {
+    auto task = cumulus::Task(TellAndSleepUntil);
+    if (i == 3 && group.ok()) task.SetPlacementGroup(*group, 1);
+    sleepers.push_back(task.Remote(tell, dir + "/never"));
+  }
+  std::string sleeper_pids = WaitForPids(tell, sleepers.size());
+  Check("driver_death_sleepers_running", !sleeper_pids.empty(), "not all 4 tasks started");
+  Say("READY keeper=" + std::to_string(keeper_pid.ok() ? *keeper_pid : -1) + " group=" +
+      (group.ok() ? group->id().Hex() : "none") + " sleepers" + sleeper_pids + " pids" + pids);
   WaitForFile(dir + "/never");  // the test kills this process first
+}
+
+// Under a node whose memory monitor watches its workers' memory (fault_test sets the limit),
+// three tasks hold memory, started in this order: the oldest and biggest (a, may be retried),
+// the newest that may be retried (c), and a newer one that may not be retried (b); then an
+// actor, the newest process of all, its constructor still running, takes the memory that
+// crosses the threshold. The monitor must kill c, and only c, which is then retried; a, b and
+// the actor are left alone.
+void MemoryVictims(const std::string& dir) {
+  const std::string tell = dir + "/holding", go = dir + "/go";
+  auto a = cumulus::Task(Hold).Remote(dir + "/a", 300, tell, go);
+  bool holding = !WaitForPids(tell, 1).empty();
+  auto c = cumulus::Task(Hold).Remote(dir + "/c", 200, tell, go);
+  holding = holding && !WaitForPids(tell, 2).empty();
+  auto b = cumulus::Task(Hold).SetMaxRetries(0).Remote(dir + "/b", 0, tell, go);
+  holding = holding && !WaitForPids(tell, 3).empty();
+  auto actor = cumulus::Actor(CreateHoarder).Remote(tell, 200, go);
+  std::string pids = WaitForPids(tell, 4);
+  Check("tasks_and_actor_hold_memory", holding && !pids.empty(), "not all of them started");
+  Say("HOLDING pids" + pids);
+  auto c_tries = cumulus::TryGet(c, kWait);
+  Check("newest_retriable_task_killed_and_retried", c_tries.ok() && *c_tries == 2, Text(c_tries));
+  { std::ofstream(go) << "1\n"; }
+  auto a_tries = cumulus::TryGet(a, kWait);
+  auto b_tries = cumulus::TryGet(b, kWait);
+  Check("older_and_unretriable_tasks_left_alone",
+        a_tries.ok() && *a_tries == 1 && b_tries.ok() && *b_tries == 1,
+        Text(a_tries) + " " + Text(b_tries));
+  // Its pid is the fourth told: the process whose constructor ran is the one that answers.
+  int told = std::atoi(pids.substr(pids.rfind(' ') + 1).c_str());
+  auto pid = cumulus::TryGet(actor.Task(&Hoarder::Pid).Remote(), kWait);
+  Check("actor_left_alone", pid.ok() && *pid == told,
+        Text(pid) + (pid.ok() ? " " + std::to_string(*pid) : "") + " vs " + std::to_string(told));
 }
 
 // Another program finds the detached actor left by driver_death, uses it, and kills it.
@@ -371,9 +456,15 @@ int Job(const std::map<std::string, std::string>& args) {
   auto shout = cumulus::TryGet(cumulus::Task(Shout).Remote(std::string("hello")), kWait);
   Check("worker_ran", shout.ok(), Text(shout));
   if (args.count("hold")) {
+    // With --ignore-term=1 the driver and its actor ignore SIGTERM: only SIGKILL ends them.
+    bool ignore = args.count("ignore-term") > 0;
+    if (ignore) signal(SIGTERM, SIG_IGN);
     auto s = cumulus::Actor(CreateSurvivor).Remote();
+    auto ignoring = ignore ? cumulus::TryGet(s.Task(&Survivor::IgnoreTerm).Remote(), kWait)
+                           : cumulus::Result<bool>(false);
     auto pid = cumulus::TryGet(s.Task(&Survivor::Pid).Remote(), kWait);
-    Say("HOLDING pid=" + std::to_string(pid.ok() ? *pid : -1));
+    Say("HOLDING pid=" + std::to_string(pid.ok() ? *pid : -1) + " driver=" +
+        std::to_string(getpid()) + " ignoring=" + (ignoring.ok() && *ignoring ? "1" : "0"));
     while (true) pause();  // until cancelled
   }
   return args.count("exit") ? std::atoi(args.at("exit").c_str()) : 0;
@@ -413,9 +504,7 @@ int main(int argc, char** argv) {
   } else if (scenario == "kill_actor") {
     KillActor();
   } else if (scenario == "memory") {
-    auto tries = cumulus::TryGet(
-        cumulus::Task(Hog).Remote(dir + "/hog", std::atoi(args["mib"].c_str())), kWait);
-    Check("memory_hog_killed_and_retried", tries.ok() && *tries == 2, Text(tries));
+    MemoryVictims(dir);
   } else if (scenario == "job") {
     int rc = Job(args);
     if (rc != 0) return rc;
