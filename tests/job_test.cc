@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -32,6 +33,12 @@ class JobTest : public ClusterTest {
     return Cli(args, out);
   }
   const std::string kDriver = std::string(CUMULUS_BIN_DIR) + "/fault_driver";
+  // The driver's "HOLDING pid=ACTOR driver=PID ignoring=0|1" line (without its newline).
+  static std::string HoldingLine(const std::string& logs) {
+    size_t at = logs.find("HOLDING pid=");
+    if (at == std::string::npos) return "";
+    return logs.substr(at, logs.find('\n', at) - at);
+  }
   static std::string JobIdOf(const std::string& submit_output) {
     size_t at = submit_output.find("Submitted job ");
     return at == std::string::npos ? "" : submit_output.substr(at + 14, 8);
@@ -152,7 +159,7 @@ TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {
   ASSERT_EQ(Run({"submit", "--", kDriver, "--scenario=job", "--hold=1"}, &out), 0) << out;
   std::string job = JobIdOf(out);
   ASSERT_EQ(job.size(), 8u) << out;
-  // Its actor's pid shows in its log once it runs.
+  // Its actor's and its own pids show in its log once it runs.
   std::string logs;
   ASSERT_TRUE(WaitUntil(
       [&] {
@@ -161,8 +168,11 @@ TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {
       },
       60s))
       << logs;
-  pid_t actor = std::atoi(logs.c_str() + logs.find("HOLDING pid=") + 12);
+  std::string holding = HoldingLine(logs);
+  pid_t actor = std::atoi(Field(holding, "HOLDING pid").c_str());
+  pid_t driver = std::atoi(Field(holding, "driver").c_str());
   ASSERT_GT(actor, 0) << logs;
+  ASSERT_GT(driver, 0) << logs;
   std::string running;
   EXPECT_EQ(Run({"jobs", "--filter", "state=RUNNING"}, &running), 0);
   EXPECT_NE(running.find(job), std::string::npos) << running;
@@ -173,7 +183,7 @@ TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {
         Run({"list", "objects", "--json", "--filter", "job=" + job}, &objects);
         return objects.find("\"where\":\"MEMORY\"") != std::string::npos;
       },
-      10s))
+      30s))
       << objects;
 
   std::string cancelled;
@@ -182,48 +192,100 @@ TEST_F(JobTest, CancelStopsTheDriverAndEverythingItStarted) {
   // SIGTERM reaches the driver (it used to start with SIGINT and SIGTERM blocked, and was always
   // SIGKILLed after the grace).
   EXPECT_NE(cancelled.find("ended after SIGTERM"), std::string::npos) << cancelled;
-  EXPECT_TRUE(WaitUntil([&] { return kill(actor, 0) != 0; }, 15s)) << "its actor still runs";
+  EXPECT_TRUE(WaitUntil([&] { return kill(driver, 0) != 0; }, 30s)) << "the driver still runs";
+  EXPECT_TRUE(WaitUntil([&] { return kill(actor, 0) != 0; }, 30s)) << "its actor still runs";
   EXPECT_TRUE(WaitUntil(
       [&] {
         Run({"list", "objects", "--json", "--filter", "job=" + job}, &objects);
         return objects == "[]\n";
       },
-      10s))
+      30s))
       << "objects of the cancelled job are left: " << objects;
   std::string again;
   EXPECT_EQ(Run({"cancel", job}, &again), 0) << again;
   EXPECT_NE(again.find("already ended: STOPPED"), std::string::npos) << again;
 }
 
+// A driver (and its actor) that ignore SIGTERM: the node SIGKILLs the driver once --grace is
+// over, not before, and `cancel` says which signal ended it.
+TEST_F(JobTest, CancelSigkillsADriverThatIgnoresSigtermAfterTheGrace) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string out;
+  ASSERT_EQ(Run({"submit", "--", kDriver, "--scenario=job", "--hold=1", "--ignore-term=1"}, &out),
+            0)
+      << out;
+  std::string job = JobIdOf(out);
+  ASSERT_EQ(job.size(), 8u) << out;
+  std::string logs;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        Run({"logs", job}, &logs);
+        return logs.find("HOLDING pid=") != std::string::npos;
+      },
+      60s))
+      << logs;
+  std::string holding = HoldingLine(logs);
+  pid_t actor = std::atoi(Field(holding, "HOLDING pid").c_str());
+  pid_t driver = std::atoi(Field(holding, "driver").c_str());
+  ASSERT_GT(actor, 0) << logs;
+  ASSERT_GT(driver, 0) << logs;
+  ASSERT_EQ(Field(holding, "ignoring"), "1") << logs;
+
+  std::string cancelled;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Run({"cancel", job, "--grace", "2"}, &cancelled), 0) << cancelled;
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(cancelled.find("STOPPED"), std::string::npos) << cancelled;
+  EXPECT_NE(cancelled.find("did not end within 2 s of SIGTERM and was killed with SIGKILL "
+                           "(killed by signal 9)"),
+            std::string::npos)
+      << cancelled;
+  // The grace is kept: SIGKILL comes after it, not at once (a lower bound, which load cannot
+  // make fail).
+  EXPECT_GE(took, 2.0) << cancelled;
+  EXPECT_TRUE(WaitUntil([&] { return kill(driver, 0) != 0; }, 30s)) << "the driver still runs";
+  EXPECT_TRUE(WaitUntil([&] { return kill(actor, 0) != 0; }, 30s)) << "its actor still runs";
+  std::string jobs;
+  EXPECT_EQ(Run({"jobs", "--json", "--filter", "job=" + job}, &jobs), 0) << jobs;
+  EXPECT_NE(jobs.find("killed with SIGKILL"), std::string::npos) << jobs;
+}
+
 TEST_F(JobTest, BadRequestsGetOneClearLine) {
   auto head = StartHead({"--resources", "CPU=1"});
-  std::string out;
-  EXPECT_EQ(Run({"submit", "--name", "x"}, &out), 2);
-  EXPECT_NE(out.find("needs the program after '--'"), std::string::npos) << out;
-  EXPECT_EQ(Run({"submit", "--", "/no/such/program"}, &out), 2);
-  EXPECT_NE(out.find("is not an executable file"), std::string::npos) << out;
-  EXPECT_EQ(Run({"submit", "--resources", "GPU=8", "--", kDriver}, &out), 1);
-  EXPECT_NE(out.find("no alive node has GPU=8"), std::string::npos) << out;
-  EXPECT_EQ(Run({"submit", "--resources", "CPU=-1", "--", kDriver}, &out), 2) << out;
-  EXPECT_EQ(Run({"logs", "0badf00d"}, &out), 1);
-  EXPECT_NE(out.find("no job 0badf00d"), std::string::npos) << out;
-  EXPECT_EQ(Run({"logs", "not-an-id"}, &out), 2);
-  EXPECT_EQ(Run({"cancel", "0badf00d"}, &out), 1);
-  EXPECT_NE(out.find("no job 0badf00d"), std::string::npos) << out;
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+    bool auth = true;
+  };
+  std::vector<Case> cases = {
+      {{"submit", "--name", "x"}, 2, "needs the program after '--'"},
+      {{"submit", "--", "/no/such/program"}, 2, "is not an executable file"},
+      {{"submit", "--resources", "GPU=8", "--", kDriver}, 1, "no alive node has GPU=8"},
+      {{"submit", "--resources", "CPU=-1", "--", kDriver}, 2, "CPU"},
+      {{"logs", "0badf00d"}, 1, "no job 0badf00d"},
+      {{"logs", "not-an-id"}, 2, "not-an-id"},
+      {{"cancel", "0badf00d"}, 1, "no job 0badf00d"},
+      {{"jobs", "--filter", "nokey"}, 2, "KEY=VALUE"},
+      {{"jobs", "--filter", "color=red"}, 2, "cannot filter on 'color'"},
+      {{"jobs", "--limit", "0"}, 2, "--limit"},
+      {{"list", "tasks", "--filter", "colour=red"}, 2, "cannot filter on 'colour'"},
+      {{"list", "bogus"}, 2, "bogus", /*auth=*/false},
+  };
   for (const char* grace : {"-1", "x", "1e9", "nan"}) {
-    EXPECT_EQ(Run({"cancel", "0badf00d", "--grace", grace}, &out), 2) << grace;
-    EXPECT_NE(out.find("--grace must be a number of seconds"), std::string::npos) << out;
+    cases.push_back(
+        {{"cancel", "0badf00d", "--grace", grace}, 2, "--grace must be a number of seconds"});
   }
-  EXPECT_EQ(Run({"jobs", "--filter", "nokey"}, &out), 2);
-  EXPECT_NE(out.find("KEY=VALUE"), std::string::npos) << out;
-  EXPECT_EQ(Run({"jobs", "--filter", "color=red"}, &out), 2);
-  EXPECT_NE(out.find("cannot filter on 'color'"), std::string::npos) << out;
-  EXPECT_EQ(Run({"jobs", "--limit", "0"}, &out), 2);
-  EXPECT_EQ(Run({"list", "tasks", "--filter", "colour=red"}, &out), 2);
-  EXPECT_NE(out.find("cannot filter on 'colour'"), std::string::npos) << out;
-  EXPECT_EQ(Run({"list", "bogus"}, &out, /*auth=*/false), 2);
-  // Without the cluster's token nothing is done.
+  for (auto& c : cases) {
+    std::string out;
+    EXPECT_EQ(Run(c.args, &out, c.auth), c.code) << "cumulus " << c.args[0] << "...: " << out;
+    EXPECT_NE(out.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << out;
+    EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
+  }
+  // Without the cluster's token nothing is done, and it says so in one line.
+  std::string out;
   EXPECT_NE(Cli({"jobs", "--address", address_, "--token-file", "/dev/null"}, &out), 0) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
 }
 
 }  // namespace

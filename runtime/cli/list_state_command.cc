@@ -236,6 +236,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   if (!head.ok()) return Fail(head.status());
   std::vector<Row> rows;
   std::vector<std::string> columns;
+  std::string note;  // what the rows of tasks and objects are, for a person
   if (what == "jobs") {
     auto r = JobRows(**head);
     if (!r.ok()) return Fail(r.status());
@@ -325,16 +326,20 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
         what == "tasks"
             ? std::vector<std::string>{"task", "job", "function", "state", "node", "pid", "attempt"}
             : std::vector<std::string>{"object", "job", "size", "where", "node", "pins"};
-    if (!flags.Has("json")) {
-      std::printf("(%s as %zu alive node(s) reported them, the oldest report %.1f s ago",
-                  what.c_str(), alive.size(),
-                  oldest ? static_cast<double>(NowMicros() - oldest) / 1e6 : 0.0);
+    if (!flags.Has("json")) {  // printed above the rows, once the filters are known good
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "(%s as %zu alive node(s) reported them, the oldest report %.1f s ago",
+                    what.c_str(), alive.size(),
+                    oldest ? static_cast<double>(NowMicros() - oldest) / 1e6 : 0.0);
+      note = line;
       if (held > reported) {
-        std::printf("; %llu held, %llu reported: a node reports at most %zu",
-                    static_cast<unsigned long long>(held),
-                    static_cast<unsigned long long>(reported), kMaxReportedRows);
+        std::snprintf(line, sizeof(line), "; %llu held, %llu reported: a node reports at most %zu",
+                      static_cast<unsigned long long>(held),
+                      static_cast<unsigned long long>(reported), kMaxReportedRows);
+        note += line;
       }
-      std::printf(")\n");
+      note += ")\n";
     }
   } else {
     return UsageError("cannot list '" + what + "'", help);
@@ -346,6 +351,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   auto selected = Select(std::move(rows), flags, fields, &total,
                          known == KnownStates().end() ? std::vector<std::string>{} : known->second);
   if (!selected.ok()) return UsageError(selected.status().message(), help);
+  std::fputs(note.c_str(), stdout);
   PrintRows(*selected, columns, flags.Has("json"), total);
   return 0;
 }
