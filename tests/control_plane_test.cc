@@ -405,6 +405,7 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
                 &out),
             1);
   EXPECT_NE(out.find("cannot reach the head"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
   // No node directory (node-PID) with an object store is left behind.
   bool node_dir_left = false;
   if (std::filesystem::exists(dir_.path() + "/n")) {
@@ -422,6 +423,7 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
           &out),
       1);
   EXPECT_NE(out.find("already in use"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/head2"))
       << "a failed start must leave nothing behind";
   size_t started = 0;

@@ -194,6 +194,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
     d->Cleanup();
     return registered;
   }
+  d->joined_ = true;
   if (auto view = d->client_->GetClusterStatus(); view.ok()) d->router_->UpdateView(view->nodes);
   d->active_fd_ = d->client_->fd();
   JobSupervisorOptions jobs;
@@ -258,6 +259,9 @@ NodeDaemon::~NodeDaemon() {
 }
 
 void NodeDaemon::Leave() {
+  // A node that never joined (the head unreachable, a start that failed) has nothing to leave:
+  // its start's own error is the one line to say.
+  if (!joined_) return;
   // On a connection of its own (the heartbeat's was shut down above); bounded, so that a node
   // whose head is away still stops within seconds.
   ControlClientOptions o = NodeClientOptions();

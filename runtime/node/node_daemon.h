@@ -68,7 +68,7 @@ class NodeDaemon {
   Status Register();  // on the daemon's thread (or in Start): the only writer of record_
   void SetClient(std::unique_ptr<ControlClient> client);
   void Cleanup();
-  void Leave();  // tells the head this node stops on purpose (after Run ended)
+  void Leave();  // tells the head this node stops on purpose (after Run ended), if it joined
   void CutOff(const std::string& error);  // on the daemon's thread: the head cannot be reached
   void Run();
   void OnJobEnded(const JobId& job);  // from the router's thread
@@ -85,6 +85,7 @@ class NodeDaemon {
   mutable std::mutex mu_;  // guards stop_, record_.id for readers, client_ swaps and active_fd_
   std::condition_variable cv_;
   bool stop_ = false;
+  bool joined_ = false;  // registered with the head in Start (else there is nothing to leave)
   NodeRecord record_;
   std::unique_ptr<ControlClient> client_;  // used by the daemon's thread only
   ViewCursor view_;
