@@ -64,28 +64,35 @@ TEST_F(ControlPlaneTest, HeadAndThreeNodesReportTheirLabelsAndResources) {
   EXPECT_EQ(Count(table, "ALIVE"), 4) << table;
 }
 
-TEST_F(ControlPlaneTest, AKilledNodeIsDeadWithinFiveSeconds) {
-  auto head = StartHead({});
+// A killed node's connection closes: the head declares it DEAD once the disconnect grace (2 s)
+// is over, not after the heartbeat timeout, set to a minute here so that the two cannot be told
+// apart by timing alone; the 30 s deadline only guards against a hang (under ctest -j2 the
+// polling itself can take a while), and the reason says which path it was.
+TEST_F(ControlPlaneTest, AKilledNodeIsDeadOnceItsConnectionClosesNotAfterTheHeartbeatTimeout) {
+  auto head = StartHead({"--heartbeat-timeout-ms", "60000"});
   std::string victim, survivor;
   auto n1 = StartNode("n1", {}, &victim);
   auto n2 = StartNode("n2", {}, &survivor);
   n1->Kill(SIGKILL);
-  auto took = WaitForState(victim, NodeState::kDead, 5s);
-  ASSERT_TRUE(took) << "a SIGKILLed node was not reported DEAD within 5 s";
+  auto took = WaitForState(victim, NodeState::kDead, 30s);
+  ASSERT_TRUE(took) << "a SIGKILLed node was not reported DEAD within 30 s";
   std::printf("SIGKILLed node reported DEAD after %lld ms\n",
               static_cast<long long>(took->count()));
   ClusterView v = View();
   EXPECT_EQ(Find(v, survivor)->state, NodeState::kAlive);
-  EXPECT_NE(Find(v, victim)->death_reason.find("connection"), std::string::npos);
+  EXPECT_NE(Find(v, victim)->death_reason.find("connection"), std::string::npos)
+      << Find(v, victim)->death_reason;
 }
 
-TEST_F(ControlPlaneTest, AHungNodeIsDeadWithinFifteenSecondsAndComesBackAsNew) {
-  auto head = StartHead({});
+// A hung node keeps its connection open: only the heartbeat timeout (3 s here, not the default
+// 10 s) finds it, as the reason says; the 30 s deadline only guards against a hang.
+TEST_F(ControlPlaneTest, AHungNodeIsDeadAfterTheHeartbeatTimeoutAndComesBackAsNew) {
+  auto head = StartHead({"--heartbeat-interval-ms", "500", "--heartbeat-timeout-ms", "3000"});
   std::string hung;
   auto n1 = StartNode("n1", {}, &hung);
   n1->Kill(SIGSTOP);
-  auto took = WaitForState(hung, NodeState::kDead, 15s);
-  ASSERT_TRUE(took) << "a SIGSTOPped node was not reported DEAD within 15 s";
+  auto took = WaitForState(hung, NodeState::kDead, 30s);
+  ASSERT_TRUE(took) << "a SIGSTOPped node was not reported DEAD within 30 s";
   std::printf("SIGSTOPped node reported DEAD after %lld ms\n",
               static_cast<long long>(took->count()));
   EXPECT_NE(Find(View(), hung)->death_reason.find("no heartbeat"), std::string::npos);
@@ -107,7 +114,7 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   auto n2 = StartNode("n2", {"--labels", "site=cloud"}, &b);
   auto n3 = StartNode("n3", {}, &doomed);
   n3->Kill(SIGKILL);
-  ASSERT_TRUE(WaitForState(doomed, NodeState::kDead, 5s));
+  ASSERT_TRUE(WaitForState(doomed, NodeState::kDead, 30s));  // ~2 s; the bound guards a hang
   ClusterView before = View();
   ASSERT_EQ(before.nodes.size(), 4u);
   {
@@ -163,14 +170,15 @@ TEST_F(ControlPlaneTest, WrongCredentialsCanDoNothing) {
   auto info = req.initRegisterNode();
   NodeId sneaky = NodeId::FromRandom();
   info.setNodeId(capnp::Data::Reader(sneaky.data(), NodeId::kSize));
-  ASSERT_TRUE(WriteFrame(fd, m, SystemClock::Get().Now() + 5s).ok());
+  // (Answers come at once; the 30 s deadlines only guard against a hang under load.)
+  ASSERT_TRUE(WriteFrame(fd, m, SystemClock::Get().Now() + 30s).ok());
   FrameDecoder decoder(1 << 20);
-  auto reply = ReadFrame(fd, decoder, SystemClock::Get().Now() + 5s);
+  auto reply = ReadFrame(fd, decoder, SystemClock::Get().Now() + 30s);
   ASSERT_TRUE(reply.ok()) << reply.status();
   capnp::FlatArrayMessageReader reader(*reply);
   EXPECT_EQ(reader.getRoot<proto::ControlReply>().getCode(),
             static_cast<uint16_t>(StatusCode::kUnauthenticated));
-  auto after = ReadFrame(fd, decoder, SystemClock::Get().Now() + 5s);
+  auto after = ReadFrame(fd, decoder, SystemClock::Get().Now() + 30s);
   EXPECT_EQ(after.status().code(), StatusCode::kUnavailable)
       << "the head must close the connection";
   close(fd);
@@ -228,7 +236,9 @@ TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
   for (auto& p : payloads) {
     int fd = *ConnectTcp(hp, 5s);
     send(fd, p.data(), p.size(), MSG_NOSIGNAL);
-    EXPECT_TRUE(ClosedByPeer(fd, 7s)) << "the head kept a garbage connection open";
+    // At once, or after the head's 5 s auth timeout for bytes that could still become a frame;
+    // the 30 s deadline only guards against a connection kept open for good.
+    EXPECT_TRUE(ClosedByPeer(fd, 30s)) << "the head kept a garbage connection open";
     close(fd);
   }
   // An authenticated client that then sends garbage loses its own connection and nothing else.
@@ -236,7 +246,7 @@ TEST_F(ControlPlaneTest, GarbageOnThePortDoesNotHurtTheHead) {
   ASSERT_TRUE(c);
   std::string bad = Framed(std::string(16, '\xee'));
   send(c->fd(), bad.data(), bad.size(), MSG_NOSIGNAL);
-  EXPECT_TRUE(ClosedByPeer(c->fd(), 7s));
+  EXPECT_TRUE(ClosedByPeer(c->fd(), 30s));
   EXPECT_TRUE(head->running());
   ClusterView v = View();
   ASSERT_EQ(v.nodes.size(), 1u);
@@ -256,7 +266,7 @@ TEST(HeadConnectionCapTest, AConnectionOverTheCapIsToldWhyNotJustClosed) {
   HostPort hp{"127.0.0.1", (*head)->port()};
   std::vector<int> silent;  // connected, never saying hello
   for (int i = 0; i < 4; ++i) silent.push_back(*ConnectTcp(hp, 5s));
-  ASSERT_TRUE(WaitUntil([&] { return (*head)->counters().connections.load() >= 4; }, 5s));
+  ASSERT_TRUE(WaitUntil([&] { return (*head)->counters().connections.load() >= 4; }, 30s));
   auto refused = ControlClient::Connect(hp, o.token);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status();

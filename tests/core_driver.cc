@@ -252,7 +252,9 @@ void RunGroups(const std::string& head, const std::string& a, const std::string&
                               std::chrono::seconds(30));
   Check("group_removed_task_fails", code_of(gone) == StatusCode::kNotFound, text_of(gone));
 
-  // Never placeable: at once, with the reason.
+  // Never placeable: at once, with the reason. At once is tens of ms; not at once would be
+  // TimedOut after the groups' 30 s. The 10 s bound tells the two apart with room for a loaded
+  // machine (ctest -j2).
   auto t0 = std::chrono::steady_clock::now();
   auto pack3 =
       cumulus::CreatePlacementGroup({{{"CPU", 1}}, {{"CPU", 1}}, {{"CPU", 1}}},
@@ -264,7 +266,7 @@ void RunGroups(const std::string& head, const std::string& a, const std::string&
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Check("group_infeasible_fails_fast",
         code_of(pack3) == StatusCode::kInfeasible && code_of(five) == StatusCode::kInfeasible &&
-            ms < 4000,
+            ms < 10000,
         text_of(pack3) + " / " + text_of(five) + " after " + std::to_string(ms) + " ms");
   auto empty = cumulus::CreatePlacementGroup({{{"CPU", 0}}}, PlacementGroupStrategy::kPack);
   Check("group_empty_bundle_rejected", code_of(empty) == StatusCode::kInvalidArgument,
@@ -369,7 +371,9 @@ void RunPlacement(const std::string& a, const std::string& b, const std::string&
 
 // Impossible requests fail at once with the reason; a remote exception names where it came from.
 void RunFailures(const std::string& b) {
-  // Impossible requests fail at once with the reason.
+  // Impossible requests fail at once with the reason: in tens of ms, where a task that could
+  // run later waits (here, until TryGet gives up after 30 s). The 10 s bound tells the two apart
+  // with room for a loaded machine (ctest -j2).
   {
     auto t0 = std::chrono::steady_clock::now();
     auto r = cumulus::TryGet(cumulus::Task(WhereAmI).SetResource("GPU", 3).Remote(),
@@ -377,7 +381,7 @@ void RunFailures(const std::string& b) {
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     Check("infeasible_fails_fast",
-          !r.ok() && r.status().code() == cumulus::StatusCode::kInfeasible && ms < 2000 &&
+          !r.ok() && r.status().code() == cumulus::StatusCode::kInfeasible && ms < 10000 &&
               r.status().message().find("GPU") != std::string::npos,
           r.ok() ? "it ran" : r.status().ToString() + " after " + std::to_string(ms) + " ms");
     auto l = cumulus::TryGet(cumulus::Task(WhereAmI).SetLabelSelector("site=mars").Remote(),
