@@ -7,6 +7,8 @@
 //                          Get) and a Put object on this process's node ("HELD made=ID put=ID"),
 //                          then every reference dropped ("DROPPED"); the test watches the stores
 //                          let go of them while the job runs on ("freed")
+//   --scenario=put_lost    a Put object ("READY"); the test kills this process's node ("killed");
+//                          Get fails with ObjectLost (made by Put)
 //   --scenario=rebuild     a task result on the one node with resource "slot"; each time the test
 //                          kills the node holding it ("killed-N"), a task that reads it makes the
 //                          owner rebuild it on the next ("REBUILT N on=NODE"); after the 4th kill
@@ -107,6 +109,23 @@ void Free(const std::string& dir, const cumulus::NodeId& b) {
   Check("job_runs_on", after.ok() && *after == 5, Text(after));
 }
 
+void PutLost(const std::string& dir) {
+  Later later;
+  auto put = cumulus::Put(Blob(kBytes, 3));
+  auto first = cumulus::TryGet(put, kWait);
+  later.Check("put_readable", first.ok() && Sum(*first) == Sum(Blob(kBytes, 3)), Text(first));
+  Say("READY put=" + put.id().Hex());
+  if (!WaitForFile(dir + "/killed")) return Check("test_killed_the_node", false, "no killed");
+  later.Print();
+  auto lost = cumulus::TryGet(put, kWait);
+  Say("GOT " + Text(lost));
+  Check("put_is_object_lost",
+        Code(lost) == cumulus::StatusCode::kObjectLost &&
+            lost.status().message().find("object " + put.id().Hex()) != std::string::npos &&
+            lost.status().message().find("made by Put") != std::string::npos,
+        Text(lost));
+}
+
 void Rebuild(const std::string& dir) {
   Later later;
   auto slot = [](auto task) { return task.SetResource("slot", 1); };
@@ -159,6 +178,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     Free(dir, *b);
+  } else if (scenario == "put_lost") {
+    PutLost(dir);
   } else if (scenario == "rebuild") {
     Rebuild(dir);
   } else {

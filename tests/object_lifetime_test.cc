@@ -68,6 +68,19 @@ TEST_F(ObjectLifetimeTest, UnreferencedObjectsAreFreedWhereTheyLiveWhileTheJobRu
   ExpectChecks(driver->ReadAll(60s), {"objects_made", "job_runs_on"});
 }
 
+TEST_F(ObjectLifetimeTest, APutObjectWhoseNodeDiedIsObjectLost) {
+  auto head = StartHead({"--resources", "CPU=1", "--disconnect-grace-ms", "300"});
+  std::string p;
+  auto node_p = StartNode("p", {"--resources", "CPU=1"}, &p);
+  ASSERT_FALSE(p.empty());
+  auto driver = Driver("put_lost", CoreSocket(p));
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  KillNode(*node_p, p);
+  Touch("killed");
+  std::string out = driver->ReadAll(60s);
+  ExpectChecks(out, {"put_readable", "put_is_object_lost"});
+}
+
 TEST_F(ObjectLifetimeTest, AnObjectLostAFourthTimeIsNotRebuilt) {
   // A short grace: a killed node is DEAD 300 ms after its connection to the head closes.
   auto head = StartHead({"--resources", "CPU=1", "--disconnect-grace-ms", "300"});
