@@ -28,9 +28,11 @@ class FaultTest : public ClusterTest {
   }
   // Starts fault_driver with `args`, attached to the node whose core socket is `socket`.
   std::unique_ptr<Subprocess> Driver(std::vector<std::string> args, const std::string& socket,
-                                     const std::string& max_lineage_depth = "") {
+                                     const std::string& max_lineage_depth = "",
+                                     const std::string& head_wait_ms = "") {
     std::vector<std::pair<std::string, std::string>> env;
     if (!max_lineage_depth.empty()) env.push_back({"CUMULUS_MAX_LINEAGE_DEPTH", max_lineage_depth});
+    if (!head_wait_ms.empty()) env.push_back({"CUMULUS_HEAD_WAIT_MS", head_wait_ms});
     return StartDriver("fault_driver", std::move(args), socket, env);
   }
   // Sends `sig` to `pid` and every process under it (children first found through /proc).
@@ -156,6 +158,43 @@ TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {
                 "named_actor_after_head_restart", "get_actor_after_head_restart"});
   EXPECT_TRUE(WaitForState(a, NodeState::kAlive, 30s));
   EXPECT_TRUE(WaitForState(b, NodeState::kAlive, 30s));
+}
+
+// The head is gone for good (killed, or hung): calls that need it fail after the wait
+// (CUMULUS_HEAD_WAIT_MS, 2 s here; 60 s by default, checked in workers/head_session_test.cc).
+TEST_F(FaultTest, HeadKilledForGoodCallsThatNeedItFailAfterTheWait) {
+  auto head = StartHead({"--no-node"});
+  std::string a;
+  auto node_a = StartNode("a", {"--resources", "CPU=2"}, &a);
+  ASSERT_FALSE(a.empty());
+  auto driver = Driver({"--scenario=head_gone"}, CoreSocket(a), "", "2000");
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  head->Kill(SIGKILL);
+  (void)head->Wait(10s);
+  Touch("head_gone");
+  ExpectChecks(driver->ReadAll(60s),
+               {"named_actor_while_the_head_is_up", "get_actor_fails_after_the_wait",
+                "named_actor_fails_after_the_wait", "actor_calls_go_on_without_the_head"});
+}
+
+TEST_F(FaultTest, HeadHungCallsThatNeedItFailAfterTheWait) {
+  auto head = StartHead({"--no-node"});
+  std::string a;
+  auto node_a = StartNode("a", {"--resources", "CPU=2"}, &a);
+  ASSERT_FALSE(a.empty());
+  auto driver = Driver({"--scenario=head_gone"}, CoreSocket(a), "", "2000");
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  // It accepts connections (the kernel does) and answers nothing; thawed at the end, whatever
+  // happens, so that the test can clean up.
+  SignalTree(head->pid(), SIGSTOP);
+  struct Thaw {
+    pid_t pid;
+    ~Thaw() { SignalTree(pid, SIGCONT); }
+  } thaw{head->pid()};
+  Touch("head_gone");
+  ExpectChecks(driver->ReadAll(60s),
+               {"named_actor_while_the_head_is_up", "get_actor_fails_after_the_wait",
+                "named_actor_fails_after_the_wait", "actor_calls_go_on_without_the_head"});
 }
 
 TEST_F(FaultTest, DriverKilledItsJobIsCleanedUpEverywhere) {

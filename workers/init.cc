@@ -87,6 +87,19 @@ int MaxLineageDepth() {
   return 100;
 }
 
+// CUMULUS_HEAD_WAIT_MS (100-3600000; default 60000): see CoreWorkerOptions::head_wait.
+Duration HeadWait() {
+  const Duration fallback = CoreWorkerOptions().head_wait;
+  const char* w = std::getenv("CUMULUS_HEAD_WAIT_MS");
+  if (!w) return fallback;
+  char* end = nullptr;
+  long long v = std::strtoll(w, &end, 10);
+  if (*w && end && *end == 0 && v >= 100 && v <= 3'600'000) return std::chrono::milliseconds(v);
+  CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_HEAD_WAIT_MS=" << w
+                    << " (want a whole number of milliseconds from 100 to 3600000)";
+  return fallback;
+}
+
 [[noreturn]] void RunAsWorker() {
   CoreWorkerOptions o;
   o.node_socket = Env("CUMULUS_NODE_SOCKET");
@@ -103,6 +116,7 @@ int MaxLineageDepth() {
   o.worker_id = *wid;
   o.bind_host = Env("CUMULUS_BIND_HOST").empty() ? "127.0.0.1" : Env("CUMULUS_BIND_HOST");
   o.max_lineage_depth = MaxLineageDepth();
+  o.head_wait = HeadWait();
   auto core = CoreWorker::Start(o);
   if (!core.ok()) {
     std::fprintf(stderr, "cumulus worker: %s\n", core.status().ToString().c_str());
@@ -227,6 +241,7 @@ Status StartDriver(const InitOptions& options) {
     o.token = token;
     o.job = job;
     o.max_lineage_depth = MaxLineageDepth();
+    o.head_wait = HeadWait();
     CUMULUS_ASSIGN_OR_RETURN(auto core, CoreWorker::Start(o));
     last = RegisterJob(*core, *head, job);
     if (last.ok()) {
