@@ -7,14 +7,15 @@
 
 namespace cumulus {
 
-Result<std::shared_ptr<ControlClient>> HeadSession::Client(bool connect) {
+Result<std::shared_ptr<ControlClient>> HeadSession::Client(bool connect, Duration limit) {
   std::lock_guard<std::mutex> lock(mu_);
   if (client_) return client_;
   if (!connect) return Status::Unavailable("not connected to the head");
   ControlClientOptions o;
   o.role = role_;
-  // One try waits no longer than the whole call may.
-  o.connect_timeout = std::min(o.connect_timeout, wait_);
+  // One try waits no longer than the whole call may (and a connection no longer than is left).
+  o.connect_timeout =
+      std::max<Duration>(std::min({o.connect_timeout, wait_, limit}), std::chrono::milliseconds(1));
   o.request_timeout = std::min<Duration>(std::chrono::seconds(35), wait_);
   CUMULUS_ASSIGN_OR_RETURN(auto client, ControlClient::Connect(head_, token_, o));
   client_ = std::move(client);

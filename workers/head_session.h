@@ -48,8 +48,10 @@ class HeadSession {
   Duration wait() const { return wait_; }
 
  private:
-  // The connection, made first if there is none and `connect`.
-  Result<std::shared_ptr<ControlClient>> Client(bool connect = true);
+  // The connection, made first if there is none and `connect` (taking at most `limit`, and 1 ms
+  // at least).
+  Result<std::shared_ptr<ControlClient>> Client(bool connect = true,
+                                                Duration limit = Duration::max());
   // The call found `client` broken: the next one connects again.
   void Drop(const std::shared_ptr<ControlClient>& client);
   // Whether to try again after `failed` (after a pause, at the latest at `deadline`); logs the
@@ -87,7 +89,7 @@ auto HeadSession::Call(Fn call) -> decltype(call(std::declval<ControlClient&>())
   bool told = false;
   while (true) {
     Status failed;
-    auto client = Client();
+    auto client = Client(true, deadline - clock_.Now());
     if (client.ok()) {
       auto r = call(**client);
       failed = StatusOf(r);

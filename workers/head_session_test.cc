@@ -58,13 +58,13 @@ TEST(HeadSessionTest, ByDefaultACallWaitsSixtySecondsForTheHeadThenFailsNamingIt
     HeadSession& session;
     ~Unblock() { session.StopWaiting(); }
   } unblock{session};
-  // The call reads the clock for its deadline, then at every try that finds the head down to
-  // decide whether to try again.
-  ASSERT_TRUE(WaitUntil([&] { return clock.reads() >= 2; }, 10'000ms)) << "the call did not try";
-  // Two more reads after the clock moved: the call has seen 58 s pass.
+  // The call reads the clock for its deadline, then at every try (twice: for the time left to
+  // connect, and to decide whether to try again after the head refused it).
+  ASSERT_TRUE(WaitUntil([&] { return clock.reads() >= 3; }, 10'000ms)) << "the call did not try";
+  // Four more reads after the clock moved: a try began after the call saw 58 s pass and went on.
   clock.AdvanceTime(58s);
   int reads = clock.reads();
-  ASSERT_TRUE(WaitUntil([&] { return clock.reads() >= reads + 2; }, 10'000ms))
+  ASSERT_TRUE(WaitUntil([&] { return clock.reads() >= reads + 4; }, 10'000ms))
       << "the call stopped trying before 60 s";
   EXPECT_EQ(call.wait_for(0s), std::future_status::timeout) << "it gave up before 60 s";
   clock.AdvanceTime(3s);
