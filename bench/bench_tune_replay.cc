@@ -205,60 +205,79 @@ RunResult Simulate(const CurveSet& set, const Options& o, uint64_t seed, Schedul
   auto scheduler = MakeTrialScheduler(so);
   if (!scheduler.ok()) Fail(scheduler.status().ToString());
 
-  struct Running {
+  struct Trial {
     size_t row;
-    size_t epoch;  // epochs reported so far
+    size_t epoch = 0;  // epochs reported so far
   };
-  std::map<TrialId, Running> running;
+  std::map<TrialId, Trial> trials;  // started and not ended
+  size_t running = 0;
   // (time, sequence, trial): the trial finishes its next epoch at `time`.
   using Event = std::tuple<double, uint64_t, TrialId>;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   uint64_t seq = 0;
   TrialId next_id = 1;
-  bool exhausted = false;
   RunResult out;
   bool have_best = false;
   auto better = [&](double a, double b) { return o.mode == Mode::kMax ? a > b : a < b; };
-
-  auto start_trials = [&](double now) {
-    while (!exhausted && running.size() < o.workers) {
+  auto end_trial = [&](TrialId id, bool completed) {
+    const Trial& t = trials.at(id);
+    double value = set.curves[t.row][t.epoch - 1];
+    if (!have_best || better(value, out.best)) out.best = value, have_best = true;
+    if (!completed) ++out.stopped;
+    (*scheduler)->OnTrialEnd(id, completed);
+    (*searcher)->OnTrialEnd(id, o.mode == Mode::kMax ? value : -value,
+                            static_cast<int64_t>(t.epoch));
+    trials.erase(id);
+  };
+  // Fills free slots: a paused trial the scheduler names, else a new trial.
+  auto fill = [&](double now) {
+    while (running < o.workers) {
+      bool can_start_new = next_id <= o.samples;
+      TrialScheduler::NextRun next = (*scheduler)->ChooseTrialToRun(can_start_new);
+      for (const auto& [id, why] : next.stop) end_trial(id, false);
+      if (next.resume) {
+        ++running;
+        events.emplace(now + set.cost[trials.at(*next.resume).row], seq++, *next.resume);
+        continue;
+      }
+      if (!can_start_new) break;
       auto c = (*searcher)->Suggest(next_id);
       if (!c.ok()) Fail(c.status().ToString());
-      if (!c->has_value()) {
-        exhausted = true;
-        break;
-      }
+      if (!c->has_value()) Fail("the random searcher ended before --samples trials");
       auto row = static_cast<size_t>((*c)->Get<int64_t>("row"));
       TrialId id = next_id++;
       (*scheduler)->OnTrialAdd(id, **c);
-      running[id] = Running{row, 0};
+      trials[id] = Trial{row};
+      ++running;
       events.emplace(now + set.cost[row], seq++, id);
     }
   };
-  start_trials(0);
+  fill(0);
   while (!events.empty()) {
     auto [now, _, id] = events.top();
     events.pop();
-    Running& r = running.at(id);
-    const std::vector<double>& curve = set.curves[r.row];
-    double value = curve[r.epoch];
-    ++r.epoch;
-    out.compute += set.cost[r.row];
+    Trial& t = trials.at(id);
+    const std::vector<double>& curve = set.curves[t.row];
+    double value = curve[t.epoch];
+    ++t.epoch;
+    out.compute += set.cost[t.row];
     out.makespan = now;
-    Decision d = (*scheduler)->OnReport(TrialReport{id, static_cast<int64_t>(r.epoch), value});
-    bool done = r.epoch == curve.size();
+    Decision d = (*scheduler)->OnReport(TrialReport{id, static_cast<int64_t>(t.epoch), value});
+    bool done = t.epoch == curve.size();
     if (done || d.action == Action::kStop) {
-      if (!have_best || better(value, out.best)) out.best = value, have_best = true;
-      if (!done) ++out.stopped;
-      (*scheduler)->OnTrialEnd(id, done);
-      double score = o.mode == Mode::kMax ? value : -value;
-      (*searcher)->OnTrialEnd(id, score, static_cast<int64_t>(r.epoch));
-      running.erase(id);
-      start_trials(now);
+      --running;
+      end_trial(id, done);
+      fill(now);
+    } else if (d.action == Action::kPause) {
+      --running;
+      fill(now);
     } else {
-      events.emplace(now + set.cost[r.row], seq++, id);
+      events.emplace(now + set.cost[t.row], seq++, id);
     }
   }
+  // Trials still paused when nothing runs: the scheduler let them wait for ever. Count them
+  // as ended where they are (a scheduler that strands trials shows it in its results).
+  while (!trials.empty()) end_trial(trials.begin()->first, false);
   return out;
 }
 
@@ -344,7 +363,8 @@ int main(int argc, char** argv) {
   add("hyperband", SchedulerKind::kHyperBand,
       "asynchronous HyperBand: grace 1, rf 4, all brackets");
   add("median", SchedulerKind::kMedian, "median stopping: grace 1, 3 samples");
-  add("bound", SchedulerKind::kBound, "ours (the default): stop below the largest gain seen");
+  add("bound", SchedulerKind::kBound,
+      "ours (the default): promotion, pause, stop below the largest gain seen");
   const std::string kDefault = "bound";
 
   std::vector<std::vector<RunResult>> results(rows.size());

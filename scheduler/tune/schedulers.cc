@@ -25,6 +25,8 @@ std::string_view ActionName(Action a) {
       return "continue";
     case Action::kStop:
       return "stop";
+    case Action::kPause:
+      return "pause";
     case Action::kExploit:
       return "exploit";
   }
@@ -324,7 +326,8 @@ class Pbt final : public TrialScheduler {
 Status CheckOptions(const SchedulerOptions& o) {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("scheduler: " + what); };
   if (o.max_t < 1) return bad("max_t must be at least 1 iteration");
-  if (o.kind == SchedulerKind::kAsha || o.kind == SchedulerKind::kHyperBand) {
+  if (o.kind == SchedulerKind::kAsha || o.kind == SchedulerKind::kHyperBand ||
+      o.kind == SchedulerKind::kBound) {
     if (o.grace_period < 1 || o.grace_period > o.max_t)
       return bad("grace_period must be between 1 and max_t (" + std::to_string(o.max_t) + ")");
     if (!std::isfinite(o.reduction_factor) || !(o.reduction_factor > 1))
@@ -350,6 +353,8 @@ Status CheckOptions(const SchedulerOptions& o) {
     if (o.bound_min_finished < 1) return bad("bound: min_finished must be at least 1");
     if (!std::isfinite(o.bound_margin) || o.bound_margin < 0)
       return bad("bound: the margin must be a finite number >= 0");
+    if (!std::isfinite(o.bound_slack) || o.bound_slack < 0)
+      return bad("bound: the slack must be a finite number >= 0");
   }
   return Status::OK();
 }

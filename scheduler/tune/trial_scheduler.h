@@ -18,13 +18,15 @@
 //   pbt          population-based training (Jaderberg et al. 2017): every `interval` iterations a
 //                trial in the bottom quantile exploits a random top-quantile trial (loads its
 //                checkpoint) and explores (perturbs by 0.8/1.2, shifts a choice, or resamples).
-//   bound        ours, the default: stops a trial only when the largest improvement that any
+//   bound        ours, the default: ASHA's rungs, but a trial below a rung's top 1/rf pauses
+//                instead of stopping; it stops only when the largest improvement that any
 //                finished trial made from the same iteration on would not lift it to the best
-//                finished result (with a margin); see curve_bound.cc for why.
+//                finished result; see curve_bound.cc for why.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,12 +48,14 @@ struct TrialReport {
   double metric = 0;      // as the trial reported it (finite)
 };
 
-enum class Action { kContinue, kStop, kExploit };
+// kPause: the trial saves a checkpoint and gives up its resources; it runs again only when
+// ChooseTrialToRun names it (from that checkpoint), or ends when that says to stop it.
+enum class Action { kContinue, kStop, kPause, kExploit };
 std::string_view ActionName(Action a);
 
 struct Decision {
   Action action = Action::kContinue;
-  std::string reason;        // for kStop and kExploit: why, in words, for the table and journal
+  std::string reason;  // for kStop, kPause and kExploit: why, in words, for the table and journal
   TrialId exploit_from = 0;  // kExploit: the trial whose latest checkpoint to continue from
   Config new_config;         // kExploit: the config to continue with
 };
@@ -72,6 +76,15 @@ class TrialScheduler {
   // The trial no longer runs: it reached the end (`completed`), was stopped, or failed.
   virtual void OnTrialEnd(TrialId id, bool completed) {}
   virtual std::vector<Cutoff> Cutoffs() const { return {}; }
+
+  // Resources for one trial are free. `can_start_new`: the searcher has another config. The
+  // answer: a paused trial to resume (nullopt: start a new trial if there is one, else nothing),
+  // and paused trials to stop now, each with its reason. Schedulers that never pause say nothing.
+  struct NextRun {
+    std::optional<TrialId> resume;
+    std::vector<std::pair<TrialId, std::string>> stop;
+  };
+  virtual NextRun ChooseTrialToRun(bool can_start_new) { return {}; }
 };
 
 enum class SchedulerKind { kFifo, kAsha, kHyperBand, kMedian, kPbt, kBound };
@@ -99,9 +112,14 @@ struct SchedulerOptions {
   double pbt_resample_probability = 0.25;
   SearchSpace pbt_mutations;  // the parameters PBT may change; empty: none (exploit only)
 
-  // bound
-  int64_t bound_min_finished = 3;  // trials that must finish before any is stopped
-  double bound_margin = 0;         // added to the largest improvement, in metric units
+  // bound (also uses grace_period and reduction_factor for its rungs)
+  // The first bound_min_finished trials run to the end (an unbiased sample of curves); nothing is
+  // stopped before they have finished.
+  int64_t bound_min_finished = 10;
+  double bound_margin = 0;      // added to the largest improvement, in metric units
+  double bound_slack = 0;       // the largest improvement is multiplied by 1 + slack
+  int64_t bound_neighbors = 0;  // gains of the nearest finished trials only (0: all)
+  bool bound_pause = true;      // pause below a rung's top 1/rf instead of running on
 };
 
 // InvalidArgument naming the option: max_t < 1, grace outside [1, max_t], rf <= 1, brackets < 1,

@@ -256,25 +256,42 @@ TEST(Pbt, TheBottomTrialExploitsATopTrialAndPerturbsItsConfig) {
   EXPECT_TRUE(w == 1 || w == 4) << w;
 }
 
-TEST(CurveBound, StopsOnlyWhatNoSeenGainCouldLiftToTheBestFinished) {
-  SchedulerOptions o = Options(SchedulerKind::kBound, 3);
+TEST(CurveBound, PausesBelowARungAndStopsOnlyWhatNoSeenGainCouldLift) {
+  SchedulerOptions o = Options(SchedulerKind::kBound, 3);  // rungs: 1 (rf 4)
   o.bound_min_finished = 2;
   auto s = MakeTrialScheduler(o);
-  // Two finished trials: gains from iteration 1 of 0.3 and 0.1, from 2 of 0.1 and 0.05.
+  // The first two trials run to the end whatever they report: gains from iteration 1 of 0.3
+  // and 0.1, from iteration 2 of 0.1 and 0.05; the best finished is 0.8.
   const double a[] = {0.5, 0.7, 0.8}, b[] = {0.6, 0.65, 0.7};
   for (int64_t t = 1; t <= 3; ++t) {
     EXPECT_EQ((*s)->OnReport({1, t, a[t - 1]}).action, Action::kContinue);
     EXPECT_EQ((*s)->OnReport({2, t, b[t - 1]}).action, Action::kContinue);
   }
-  EXPECT_EQ((*s)->OnReport({3, 1, 0.1}).action, Action::kContinue);  // none finished yet
   (*s)->OnTrialEnd(1, true);
   (*s)->OnTrialEnd(2, true);
-  EXPECT_EQ((*s)->OnReport({4, 1, 0.51}).action, Action::kContinue);  // 0.51 + 0.3 >= 0.8
-  Decision d = (*s)->OnReport({5, 1, 0.49});                          // 0.49 + 0.3 < 0.8
+  Decision d = (*s)->OnReport({4, 1, 0.51});  // could reach 0.81, but not in the rung's top 1/4
+  EXPECT_EQ(d.action, Action::kPause) << d.reason;
+  d = (*s)->OnReport({5, 1, 0.49});  // 0.49 + 0.3 < 0.8
   EXPECT_EQ(d.action, Action::kStop);
-  EXPECT_NE(d.reason.find("would not reach the best finished result 0.8"), std::string::npos)
-      << d.reason;
+  EXPECT_NE(d.reason.find("short of the best finished result 0.8"), std::string::npos) << d.reason;
+  EXPECT_EQ((*s)->OnReport({6, 1, 0.7}).action, Action::kContinue);  // the rung's top 1/4
+  // While new configs come, the paused trial waits; when none do, it runs again.
+  TrialScheduler::NextRun next = (*s)->ChooseTrialToRun(true);
+  EXPECT_FALSE(next.resume.has_value());
+  EXPECT_TRUE(next.stop.empty());
+  next = (*s)->ChooseTrialToRun(false);
+  ASSERT_TRUE(next.resume.has_value());
+  EXPECT_EQ(*next.resume, 4u);
   EXPECT_EQ((*s)->OnReport({4, 2, 0.69}).action, Action::kStop);  // 0.69 + 0.1 < 0.8
+  // A paused trial is stopped once a better finished result puts it out of reach.
+  EXPECT_EQ((*s)->OnReport({7, 1, 0.55}).action, Action::kPause);  // could reach 0.85
+  EXPECT_EQ((*s)->OnReport({6, 2, 0.8}).action, Action::kContinue);
+  EXPECT_EQ((*s)->OnReport({6, 3, 0.9}).action, Action::kContinue);
+  (*s)->OnTrialEnd(6, true);
+  next = (*s)->ChooseTrialToRun(true);
+  ASSERT_EQ(next.stop.size(), 1u);
+  EXPECT_EQ(next.stop[0].first, 7u);
+  EXPECT_FALSE(next.resume.has_value());
 }
 
 TEST(TrialSchedulers, TheSameCallsGiveTheSameDecisions) {
@@ -293,6 +310,12 @@ TEST(TrialSchedulers, TheSameCallsGiveTheSameDecisions) {
         Decision da = (*a)->OnReport(r), db = (*b)->OnReport(r);
         ASSERT_EQ(da.action, db.action);
         ASSERT_EQ(da.new_config, db.new_config);
+        if (da.action == Action::kPause) {
+          TrialScheduler::NextRun na = (*a)->ChooseTrialToRun(false);
+          TrialScheduler::NextRun nb = (*b)->ChooseTrialToRun(false);
+          ASSERT_EQ(na.resume, nb.resume);
+          ASSERT_EQ(na.stop, nb.stop);
+        }
         if (da.action == Action::kStop || t == 9) {
           (*a)->OnTrialEnd(id, t == 9), (*b)->OnTrialEnd(id, t == 9);
           break;
