@@ -439,7 +439,7 @@ int main(int argc, char** argv) {
   std::printf(
       "\ndefault (%s): gap %.2f %s, compute %.3f of full search: target (gap <= 0.5, "
       "compute <= 0.25) %s\n",
-      kDefault.c_str(), sum[def].gap, points ? "points" : "", sum[def].fraction,
+      kDefault.c_str(), sum[def].gap, points ? "points" : (o.mode == Mode::kMax ? "units" : "%"), sum[def].fraction,
       target ? "MET" : "NOT MET");
   return 0;
 }
