@@ -29,26 +29,10 @@ class FaultTest : public ClusterTest {
   // Starts fault_driver with `args`, attached to the node whose core socket is `socket`.
   std::unique_ptr<Subprocess> Driver(std::vector<std::string> args, const std::string& socket,
                                      const std::string& max_lineage_depth = "") {
-    setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
-    setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
-    setenv("CUMULUS_NODE_SOCKET", socket.c_str(), 1);
-    if (!max_lineage_depth.empty())
-      setenv("CUMULUS_MAX_LINEAGE_DEPTH", max_lineage_depth.c_str(), 1);
-    args.insert(args.begin(), std::string(CUMULUS_BIN_DIR) + "/fault_driver");
-    args.push_back("--dir=" + dir_.path());
-    auto p = std::make_unique<Subprocess>(args, /*merge_stderr=*/true);
-    for (const char* v : {"CUMULUS_ADDRESS", "CUMULUS_TOKEN_FILE", "CUMULUS_NODE_SOCKET",
-                          "CUMULUS_MAX_LINEAGE_DEPTH"}) {
-      unsetenv(v);
-    }
-    return p;
+    std::vector<std::pair<std::string, std::string>> env;
+    if (!max_lineage_depth.empty()) env.push_back({"CUMULUS_MAX_LINEAGE_DEPTH", max_lineage_depth});
+    return StartDriver("fault_driver", std::move(args), socket, env);
   }
-  std::string CoreSocket(const std::string& node_hex) {
-    ClusterView v = View();
-    const NodeRecord* n = Find(v, node_hex);
-    return n ? n->core_socket : "";
-  }
-  void Touch(const std::string& name) { std::ofstream(dir_.path() + "/" + name) << "1\n"; }
   // Sends `sig` to `pid` and every process under it (children first found through /proc).
   static void SignalTree(pid_t pid, int sig) {
     std::vector<pid_t> tree = {pid};
@@ -69,16 +53,6 @@ class FaultTest : public ClusterTest {
       }
     }
     for (pid_t p : tree) kill(p, sig);
-  }
-  // Objects in the store at `socket` (memory and disk).
-  int StoredObjects(const std::string& socket) {
-    std::string out;
-    if (Cli({"object-store", "stats", "--socket", socket, "--json"}, &out) != 0) return -1;
-    auto field = [&](const std::string& key) {
-      size_t at = out.find("\"" + key + "\":");
-      return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size() + 3);
-    };
-    return field("objects_in_memory") + field("objects_on_disk_only");
   }
 };
 

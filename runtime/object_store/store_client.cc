@@ -54,6 +54,7 @@ class StoreClientCall {
     lock.lock();
     if (!sent.ok()) {
       c->pending_.erase(id);
+      if (sent.code() == StatusCode::kUnavailable) c->broken_ = true;  // the socket failed
       return sent;
     }
     kj::Array<capnp::word> buffer;
@@ -79,6 +80,8 @@ class StoreClientCall {
       c->replied_.notify_all();  // another caller may read now
       if (!packet.ok() || packet->bytes == 0) {
         c->pending_.erase(id);
+        // The socket failed, or the store closed it: not a request that took too long.
+        if (packet.ok() || packet.status().code() == StatusCode::kUnavailable) c->broken_ = true;
         if (!packet.ok()) return packet.status().WithContext("object store at " + c->socket_path_);
         return Status::Unavailable("the object store at " + c->socket_path_ +
                                    " closed the connection (did it exit?)");
