@@ -254,8 +254,8 @@ int TrainingThroughput(bool quick) {
   if (gpu.ok) {
     std::printf("| 1 GPU | %.0f | %.2fx | - | - | %.2f%% |\n", gpu.samples_per_second,
                 gpu.samples_per_second / one, gpu.accuracy);
-  } else if (gpu.output.find("node has no GPU") != std::string::npos) {
-    std::printf("# GPU: skipped, no node of the embedded cluster has a GPU\n");
+  } else if (gpu.output.find("no GPU is visible to this process") != std::string::npos) {
+    std::printf("# GPU: skipped, no GPU is visible here (so the embedded cluster has none)\n");
   } else {
     std::printf("# GPU training failed:\n%s\n", gpu.output.c_str());
     return 1;

@@ -508,6 +508,20 @@ int main(int argc, char** argv) {
                  config.batch, config.world);
     return 2;
   }
+  // An embedded cluster's node finds the GPUs this process sees: with none, say so here (one
+  // line, which ctest's example.fashion_mnist_gpu reads as "skipped") rather than fail later
+  // with the scheduler's "no node can ever run it". Against a cluster, its nodes decide.
+  if (config.device == "gpu" && !std::getenv("CUMULUS_ADDRESS") && !cumulus::IsWorker()) {
+    std::string why;
+    if (VisibleGpus(&why) == 0) {
+      std::fprintf(stderr,
+                   "fashion_mnist: --device gpu: no GPU is visible to this process (%s), so the "
+                   "embedded cluster has none; use --device cpu, or a cluster with GPUs "
+                   "(CUMULUS_ADDRESS)\n",
+                   why.c_str());
+      return 1;
+    }
+  }
   // An embedded cluster gets a CPU for each worker even on a smaller machine (they then share
   // cores): every member of a group must run at once.
   cumulus::InitOptions options;

@@ -193,14 +193,20 @@ class GpuMlp final : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init,
-                                  std::string* why) {
+int VisibleGpus(std::string* why) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    *why = std::string("no GPU is visible to this actor: ") +
-           (e != cudaSuccess ? cudaGetErrorString(e) : "CUDA sees no device");
-    cudaGetLastError();
+  if (e == cudaSuccess && devices > 0) return devices;
+  *why = e != cudaSuccess ? cudaGetErrorString(e) : "CUDA sees no device";
+  cudaGetLastError();
+  return 0;
+}
+
+std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init,
+                                  std::string* why) {
+  std::string none;
+  if (VisibleGpus(&none) == 0) {
+    *why = "no GPU is visible to this actor: " + none;
     return nullptr;
   }
   try {

@@ -59,3 +59,7 @@ class Model {
 // stream), starting from `init` (host, the layout above). Null with `why` where this build has
 // no CUDA or no GPU is visible.
 std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init, std::string* why);
+
+// How many GPUs the CUDA runtime shows this process: 0, with `why`, where it shows none or this
+// build has no CUDA. (The embedded cluster's node detects its GPUs the same way.)
+int VisibleGpus(std::string* why);

@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats->used_bytes),
               static_cast<unsigned long long>(stats->capacity_bytes),
               static_cast<unsigned long long>(stats->objects_on_disk_only));
+  if (stats->objects_on_disk_only == 0) {
+    return Fail("spill", Status::Internal("160 MiB in a 64 MiB store spilled nothing to disk"));
+  }
 
   std::printf("3. another process reads every object back\n");
   std::fflush(stdout);
@@ -124,10 +127,12 @@ int main(int argc, char** argv) {
     if (!rc || *rc != 0) return Fail("reader", Status::Internal("the reader process failed"));
   }
   stats = (*client)->Stats();
-  if (stats.ok()) {
-    std::printf("   store: %llu spills, %llu restores so far\n",
-                static_cast<unsigned long long>(stats->spill_count),
-                static_cast<unsigned long long>(stats->restore_count));
+  if (!stats.ok()) return Fail("stats", stats.status());
+  std::printf("   store: %llu spills, %llu restores so far\n",
+              static_cast<unsigned long long>(stats->spill_count),
+              static_cast<unsigned long long>(stats->restore_count));
+  if (stats->restore_count == 0) {
+    return Fail("restore", Status::Internal("reading every object back restored none from disk"));
   }
 
   std::printf("4. a durable object survives kill -9 of the store\n");

@@ -210,15 +210,20 @@ TEST_F(JobTest, BadRequestsGetOneClearLine) {
   EXPECT_EQ(Run({"logs", "not-an-id"}, &out), 2);
   EXPECT_EQ(Run({"cancel", "0badf00d"}, &out), 1);
   EXPECT_NE(out.find("no job 0badf00d"), std::string::npos) << out;
-  for (const char* grace : {"-1", "x", "1e9", "nan"}) {
+  for (const char* grace : {"-1", "x", "1e9", "nan", "1e30", "inf", "0x10", " 5", ""}) {
     EXPECT_EQ(Run({"cancel", "0badf00d", "--grace", grace}, &out), 2) << grace;
-    EXPECT_NE(out.find("--grace must be a number of seconds"), std::string::npos) << out;
+    EXPECT_EQ(out, "cumulus: --grace must be a number of seconds from 0 to 3600, got '" +
+                       std::string(grace) + "'; run 'cumulus cancel --help' for usage\n");
   }
   EXPECT_EQ(Run({"jobs", "--filter", "nokey"}, &out), 2);
   EXPECT_NE(out.find("KEY=VALUE"), std::string::npos) << out;
   EXPECT_EQ(Run({"jobs", "--filter", "color=red"}, &out), 2);
   EXPECT_NE(out.find("cannot filter on 'color'"), std::string::npos) << out;
-  EXPECT_EQ(Run({"jobs", "--limit", "0"}, &out), 2);
+  for (const char* limit : {"0", "-1", "1e30", "12abc", "99999999999999999999"}) {
+    EXPECT_EQ(Run({"jobs", "--limit", limit}, &out), 2) << limit;
+    EXPECT_EQ(out, "cumulus: --limit must be a whole number from 1 to 1000000000, got '" +
+                       std::string(limit) + "'; run 'cumulus jobs --help' for usage\n");
+  }
   EXPECT_EQ(Run({"list", "tasks", "--filter", "colour=red"}, &out), 2);
   EXPECT_NE(out.find("cannot filter on 'colour'"), std::string::npos) << out;
   EXPECT_EQ(Run({"list", "bogus"}, &out, /*auth=*/false), 2);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include <cstring>
 #include <vector>
@@ -71,6 +72,12 @@ TEST_F(ObjectStoreTest, BadRequestsGetClearErrors) {
   EXPECT_NE(huge.status().message().find("larger than the object store's whole memory tier"),
             std::string::npos)
       << huge.status();
+  // A size near 2^64 (as a peer's pull reply or a local client may announce) must not wrap to a
+  // small allocation that the writer then overruns.
+  for (uint64_t absurd : {UINT64_MAX, UINT64_MAX - 10, UINT64_MAX - 63}) {
+    auto wrapped = store->Create(NewId(), absurd);
+    EXPECT_EQ(wrapped.status().code(), StatusCode::kResourceExhausted) << absurd;
+  }
   EXPECT_EQ(store->Stats().used_bytes, 64u) << "a failed create must not leak memory";
 }
 
@@ -219,6 +226,73 @@ TEST_F(ObjectStoreTest, CorruptSpilledCopyIsObjectLostNotGarbage) {
   // The store keeps working.
   ObjectId other = NewId();
   EXPECT_TRUE(store->Put(other, "ok", 2).ok());
+}
+
+// The free-disk reserve (ObjectStoreOptions::min_free_disk_bytes, 256 MiB by default), without
+// a small disk to fill: a reserve larger than what the test's directory has free refuses every
+// write to the disk tier, as a full disk would. Needs no mount and no root, unlike the tmpfs
+// test below.
+TEST_F(ObjectStoreTest, SpillingIntoTheDiskReserveIsRefusedClearlyAndNothingIsLost) {
+  struct statvfs fs {};
+  ASSERT_EQ(statvfs(dir_.path().c_str(), &fs), 0) << std::strerror(errno);
+  uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  std::unique_ptr<ObjectStore> store;
+  ObjectStoreOptions o;
+  o.directory = dir_.path() + "/store";
+  o.memory_capacity = 4 << 20;
+  // Far above what is free, so that space freed by others meanwhile does not matter.
+  o.min_free_disk_bytes = free_bytes + (1ull << 40);
+  {
+    auto s = ObjectStore::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store = std::move(*s);
+  }
+  // Fill the memory tier; the object that needs a spill is refused, saying why.
+  std::vector<std::pair<ObjectId, std::vector<uint8_t>>> kept;
+  Status failure;
+  ObjectId refused;
+  for (int i = 0; i < 16 && failure.ok(); ++i) {
+    ObjectId id = NewId();
+    auto data = Pattern(1 << 20, static_cast<uint8_t>(i));
+    failure = store->Put(id, data.data(), data.size());
+    if (failure.ok())
+      kept.emplace_back(id, std::move(data));
+    else
+      refused = id;
+  }
+  ASSERT_FALSE(failure.ok()) << "16 MiB went into a 4 MiB store with every disk write refused";
+  EXPECT_EQ(failure.code(), StatusCode::kResourceExhausted) << failure;
+  for (const std::string& says : {std::string("cannot make room for object ") + refused.Hex(),
+                                  std::string("not enough disk space"), o.directory,
+                                  std::to_string(o.min_free_disk_bytes) + " kept in reserve"}) {
+    EXPECT_NE(failure.message().find(says), std::string::npos)
+        << "expected '" << says << "' in: " << failure;
+  }
+  EXPECT_FALSE(store->Contains(refused));
+  ASSERT_GE(kept.size(), 2u);
+  ObjectStoreStats stats = store->Stats();
+  EXPECT_EQ(stats.objects_on_disk_only, 0u);
+  EXPECT_EQ(stats.spill_count, 0u) << "nothing may have been written past the reserve";
+  // An explicit spill and a durable object's seal are refused the same way.
+  Status spill = store->Spill(kept[0].first);
+  EXPECT_EQ(spill.code(), StatusCode::kResourceExhausted) << spill;
+  EXPECT_NE(spill.message().find("kept in reserve"), std::string::npos) << spill;
+  ASSERT_TRUE(store->Delete(kept.back().first).ok());
+  kept.pop_back();
+  ObjectId durable = NewId();
+  Status sealed = store->Put(durable, "keep me", 7, /*durable=*/true);
+  EXPECT_EQ(sealed.code(), StatusCode::kResourceExhausted) << sealed;
+  EXPECT_NE(sealed.message().find("kept in reserve"), std::string::npos) << sealed;
+  EXPECT_FALSE(store->Contains(durable));
+  // Nothing is lost: every object the store took is still there, intact, and the store goes on
+  // taking what fits in memory.
+  for (auto& [id, data] : kept) {
+    auto b = store->Get(id);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_TRUE(Same(*b, data));
+  }
+  auto data = Pattern(1 << 20, 99);
+  EXPECT_TRUE(store->Put(NewId(), data.data(), data.size()).ok());
 }
 
 // A real full disk: a small tmpfs mounted under the test's directory. Needs CAP_SYS_ADMIN.

@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 
+#include "runtime/base/numeric.h"
 #include "runtime/object_store/store_protocol.h"
 #include "runtime/proto/store.capnp.h"
 
@@ -230,7 +231,8 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
     if (fd >= 0) close(fd);
     created = true;
     uint64_t offset = reply.getLocation().getOffset();
-    if (offset + size > region_->size()) {
+    auto end = CheckedAdd<uint64_t>(offset, size);  // a wrapped sum would pass the check below
+    if (!end || *end > region_->size()) {
       return Status::Internal("the object store returned a location outside its region");
     }
     std::lock_guard<std::mutex> lock(map_mu_);
@@ -294,7 +296,8 @@ Result<ObjectBuffer> StoreClient::Get(const ObjectId& id, Duration wait) {
       [&](proto::StoreReply::Reader reply, int fd) -> Status {
         if (fd >= 0) close(fd);
         auto loc = reply.getLocation();
-        if (loc.getOffset() + loc.getSize() > region_->size()) {
+        auto end = CheckedAdd<uint64_t>(loc.getOffset(), loc.getSize());
+        if (!end || *end > region_->size()) {
           return Status::Internal("the object store returned a location outside its region");
         }
         data = region_->data() + loc.getOffset();
