@@ -87,13 +87,10 @@ int MaxLineageDepth() {
 // CUMULUS_HEAD_WAIT_MS (100-3600000; default 60000): see CoreWorkerOptions::head_wait.
 Duration HeadWait() {
   const Duration fallback = CoreWorkerOptions().head_wait;
-  const char* w = std::getenv("CUMULUS_HEAD_WAIT_MS");
-  if (!w) return fallback;
-  char* end = nullptr;
-  long long v = std::strtoll(w, &end, 10);
-  if (*w && end && *end == 0 && v >= 100 && v <= 3'600'000) return std::chrono::milliseconds(v);
-  CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_HEAD_WAIT_MS=" << w
-                    << " (want a whole number of milliseconds from 100 to 3600000)";
+  auto ms = IntegerFromEnv("CUMULUS_HEAD_WAIT_MS", {100, 3'600'000, "milliseconds"});
+  if (ms.ok()) return ms->has_value() ? std::chrono::milliseconds(**ms) : fallback;
+  CUMULUS_LOG(WARN) << "cumulus: " << ms.status().message() << "; using "
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(fallback).count();
   return fallback;
 }
 
