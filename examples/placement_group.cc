@@ -106,7 +106,13 @@ int main(int argc, char** argv) {
   if (cumulus::Status st = cumulus::RemovePlacementGroup(*group); !st.ok()) {
     return Fail("remove: " + st.ToString());
   }
+  // The kill travels to the actor after RemovePlacementGroup returns: a call sent at once may
+  // still be answered. Within `wait`, calls must end in ActorDied.
+  auto stop_by = std::chrono::steady_clock::now() + wait;
   auto stopped = cumulus::TryGet(actors[0].Task(&Rank::Hello).Remote(), wait);
+  while (stopped.ok() && std::chrono::steady_clock::now() < stop_by) {
+    stopped = cumulus::TryGet(actors[0].Task(&Rank::Hello).Remote(), wait);
+  }
   if (stopped.ok() || stopped.status().code() != cumulus::StatusCode::kActorDied) {
     return Fail("a removed group's actor must be stopped, but a call to it gave " +
                 (stopped.ok() ? *stopped : stopped.status().ToString()));

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "runtime/base/numeric.h"
+
 namespace cumulus {
 
 namespace {
@@ -23,40 +25,44 @@ bool ValidName(std::string_view name, bool allow_colon) {
   return true;
 }
 
-// Parses a non-negative decimal with an optional binary size suffix; returns false if malformed.
-bool ParseAmount(std::string_view text, bool allow_suffix, double* out) {
-  if (text.empty()) return false;
-  std::string t(text);
-  double scale = 1;
-  if (allow_suffix) {
-    char last = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
-    if (t.size() > 1 && t.back() == 'B')
-      t.pop_back(), last = static_cast<char>(std::toupper(t.back()));
-    if (last == 'K')
-      scale = 1024.0;
-    else if (last == 'M')
-      scale = 1024.0 * 1024;
-    else if (last == 'G')
-      scale = 1024.0 * 1024 * 1024;
-    else if (last == 'T')
-      scale = 1024.0 * 1024 * 1024 * 1024;
-    if (scale != 1) t.pop_back();
-  }
-  if (t.empty()) return false;
-  for (char c : t) {
-    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return false;
-  }
-  char* end = nullptr;
-  double v = std::strtod(t.c_str(), &end);
-  if (end != t.c_str() + t.size() || !std::isfinite(v) || v < 0) return false;
-  *out = v * scale;
-  return true;
-}
-
 std::string FormatAmount(double amount) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%g", amount);
   return buf;
+}
+
+// Parses an amount: a number (ParseReal's grammar), for "memory" with an optional binary size
+// suffix (K, M, G, T; a trailing B is allowed). Range and steps are CheckAmount's.
+Result<double> ParseAmount(const std::string& name, std::string_view text) {
+  bool memory = name == "memory";
+  RealRange range{0, ResourceSet::kMaxAmount, memory ? "bytes (or K/M/G/T)" : ""};
+  std::string_view number = text;
+  double scale = 1;
+  if (memory && !number.empty()) {
+    if (number.size() > 1 && (number.back() == 'B' || number.back() == 'b'))
+      number.remove_suffix(1);
+    switch (std::toupper(static_cast<unsigned char>(number.back()))) {
+      case 'K':
+        scale = 1024.0;
+        break;
+      case 'M':
+        scale = 1024.0 * 1024;
+        break;
+      case 'G':
+        scale = 1024.0 * 1024 * 1024;
+        break;
+      case 'T':
+        scale = 1024.0 * 1024 * 1024 * 1024;
+        break;
+    }
+    if (scale != 1) number.remove_suffix(1);
+  }
+  auto v = ParseReal("resource " + name, number, range);
+  if (!v.ok()) {  // the message quotes the whole text, suffix included
+    return OutOfRange("resource " + name, /*whole=*/false, range.unit, FormatAmount(range.min),
+                      FormatAmount(range.max), "'" + std::string(text) + "'");
+  }
+  return *v * scale;
 }
 
 }  // namespace
@@ -86,12 +92,7 @@ Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
     if (!ValidName(name, true)) {
       return Status::InvalidArgument("'" + name + "' is not a valid resource name");
     }
-    double amount = 0;
-    if (!ParseAmount(item.substr(eq + 1), name == "memory", &amount)) {
-      return Status::InvalidArgument("resource " + name + ": '" + std::string(item.substr(eq + 1)) +
-                                     "' is not a non-negative amount" +
-                                     (name == "memory" ? " (bytes, or with K/M/G/T)" : ""));
-    }
+    CUMULUS_ASSIGN_OR_RETURN(double amount, ParseAmount(name, item.substr(eq + 1)));
     CUMULUS_RETURN_IF_ERROR(CheckAmount(name, amount));
     if (out.Has(name) || out.zeros_.count(name)) {
       return Status::InvalidArgument("resource " + name + " is given twice");
@@ -103,15 +104,8 @@ Result<ResourceSet> ResourceSet::Parse(std::string_view spec) {
 }
 
 Status ResourceSet::CheckAmount(const std::string& name, double amount) {
-  if (std::isnan(amount)) return Status::InvalidArgument("resource " + name + " is not a number");
-  if (amount < 0) {
-    return Status::InvalidArgument("resource " + name + " is negative (" + FormatAmount(amount) +
-                                   ")");
-  }
-  if (!std::isfinite(amount) || amount > kMaxAmount) {
-    return Status::InvalidArgument("resource " + name + " is too large (" + FormatAmount(amount) +
-                                   "; at most " + FormatAmount(kMaxAmount) + ")");
-  }
+  constexpr RealRange kRange{0, kMaxAmount};
+  if (!Within(amount, kRange)) return CheckReal("resource " + name, amount, kRange);
   if (amount > 0 && amount < 1.0 / kUnit) {
     return Status::InvalidArgument("resource " + name + " is too small (" + FormatAmount(amount) +
                                    "): amounts are counted in steps of 1/" + std::to_string(kUnit));

@@ -20,7 +20,8 @@ class ResourceSet {
 
   ResourceSet() = default;
 
-  // Parses "CPU=8,GPU=2,memory=32G,custom=4". Amounts are non-negative decimals; "memory" also
+  // Parses "CPU=8,GPU=2,memory=32G,custom=4". Amounts are numbers as ParseReal reads them
+  // (runtime/base/numeric.h: "2", "0.5", "1e3"), then checked by CheckAmount; "memory" also
   // takes a size suffix (K, M, G, T). Names are letters, digits, '_', '-', '.', '/' and ':'.
   static Result<ResourceSet> Parse(std::string_view spec);
 
@@ -29,8 +30,9 @@ class ResourceSet {
   static constexpr double kMaxAmount = 9.0e14;
 
   // Whether `amount` of resource `name`, as a user or a peer gave it, can be represented: finite,
-  // not negative, at most kMaxAmount, and zero or at least 1/kUnit. InvalidArgument names the
-  // resource and says why; every entry point (API, CLI, wire) checks amounts with it.
+  // not negative, at most kMaxAmount (CheckReal, with its message), and zero or at least 1/kUnit.
+  // InvalidArgument names the resource and says why; every entry point (API, CLI, wire) checks
+  // amounts with it.
   static Status CheckAmount(const std::string& name, double amount);
 
   // REQUIRES: CheckAmount(name, amount).ok(). Setting 0 removes the resource.

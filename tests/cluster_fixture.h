@@ -7,15 +7,18 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/subprocess.h"
 #include "runtime/base/temp_dir.h"
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
+#include "runtime/object_store/store_client.h"
 
 namespace cumulus {
 
@@ -147,6 +150,51 @@ class ClusterTest : public ::testing::Test {
     if (!ok) return std::nullopt;
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                  start);
+  }
+
+  // The core socket of node `node_hex` (drivers attach to it), or "" if the head does not know it.
+  std::string CoreSocket(const std::string& node_hex) {
+    ClusterView v = View();
+    const NodeRecord* n = Find(v, node_hex);
+    return n ? n->core_socket : "";
+  }
+
+  // Starts the test driver `program` (in CUMULUS_BIN_DIR) with `args` and --dir=<this test's
+  // dir>, attached to the node whose core socket is `socket`, with `env` added to its environment.
+  std::unique_ptr<Subprocess> StartDriver(
+      const std::string& program, std::vector<std::string> args, const std::string& socket,
+      const std::vector<std::pair<std::string, std::string>>& env = {}) {
+    std::vector<std::pair<std::string, std::string>> all = {{"CUMULUS_ADDRESS", address_},
+                                                            {"CUMULUS_TOKEN_FILE", token_file_},
+                                                            {"CUMULUS_NODE_SOCKET", socket}};
+    all.insert(all.end(), env.begin(), env.end());
+    for (auto& [k, v] : all) setenv(k.c_str(), v.c_str(), 1);
+    args.insert(args.begin(), std::string(CUMULUS_BIN_DIR) + "/" + program);
+    args.push_back("--dir=" + dir_.path());
+    auto p = std::make_unique<Subprocess>(args, /*merge_stderr=*/true);
+    for (auto& kv : all) unsetenv(kv.first.c_str());
+    return p;
+  }
+  // Creates the file the test drivers wait for (their file barrier, in this test's dir).
+  void Touch(const std::string& name) { std::ofstream(dir_.path() + "/" + name) << "1\n"; }
+
+  // Objects in the store at `socket` (memory and disk); -1 if it cannot be asked.
+  int StoredObjects(const std::string& socket) {
+    std::string out;
+    if (Cli({"object-store", "stats", "--socket", socket, "--json"}, &out) != 0) return -1;
+    auto field = [&](const std::string& key) {
+      size_t at = out.find("\"" + key + "\":");
+      return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size() + 3);
+    };
+    return field("objects_in_memory") + field("objects_on_disk_only");
+  }
+  // Whether the store at `socket` holds object `id_hex`; nullopt if it cannot be asked.
+  static std::optional<bool> Holds(const std::string& socket, const std::string& id_hex) {
+    auto id = ObjectId::FromHex(id_hex);
+    auto client = StoreClient::Connect(socket, {"test", 10'000});
+    if (!id.ok() || !client.ok()) return std::nullopt;
+    auto has = (*client)->Contains(*id);
+    return has.ok() ? std::optional<bool>(*has) : std::nullopt;
   }
 
   // Runs the cumulus command line; returns its exit status and fills its output.

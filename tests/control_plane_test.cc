@@ -344,6 +344,27 @@ TEST_F(ControlPlaneTest, KeyValueListPagesThroughOneNamespaceAndPrefix) {
   EXPECT_FALSE(none->more);
 }
 
+// `start --help` says what listens on --bind (docs/control_plane.md, "what listens"), each option
+// at the same indent.
+TEST_F(ControlPlaneTest, StartHelpSaysWhatListensOnBind) {
+  std::string help;
+  ASSERT_EQ(Cli({"start", "--help"}, &help), 0) << help;
+  size_t bind = help.find("\n  --bind ADDR ");
+  ASSERT_NE(bind, std::string::npos) << "--bind is not an option line at the options' indent:\n"
+                                     << help;
+  std::string said;  // its text, lines joined
+  for (char c : help.substr(bind, help.find("\n  --data-dir", bind) - bind)) {
+    if (c == '\n' || c == ' ') {
+      if (!said.empty() && said.back() != ' ') said += ' ';
+    } else {
+      said += c;
+    }
+  }
+  for (const char* listener : {"control port", "routing port", "object channel", "actors' ports"}) {
+    EXPECT_NE(said.find(listener), std::string::npos) << listener << " missing from:" << said;
+  }
+}
+
 TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
   struct Case {
     std::vector<std::string> args;
@@ -360,14 +381,27 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
       {{"start"}, 2, "exactly one of --head or --address"},
       {{"start", "--head", "--address", "127.0.0.1:1"}, 2, "exactly one of --head or --address"},
       {{"start", "--address", "nonsense"}, 2, "not a valid address"},
-      {{"start", "--head", "--block", "--port", "99999"}, 2, "--port must be 0-65535"},
+      {{"start", "--head", "--block", "--port", "99999"},
+       2,
+       "--port must be a whole number from 0 to 65535, got '99999'"},
+      {{"start", "--head", "--block", "--port", "0x10"},
+       2,
+       "--port must be a whole number from 0 to 65535, got '0x10'"},
+      {{"start", "--head", "--block", "--port", "-1"},
+       2,
+       "--port must be a whole number from 0 to 65535, got '-1'"},
       {{"start", "--head", "--block", "--resources", "CPU=lots"},
        2,
-       "'lots' is not a non-negative amount"},
+       "resource CPU must be a number from 0 to 9e+14, got 'lots'"},
+      {{"start", "--head", "--block", "--resources", "CPU=nan"},
+       2,
+       "resource CPU must be a number from 0 to 9e+14, got 'nan'"},
       {{"start", "--head", "--block", "--resources", "GPU=0.5"},
        2,
        "GPU count must be a whole number"},
-      {{"start", "--head", "--block", "--resources", "GPU=1000000000000000"}, 2, "too large"},
+      {{"start", "--head", "--block", "--resources", "GPU=1000000000000000"},
+       2,
+       "resource GPU must be a number from 0 to 9e+14, got '1000000000000000'"},
       {{"start", "--head", "--block", "--object-store-memory", "64"},
        2,
        "--object-store-memory must be at least 16.00 MiB"},
@@ -383,6 +417,22 @@ TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
        2,
        "--token-file is for 'start --address'"},
       {{"start", "--head", "--block", "--heartbeat-interval-ms", "5000"}, 2, "more than twice"},
+      // Numbers that were taken without a check, or cut short, before the one numeric module.
+      {{"start", "--head", "--block", "--heartbeat-timeout-ms", "1e30"},
+       2,
+       "--heartbeat-timeout-ms must be a whole number of milliseconds from 1 to 3600000, got "
+       "'1e30'"},
+      {{"start", "--head", "--block", "--disconnect-grace-ms", "99999999999999999999"},
+       2,
+       "--disconnect-grace-ms must be a whole number of milliseconds from 1 to 3600000, got "
+       "'99999999999999999999'"},
+      {{"start", "--address", "127.0.0.1:0"}, 2, "port must be a whole number from 1 to 65535"},
+      {{"start", "--address", "127.0.0.1:+80"}, 2, "port must be a whole number from 1 to 65535"},
+      {{"list", "jobs", "--limit", "-1"}, 2, "--limit must be a whole number from 1 to "},
+      {{"list", "jobs", "--limit", "1e30"}, 2, "--limit must be a whole number from 1 to "},
+      {{"cancel", "0badf00d", "--grace", "1e30"},
+       2,
+       "--grace must be a number of seconds from 0 to 3600, got '1e30'"},
       {{"start", "--head", "--block", "--port", "0", "--data-dir", file + "/sub"},
        1,
        "cannot create"},

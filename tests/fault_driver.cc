@@ -6,6 +6,8 @@
 //   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
 //   --scenario=hung_node      --victim=NODE_ID: an actor on a node the test SIGSTOPs
 //   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
+//   --scenario=head_gone      the head is killed or hung for good: with CUMULUS_HEAD_WAIT_MS set,
+//                             GetActor and making a named actor fail after that wait, naming it
 //   --scenario=driver_death   leaves actors, tasks and objects for the test to see cleaned up,
 //                             and a detached actor ("keeper") that must stay
 //   --scenario=keeper         finds the detached actor, uses it and kills it
@@ -347,6 +349,44 @@ std::string WaitForPids(const std::string& path, size_t n) {
   return "";
 }
 
+// The test takes the head away for good (SIGKILL or SIGSTOP) while this process runs with
+// CUMULUS_HEAD_WAIT_MS set: calls that need the head fail after that wait, naming the head; actor
+// calls, which do not need it, go on.
+void HeadGone(const std::string& dir) {
+  std::string head = std::getenv("CUMULUS_ADDRESS") ? std::getenv("CUMULUS_ADDRESS") : "";
+  int wait_ms =
+      std::getenv("CUMULUS_HEAD_WAIT_MS") ? std::atoi(std::getenv("CUMULUS_HEAD_WAIT_MS")) : 0;
+  std::string wait_text =
+      wait_ms % 1000 == 0 ? std::to_string(wait_ms / 1000) + " s" : std::to_string(wait_ms) + " ms";
+  auto s = cumulus::Actor(CreateSurvivor).SetName("before").Remote();
+  auto first = cumulus::TryGet(s.Task(&Survivor::Incr).Remote(), kWait);
+  Say("READY");
+  if (!WaitForFile(dir + "/head_gone")) return Check("head_gone", false, "no head_gone");
+  Check("named_actor_while_the_head_is_up", first.ok() && *first == 1, Text(first));
+  auto fails_after_the_wait = [&](const std::string& check, auto call) {
+    auto start = std::chrono::steady_clock::now();
+    cumulus::Status st = call();
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    Say("GOT " + st.ToString() + " (after " + std::to_string(took) + " ms)");
+    Check(check,
+          wait_ms > 0 && st.code() == cumulus::StatusCode::kUnavailable &&
+              st.message().find("the head at " + head + " could not be reached for " + wait_text) !=
+                  std::string::npos &&
+              took >= wait_ms && took < wait_ms + 3000,
+          st.ToString() + " (after " + std::to_string(took) + " ms)");
+  };
+  fails_after_the_wait("get_actor_fails_after_the_wait",
+                       [] { return cumulus::GetActor<Survivor>("before").status(); });
+  fails_after_the_wait("named_actor_fails_after_the_wait", [] {
+    auto a = cumulus::Actor(CreateSurvivor).SetName("after").Remote();
+    return cumulus::TryGet(a.Task(&Survivor::Incr).Remote(), kWait).status();
+  });
+  auto again = cumulus::TryGet(s.Task(&Survivor::Incr).Remote(), kWait);
+  Check("actor_calls_go_on_without_the_head", again.ok() && *again == 2, Text(again));
+}
+
 void DriverDeath(const std::string& dir) {
   // Actors and workers on every node, objects in every store, tasks still running, and a
   // placement group with an actor and a running task in its bundles.
@@ -497,6 +537,8 @@ int main(int argc, char** argv) {
     HungNode(dir, *victim);
   } else if (scenario == "head_restart") {
     HeadRestart(dir);
+  } else if (scenario == "head_gone") {
+    HeadGone(dir);
   } else if (scenario == "driver_death") {
     DriverDeath(dir);
   } else if (scenario == "keeper") {

@@ -27,27 +27,13 @@ class FaultTest : public ClusterTest {
   }
   // Starts fault_driver with `args`, attached to the node whose core socket is `socket`.
   std::unique_ptr<Subprocess> Driver(std::vector<std::string> args, const std::string& socket,
-                                     const std::string& max_lineage_depth = "") {
-    setenv("CUMULUS_ADDRESS", address_.c_str(), 1);
-    setenv("CUMULUS_TOKEN_FILE", token_file_.c_str(), 1);
-    setenv("CUMULUS_NODE_SOCKET", socket.c_str(), 1);
-    if (!max_lineage_depth.empty())
-      setenv("CUMULUS_MAX_LINEAGE_DEPTH", max_lineage_depth.c_str(), 1);
-    args.insert(args.begin(), std::string(CUMULUS_BIN_DIR) + "/fault_driver");
-    args.push_back("--dir=" + dir_.path());
-    auto p = std::make_unique<Subprocess>(args, /*merge_stderr=*/true);
-    for (const char* v : {"CUMULUS_ADDRESS", "CUMULUS_TOKEN_FILE", "CUMULUS_NODE_SOCKET",
-                          "CUMULUS_MAX_LINEAGE_DEPTH"}) {
-      unsetenv(v);
-    }
-    return p;
+                                     const std::string& max_lineage_depth = "",
+                                     const std::string& head_wait_ms = "") {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (!max_lineage_depth.empty()) env.push_back({"CUMULUS_MAX_LINEAGE_DEPTH", max_lineage_depth});
+    if (!head_wait_ms.empty()) env.push_back({"CUMULUS_HEAD_WAIT_MS", head_wait_ms});
+    return StartDriver("fault_driver", std::move(args), socket, env);
   }
-  std::string CoreSocket(const std::string& node_hex) {
-    ClusterView v = View();
-    const NodeRecord* n = Find(v, node_hex);
-    return n ? n->core_socket : "";
-  }
-  void Touch(const std::string& name) { std::ofstream(dir_.path() + "/" + name) << "1\n"; }
   // Sends `sig` to `pid` and every process under it (children first found through /proc).
   static void SignalTree(pid_t pid, int sig) {
     std::vector<pid_t> tree = {pid};
@@ -68,16 +54,6 @@ class FaultTest : public ClusterTest {
       }
     }
     for (pid_t p : tree) kill(p, sig);
-  }
-  // Objects in the store at `socket` (memory and disk).
-  int StoredObjects(const std::string& socket) {
-    std::string out;
-    if (Cli({"object-store", "stats", "--socket", socket, "--json"}, &out) != 0) return -1;
-    auto field = [&](const std::string& key) {
-      size_t at = out.find("\"" + key + "\":");
-      return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size() + 3);
-    };
-    return field("objects_in_memory") + field("objects_on_disk_only");
   }
 };
 
@@ -181,6 +157,43 @@ TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {
                 "named_actor_after_head_restart", "get_actor_after_head_restart"});
   EXPECT_TRUE(WaitForState(a, NodeState::kAlive, 30s));
   EXPECT_TRUE(WaitForState(b, NodeState::kAlive, 30s));
+}
+
+// The head is gone for good (killed, or hung): calls that need it fail after the wait
+// (CUMULUS_HEAD_WAIT_MS, 2 s here; 60 s by default, checked in workers/head_session_test.cc).
+TEST_F(FaultTest, HeadKilledForGoodCallsThatNeedItFailAfterTheWait) {
+  auto head = StartHead({"--no-node"});
+  std::string a;
+  auto node_a = StartNode("a", {"--resources", "CPU=2"}, &a);
+  ASSERT_FALSE(a.empty());
+  auto driver = Driver({"--scenario=head_gone"}, CoreSocket(a), "", "2000");
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  head->Kill(SIGKILL);
+  (void)head->Wait(10s);
+  Touch("head_gone");
+  ExpectChecks(driver->ReadAll(60s),
+               {"named_actor_while_the_head_is_up", "get_actor_fails_after_the_wait",
+                "named_actor_fails_after_the_wait", "actor_calls_go_on_without_the_head"});
+}
+
+TEST_F(FaultTest, HeadHungCallsThatNeedItFailAfterTheWait) {
+  auto head = StartHead({"--no-node"});
+  std::string a;
+  auto node_a = StartNode("a", {"--resources", "CPU=2"}, &a);
+  ASSERT_FALSE(a.empty());
+  auto driver = Driver({"--scenario=head_gone"}, CoreSocket(a), "", "2000");
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  // It accepts connections (the kernel does) and answers nothing; thawed at the end, whatever
+  // happens, so that the test can clean up.
+  SignalTree(head->pid(), SIGSTOP);
+  struct Thaw {
+    pid_t pid;
+    ~Thaw() { SignalTree(pid, SIGCONT); }
+  } thaw{head->pid()};
+  Touch("head_gone");
+  ExpectChecks(driver->ReadAll(60s),
+               {"named_actor_while_the_head_is_up", "get_actor_fails_after_the_wait",
+                "named_actor_fails_after_the_wait", "actor_calls_go_on_without_the_head"});
 }
 
 TEST_F(FaultTest, DriverKilledItsJobIsCleanedUpEverywhere) {

@@ -268,22 +268,28 @@ TEST_F(JobTest, BadRequestsGetOneClearLine) {
       {{"cancel", "0badf00d"}, 1, "no job 0badf00d"},
       {{"jobs", "--filter", "nokey"}, 2, "KEY=VALUE"},
       {{"jobs", "--filter", "color=red"}, 2, "cannot filter on 'color'"},
-      {{"jobs", "--limit", "0"}, 2, "--limit"},
       {{"list", "tasks", "--filter", "colour=red"}, 2, "cannot filter on 'colour'"},
       {{"list", "bogus"}, 2, "bogus", /*auth=*/false},
   };
-  for (const char* grace : {"-1", "x", "1e9", "nan"}) {
-    cases.push_back(
-        {{"cancel", "0badf00d", "--grace", grace}, 2, "--grace must be a number of seconds"});
-  }
   for (auto& c : cases) {
     std::string out;
     EXPECT_EQ(Run(c.args, &out, c.auth), c.code) << "cumulus " << c.args[0] << "...: " << out;
     EXPECT_NE(out.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << out;
     EXPECT_EQ(Count(out, "\n"), 1) << "one line, not a stack of errors: " << out;
   }
-  // Without the cluster's token nothing is done, and it says so in one line.
+  // Numbers out of range: the whole output is the one line.
   std::string out;
+  for (const char* grace : {"-1", "x", "1e9", "nan", "1e30", "inf", "0x10", " 5", ""}) {
+    EXPECT_EQ(Run({"cancel", "0badf00d", "--grace", grace}, &out), 2) << grace;
+    EXPECT_EQ(out, "cumulus: --grace must be a number of seconds from 0 to 3600, got '" +
+                       std::string(grace) + "'; run 'cumulus cancel --help' for usage\n");
+  }
+  for (const char* limit : {"0", "-1", "1e30", "12abc", "99999999999999999999"}) {
+    EXPECT_EQ(Run({"jobs", "--limit", limit}, &out), 2) << limit;
+    EXPECT_EQ(out, "cumulus: --limit must be a whole number from 1 to 1000000000, got '" +
+                       std::string(limit) + "'; run 'cumulus jobs --help' for usage\n");
+  }
+  // Without the cluster's token nothing is done, and it says so in one line.
   EXPECT_NE(Cli({"jobs", "--address", address_, "--token-file", "/dev/null"}, &out), 0) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
 }

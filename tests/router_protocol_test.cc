@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -191,6 +192,71 @@ TEST_F(RouterProtocolTest, RefusesWhatIsNotAPeerWithTheToken) {
   auto r = Reply(fd);
   EXPECT_EQ(r.first, StatusCode::kOk) << r.second;
   EXPECT_EQ(CpuGpu(node_->router().Available()).substr(0, 12), "CPU=1.000000");
+  close(fd);
+}
+
+// Numbers a peer sends are checked as the API checks them before sending (runtime/base/numeric.h):
+// a NaN amount or a retry count below -1 is refused saying which, not dropped or taken as
+// "forever". (Before, DecodeResources dropped the NaN: the task was queued without its GPU, and a
+// bundle of CPU=1,GPU=NaN was reserved as CPU=1.)
+TEST_F(RouterProtocolTest, NumbersFromAPeerAreCheckedNotDroppedOrWrapped) {
+  int fd = Connect(token_);
+  auto submit = [&](double gpu, int32_t max_retries) {
+    capnp::MallocMessageBuilder message;
+    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+    JobId job = JobId::FromInt(7);
+    TaskId id = TaskId::ForNormalTask(job);
+    spec.setTaskId(DataOf(id));
+    spec.setJobId(DataOf(job));
+    spec.setFunctionName("F");
+    spec.setMaxRetries(max_retries);
+    auto amounts = spec.initResources(2);
+    amounts[0].setName("CPU");
+    amounts[0].setAmount(1);
+    amounts[1].setName("GPU");
+    amounts[1].setAmount(gpu);
+    Send(fd, EncodeFrame(message));
+    // The task's result: its code and message.
+    auto words = ReadFrame(fd, decoder_, SystemClock::Get().Now() + std::chrono::seconds(10));
+    if (!words.ok()) return std::make_pair(words.status().code(), words.status().message());
+    capnp::FlatArrayMessageReader reader(*words);
+    auto msg = reader.getRoot<proto::CoreMessage>();
+    if (!msg.isTaskResult())
+      return std::make_pair(StatusCode::kInternal, std::string("not a result"));
+    EXPECT_EQ(IdFrom<TaskId>(msg.getTaskResult().getTaskId()), id);
+    return std::make_pair(static_cast<StatusCode>(msg.getTaskResult().getCode()),
+                          std::string(msg.getTaskResult().getMessage()));
+  };
+  auto r = submit(std::nan(""), 3);
+  EXPECT_EQ(r.first, StatusCode::kInvalidArgument) << r.second;
+  EXPECT_EQ(r.second, "task F: resource GPU must be a number from 0 to 9e+14, got nan");
+  r = submit(1e300, 3);
+  EXPECT_EQ(r.second, "task F: resource GPU must be a number from 0 to 9e+14, got 1e+300");
+  r = submit(1, -7);
+  EXPECT_EQ(r.first, StatusCode::kInvalidArgument) << r.second;
+  EXPECT_EQ(r.second, "task F: maxRetries must be a whole number from -1 to 2147483647, got -7");
+
+  // A bundle with a NaN amount is refused whole; nothing is held.
+  capnp::MallocMessageBuilder message;
+  auto reserve = message.initRoot<proto::CoreMessage>().initReserveBundles();
+  reserve.setGroupId(DataOf(PlacementGroupId::FromRandom()));
+  reserve.setJobId(DataOf(JobId::FromInt(7)));
+  reserve.setRound(1);
+  auto bundle = reserve.initBundles(1)[0];
+  bundle.setIndex(0);
+  auto amounts = bundle.initResources(2);
+  amounts[0].setName("CPU");
+  amounts[0].setAmount(1);
+  amounts[1].setName("GPU");
+  amounts[1].setAmount(std::nan(""));
+  Send(fd, EncodeFrame(message));
+  auto g = Reply(fd);
+  EXPECT_EQ(g.first, StatusCode::kInvalidArgument) << g.second;
+  EXPECT_EQ(g.second, "bundle 0: resource GPU must be a number from 0 to 9e+14, got nan");
+  Send(fd, Reserve(PlacementGroupId::FromRandom(), 1, {{2000000, "CPU=1"}}));
+  g = Reply(fd);
+  EXPECT_EQ(g.second, "bundle index must be a whole number from 0 to 1048576, got 2000000");
+  EXPECT_EQ(CpuGpu(node_->router().Available()), CpuGpu(*ResourceSet::Parse("CPU=2,GPU=1")));
   close(fd);
 }
 

@@ -23,8 +23,8 @@ CoreWorkerImpl::CoreWorkerImpl(const CoreWorkerOptions& o) : options_(o) {
   refs_ = ReferenceTable(o.max_lineage_depth);
   job_ = o.job;
   driver_task_ = TaskId::ForDriver(job_);
-  head_ =
-      std::make_unique<HeadSession>(o.head, o.token, is_worker_ ? "worker" : "driver", *o.clock);
+  head_ = std::make_unique<HeadSession>(o.head, o.token, is_worker_ ? "worker" : "driver", *o.clock,
+                                        o.head_wait);
   directory_ = std::make_unique<ActorDirectory>(*head_);
 }
 

@@ -33,6 +33,9 @@ struct CoreWorkerOptions {
   std::string bind_host = "127.0.0.1";  // where an actor listens for its callers
   // Results made through longer chains of tasks keep no lineage (they cannot be rebuilt).
   int max_lineage_depth = 100;
+  // How long a call that needs the head (named actors, GetActor, the head's key-value store)
+  // waits for a head that is down or does not answer, before it fails naming the head.
+  Duration head_wait = std::chrono::seconds(60);
   Clock* clock = &SystemClock::Get();  // deadlines of Get, Wait, placement groups, head retries
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "runtime/base/numeric.h"
 #include "workers/core_worker_impl.h"
 #include "workers/object_reader.h"
 
@@ -41,9 +42,10 @@ bool CoreWorkerImpl::WaitUntil(std::unique_lock<std::mutex>& lock, TimePoint dea
 }
 
 Result<internal::Payload> CoreWorkerImpl::Get(const ObjectId& id, int64_t timeout_ms) {
-  TimePoint deadline = timeout_ms < 0
-                           ? TimePoint::max()
-                           : options_.clock->Now() + std::chrono::milliseconds(timeout_ms);
+  // < 0: no limit; one too far to represent is none either (TimePoint::max()), not a wrap.
+  TimePoint deadline =
+      timeout_ms < 0 ? TimePoint::max()
+                     : SaturatingAdd(options_.clock->Now(), std::chrono::milliseconds(timeout_ms));
   std::unique_lock<std::mutex> lock(mu_);
   // A stored copy that cannot be read is rebuilt (lineage) and read again, a bounded number of
   // times (Rebuild fails the object once it may not be rebuilt any more).
@@ -143,9 +145,10 @@ Result<ObjectId> CoreWorkerImpl::PutWith(uint64_t size, const std::function<void
 
 std::vector<bool> CoreWorkerImpl::Wait(const std::vector<ObjectId>& ids, size_t num_ready,
                                        int64_t timeout_ms) {
-  TimePoint deadline = timeout_ms < 0
-                           ? TimePoint::max()
-                           : options_.clock->Now() + std::chrono::milliseconds(timeout_ms);
+  // < 0: no limit; one too far to represent is none either (TimePoint::max()), not a wrap.
+  TimePoint deadline =
+      timeout_ms < 0 ? TimePoint::max()
+                     : SaturatingAdd(options_.clock->Now(), std::chrono::milliseconds(timeout_ms));
   std::vector<bool> ready(ids.size(), false);
   num_ready = std::min(num_ready, ids.size());
   std::unique_lock<std::mutex> lock(mu_);

@@ -14,6 +14,7 @@
 
 #include "cumulus/api.h"
 #include "runtime/base/logging.h"
+#include "runtime/base/numeric.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
@@ -77,14 +78,20 @@ std::vector<std::string> OwnArgv() {
 
 // CUMULUS_MAX_LINEAGE_DEPTH (0-10000; default 100): see CoreWorkerOptions::max_lineage_depth.
 int MaxLineageDepth() {
-  const char* d = std::getenv("CUMULUS_MAX_LINEAGE_DEPTH");
-  if (!d) return 100;
-  char* end = nullptr;
-  long v = std::strtol(d, &end, 10);
-  if (*d && end && *end == 0 && v >= 0 && v <= 10000) return static_cast<int>(v);
-  CUMULUS_LOG(WARN) << "cumulus: ignoring CUMULUS_MAX_LINEAGE_DEPTH=" << d
-                    << " (want a whole number from 0 to 10000)";
+  auto depth = IntegerFromEnv("CUMULUS_MAX_LINEAGE_DEPTH", {0, 10000});
+  if (depth.ok()) return static_cast<int>(depth->value_or(100));
+  CUMULUS_LOG(WARN) << "cumulus: " << depth.status().message() << "; using 100";
   return 100;
+}
+
+// CUMULUS_HEAD_WAIT_MS (100-3600000; default 60000): see CoreWorkerOptions::head_wait.
+Duration HeadWait() {
+  const Duration fallback = CoreWorkerOptions().head_wait;
+  auto ms = IntegerFromEnv("CUMULUS_HEAD_WAIT_MS", {100, 3'600'000, "milliseconds"});
+  if (ms.ok()) return ms->has_value() ? std::chrono::milliseconds(**ms) : fallback;
+  CUMULUS_LOG(WARN) << "cumulus: " << ms.status().message() << "; using "
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(fallback).count();
+  return fallback;
 }
 
 [[noreturn]] void RunAsWorker() {
@@ -103,6 +110,7 @@ int MaxLineageDepth() {
   o.worker_id = *wid;
   o.bind_host = Env("CUMULUS_BIND_HOST").empty() ? "127.0.0.1" : Env("CUMULUS_BIND_HOST");
   o.max_lineage_depth = MaxLineageDepth();
+  o.head_wait = HeadWait();
   auto core = CoreWorker::Start(o);
   if (!core.ok()) {
     std::fprintf(stderr, "cumulus worker: %s\n", core.status().ToString().c_str());
@@ -161,6 +169,10 @@ Status StartDriver(const InitOptions& options) {
   std::string address = options.address.empty() ? Env("CUMULUS_ADDRESS") : options.address;
   if (address.empty()) {
     // An embedded cluster: a head and a node in this process, state in a private temp dir.
+    if (options.object_store_memory) {  // checked before anything is made
+      CUMULUS_RETURN_IF_ERROR(ObjectStore::CheckMemoryCapacity(options.object_store_memory,
+                                                               "InitOptions::object_store_memory"));
+    }
     std::string dir = options.data_dir;
     if (dir.empty()) {
       char tmpl[] = "/tmp/cumulus-embedded-XXXXXX";
@@ -227,6 +239,7 @@ Status StartDriver(const InitOptions& options) {
     o.token = token;
     o.job = job;
     o.max_lineage_depth = MaxLineageDepth();
+    o.head_wait = HeadWait();
     CUMULUS_ASSIGN_OR_RETURN(auto core, CoreWorker::Start(o));
     last = RegisterJob(*core, *head, job);
     if (last.ok()) {
@@ -291,7 +304,9 @@ std::vector<int> GetGpuIds() {
   std::stringstream ss(v);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (!item.empty()) ids.push_back(std::atoi(item.c_str()));
+    // A device given by UUID (or anything but an index) has no id here.
+    auto id = ParseInteger("a CUDA_VISIBLE_DEVICES entry", item, {0, INT32_MAX});
+    if (id.ok()) ids.push_back(static_cast<int>(*id));
   }
   return ids;
 }

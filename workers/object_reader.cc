@@ -35,6 +35,11 @@ Result<ObjectBuffer> ReadObject(StoreClient& store, const std::string& token, co
     return Status::ObjectLost("object " + id.Hex() + " is no longer in the store of node " +
                               here.Hex());
   }
+  // The only copy was in this node's store, and the store is gone (its node died).
+  if (!got.ok() && !pull && store.broken()) {
+    return Status::ObjectLost("object " + id.Hex() + " was in the store of node " + here.Hex() +
+                              ", which is gone (" + got.status().message() + ")");
+  }
   return got;
 }
 

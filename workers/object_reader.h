@@ -1,7 +1,7 @@
 // Reading an object in a driver or worker: from this node's store, pulled first from the node
-// that holds it if that is another. A copy that is gone (its node died, or it was evicted) is
-// ObjectLost, so that its owner may rebuild it from lineage; other failures (this store is full)
-// keep their own code.
+// that holds it if that is another. A copy that is gone (its node died, or it was evicted; or it
+// was in this node's store, and that store is gone) is ObjectLost, so that its owner may rebuild it
+// from lineage; other failures (this store is full) keep their own code.
 #pragma once
 
 #include <string>

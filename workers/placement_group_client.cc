@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "runtime/base/numeric.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/net/frame.h"
@@ -78,11 +79,14 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
   }
   auto done = [&] { return answer.done || node_lost_; };
   bool answered = true;
-  if (timeout_ms < 0) {
+  // < 0: no limit; one too far to represent is none either (wait_for would wrap).
+  TimePoint deadline = timeout_ms < 0
+                           ? TimePoint::max()
+                           : SaturatingAdd(clock_.Now(), std::chrono::milliseconds(timeout_ms));
+  if (deadline == TimePoint::max()) {
     cv_.wait(lock, done);
   } else {
     // The clock is only read for the deadline: the wait itself is for the node's answer.
-    TimePoint deadline = clock_.Now() + std::chrono::milliseconds(timeout_ms);
     while (!done()) {
       if (cv_.wait_for(lock, deadline - clock_.Now()) == std::cv_status::timeout &&
           clock_.Now() >= deadline) {

@@ -1,5 +1,6 @@
 #include "workers/task_spec.h"
 
+#include "runtime/base/numeric.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/net/frame.h"
@@ -11,6 +12,11 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
                                   const std::function<ArgumentLocation(const ObjectId&)>& locate) {
   const auto& targs = *t.args;
   const auto& options = *t.options;
+  // -1: forever; the node treats any negative so, so a mistake must not reach it as one.
+  if (Status st = CheckInteger("SetMaxRetries", t.max_retries, {-1, INT32_MAX}); !st.ok())
+    return st.WithContext(t.function);
+  if (Status st = CheckInteger("SetMaxRestarts", options.max_restarts, {-1, INT32_MAX}); !st.ok())
+    return st.WithContext(t.function);
   capnp::MallocMessageBuilder message;
   auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
   spec.setTaskId(DataOf(t.id));

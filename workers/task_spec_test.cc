@@ -97,7 +97,7 @@ TEST(TaskSpecTest, BadRequestsAreRefusedSayingWhatIsWrong) {
   negative.resources = {{"CPU", -1}};
   auto r = Build(negative);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("negative"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().message(), "F: resource CPU must be a number from 0 to 9e+14, got -1");
 
   // Amounts that cannot be represented are refused, not rounded to nothing (a GPU task would then
   // run on a node without one).
@@ -130,6 +130,29 @@ TEST(TaskSpecTest, BadRequestsAreRefusedSayingWhatIsWrong) {
   r = Build(group);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("give an index from 0"), std::string::npos) << r.status();
+
+  // Retries and restarts: -1 is forever; below it is a mistake, not another way to say forever.
+  internal::CallOptions retries;
+  TaskSpecInput in;
+  in.job = JobId::FromRandom();
+  in.id = TaskId::ForNormalTask(in.job);
+  in.function = "F";
+  std::vector<internal::ArgData> none;
+  in.args = &none;
+  in.options = &retries;
+  auto locate = [](const ObjectId&) { return ArgumentLocation(); };
+  in.max_retries = -1;
+  EXPECT_TRUE(BuildTaskSpec(in, locate).ok());
+  in.max_retries = -2;
+  r = BuildTaskSpec(in, locate);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "F: SetMaxRetries must be a whole number from -1 to 2147483647, got -2");
+  in.max_retries = 3;
+  retries.max_restarts = -5;
+  r = BuildTaskSpec(in, locate);
+  EXPECT_EQ(r.status().message(),
+            "F: SetMaxRestarts must be a whole number from -1 to 2147483647, got -5");
 }
 
 }  // namespace

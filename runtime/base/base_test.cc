@@ -39,26 +39,3 @@ TEST(LoggingTest, ParsesLevels) {
 
 }  // namespace
 }  // namespace cumulus
-
-#include "runtime/base/parse.h"
-
-namespace cumulus {
-namespace {
-
-TEST(ParseBytesTest, UnitsAndBadInput) {
-  EXPECT_EQ(*ParseBytes("4096"), 4096u);
-  EXPECT_EQ(*ParseBytes("64K"), 64u << 10);
-  EXPECT_EQ(*ParseBytes("512MiB"), 512ull << 20);
-  EXPECT_EQ(*ParseBytes("4g"), 4ull << 30);
-  EXPECT_EQ(*ParseBytes("2GB"), 2ull << 30);
-  EXPECT_FALSE(ParseBytes("").ok());
-  EXPECT_FALSE(ParseBytes("G").ok());
-  EXPECT_FALSE(ParseBytes("12X").ok());
-  EXPECT_FALSE(ParseBytes("-5").ok());
-  EXPECT_FALSE(ParseBytes("99999999999999999999").ok());
-  EXPECT_FALSE(ParseBytes("99999999999T").ok());
-  EXPECT_NE(ParseBytes("lots").status().message().find("'lots' is not a size"), std::string::npos);
-}
-
-}  // namespace
-}  // namespace cumulus

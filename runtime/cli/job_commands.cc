@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
@@ -105,7 +105,7 @@ Status AddFile(const std::filesystem::path& file, const std::string& as, JobPack
   f.mode = stat(file.c_str(), &st) == 0 ? (st.st_mode & 0755) : 0644;
   f.bytes = data.str();
   *bytes += f.bytes.size();
-  if (*bytes > (256ull << 20)) {
+  if (*bytes > kMaxJobFilesBytes) {
     return Status::ResourceExhausted(
         "the job's files are over 256 MiB; ship large data as "
         "objects (cumulus::Put) or put it where the nodes can read");
@@ -164,8 +164,11 @@ Result<size_t> PrintLogs(ControlClient& head, const JobId& job, LogCursor* curso
       after = k;
       if (!cursor->printed.insert(k).second) continue;
       std::fwrite(v.data(), 1, v.size(), stdout);
-      cursor->newest_micros =
-          std::max<int64_t>(cursor->newest_micros, std::atoll(k.c_str() + prefix.size()));
+      // Keys are JOB/MICROS-NODE-SEQ; one whose time is not a number moves no cursor.
+      std::string_view micros = std::string_view(k).substr(prefix.size());
+      auto at = ParseInteger("a log entry's time", micros.substr(0, micros.find('-')),
+                             {0, INT64_MAX, "microseconds"});
+      if (at.ok()) cursor->newest_micros = std::max(cursor->newest_micros, *at);
       ++n;
     }
     std::fflush(stdout);
@@ -312,6 +315,11 @@ int SubmitCommand(const std::vector<std::string>& args) {
   const NodeRecord& node = *nodes.front();
 
   std::string packed = EncodeRecord(package);
+  if (packed.size() > kMaxPackageBytes) {
+    return Fail(Status::ResourceExhausted(
+        "the job's files take " + std::to_string(packed.size() >> 20) + " MiB packed, more than " +
+        std::to_string(kMaxPackageBytes >> 20) + " MiB (so many files?); ship fewer"));
+  }
   SubmissionRecord record;
   record.name = flags.Get("name");
   record.entrypoint = entrypoint;
@@ -410,18 +418,14 @@ int CancelCommand(const std::vector<std::string>& args) {
   Flags flags({"address", "token-file", "grace"}, {});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus cancel --help");
-  double grace_s = 5;
+  int64_t grace_ms = 5000;
   if (flags.Has("grace")) {
-    const std::string& g = flags.Get("grace");
-    char* end = nullptr;
-    grace_s = std::strtod(g.c_str(), &end);
-    if (g.empty() || end != g.c_str() + g.size() || !std::isfinite(grace_s) || grace_s < 0 ||
-        grace_s > 3600) {
-      return UsageError("--grace must be a number of seconds from 0 to 3600, not '" + g + "'",
-                        "cumulus cancel --help");
-    }
+    auto grace_s = ParseReal("--grace", flags.Get("grace"), {0, 3600, "seconds"});
+    if (!grace_s.ok()) return UsageError(grace_s.status().message(), "cumulus cancel --help");
+    auto ms = SecondsToMilliseconds("--grace", *grace_s);
+    if (!ms.ok()) return UsageError(ms.status().message(), "cumulus cancel --help");
+    grace_ms = *ms;
   }
-  auto grace_ms = static_cast<int64_t>(std::llround(grace_s * 1000));
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   auto record = LoadSubmission(**head, *job);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/parse.h"
+#include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
@@ -111,8 +111,18 @@ const std::map<std::string, std::vector<std::string>>& KnownStates() {
   return *states;
 }
 
-// Keeps the rows that match every --filter, at most --limit of them.
-Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags,
+// The most rows --limit may ask for (more is the same as all of them).
+constexpr int64_t kMaxLimit = 1'000'000'000;
+
+// --limit (default 100), checked before anything is asked of the head.
+Result<size_t> Limit(const Flags& flags) {
+  if (!flags.Has("limit")) return size_t{100};
+  CUMULUS_ASSIGN_OR_RETURN(int64_t n, ParseInteger("--limit", flags.Get("limit"), {1, kMaxLimit}));
+  return static_cast<size_t>(n);
+}
+
+// Keeps the rows that match every --filter, at most `limit` of them.
+Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags, size_t limit,
                                 const std::vector<std::string>& fields, size_t* total,
                                 const std::vector<std::string>& states = {}) {
   std::vector<std::pair<std::string, std::string>> filters;
@@ -140,16 +150,6 @@ Result<std::vector<Row>> Select(std::vector<Row> rows, const Flags& flags,
       value = upper;
     }
     filters.emplace_back(key, value);
-  }
-  size_t limit = 100;
-  if (flags.Has("limit")) {
-    auto n = ParseBytes(flags.Get("limit"));  // a plain count: digits only
-    if (!n.ok() || *n == 0 ||
-        flags.Get("limit").find_first_not_of("0123456789") != std::string::npos) {
-      return Status::InvalidArgument("--limit wants a positive whole number, got '" +
-                                     flags.Get("limit") + "'");
-    }
-    limit = static_cast<size_t>(*n);
   }
   std::vector<Row> out;
   *total = 0;
@@ -232,6 +232,8 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   Status st = flags.Parse(args);
   std::string help = what == "jobs" ? "cumulus jobs --help" : "cumulus list --help";
   if (!st.ok()) return UsageError(st.message(), help);
+  auto limit = Limit(flags);
+  if (!limit.ok()) return UsageError(limit.status().message(), help);
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   std::vector<Row> rows;
@@ -348,7 +350,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   std::vector<std::string> fields = columns;
   if (what == "jobs") fields.insert(fields.end(), {"submitted", "end_micros"});
   auto known = KnownStates().find(what);
-  auto selected = Select(std::move(rows), flags, fields, &total,
+  auto selected = Select(std::move(rows), flags, *limit, fields, &total,
                          known == KnownStates().end() ? std::vector<std::string>{} : known->second);
   if (!selected.ok()) return UsageError(selected.status().message(), help);
   std::fputs(note.c_str(), stdout);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/base/numeric.h"
 #include "runtime/head/head_server.h"
 
 namespace cumulus::cli {
@@ -102,8 +103,8 @@ std::vector<StartedProcess> StartedProcesses() {
   if (!EnsureStateDir().ok()) return out;  // never act on state another user could have planted
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(StateDir() + "/pids", ec)) {
-    int pid = std::atoi(entry.path().filename().c_str());
-    if (pid > 0) out.push_back({pid, ReadFirstLine(entry.path().string())});
+    auto pid = ParseInteger("a pid file's name", entry.path().filename().string(), {1, INT32_MAX});
+    if (pid.ok()) out.push_back({static_cast<int>(*pid), ReadFirstLine(entry.path().string())});
   }
   return out;
 }

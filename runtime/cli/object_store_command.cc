@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/base/logging.h"
-#include "runtime/base/parse.h"
+#include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/object_store/object_store.h"

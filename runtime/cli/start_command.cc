@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "runtime/base/logging.h"
-#include "runtime/base/parse.h"
+#include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/local_state.h"
@@ -41,10 +41,13 @@ constexpr const char* kStartHelp = R"(Usage:
 machine. It creates the cluster's credentials (DATA_DIR/token, mode 0600) and prints how to hand
 them to other nodes and clients. --address starts a node that joins the head at HOST:PORT.
 
-  --port N                 head port (default 6380; 0 picks a free one)
-    --bind ADDR              the one address the head (and each node's object channel, from which
-                           other nodes pull objects) listens on (default 127.0.0.1: this machine
-                           only; use this machine's IP or 0.0.0.0 for a multi-machine cluster)
+  --port N                 the head's control port (default 6380; 0 picks a free one)
+  --bind ADDR              the address every TCP port started here listens on (default 127.0.0.1:
+                           this machine only; use this machine's IP or 0.0.0.0 for a
+                           multi-machine cluster): the head's control port, and the node's routing
+                           port (other nodes forward tasks to it), object channel (other nodes
+                           pull objects from it) and its actors' ports (their callers talk to
+                           them); all but --port are picked by the kernel
   --data-dir DIR           head: control store and token (default STATE_DIR/head-PORT, or
                            STATE_DIR/head with --port 0);
                            node: its object store (default STATE_DIR/node-data)
@@ -60,7 +63,7 @@ them to other nodes and clients. --address starts a node that joins the head at 
   --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N
                            head only: how often nodes heartbeat (1000), the silence after which a
                            node is DEAD (10000), and how long a node whose connection closed has to
-                           reconnect (2000)
+                           reconnect (2000); each from 1 to 3600000 ms
   --block                  stay in the foreground (for tests, systemd, containers, SLURM jobs);
                            otherwise start in the background and return once ready
 
@@ -158,13 +161,7 @@ sigset_t BlockStopSignals() {
 
 Status ParseDurationMs(const Flags& flags, const std::string& name, Duration* out) {
   if (!flags.Has(name)) return Status();
-  auto v = ParseBytes(flags.Get(name));  // plain non-negative integer
-  if (!v.ok() || *v == 0 || *v > 3'600'000 ||
-      flags.Get(name).find_first_not_of("0123456789") != std::string::npos) {
-    return Status::InvalidArgument("--" + name +
-                                   " must be a number of milliseconds between 1 and 3600000");
-  }
-  *out = std::chrono::milliseconds(*v);
+  CUMULUS_ASSIGN_OR_RETURN(*out, ParseMilliseconds("--" + name, flags.Get(name), 1, 3'600'000));
   return Status();
 }
 
@@ -223,12 +220,9 @@ std::string ReadFile(const std::string& path) {
 int StartHead(const Flags& flags) {
   HeadOptions head;
   if (flags.Has("port")) {
-    std::string p = flags.Get("port");
-    if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(p) > 65535) {
-      return UsageError("--port must be 0-65535, got '" + p + "'", "cumulus start --help");
-    }
-    head.port = static_cast<uint16_t>(std::stoi(p));
+    auto port = ParseInteger("--port", flags.Get("port"), {0, 65535});
+    if (!port.ok()) return UsageError(port.status().message(), "cumulus start --help");
+    head.port = static_cast<uint16_t>(*port);
   }
   head.bind_host = flags.Get("bind", "127.0.0.1");
   if (flags.Has("token-file")) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/local_state.h"
@@ -210,7 +211,9 @@ std::vector<Failure> RecentFailures(const Flags& flags, const ClusterView& view,
         for (auto& [key, value] : page->entries) {
           size_t dash = key.find('-');
           if (dash == std::string::npos) continue;
-          out.push_back({std::atoll(key.substr(0, dash).c_str()), key.substr(dash + 1), value});
+          auto micros = ParseInteger("a failure's time", key.substr(0, dash), {0, INT64_MAX});
+          if (!micros.ok()) continue;
+          out.push_back({*micros, key.substr(dash + 1), value});
         }
       }
     }

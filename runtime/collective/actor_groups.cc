@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cumulus/collective.h"
+#include "runtime/base/numeric.h"
 #include "runtime/collective/collective.h"
 #include "runtime/core/messages.h"
 #include "runtime/net/tcp.h"
@@ -35,7 +36,13 @@ struct Declaration {
 Result<Declaration> ParseDeclaration(const std::string& raw) {
   std::istringstream in(raw);
   Declaration d;
-  if (!(in >> d.generation)) return Status::InvalidArgument("a malformed group declaration");
+  std::string generation;
+  in >> generation;
+  // The next declaration takes generation + 1: the largest one must leave room for it.
+  auto g =
+      ParseInteger("a collective group declaration's generation", generation, {0, UINT32_MAX - 1});
+  if (!g.ok()) return g.status();
+  d.generation = static_cast<uint32_t>(*g);
   std::string m;
   while (in >> m) d.members.push_back(m);
   return d;
@@ -69,6 +76,7 @@ Status CreateCollectiveGroup(const std::string& name, const std::vector<ActorId>
 
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(const std::string& name,
                                                              Duration timeout) {
+  CUMULUS_RETURN_IF_ERROR(CheckCollectiveTimeout(timeout));
   CUMULUS_ASSIGN_OR_RETURN(CoreWorker * runtime, CurrentRuntimeOrError());
   CoreWorker& rt = *runtime;
   ActorId me = rt.current_actor();

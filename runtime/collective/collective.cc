@@ -10,16 +10,26 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/base/numeric.h"
 #include "runtime/collective/collective_group_impl.h"
 #include "runtime/head/control_client.h"
 
 namespace cumulus {
 
+Status CheckCollectiveTimeout(Duration timeout) {
+  constexpr int64_t kWeekMs = 7LL * 24 * 3600 * 1000;
+  return CheckInteger("the collective group's timeout",
+                      SaturatingDurationCast<std::chrono::milliseconds>(timeout).count(),
+                      {1, kWeekMs, "milliseconds"});
+}
+
 Status CollectiveWork::Wait(Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (timeout == Duration::max()) {
+  // A deadline past what the clock holds is none (wait_for would wrap it into the past).
+  auto deadline = SaturatingAdd(std::chrono::steady_clock::now(), timeout);
+  if (deadline == decltype(deadline)::max()) {
     cv_.wait(lock, [&] { return done_; });
-  } else if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
+  } else if (!cv_.wait_until(lock, deadline, [&] { return done_; })) {
     return Status::TimedOut("the collective operation did not finish in time (it goes on)");
   }
   return status_;
@@ -46,6 +56,7 @@ Status CollectiveGroup::Impl::Join() {
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " of a group of " +
                                    std::to_string(o.world_size) + " does not exist");
   }
+  CUMULUS_RETURN_IF_ERROR(CheckCollectiveTimeout(o.timeout));
   ControlClientOptions co;
   co.role = "collective";
   co.request_timeout = o.timeout + std::chrono::seconds(5);

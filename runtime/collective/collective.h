@@ -38,4 +38,8 @@ struct CollectiveOptions {
   int cuda_device = 0;  // the device (of those visible) the NCCL communicator uses
 };
 
+// A group's timeout (joining, and every operation): 1 ms to a week. It is added to clocks and
+// handed to Gloo and NCCL in milliseconds, so it must be positive and far from overflowing.
+Status CheckCollectiveTimeout(Duration timeout);
+
 }  // namespace cumulus

@@ -57,7 +57,9 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   template <typename Fn>
   Status Run(const OpDesc& desc, bool collective, Fn fn);
   std::string Compare(uint64_t seq, const OpDesc& desc);
-  static Status CheckTypes(const char* what, DType type, int op);
+  // `type` and `op` are known, and `count` elements (times `blocks`: the world size for the
+  // buffer of AllGather's output and ReduceScatter's input) are a number of bytes a size_t holds.
+  static Status CheckTypes(const char* what, DType type, int op, size_t count, size_t blocks = 1);
   Result<bool> OnDevice(const void* a, const void* b = nullptr);
   Status AllReduce(void* data, size_t count, DType type, ReduceOp op);
   template <typename T>

@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "runtime/base/numeric.h"
 #include "runtime/collective/collective_group_impl.h"
 
 namespace cumulus {
@@ -109,8 +111,11 @@ std::string CollectiveGroup::Impl::Compare(uint64_t seq, const OpDesc& desc) {
          Describe(desc) + " as operation #" + std::to_string(seq) + differ;
 }
 
-// Enums from callers are checked: a cast integer must not index tables or pick no function.
-Status CollectiveGroup::Impl::CheckTypes(const char* what, DType type, int op) {
+// Enums from callers are checked: a cast integer must not index tables or pick no function; and
+// a count whose bytes wrap would make Gloo or the ring touch less (or more) than the caller's
+// buffer.
+Status CollectiveGroup::Impl::CheckTypes(const char* what, DType type, int op, size_t count,
+                                         size_t blocks) {
   if (DTypeSize(type) == 0) {
     return Status::InvalidArgument(std::string(what) + " of an unknown dtype (" +
                                    std::to_string(static_cast<int>(type)) + ")");
@@ -119,7 +124,9 @@ Status CollectiveGroup::Impl::CheckTypes(const char* what, DType type, int op) {
     return Status::InvalidArgument(std::string(what) + " with an unknown reduce op (" +
                                    std::to_string(op) + ")");
   }
-  return Status();
+  size_t most = std::numeric_limits<size_t>::max() / DTypeSize(type) / std::max<size_t>(blocks, 1);
+  return CheckInteger(std::string(what) + "'s count", count,
+                      {0, static_cast<int64_t>(std::min<size_t>(most, INT64_MAX))});
 }
 
 // Where the buffer lives picks the backend.
@@ -139,7 +146,7 @@ Result<bool> CollectiveGroup::Impl::OnDevice(const void* a, const void* b) {
 }
 
 Status CollectiveGroup::Impl::AllReduce(void* data, size_t count, DType type, ReduceOp op) {
-  CUMULUS_RETURN_IF_ERROR(CheckTypes("AllReduce", type, static_cast<int>(op)));
+  CUMULUS_RETURN_IF_ERROR(CheckTypes("AllReduce", type, static_cast<int>(op), count));
   if (count == 0) return Status();
   if (!data) return Status::InvalidArgument("AllReduce of a null buffer");
   CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
@@ -187,7 +194,7 @@ Status CollectiveGroup::Impl::Broadcast(void* data, size_t count, DType type, in
                                    ", which is not in a group of " +
                                    std::to_string(options_.world_size));
   }
-  CUMULUS_RETURN_IF_ERROR(CheckTypes("Broadcast", type, -1));
+  CUMULUS_RETURN_IF_ERROR(CheckTypes("Broadcast", type, -1, count));
   if (count == 0) return Status();
   if (!data) return Status::InvalidArgument("Broadcast of a null buffer");
   CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));
@@ -204,7 +211,7 @@ Status CollectiveGroup::Impl::Broadcast(void* data, size_t count, DType type, in
 }
 
 Status CollectiveGroup::Impl::AllGather(const void* in, void* out, size_t count, DType type) {
-  CUMULUS_RETURN_IF_ERROR(CheckTypes("AllGather", type, -1));
+  CUMULUS_RETURN_IF_ERROR(CheckTypes("AllGather", type, -1, count, options_.world_size));
   if (count == 0) return Status();
   if (!in || !out) return Status::InvalidArgument("AllGather with a null buffer");
   CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(in, out));
@@ -223,7 +230,8 @@ Status CollectiveGroup::Impl::AllGather(const void* in, void* out, size_t count,
 
 Status CollectiveGroup::Impl::ReduceScatter(const void* in, void* out, size_t count, DType type,
                                             ReduceOp op) {
-  CUMULUS_RETURN_IF_ERROR(CheckTypes("ReduceScatter", type, static_cast<int>(op)));
+  CUMULUS_RETURN_IF_ERROR(
+      CheckTypes("ReduceScatter", type, static_cast<int>(op), count, options_.world_size));
   if (count == 0) return Status();
   if (!in || !out) return Status::InvalidArgument("ReduceScatter with a null buffer");
   CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(in, out));
@@ -291,7 +299,7 @@ Status CollectiveGroup::Impl::PointToPoint(bool sending, void* data, size_t coun
                                    ": not another member of a group of " +
                                    std::to_string(options_.world_size));
   }
-  CUMULUS_RETURN_IF_ERROR(CheckTypes(what, type, -1));
+  CUMULUS_RETURN_IF_ERROR(CheckTypes(what, type, -1, count));
   if (count == 0) return Status();
   if (!data) return Status::InvalidArgument(std::string(what) + " of a null buffer");
   CUMULUS_ASSIGN_OR_RETURN(bool device, OnDevice(data));

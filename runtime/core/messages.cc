@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/base/numeric.h"
 #include "runtime/head/node_codec.h"
 
 namespace cumulus {
@@ -58,6 +59,14 @@ TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
     r.bundle_index = spec.getBundleIndex();
   }
   return r;
+}
+
+Status CheckTaskSpecNumbers(proto::TaskSpec::Reader spec) {
+  for (auto a : spec.getResources()) {
+    CUMULUS_RETURN_IF_ERROR(ResourceSet::CheckAmount(a.getName().cStr(), a.getAmount()));
+  }
+  CUMULUS_RETURN_IF_ERROR(CheckInteger("maxRetries", spec.getMaxRetries(), {-1, INT32_MAX}));
+  return CheckInteger("maxRestarts", spec.getMaxRestarts(), {-1, INT32_MAX});
 }
 
 Result<int> ListenUnix(const std::string& path) {

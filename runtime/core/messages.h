@@ -54,6 +54,11 @@ struct TaskRequirements {
   int bundle_index = -1;
 };
 TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec);
+// The numbers of a spec from a driver, worker or peer, checked as the API checks them before it
+// sends one (runtime/base/numeric.h): each resource amount (ResourceSet::CheckAmount: a NaN, a
+// negative or an absurd one is refused, not dropped, or a GPU task would run without its GPU),
+// maxRetries and maxRestarts from -1 (forever). InvalidArgument says which.
+Status CheckTaskSpecNumbers(proto::TaskSpec::Reader spec);
 
 constexpr const char* kJobsNamespace = "jobs";
 constexpr const char* kJobEndsNamespace = "job_ends";
@@ -68,6 +73,10 @@ constexpr const char* kCollectiveGroupsNamespace = "collective_groups";
 constexpr const char* kSubmissionsNamespace = "submissions";
 constexpr const char* kPackagesNamespace = "job_packages";
 constexpr uint64_t kPackageChunkBytes = 4u << 20;
+// The bytes of a job's files (`cumulus submit`), and of its package as packed (files, paths and
+// modes); a node refuses a submission record that announces more.
+constexpr uint64_t kMaxJobFilesBytes = 256ull << 20;
+constexpr uint64_t kMaxPackageBytes = 512ull << 20;
 // Requests to a node's job supervisor: key "<node hex>/<job hex>", value "run" or "stop"; the
 // key "<node hex>/bell" wakes it.
 constexpr const char* kJobQueueNamespace = "job_queue";

@@ -148,6 +148,9 @@ void TaskRouter::Impl::HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reade
   RoutedTask t = TaskFromSpec(spec, words, id);
   if (t.id.IsNil()) return Close(id, "submitted a task without a valid id");
   if (tasks_.Contains(t.id)) return;  // a duplicate: the first copy's result answers it
+  if (Status numbers = CheckTaskSpecNumbers(spec); !numbers.ok()) {
+    return Send(id, ErrorResultFrame(t.id, node_id_, numbers.WithContext(t.What())));
+  }
   if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
   tasks_.Add(std::move(t));
   schedule_dirty_ = true;

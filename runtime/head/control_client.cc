@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "runtime/base/numeric.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/proto/control.capnp.h"
 
@@ -91,7 +92,12 @@ Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
   EncodeNode(node, call.request().initRegisterNode());
   Duration interval{};
   CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
-    interval = std::chrono::milliseconds(reply.getRegistered().getHeartbeatIntervalMs());
+    // As `cumulus start --heartbeat-interval-ms` takes it: a head saying 0 (a busy loop) or days
+    // (declared dead between two heartbeats) is refused.
+    uint32_t ms = reply.getRegistered().getHeartbeatIntervalMs();
+    CUMULUS_RETURN_IF_ERROR(
+        CheckInteger("the head's heartbeat interval", ms, {1, 3'600'000, "milliseconds"}));
+    interval = std::chrono::milliseconds(ms);
     return Status();
   }));
   return interval;
@@ -257,12 +263,15 @@ Result<ControlClient::KvPage> ControlClient::KvList(const std::string& ns,
 
 Result<std::string> ControlClient::KvWait(const std::string& ns, const std::string& key,
                                           Duration timeout) {
+  // The wire holds 0 to 2^32 - 1 ms (49 days): a timeout beyond is that long, a negative one 0,
+  // never a wrapped value.
+  auto ms = SaturatingCast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
   std::lock_guard<std::mutex> lock(mu_);
-  Call call(this, timeout + std::chrono::seconds(5));
+  Call call(this, std::chrono::milliseconds(ms) + std::chrono::seconds(5));
   auto w = call.request().initKvWait();
   SetKey(w, ns, key);
-  w.setTimeoutMs(static_cast<uint32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  w.setTimeoutMs(ms);
   std::string value;
   CUMULUS_RETURN_IF_ERROR(call.Run([&](proto::ControlReply::Reader reply) {
     value = ValueOf(reply);

@@ -80,6 +80,12 @@ class ControlClient {
 
   const HostPort& head() const { return head_; }
   int fd() const { return fd_; }
+  // True once a call's write or read failed midway (the head went away, or did not answer before
+  // the call's deadline): every later call fails at once; connect again.
+  bool broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
 
  private:
   class Call;

@@ -41,8 +41,19 @@ std::vector<std::pair<ResourceSet, uint32_t>> DecodeDemand(capnp::List<proto::De
 ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in) {
   ResourceSet r;
   for (auto a : in) {
+    std::string name = a.getName().cStr();
     double amount = a.getAmount();
-    if (amount > 0 && amount < 9.0e14) r.Set(a.getName().cStr(), amount);
+    if (ResourceSet::CheckAmount(name, amount).ok()) r.Set(name, amount);
+  }
+  return r;
+}
+
+Result<ResourceSet> DecodeRequestedResources(capnp::List<proto::ResourceAmount>::Reader in) {
+  ResourceSet r;
+  for (auto a : in) {
+    std::string name = a.getName().cStr();
+    CUMULUS_RETURN_IF_ERROR(ResourceSet::CheckAmount(name, a.getAmount()));
+    r.Set(name, a.getAmount());
   }
   return r;
 }

@@ -8,7 +8,12 @@ namespace cumulus {
 
 void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out);
 Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in);
+// Amounts a view reports (free resources, totals, demand): one that fails
+// ResourceSet::CheckAmount is left out.
 ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in);
+// Amounts a peer asks for (a placement group's bundle): one that fails ResourceSet::CheckAmount
+// is an error, not left out (a bundle would then hold less than it was asked for).
+Result<ResourceSet> DecodeRequestedResources(capnp::List<proto::ResourceAmount>::Reader in);
 void EncodeResources(const ResourceSet& r, capnp::List<proto::ResourceAmount>::Builder out);
 void EncodeDemand(const std::vector<std::pair<ResourceSet, uint32_t>>& demand,
                   capnp::List<proto::Demand>::Builder out);

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/base/numeric.h"
+
 namespace cumulus {
 
 namespace {
@@ -47,21 +49,15 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   };
   size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return bad("no host or port");
-  std::string_view port_text = text.substr(colon + 1);
-  if (port_text.empty() || port_text.size() > 5) return bad("bad port");
-  uint32_t port = 0;
-  for (char c : port_text) {
-    if (c < '0' || c > '9') return bad("bad port");
-    port = port * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (port == 0 || port > 65535) return bad("port must be 1-65535");
+  auto port = ParseInteger("port", text.substr(colon + 1), {1, 65535});
+  if (!port.ok()) return bad(port.status().message());
   HostPort hp;
   hp.host = std::string(text.substr(0, colon));
   for (char c : hp.host) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
       return bad("bad host");
   }
-  hp.port = static_cast<uint16_t>(port);
+  hp.port = static_cast<uint16_t>(*port);
   return hp;
 }
 

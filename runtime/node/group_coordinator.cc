@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/base/logging.h"
+#include "runtime/base/numeric.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/net/frame.h"
@@ -41,16 +42,21 @@ Reservation DecodeReservation(proto::GroupRequest::Reader req) {
   r.round = req.getRound();
   for (auto b : req.getBundles()) {
     uint32_t i = b.getIndex();
-    if (i > 1u << 20) {
-      r.error = Status::InvalidArgument("bundle index " + std::to_string(i) + " is out of range");
+    if (Status st = CheckInteger("bundle index", i, {0, 1 << 20}); !st.ok()) {
+      r.error = st;
       break;
     }
     if (std::find(r.indices.begin(), r.indices.end(), i) != r.indices.end()) {
       r.error = Status::InvalidArgument("bundle " + std::to_string(i) + " is named twice");
       break;
     }
+    auto amounts = DecodeRequestedResources(b.getResources());
+    if (!amounts.ok()) {
+      r.error = amounts.status().WithContext("bundle " + std::to_string(i));
+      break;
+    }
     if (r.bundles.size() <= i) r.bundles.resize(i + 1);
-    r.bundles[i] = DecodeResources(b.getResources());
+    r.bundles[i] = std::move(*amounts);
     r.indices.push_back(i);
   }
   if (r.id.IsNil()) r.error = Status::InvalidArgument("a placement group needs a 16-byte id");
@@ -89,7 +95,13 @@ void GroupCoordinator::Create(uint64_t origin, const JobId& job, proto::GroupReq
   op.job = job;
   op.strategy = static_cast<GroupStrategy>(req.getStrategy());
   op.origin = origin;
-  for (auto b : req.getBundles()) op.bundles.push_back(DecodeResources(b.getResources()));
+  for (auto b : req.getBundles()) {
+    auto amounts = DecodeRequestedResources(b.getResources());
+    if (!amounts.ok()) {
+      return refuse(amounts.status().WithContext("bundle " + std::to_string(op.bundles.size())));
+    }
+    op.bundles.push_back(std::move(*amounts));
+  }
   if (op.bundles.empty()) return refuse(Status::InvalidArgument("a placement group needs bundles"));
   for (size_t i = 0; i < op.bundles.size(); ++i) {
     if (op.bundles[i].empty()) {

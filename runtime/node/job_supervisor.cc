@@ -19,6 +19,7 @@
 #include "runtime/base/clock.h"
 #include "runtime/base/file_write.h"
 #include "runtime/base/logging.h"
+#include "runtime/base/numeric.h"
 #include "runtime/base/spawn.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
@@ -33,14 +34,18 @@ namespace {
 constexpr auto kStopGrace = std::chrono::seconds(5);  // SIGTERM, then SIGKILL (default)
 constexpr int64_t kMaxStopGraceMs = 3'600'000;
 
-// The grace of a stop request: "stop" (the default) or "stop:MILLISECONDS".
+// The grace of a stop request: "stop" (the default) or "stop:MILLISECONDS" (as `cumulus cancel
+// --grace` writes it: 0 to 3600000). Another number is said and the default is used.
 Duration StopGrace(const std::string& request) {
   if (request.rfind("stop:", 0) != 0) return kStopGrace;
-  std::string ms = request.substr(5);
-  if (ms.empty() || ms.size() > 10 || ms.find_first_not_of("0123456789") != std::string::npos) {
+  auto ms = ParseMilliseconds("a stop request's grace", request.substr(5), 0, kMaxStopGraceMs);
+  if (!ms.ok()) {
+    CUMULUS_LOG(WARN) << "job supervisor: " << ms.status().message() << "; using "
+                      << std::chrono::duration_cast<std::chrono::seconds>(kStopGrace).count()
+                      << " s";
     return kStopGrace;
   }
-  return std::chrono::milliseconds(std::min<int64_t>(std::stoll(ms), kMaxStopGraceMs));
+  return *ms;
 }
 
 // A relative path that stays inside the directory it is unpacked in.
@@ -211,12 +216,10 @@ void JobSupervisor::Impl::RemoveStaleJobFiles(ControlClient& head) {
   std::error_code ec;
   for (auto& entry : std::filesystem::directory_iterator(mine.parent_path(), ec)) {
     std::string name = entry.path().filename().string();
-    if (name.rfind("node-", 0) != 0 || name.size() < 6 || name.size() > 15 ||
-        name.find_first_not_of("0123456789", 5) != std::string::npos) {
-      continue;
-    }
-    pid_t pid = static_cast<pid_t>(std::stol(name.substr(5)));
-    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) dirs.push_back(entry.path());
+    if (name.rfind("node-", 0) != 0) continue;
+    auto pid = ParseInteger("a node directory's pid", name.substr(5), {1, INT32_MAX});
+    if (!pid.ok() || *pid == getpid()) continue;
+    if (kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH) dirs.push_back(entry.path());
   }
   for (auto& dir : dirs) {
     for (auto& entry : std::filesystem::directory_iterator(dir / "submitted", ec)) {
@@ -243,7 +246,14 @@ void JobSupervisor::Impl::RemoveStaleJobFiles(ControlClient& head) {
 Status JobSupervisor::Impl::Launch(ControlClient& head, const JobId& job, SubmissionRecord& record,
                                    pid_t* started) {
   if (record.entrypoint.empty()) return Status::InvalidArgument("the job has no entrypoint");
-  // The package: chunks in the head's store.
+  // The package: chunks in the head's store. Its size comes from a record anyone with the token
+  // may write: checked before it is reserved.
+  CUMULUS_RETURN_IF_ERROR(CheckInteger("the job's packageBytes", record.package_bytes,
+                                       {0, static_cast<int64_t>(kMaxPackageBytes), "bytes"}));
+  uint64_t chunks = (record.package_bytes + kPackageChunkBytes - 1) / kPackageChunkBytes;
+  CUMULUS_RETURN_IF_ERROR(
+      CheckInteger("the job's packageChunks", record.package_chunks,
+                   {static_cast<int64_t>(chunks), static_cast<int64_t>(chunks)}));
   std::string packed;
   packed.reserve(record.package_bytes);
   for (uint32_t i = 0; i < record.package_chunks; ++i) {

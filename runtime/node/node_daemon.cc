@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "runtime/base/logging.h"
-#include "runtime/base/parse.h"
+#include "runtime/base/numeric.h"
 #include "runtime/node/detect_resources.h"
 
 namespace cumulus {
@@ -26,31 +26,37 @@ ControlClientOptions NodeClientOptions() {
 
 namespace {
 
-// The memory monitor's settings: CUMULUS_MEMORY_USAGE_THRESHOLD (a fraction in (0, 1]; 1 turns
-// it off), CUMULUS_MEMORY_MONITOR_MS (10-60000) and CUMULUS_MEMORY_WORKER_LIMIT (bytes, "2G": the
-// node's workers' private memory is watched against it instead of the machine's memory).
+int64_t ToMillis(Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// The memory monitor's settings: CUMULUS_MEMORY_USAGE_THRESHOLD (a fraction from 0.01 to 1; 1
+// turns it off), CUMULUS_MEMORY_MONITOR_MS (10-60000) and CUMULUS_MEMORY_WORKER_LIMIT (bytes,
+// "2G": the node's workers' private memory is watched against it instead of the machine's
+// memory). A bad value is said and left out.
 void ReadMemoryMonitorEnvironment(TaskRouterOptions& router) {
-  if (const char* t = std::getenv("CUMULUS_MEMORY_USAGE_THRESHOLD")) {
-    char* end = nullptr;
-    double v = std::strtod(t, &end);
-    if (*t && *end == 0 && v > 0 && v <= 1) {
-      router.memory_threshold = v;
-    } else {
-      CUMULUS_LOG(WARN) << "node: ignoring CUMULUS_MEMORY_USAGE_THRESHOLD=" << t
-                        << " (want a fraction in (0, 1]; 1 turns the memory monitor off)";
-    }
+  auto threshold = RealFromEnv("CUMULUS_MEMORY_USAGE_THRESHOLD", {0.01, 1});
+  if (!threshold.ok()) {
+    CUMULUS_LOG(WARN) << "node: " << threshold.status().message()
+                      << " (1 turns the memory monitor off); using " << router.memory_threshold;
+  } else if (*threshold) {
+    router.memory_threshold = **threshold;
   }
-  if (const char* ms = std::getenv("CUMULUS_MEMORY_MONITOR_MS")) {
-    long v = std::strtol(ms, nullptr, 10);
-    if (v >= 10 && v <= 60000) router.memory_check_every = std::chrono::milliseconds(v);
+  auto every = IntegerFromEnv("CUMULUS_MEMORY_MONITOR_MS", {10, 60000, "milliseconds"});
+  if (!every.ok()) {
+    CUMULUS_LOG(WARN) << "node: " << every.status().message() << "; using "
+                      << ToMillis(router.memory_check_every) << " ms";
+  } else if (*every) {
+    router.memory_check_every = std::chrono::milliseconds(**every);
   }
-  if (const char* limit = std::getenv("CUMULUS_MEMORY_WORKER_LIMIT")) {
+  if (const char* limit = std::getenv("CUMULUS_MEMORY_WORKER_LIMIT"); limit && *limit) {
     auto bytes = ParseBytes(limit);
     if (bytes.ok() && *bytes > 0) {
       router.memory_worker_limit = *bytes;
     } else {
-      CUMULUS_LOG(WARN) << "node: ignoring CUMULUS_MEMORY_WORKER_LIMIT=" << limit
-                        << " (want a number of bytes, such as 2G)";
+      CUMULUS_LOG(WARN) << "node: CUMULUS_MEMORY_WORKER_LIMIT must be a number of bytes such as "
+                           "2G, got '"
+                        << limit << "'; watching the machine's memory";
     }
   }
 }
@@ -77,12 +83,10 @@ void RemoveDeadNodesPrograms(const std::string& data_dir) {
   std::error_code ec;
   for (auto& entry : std::filesystem::directory_iterator(data_dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (name.rfind("node-", 0) != 0 || name.size() > 15 ||
-        name.find_first_not_of("0123456789", 5) != std::string::npos || name.size() == 5) {
-      continue;
-    }
-    pid_t pid = static_cast<pid_t>(std::stol(name.substr(5)));
-    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (name.rfind("node-", 0) != 0) continue;
+    auto pid = ParseInteger("a node directory's pid", name.substr(5), {1, INT32_MAX});
+    if (!pid.ok() || *pid == getpid()) continue;
+    if (kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) continue;
     std::error_code rm;
     std::filesystem::remove_all(entry.path() / "jobs", rm);
   }
@@ -98,9 +102,12 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   }
   std::unique_ptr<NodeDaemon> d(new NodeDaemon());
   d->options_ = options;
-  if (const char* ms = std::getenv("CUMULUS_CUT_OFF_REPORT_MS")) {
-    long v = std::strtol(ms, nullptr, 10);
-    if (v >= 100 && v <= 3600000) d->options_.cut_off_report_every = std::chrono::milliseconds(v);
+  auto report_every = IntegerFromEnv("CUMULUS_CUT_OFF_REPORT_MS", {100, 3600000, "milliseconds"});
+  if (!report_every.ok()) {
+    CUMULUS_LOG(WARN) << "node: " << report_every.status().message() << "; using "
+                      << ToMillis(d->options_.cut_off_report_every) << " ms";
+  } else if (*report_every) {
+    d->options_.cut_off_report_every = std::chrono::milliseconds(**report_every);
   }
 
   // Authenticate before creating anything: a wrong token or an unreachable head leaves nothing.

@@ -121,7 +121,8 @@ Result<MutableBuffer> ObjectStore::Create(const ObjectId& id, uint64_t size, boo
              ? " was deleted but a reader still holds it; create it again once released"
              : " already exists"));
   }
-  if (allocator_.RoundUp(size) > allocator_.capacity()) {
+  // size first: RoundUp of a size near 2^64 wraps to a small one (a peer's pull announces it).
+  if (size > allocator_.capacity() || allocator_.RoundUp(size) > allocator_.capacity()) {
     return Status::ResourceExhausted(
         "object " + id.Hex() + " is " + Bytes(size) +
         ", larger than the object store's whole memory tier (" + Bytes(allocator_.capacity()) +

@@ -72,6 +72,12 @@ TEST_F(ObjectStoreTest, BadRequestsGetClearErrors) {
   EXPECT_NE(huge.status().message().find("larger than the object store's whole memory tier"),
             std::string::npos)
       << huge.status();
+  // A size near 2^64 (as a peer's pull reply or a local client may announce) must not wrap to a
+  // small allocation that the writer then overruns.
+  for (uint64_t absurd : {UINT64_MAX, UINT64_MAX - 10, UINT64_MAX - 63}) {
+    auto wrapped = store->Create(NewId(), absurd);
+    EXPECT_EQ(wrapped.status().code(), StatusCode::kResourceExhausted) << absurd;
+  }
   EXPECT_EQ(store->Stats().used_bytes, 64u) << "a failed create must not leak memory";
 }
 

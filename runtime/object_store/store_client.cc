@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 
+#include "runtime/base/numeric.h"
 #include "runtime/object_store/store_protocol.h"
 #include "runtime/proto/store.capnp.h"
 
@@ -54,6 +55,7 @@ class StoreClientCall {
     lock.lock();
     if (!sent.ok()) {
       c->pending_.erase(id);
+      if (sent.code() == StatusCode::kUnavailable) c->broken_ = true;  // the socket failed
       return sent;
     }
     kj::Array<capnp::word> buffer;
@@ -79,6 +81,8 @@ class StoreClientCall {
       c->replied_.notify_all();  // another caller may read now
       if (!packet.ok() || packet->bytes == 0) {
         c->pending_.erase(id);
+        // The socket failed, or the store closed it: not a request that took too long.
+        if (packet.ok() || packet.status().code() == StatusCode::kUnavailable) c->broken_ = true;
         if (!packet.ok()) return packet.status().WithContext("object store at " + c->socket_path_);
         return Status::Unavailable("the object store at " + c->socket_path_ +
                                    " closed the connection (did it exit?)");
@@ -227,7 +231,8 @@ Result<MutableBuffer> StoreClient::Create(const ObjectId& id, uint64_t size, boo
     if (fd >= 0) close(fd);
     created = true;
     uint64_t offset = reply.getLocation().getOffset();
-    if (offset + size > region_->size()) {
+    auto end = CheckedAdd<uint64_t>(offset, size);  // a wrapped sum would pass the check below
+    if (!end || *end > region_->size()) {
       return Status::Internal("the object store returned a location outside its region");
     }
     std::lock_guard<std::mutex> lock(map_mu_);
@@ -291,7 +296,8 @@ Result<ObjectBuffer> StoreClient::Get(const ObjectId& id, Duration wait) {
       [&](proto::StoreReply::Reader reply, int fd) -> Status {
         if (fd >= 0) close(fd);
         auto loc = reply.getLocation();
-        if (loc.getOffset() + loc.getSize() > region_->size()) {
+        auto end = CheckedAdd<uint64_t>(loc.getOffset(), loc.getSize());
+        if (!end || *end > region_->size()) {
           return Status::Internal("the object store returned a location outside its region");
         }
         data = region_->data() + loc.getOffset();

@@ -9,6 +9,7 @@
 // each request waits for its own reply (a get waiting for a seal holds up no other request).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -52,6 +53,10 @@ class StoreClient {
   Result<bool> Contains(const ObjectId& id);
   Result<ObjectStoreStats> Stats();
 
+  // True once the connection to the store has broken (the store, or its node, exited): no request
+  // on this client succeeds any more, and what it held can no longer be read through it.
+  bool broken() const { return broken_.load(std::memory_order_relaxed); }
+
   // The store's memory, mapped read-only.
   const SharedRegion& region() const { return *region_; }
   const std::string& store_incarnation() const { return incarnation_; }
@@ -78,6 +83,7 @@ class StoreClient {
   uint64_t next_request_ = 1;        // guarded by mu_
   std::unordered_map<uint64_t, PendingReply*> pending_;  // guarded by mu_
   bool reading_ = false;                                 // guarded by mu_
+  std::atomic<bool> broken_{false};
 
   std::mutex map_mu_;
   uint8_t* writable_base_ = nullptr;  // the region mapped writable, once this client writes

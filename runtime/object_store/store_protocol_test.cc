@@ -143,6 +143,22 @@ TEST_F(WaitingGetTest, AnsweredUnavailableAtTheDeadline) {
       << "a missing object is not waited for";
 }
 
+TEST_F(WaitingGetTest, AClientIsBrokenOnlyOnceTheStoreIsGone) {
+  Start();
+  auto writer = Connect();
+  auto reader = Connect();
+  ObjectId id = Id(10);
+  ASSERT_TRUE(writer->Create(id, 8).ok());
+  // The store's own answers (not sealed in time, not there) leave the connection whole.
+  EXPECT_EQ(reader->Get(id, 10ms).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(reader->Get(Id(11)).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(reader->broken());
+  server_.reset();  // the store goes away (its node died)
+  auto gone = reader->Get(id);
+  EXPECT_FALSE(gone.ok());
+  EXPECT_TRUE(reader->broken()) << gone.status();
+}
+
 TEST_F(WaitingGetTest, AnsweredWhenSealedInProcessThroughTheStore) {
   // As when the node daemon receives a pull straight into its ObjectStore.
   Start();

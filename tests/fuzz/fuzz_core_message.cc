@@ -2,7 +2,8 @@
 // driver, caller -> actor): arbitrary bytes read with the ReaderOptions the node's task router
 // uses, every field of every union member walked (what any handler may read), and the pure
 // decoders the handlers call on it: RequirementsOf (task spec -> placement request),
-// DecodeResources, IdFrom, and DecodeRecord<JobRecord> on a jobInfo's record.
+// CheckTaskSpecNumbers, DecodeResources and DecodeRequestedResources, IdFrom, and
+// DecodeRecord<JobRecord> on a jobInfo's record.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 
@@ -113,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         auto spec = msg.getSubmitTask();
         TaskRequirements r = RequirementsOf(spec);
         (void)r;
+        (void)CheckTaskSpecNumbers(spec);
         (void)IdFrom<TaskId>(spec.getTaskId());
         (void)IdFrom<JobId>(spec.getJobId());
         (void)IdFrom<ActorId>(spec.getActorId());
@@ -124,7 +126,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case proto::CoreMessage::CREATE_GROUP:
       case proto::CoreMessage::RESERVE_BUNDLES: {
         auto g = msg.isCreateGroup() ? msg.getCreateGroup() : msg.getReserveBundles();
-        for (auto b : g.getBundles()) (void)DecodeResources(b.getResources());
+        for (auto b : g.getBundles()) {
+          (void)DecodeResources(b.getResources());
+          (void)DecodeRequestedResources(b.getResources());
+        }
         break;
       }
       case proto::CoreMessage::JOB_INFO: {

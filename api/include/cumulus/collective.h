@@ -35,12 +35,14 @@ std::vector<ActorId> ActorIds(const std::vector<ActorHandle<C>>& actors) {
 }
 
 // In a member actor: waits for a declaration of `name` that lists this actor and joins it (rank
-// = its place in the list). Fails if none appears within `timeout`.
+// = its place in the list). Fails if none appears within `timeout`. The timeout (1 ms to a week;
+// InvalidArgument otherwise) also bounds every operation of the group.
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
     const std::string& name, std::chrono::nanoseconds timeout = std::chrono::seconds(60));
 
 // In any process of the program (driver, task or actor): joins `name` as `rank` of
-// `world_size`, with the cluster's address and credentials filled in; groups are per job.
+// `world_size`, with the cluster's address and credentials filled in; groups are per job. The
+// timeout is as above.
 Result<std::unique_ptr<CollectiveGroup>> JoinCollectiveGroup(
     const std::string& name, int world_size, int rank, uint32_t generation = 0,
     std::chrono::nanoseconds timeout = std::chrono::seconds(60));

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Synthetic learning-curve sets for bench_tune_replay, harder than the MetaQNN ones:
+crossing curves (slow learners end higher), late learning-rate drops of random size, and
+perplexity-like losses (min mode, ep_N columns) with drops at random epochs.
+
+    scripts/gen_tune_curves.py OUTDIR      writes synth_{crossing,lrdrop,loss}_{1,2}.csv
+"""
+import csv, math, os, random, sys
+OUT = sys.argv[1] if len(sys.argv) > 1 else "."
+def write(name, rows, prefix, K, extra):
+    with open(os.path.join(OUT, f"{name}.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id"] + extra + [f"{prefix}_{i+1}" for i in range(K)])
+        for i, (ex, c) in enumerate(rows):
+            w.writerow([i] + ex + [f"{v:.4f}" for v in c])
+def crossing(seed, n=800, K=50):
+    r = random.Random(seed); rows = []
+    for _ in range(n):
+        a = r.uniform(0.55, 0.95); tau = math.exp(r.uniform(0, math.log(K/2))) * (0.5 + 2*(a-0.55))
+        b = r.uniform(0.1, 0.3); p = r.uniform(0.7, 1.5); sd = r.uniform(0.003, 0.02)
+        c = [min(1, max(0, a - (a-b)*math.exp(-((t+1)/tau)**p) + r.gauss(0, sd))) for t in range(K)]
+        rows.append(([f"{tau:.3f}"], c))
+    write(f"synth_crossing_{seed}", rows, "acc", K, ["cost"])
+def lrdrop(seed, n=800, K=40):
+    r = random.Random(seed); rows = []
+    for _ in range(n):
+        a = r.uniform(0.4, 0.8); tau = r.uniform(1, 8); drop = r.randint(int(0.4*K), int(0.8*K))
+        jump = r.uniform(0, 0.2); sd = r.uniform(0.005, 0.03)
+        c = []
+        for t in range(K):
+            v = a*(1-math.exp(-(t+1)/tau)) + r.gauss(0, sd)
+            if t >= drop: v = a*(1-math.exp(-(t+1)/tau)) + jump*(1-math.exp(-(t-drop+1)/1.5)) + r.gauss(0, sd/4)
+            c.append(min(1, max(0, v)))
+        rows.append(([f"{1+drop/10:.2f}"], c))
+    write(f"synth_lrdrop_{seed}", rows, "acc", K, ["cost"])
+def loss(seed, n=600, K=60):
+    r = random.Random(seed); rows = []
+    for _ in range(n):
+        fin = r.uniform(60, 140); start = r.uniform(250, 700); tau = r.uniform(2, 10)
+        drop = r.randint(int(0.3*K), K-2); dj = r.uniform(0, 0.1)*fin; sd = r.uniform(0.005, 0.02)
+        c = []
+        for t in range(K):
+            v = fin + dj + (start-fin)*math.exp(-(t+1)/tau)
+            v *= 1 + r.gauss(0, sd)
+            if t >= drop: v -= dj
+            c.append(v)
+        rows.append(([f"{r.uniform(1,5):.2f}"], c))
+    write(f"synth_loss_{seed}", rows, "ep", K, ["cost"])
+for s in (1, 2):
+    crossing(s); lrdrop(s); loss(s)
