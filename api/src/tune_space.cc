@@ -1,5 +1,7 @@
 #include "cumulus/tune_space.h"
 
+#include "cumulus/internal/json.h"
+
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -81,35 +83,6 @@ std::string Config::ToString() const {
 
 namespace {
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 // Escapes \, tab and newline so that a field holds no separator.
 std::string EscapeField(std::string_view s) {
   std::string out;
@@ -154,7 +127,7 @@ std::string Config::ToJson() const {
   std::string out = "{";
   for (const auto& [k, v] : values_) {
     if (out.size() > 1) out += ", ";
-    AppendJsonString(out, k);
+    out += internal::JsonQuote(k);
     out += ": ";
     if (auto* d = std::get_if<double>(&v)) {
       if (!std::isfinite(*d)) {
@@ -165,7 +138,7 @@ std::string Config::ToJson() const {
         out += buf;
       }
     } else if (auto* s = std::get_if<std::string>(&v)) {
-      AppendJsonString(out, *s);
+      out += internal::JsonQuote(*s);
     } else {
       out += FormatValue(v);
     }
