@@ -184,9 +184,8 @@ CurveSet LoadCurves(const Options& o) {
 }
 
 struct RunResult {
-  double best = 0;      // the best trial's last value, in the metric's own units
-  double compute = 0;   // epochs run x their cost
-  double makespan = 0;  // simulated time until the last trial ended
+  double best = 0;     // the best trial's last value, in the metric's own units
+  double compute = 0;  // epochs run x their cost
   uint64_t stopped = 0;
 };
 
@@ -261,7 +260,6 @@ RunResult Simulate(const CurveSet& set, const Options& o, uint64_t seed, Schedul
     double value = curve[t.epoch];
     ++t.epoch;
     out.compute += set.cost[t.row];
-    out.makespan = now;
     Decision d = (*scheduler)->OnReport(TrialReport{id, static_cast<int64_t>(t.epoch), value});
     bool done = t.epoch == curve.size();
     if (done || d.action == Action::kStop) {
@@ -439,7 +437,7 @@ int main(int argc, char** argv) {
   std::printf(
       "\ndefault (%s): gap %.2f %s, compute %.3f of full search: target (gap <= 0.5, "
       "compute <= 0.25) %s\n",
-      kDefault.c_str(), sum[def].gap, points ? "points" : (o.mode == Mode::kMax ? "units" : "%"), sum[def].fraction,
-      target ? "MET" : "NOT MET");
+      kDefault.c_str(), sum[def].gap, points ? "points" : (o.mode == Mode::kMax ? "units" : "%"),
+      sum[def].fraction, target ? "MET" : "NOT MET");
   return 0;
 }

@@ -12,8 +12,8 @@
 //     first, one rung at a time. So the leaders finish early and set the bar.
 //   - A trial is stopped (running or paused) only when its reach is below the best finished
 //     result, where reach = its value at iteration t + (1 + slack) x the largest gain from t to
-//     the end that any finished trial made (or the `neighbors` nearest finished trials in value at
-//     t) + margin. Until bound_min_finished trials have finished, nothing is stopped.
+//     the end that any finished trial made + margin. Until bound_min_finished trials have finished,
+//     nothing is stopped.
 // What it costs: compute close to promotion ASHA's on easy curves; on curves that cross it runs
 // the trials that could still win further, which is what being right costs.
 #include "scheduler/tune/curve_bound.h"
@@ -51,7 +51,7 @@ class CurveBound final : public TrialScheduler {
       if (rung != nullptr) rung->recorded[r.trial] = score;
       return d;
     }
-    if (StopReason(tr, r.iteration, score, &d.reason)) {
+    if (StopReason(r.iteration, score, &d.reason)) {
       d.action = Action::kStop;
       return d;
     }
@@ -71,7 +71,6 @@ class CurveBound final : public TrialScheduler {
   void OnTrialEnd(TrialId id, bool completed) override {
     auto it = trials_.find(id);
     if (it == trials_.end()) return;
-    it->second.ended = true;
     it->second.paused = false;
     if (!completed || it->second.points.empty()) return;
     double final_score = it->second.points.rbegin()->second;
@@ -86,7 +85,7 @@ class CurveBound final : public TrialScheduler {
       if (!tr.paused) continue;
       auto last = tr.points.rbegin();
       std::string why;
-      if (StopReason(tr, last->first, last->second, &why)) {
+      if (StopReason(last->first, last->second, &why)) {
         tr.paused = false;
         next.stop.emplace_back(id, why);
       }
@@ -123,7 +122,7 @@ class CurveBound final : public TrialScheduler {
     if (static_cast<int64_t>(finished_.size()) < o_.bound_min_finished) return out;
     for (int64_t t = 1; t < o_.max_t; ++t) {
       double gain = 0;
-      if (LargestGain(t, nullptr, &gain))
+      if (LargestGain(t, &gain))
         out.push_back(
             Cutoff{t, Unscore(best_final_ - (1 + o_.bound_slack) * gain - o_.bound_margin)});
     }
@@ -134,7 +133,6 @@ class CurveBound final : public TrialScheduler {
   struct Trial {
     std::map<int64_t, double> points;  // iteration -> score (higher is better)
     bool paused = false;
-    bool ended = false;
   };
   struct Rung {
     int64_t milestone;
@@ -158,13 +156,12 @@ class CurveBound final : public TrialScheduler {
   // The optimistic final score of a trial at `score` after iteration t (+inf if nothing is known).
   double Reach(int64_t t, double score) const {
     double gain = 0;
-    if (static_cast<int64_t>(finished_.size()) < o_.bound_min_finished ||
-        !LargestGain(t, &score, &gain))
+    if (static_cast<int64_t>(finished_.size()) < o_.bound_min_finished || !LargestGain(t, &gain))
       return INFINITY;
     return score + (1 + o_.bound_slack) * gain + o_.bound_margin;
   }
 
-  bool StopReason(const Trial&, int64_t t, double score, std::string* why) const {
+  bool StopReason(int64_t t, double score, std::string* why) const {
     double reach = Reach(t, score);
     if (!(reach < best_final_)) return false;
     char buf[220];
@@ -177,26 +174,19 @@ class CurveBound final : public TrialScheduler {
     return true;
   }
 
-  // The largest (final - value at t) over the finished trials that reported at t, or over the
-  // bound_neighbors of them whose value at t was nearest *level. False if none reported at t.
-  bool LargestGain(int64_t t, const double* level, double* gain) const {
-    std::vector<std::pair<double, double>> near;  // (distance, gain)
+  // The largest (final - value at t) over the finished trials that reported at t. False if none
+  // reported at t.
+  bool LargestGain(int64_t t, double* gain) const {
+    bool any = false;
     for (TrialId id : finished_) {
       const Trial& c = trials_.at(id);
       auto at = c.points.find(t);
       if (at == c.points.end()) continue;
-      near.emplace_back(level ? std::fabs(at->second - *level) : 0,
-                        c.points.rbegin()->second - at->second);
+      double g = c.points.rbegin()->second - at->second;
+      *gain = any ? std::max(*gain, g) : g;
+      any = true;
     }
-    if (near.empty()) return false;
-    size_t k = near.size();
-    if (level && o_.bound_neighbors > 0 && static_cast<size_t>(o_.bound_neighbors) < k) {
-      k = static_cast<size_t>(o_.bound_neighbors);
-      std::nth_element(near.begin(), near.begin() + static_cast<long>(k - 1), near.end());
-    }
-    *gain = near[0].second;
-    for (size_t i = 0; i < k; ++i) *gain = std::max(*gain, near[i].second);
-    return true;
+    return any;
   }
 
   SchedulerOptions o_;

@@ -55,4 +55,15 @@ bool TakeField(std::string_view& in, std::string_view* field) {
   return true;
 }
 
+bool TakeCount(std::string_view& in, uint64_t* n) {
+  std::string_view f;
+  if (!TakeField(in, &f) || f.empty() || f.size() > 19) return false;
+  *n = 0;
+  for (char ch : f) {
+    if (ch < '0' || ch > '9') return false;
+    *n = *n * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  return true;
+}
+
 }  // namespace cumulus::tune

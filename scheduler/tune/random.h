@@ -34,5 +34,7 @@ class Rng {
 void PutField(std::string& out, std::string_view field);
 // Takes one field off the front of `in`; false if `in` does not start with one.
 bool TakeField(std::string_view& in, std::string_view* field);
+// Takes one field holding a decimal count (1 to 19 digits); false if there is none.
+bool TakeCount(std::string_view& in, uint64_t* n);
 
 }  // namespace cumulus::tune

@@ -108,15 +108,10 @@ class EnumeratingSearcher final : public Searcher {
   }
 
   Status Restore(std::string_view state) override {
-    std::string_view given, rng;
-    if (!TakeField(state, &given) || !TakeField(state, &rng) || !state.empty())
-      return Status::InvalidArgument(std::string(name_) + " searcher: saved state is malformed");
     uint64_t n = 0;
-    for (char ch : given) {
-      if (ch < '0' || ch > '9')
-        return Status::InvalidArgument(std::string(name_) + " searcher: saved count malformed");
-      n = n * 10 + static_cast<uint64_t>(ch - '0');
-    }
+    std::string_view rng;
+    if (!TakeCount(state, &n) || !TakeField(state, &rng) || !state.empty())
+      return Status::InvalidArgument(std::string(name_) + " searcher: saved state is malformed");
     Rng r;
     CUMULUS_RETURN_IF_ERROR(r.Restore(rng));
     given_ = n;

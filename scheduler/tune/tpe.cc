@@ -165,15 +165,7 @@ class TpeSearcher final : public Searcher {
   Status Restore(std::string_view state) override {
     auto bad = [] { return Status::InvalidArgument("tpe searcher: saved state is malformed"); };
     std::string_view f;
-    auto number = [&](uint64_t* n) {
-      if (!TakeField(state, &f) || f.empty() || f.size() > 19) return false;
-      *n = 0;
-      for (char ch : f) {
-        if (ch < '0' || ch > '9') return false;
-        *n = *n * 10 + static_cast<uint64_t>(ch - '0');
-      }
-      return true;
-    };
+    auto number = [&](uint64_t* n) { return TakeCount(state, n); };
     uint64_t given = 0, npending = 0, ndone = 0;
     if (!number(&given) || !TakeField(state, &f)) return bad();
     Rng rng;

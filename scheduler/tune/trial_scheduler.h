@@ -116,10 +116,9 @@ struct SchedulerOptions {
   // The first bound_min_finished trials run to the end (an unbiased sample of curves); nothing is
   // stopped before they have finished.
   int64_t bound_min_finished = 10;
-  double bound_margin = 0;      // added to the largest improvement, in metric units
-  double bound_slack = 0;       // the largest improvement is multiplied by 1 + slack
-  int64_t bound_neighbors = 0;  // gains of the nearest finished trials only (0: all)
-  bool bound_pause = true;      // pause below a rung's top 1/rf instead of running on
+  double bound_margin = 0;  // added to the largest improvement, in metric units
+  double bound_slack = 0;   // the largest improvement is multiplied by 1 + slack
+  bool bound_pause = true;  // pause below a rung's top 1/rf instead of running on
 };
 
 // InvalidArgument naming the option: max_t < 1, grace outside [1, max_t], rf <= 1, brackets < 1,
