@@ -1,12 +1,14 @@
 // What the test drivers (core_driver, fault_driver) share: one line per check, read by their
-// gtest halves with ClusterTest::ExpectChecks, and their --key=value arguments.
+// gtest halves with ClusterTest::ExpectChecks, their --key=value arguments, and test data.
 //   CHECK <name> ok
 //   CHECK <name> FAIL <why>
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace driver {
 
@@ -25,6 +27,20 @@ inline std::map<std::string, std::string> Args(int argc, char** argv) {
     size_t eq = a.find('=');
     if (a.rfind("--", 0) == 0 && eq != std::string::npos)
       out[a.substr(2, eq - 2)] = a.substr(eq + 1);
+  }
+  return out;
+}
+
+// `bytes` pseudo-random bytes from `seed` (xorshift): the same on every call, so a driver
+// recomputes what it expects back.
+inline std::vector<uint8_t> Blob(uint64_t bytes, uint32_t seed) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (uint64_t i = 0; i < bytes; ++i) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    out[i] = static_cast<uint8_t>(s);
   }
   return out;
 }

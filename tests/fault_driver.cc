@@ -54,17 +54,7 @@ int DieOnce(std::string path, int value) {
   return value * 10 + tries;
 }
 
-std::vector<uint8_t> Blob(uint64_t bytes, uint32_t seed) {
-  std::vector<uint8_t> out(bytes);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (uint64_t i = 0; i < bytes; ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    out[i] = static_cast<uint8_t>(s);
-  }
-  return out;
-}
+using driver::Blob;
 // Deterministic: the driver computes the same bytes to check what comes back.
 std::vector<uint8_t> Mix(std::vector<uint8_t> in, uint32_t salt) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(in[i] * 31 + salt + i);

@@ -30,17 +30,7 @@ namespace {
 
 std::string WhereAmI() { return cumulus::CurrentNodeId().Hex(); }
 int Plus(int a, int b) { return a + b; }
-std::vector<uint8_t> Blob(uint64_t bytes, uint32_t seed) {
-  std::vector<uint8_t> out(bytes);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (uint64_t i = 0; i < bytes; ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    out[i] = static_cast<uint8_t>(s);
-  }
-  return out;
-}
+using driver::Blob;
 uint64_t Sum(const std::vector<uint8_t>& b) { return XXH3_64bits(b.data(), b.size()); }
 std::pair<std::string, uint64_t> SumWhere(std::vector<uint8_t> b) { return {WhereAmI(), Sum(b)}; }
 
