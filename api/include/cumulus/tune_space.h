@@ -127,9 +127,10 @@ class SearchSpace {
   const Param* Find(std::string_view name) const;
   // The number of points in the grid (1 without grid parameters).
   uint64_t GridSize() const;
+  // Adds a parameter as described (a copy of one from another space, say).
+  SearchSpace& Add(Param p);
 
  private:
-  SearchSpace& Add(Param p);
   std::vector<Param> params_;
 };
 

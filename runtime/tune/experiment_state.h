@@ -1,0 +1,62 @@
+// ExperimentState: the table of an experiment's trials as its journal says, built by applying the
+// journal's entries in order. The live tuner keeps one up to date as it journals; `cumulus trials`
+// and LoadExperiment build one from the head's copy. No policy here: what the scheduler and the
+// searcher decided is read from the entries (the tuner replays them into its policies itself).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cumulus/tune.h"
+#include "runtime/tune/journal.h"
+
+namespace cumulus::tune {
+
+// "t0007" for trial 7.
+std::string TrialName(uint64_t trial);
+
+struct TrialStatus {
+  uint64_t id = 0;
+  Config config;
+  TrialState state = TrialState::kPending;
+  std::string reason;
+  std::vector<Metrics> history;  // every report, with "training_iteration"
+  int64_t iteration = 0;         // the last reported
+  std::string node;
+  int restarts = 0;
+  double seconds = 0;
+  std::optional<JournalEntry> checkpoint;  // the latest stored (its key, chunks, bytes, iteration)
+};
+
+class ExperimentState {
+ public:
+  explicit ExperimentState(ExperimentSpec spec) : spec_(std::move(spec)) {}
+
+  // Applies one entry. InvalidArgument if it names a trial the journal never added, or a config
+  // that does not decode (the journal is not this experiment's, or is damaged).
+  Status Apply(const JournalEntry& e);
+
+  const ExperimentSpec& spec() const { return spec_; }
+  const std::map<uint64_t, TrialStatus>& trials() const { return trials_; }
+  std::map<uint64_t, TrialStatus>& mutable_trials() { return trials_; }
+  bool searcher_done() const { return searcher_done_; }
+  bool ended() const { return ended_; }
+  const std::string& end_reason() const { return end_reason_; }
+  uint64_t next_trial() const { return trials_.empty() ? 1 : trials_.rbegin()->first + 1; }
+  int runs() const { return runs_; }
+
+  // The public result: every trial, compute used, and what training all to the end would cost.
+  ExperimentResult ToResult() const;
+
+ private:
+  ExperimentSpec spec_;
+  std::map<uint64_t, TrialStatus> trials_;
+  bool searcher_done_ = false, ended_ = false;
+  std::string end_reason_;
+  int runs_ = 0;
+};
+
+}  // namespace cumulus::tune

@@ -1,0 +1,738 @@
+// The tuner's controller loop; see tuner_impl.h.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "runtime/net/tcp.h"
+#include "runtime/tune/tuner_impl.h"
+#include "workers/core_worker.h"
+
+namespace cumulus::tune {
+namespace {
+
+Result<std::unique_ptr<ControlClient>> ConnectHead(std::string* job) {
+  CoreWorker* rt = CurrentCoreWorker();
+  if (rt == nullptr) {
+    return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
+  }
+  *job = rt->job_id().Hex();
+  auto [address, token] = rt->cluster_credentials();
+  CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+  ControlClientOptions o;
+  o.role = "tuner";
+  return ControlClient::Connect(hp, token, o);
+}
+
+std::string Shorten(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
+}
+
+}  // namespace
+
+Tuner::Impl::Impl(ExperimentSpec spec, SearchSpace space, TunerOptions progress)
+    : spec_(std::move(spec)),
+      space_(std::move(space)),
+      progress_options_(std::move(progress)),
+      state_(spec_) {}
+
+Status Tuner::Impl::MakePolicies() {
+  mode_ = spec_.maximize ? Mode::kMax : Mode::kMin;
+  SearcherOptions so;
+  CUMULUS_ASSIGN_OR_RETURN(so.kind, ParseSearcherKind(spec_.searcher));
+  so.seed = spec_.seed;
+  so.num_samples = spec_.num_samples;
+  CUMULUS_ASSIGN_OR_RETURN(searcher_, MakeSearcher(space_, so));
+  SchedulerOptions o;
+  CUMULUS_ASSIGN_OR_RETURN(o.kind, ParseSchedulerKind(spec_.scheduler));
+  o.mode = mode_;
+  o.max_t = spec_.max_iterations;
+  o.seed = spec_.seed;
+  o.grace_period = spec_.grace_period;
+  o.reduction_factor = spec_.reduction_factor;
+  o.brackets = spec_.brackets;
+  o.median_grace_period = spec_.median_grace_period;
+  o.median_min_samples = spec_.median_min_samples;
+  o.pbt_interval = spec_.pbt_interval;
+  o.pbt_quantile = spec_.pbt_quantile;
+  o.pbt_resample_probability = spec_.pbt_resample_probability;
+  for (auto& name : spec_.pbt_mutations) {
+    const Param* p = space_.Find(name);
+    if (p == nullptr) {
+      return Status::InvalidArgument("tuner: PBT mutates '" + name +
+                                     "', which the search space does not have");
+    }
+    o.pbt_mutations.Add(*p);
+  }
+  o.bound_min_finished = spec_.bound_min_finished;
+  auto made = MakeTrialScheduler(o);
+  if (!made.ok()) return Status::InvalidArgument("tuner: " + made.status().message());
+  scheduler_ = std::move(*made);
+  return Status::OK();
+}
+
+Status Tuner::Impl::Begin() {
+  CUMULUS_RETURN_IF_ERROR(MakePolicies());
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead(&job_));
+  CUMULUS_ASSIGN_OR_RETURN(journal_, Journal::Create(std::move(head), spec_));
+  return Status::OK();
+}
+
+Status Tuner::Impl::Resume(Journal::Loaded loaded) {
+  CUMULUS_RETURN_IF_ERROR(MakePolicies());
+  for (auto& e : loaded.entries) {
+    CUMULUS_RETURN_IF_ERROR(state_.Apply(e));
+    CUMULUS_RETURN_IF_ERROR(Replay(e));
+  }
+  // What ran when the last driver died continues from its checkpoint; what was added and never
+  // started waits for a slot like any new trial.
+  for (auto& [id, t] : state_.trials()) {
+    if (t.state == TrialState::kRunning) {
+      restart_.emplace_back(id, Clock::time_point());
+    } else if (t.state == TrialState::kPending) {
+      bool ran = !t.history.empty() || t.restarts > 0 || t.reason == "resuming";
+      if (ran) {
+        restart_.emplace_back(id, Clock::time_point());
+      } else {
+        fresh_.push_back(id);
+      }
+    }
+  }
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead(&job_));
+  journal_ = tune::Journal::Continue(std::move(head), spec_.name, loaded.entries.size() + 1);
+  return Status::OK();
+}
+
+void Tuner::Impl::EndInPolicies(uint64_t id, bool completed) {
+  scheduler_->OnTrialEnd(id, completed);
+  auto& t = state_.trials().at(id);
+  std::optional<double> score;
+  for (auto it = t.history.rbegin(); it != t.history.rend() && !score; ++it) {
+    auto m = it->find(spec_.metric);
+    if (m != it->end()) score = spec_.maximize ? m->second : -m->second;
+  }
+  searcher_->OnTrialEnd(id, score, t.iteration);
+}
+
+// Replays one journal entry into the policies (the state has applied it already) and checks
+// that they decide as the journal says.
+Status Tuner::Impl::Replay(const JournalEntry& e) {
+  using Kind = JournalEntry::Kind;
+  auto differs = [&](const std::string& what) {
+    return Status::InvalidArgument(
+        "experiment '" + spec_.name + "' cannot be restored: " + what +
+        " (restore it with the program, search space and options it was run with)");
+  };
+  switch (e.kind) {
+    case Kind::kTrialAdded: {
+      CUMULUS_ASSIGN_OR_RETURN(auto c, searcher_->Suggest(e.trial));
+      if (!c || c->Encode() != e.config) {
+        return differs("the searcher now gives trial " + TrialName(e.trial) + " " +
+                       (c ? c->ToString() : std::string("nothing")) + ", the journal has " +
+                       state_.trials().at(e.trial).config.ToString());
+      }
+      scheduler_->OnTrialAdd(e.trial, *c);
+      return Status::OK();
+    }
+    case Kind::kSearcherDone: {
+      CUMULUS_ASSIGN_OR_RETURN(auto c, searcher_->Suggest(state_.next_trial()));
+      if (c) return differs("the searcher gives more configs than the journal's");
+      return Status::OK();
+    }
+    case Kind::kReport: {
+      auto m = e.metrics.find(spec_.metric);
+      if (m == e.metrics.end()) return differs("a report lacks the metric");
+      Decision d = scheduler_->OnReport(TrialReport{e.trial, e.iteration, m->second});
+      if (e.action == kActionFinished || e.action == kActionBudgetStop) {
+        EndInPolicies(e.trial, e.action == kActionFinished);
+        return Status::OK();
+      }
+      if (static_cast<uint8_t>(d.action) != e.action) {
+        return differs("the scheduler now decides " + std::string(ActionName(d.action)) + " for " +
+                       TrialName(e.trial) + " at iteration " + std::to_string(e.iteration) +
+                       ", the journal has " +
+                       std::string(ActionName(static_cast<Action>(e.action))));
+      }
+      if (d.action == Action::kStop) EndInPolicies(e.trial, false);
+      return Status::OK();
+    }
+    case Kind::kChoose: {
+      auto next = scheduler_->ChooseTrialToRun(e.can_start_new);
+      int64_t resume = next.resume ? static_cast<int64_t>(*next.resume) : -1;
+      if (resume != e.resume || next.stop.size() != e.stops.size()) {
+        return differs("the scheduler now chooses differently which trial to run");
+      }
+      for (auto& [id, why] : next.stop) EndInPolicies(id, false);
+      return Status::OK();
+    }
+    case Kind::kTrialEnded:
+      EndInPolicies(e.trial, false);
+      return Status::OK();
+    default:
+      return Status::OK();
+  }
+}
+
+Status Tuner::Impl::Journal(JournalEntry e) {
+  CUMULUS_RETURN_IF_ERROR(journal_->Append(e));
+  return state_.Apply(e);
+}
+
+size_t Tuner::Impl::Capacity() {
+  if (spec_.max_concurrent_trials > 0) return static_cast<size_t>(spec_.max_concurrent_trials);
+  auto now = Clock::now();
+  if (capacity_checked_ != Clock::time_point() && now - capacity_checked_ < std::chrono::seconds(5))
+    return capacity_;
+  capacity_checked_ = now;
+  auto view = journal_->head().GetClusterStatus();
+  if (!view.ok()) return capacity_;
+  size_t bundles = 0;
+  for (auto& n : view->nodes) {
+    if (n.state != NodeState::kAlive) continue;
+    double fit = 1e18;
+    for (auto& [r, amount] : spec_.resources) {
+      if (amount <= 0) continue;
+      fit = std::min(fit, std::floor(n.total.Get(r) / amount + 1e-9));
+    }
+    if (fit >= 1e17) fit = 64;  // asks for nothing: bound by something sane
+    bundles += static_cast<size_t>(fit);
+  }
+  capacity_ = std::max<size_t>(1, bundles / static_cast<size_t>(spec_.gang_size));
+  return capacity_;
+}
+
+Status Tuner::Impl::FillSlots() {
+  while (true) {
+    auto due = std::find_if(restart_.begin(), restart_.end(),
+                            [&](auto& r) { return r.second <= Clock::now(); });
+    if (due != restart_.end() && live_.size() < Capacity()) {
+      uint64_t id = due->first;
+      restart_.erase(due);
+      CUMULUS_RETURN_IF_ERROR(StartTrial(id));
+      continue;
+    }
+    if (live_.size() + restart_.size() >= Capacity()) return Status::OK();  // slots kept for them
+    if (budget_spent_) return Status::OK();
+    if (fresh_.empty() && !state_.searcher_done()) {
+      uint64_t id = state_.next_trial();
+      auto c = searcher_->Suggest(id);
+      if (!c.ok()) return Status::InvalidArgument("tuner: " + c.status().message());
+      JournalEntry e;
+      if (*c) {
+        e.kind = JournalEntry::Kind::kTrialAdded;
+        e.trial = id;
+        e.config = (*c)->Encode();
+        CUMULUS_RETURN_IF_ERROR(Journal(e));
+        scheduler_->OnTrialAdd(id, **c);
+        fresh_.push_back(id);
+      } else {
+        e.kind = JournalEntry::Kind::kSearcherDone;
+        CUMULUS_RETURN_IF_ERROR(Journal(e));
+      }
+    }
+    auto next = scheduler_->ChooseTrialToRun(!fresh_.empty());
+    JournalEntry e;
+    e.kind = JournalEntry::Kind::kChoose;
+    e.can_start_new = !fresh_.empty();
+    e.resume = next.resume ? static_cast<int64_t>(*next.resume) : -1;
+    e.stops = next.stop;
+    CUMULUS_RETURN_IF_ERROR(Journal(e));
+    for (auto& [id, why] : next.stop) EndInPolicies(id, false);
+    if (next.resume) {
+      CUMULUS_RETURN_IF_ERROR(StartTrial(*next.resume));
+    } else if (!fresh_.empty()) {
+      uint64_t id = fresh_.front();
+      fresh_.pop_front();
+      CUMULUS_RETURN_IF_ERROR(StartTrial(id));
+    } else {
+      return Status::OK();
+    }
+  }
+  return Status::OK();
+}
+
+Status Tuner::Impl::StartTrial(uint64_t id) {
+  Live& live = live_[id];
+  live.since = Clock::now();
+  live.attempt = state_.trials().at(id).restarts;
+  if (spec_.gang_size > 1) {
+    std::vector<std::map<std::string, double>> bundles(spec_.gang_size, spec_.resources);
+    auto strategy = static_cast<PlacementGroupStrategy>(spec_.gang_strategy);
+    auto timeout = spec_.pending_timeout_seconds > 0
+                       ? std::chrono::milliseconds(spec_.pending_timeout_seconds * 1000)
+                       : std::chrono::milliseconds(int64_t{7} * 24 * 3600 * 1000);
+    live.reserving = std::async(std::launch::async, [bundles, strategy, timeout] {
+      return CreatePlacementGroup(bundles, strategy, timeout);
+    });
+    return Status::OK();
+  }
+  return CreateActors(id, live, nullptr);
+}
+
+Status Tuner::Impl::CreateActors(uint64_t id, Live& live, const PlacementGroup* group) {
+  const TrialStatus& t = state_.trials().at(id);
+  TrialSpec ts;
+  ts.experiment = spec_.name;
+  ts.trainable = spec_.trainable;
+  ts.is_function = spec_.is_function;
+  ts.trial_id = TrialName(id);
+  ts.config = t.config.Encode();
+  ts.world_size = spec_.gang_size;
+  ts.group = "tune." + spec_.name + "." + ts.trial_id + "." + std::to_string(live.attempt) + "." +
+             std::to_string(state_.runs());
+  ts.log_key = job_ + "/" + spec_.name + "/" + ts.trial_id;
+  if (t.checkpoint) {
+    auto bytes = tune::Journal::GetCheckpoint(journal_->head(), *t.checkpoint);
+    if (!bytes.ok()) return bytes.status();
+    ts.has_checkpoint = true;
+    ts.checkpoint = std::move(*bytes);
+    ts.start_iteration = t.checkpoint->iteration;
+  }
+  live.host_iteration = ts.start_iteration;
+  for (int rank = 0; rank < spec_.gang_size; ++rank) {
+    ts.rank = rank;
+    auto creator = Actor(MakeTrialHost);
+    if (group) {
+      creator.SetPlacementGroup(*group, rank);
+    } else {
+      creator.SetResources(spec_.resources);
+    }
+    if (!spec_.label_selector.empty()) creator.SetLabelSelector(spec_.label_selector);
+    live.actors.push_back(creator.Remote(ts));
+  }
+  live.where = live.actors[0].Task(&TrialHost::Where).Remote();
+  SubmitStep(id, live);
+  return Status::OK();
+}
+
+void Tuner::Impl::SubmitStep(uint64_t id, Live& live) {
+  bool checkpoint = !spec_.is_function && spec_.checkpoint_every > 0 &&
+                    (live.host_iteration + 1) % spec_.checkpoint_every == 0;
+  live.steps.clear();
+  for (size_t rank = 0; rank < live.actors.size(); ++rank) {
+    live.steps.push_back(live.actors[rank].Task(&TrialHost::Step).Remote(checkpoint && rank == 0));
+  }
+}
+
+void Tuner::Impl::Kill(uint64_t id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  for (auto& a : it->second.actors) (void)a.Kill();
+  if (it->second.group) (void)RemovePlacementGroup(*it->second.group);
+  live_.erase(it);
+}
+
+Status Tuner::Impl::EndTrial(uint64_t id, TrialState state, const std::string& reason) {
+  Kill(id);
+  JournalEntry e;
+  e.kind = JournalEntry::Kind::kTrialEnded;
+  e.trial = id;
+  e.state = static_cast<uint8_t>(state);
+  e.reason = reason;
+  CUMULUS_RETURN_IF_ERROR(Journal(e));
+  EndInPolicies(id, false);
+  return Status::OK();
+}
+
+Status Tuner::Impl::HandleFailure(uint64_t id, const Status& why) {
+  const TrialStatus& t = state_.trials().at(id);
+  std::string name = TrialName(id);
+  switch (why.code()) {
+    case StatusCode::kTaskFailed:
+    case StatusCode::kInvalidArgument:
+      return EndTrial(id, TrialState::kFailed, why.message());
+    case StatusCode::kInfeasible:
+      return EndTrial(id, TrialState::kFailed,
+                      "its resources can never be had on this cluster: " + why.message());
+    default:
+      break;
+  }
+  bool placed = live_.count(id) && live_.at(id).placed;
+  if (!placed && why.code() == StatusCode::kTimedOut) {
+    return EndTrial(id, TrialState::kFailed,
+                    "its resources were not free in time: " + why.message());
+  }
+  if (!placed) {
+    // It never got its actors (the node chosen for it died before the head knew, say): try
+    // again later, without counting it against the trial.
+    int tries = ++placement_failures_[id];
+    if (tries > 20) {
+      return EndTrial(id, TrialState::kFailed,
+                      "its actors could not be placed after 20 tries; last: " + why.message());
+    }
+    Kill(id);
+    auto delay = std::chrono::seconds(std::min(10, 1 << std::min(tries - 1, 4)));
+    restart_.emplace_back(id, Clock::now() + delay);
+    return Status::OK();
+  }
+  if (t.restarts >= spec_.max_failures) {
+    return EndTrial(id, TrialState::kFailed,
+                    "its actor died " + std::to_string(t.restarts + 1) + " times (max_failures " +
+                        std::to_string(spec_.max_failures) + "); last: " + why.message());
+  }
+  Kill(id);
+  JournalEntry e;
+  e.kind = JournalEntry::Kind::kTrialRestarted;
+  e.trial = id;
+  e.reason =
+      "restarting from " +
+      (t.checkpoint ? "its checkpoint at iteration " + std::to_string(t.checkpoint->iteration)
+                    : std::string("the start")) +
+      " after: " + why.message();
+  CUMULUS_RETURN_IF_ERROR(Journal(e));
+  restart_.emplace_back(id, Clock::time_point());
+  return Status::OK();
+}
+
+Status Tuner::Impl::HandleWhere(uint64_t id, Live& live) {
+  auto node = TryGet(*live.where, std::chrono::milliseconds(0));
+  live.where.reset();
+  if (!node.ok()) return HandleFailure(id, node.status());
+  live.placed = true;
+  JournalEntry e;
+  e.kind = JournalEntry::Kind::kTrialStarted;
+  e.trial = id;
+  e.node = *node;
+  return Journal(e);
+}
+
+Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
+  auto first = TryGet(live.steps[0], std::chrono::milliseconds(0));
+  if (!first.ok()) return HandleFailure(id, first.status());
+  for (size_t rank = 1; rank < live.steps.size(); ++rank) {
+    auto other = TryGet(live.steps[rank], std::chrono::minutes(5));
+    if (!other.ok()) return HandleFailure(id, other.status());
+  }
+  StepResult r = std::move(*first);
+  const TrialStatus& t = state_.trials().at(id);
+  if (r.done) {  // a train function returned
+    JournalEntry e;
+    e.kind = JournalEntry::Kind::kTrialEnded;
+    e.trial = id;
+    e.state = static_cast<uint8_t>(TrialState::kFinished);
+    e.reason = "the train function returned";
+    Kill(id);
+    CUMULUS_RETURN_IF_ERROR(Journal(e));
+    scheduler_->OnTrialEnd(id, true);
+    auto& tt = state_.trials().at(id);
+    std::optional<double> score;
+    if (!tt.history.empty()) {
+      auto m = tt.history.back().find(spec_.metric);
+      if (m != tt.history.back().end()) score = spec_.maximize ? m->second : -m->second;
+    }
+    searcher_->OnTrialEnd(id, score, tt.iteration);
+    return Status::OK();
+  }
+  int64_t iteration = ++live.host_iteration;
+  if (iteration <= t.iteration) {  // catching up to where it was before its checkpoint
+    SubmitStep(id, live);
+    return Status::OK();
+  }
+  auto m = r.metrics.find(spec_.metric);
+  if (m == r.metrics.end()) {
+    std::string got;
+    for (auto& [k, v] : r.metrics) got += (got.empty() ? "" : ", ") + k;
+    return EndTrial(
+        id, TrialState::kFailed,
+        "it reported {" + got + "} without the experiment's metric '" + spec_.metric + "'");
+  }
+  for (auto& [k, v] : r.metrics) {
+    if (!std::isfinite(v)) {
+      return EndTrial(id, TrialState::kFailed,
+                      "it reported " + k + " = " + std::to_string(v) + " at iteration " +
+                          std::to_string(iteration));
+    }
+  }
+  Decision d = scheduler_->OnReport(TrialReport{id, iteration, m->second});
+  JournalEntry e;
+  e.kind = JournalEntry::Kind::kReport;
+  e.trial = id;
+  e.iteration = iteration;
+  e.metrics = r.metrics;
+  e.seconds = r.seconds;
+  e.node = r.node;
+  e.action = static_cast<uint8_t>(d.action);
+  e.reason = d.reason;
+  bool finished = iteration >= spec_.max_iterations;
+  for (auto& [k, limit] : spec_.stop) {
+    auto v = r.metrics.find(k);
+    if (v == r.metrics.end()) continue;
+    bool down = k == spec_.metric && !spec_.maximize;
+    if (down ? v->second <= limit : v->second >= limit) {
+      finished = true;
+      e.reason = "stop condition " + k + (down ? " <= " : " >= ") + std::to_string(limit);
+    }
+  }
+  if (finished) {
+    e.action = kActionFinished;
+    if (iteration >= spec_.max_iterations) e.reason = "reached max_iterations";
+  } else if (budget_spent_) {
+    e.action = kActionBudgetStop;
+    e.reason = "the time budget is spent";
+  }
+  if (d.action == Action::kExploit && e.action == static_cast<uint8_t>(Action::kExploit)) {
+    e.exploit_from = d.exploit_from;
+    e.config = d.new_config.Encode();
+  }
+  std::optional<JournalEntry> old_checkpoint = t.checkpoint;
+  if (r.has_checkpoint) {
+    CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, iteration, r.checkpoint, &e));
+  }
+  CUMULUS_RETURN_IF_ERROR(Journal(e));
+  if (r.has_checkpoint && old_checkpoint && old_checkpoint->checkpoint_key != e.checkpoint_key)
+    (void)journal_->DeleteCheckpoint(*old_checkpoint);
+  return ApplyDecision(id, e);
+}
+
+Status Tuner::Impl::ApplyDecision(uint64_t id, const JournalEntry& report) {
+  Live& live = live_.at(id);
+  switch (report.action) {
+    case static_cast<uint8_t>(Action::kContinue):
+      SubmitStep(id, live);
+      return Status::OK();
+    case kActionFinished:
+      Kill(id);
+      EndInPolicies(id, true);
+      return Status::OK();
+    case kActionBudgetStop:
+    case static_cast<uint8_t>(Action::kStop):
+      Kill(id);
+      EndInPolicies(id, false);
+      return Status::OK();
+    case static_cast<uint8_t>(Action::kPause): {
+      const TrialStatus& t = state_.trials().at(id);
+      if (!spec_.is_function && (!t.checkpoint || t.checkpoint->iteration != report.iteration)) {
+        auto bytes =
+            TryGet(live.actors[0].Task(&TrialHost::Save).Remote(), std::chrono::minutes(5));
+        if (bytes.ok() && !bytes->empty()) {
+          JournalEntry c;
+          c.kind = JournalEntry::Kind::kCheckpoint;
+          c.trial = id;
+          c.iteration = report.iteration;
+          CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, report.iteration, *bytes, &c));
+          std::optional<JournalEntry> old = t.checkpoint;
+          CUMULUS_RETURN_IF_ERROR(Journal(c));
+          if (old) (void)journal_->DeleteCheckpoint(*old);
+        }
+      }
+      Kill(id);
+      return Status::OK();
+    }
+    case static_cast<uint8_t>(Action::kExploit): {
+      // Continue from the donor's latest checkpoint, copied so that the donor's next one does
+      // not delete it, with the new config (already in the state from the report).
+      const TrialStatus& donor = state_.trials().at(report.exploit_from);
+      Kill(id);
+      if (donor.checkpoint) {
+        CUMULUS_ASSIGN_OR_RETURN(auto bytes,
+                                 tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint));
+        JournalEntry c;
+        c.kind = JournalEntry::Kind::kCheckpoint;
+        c.trial = id;
+        c.iteration = report.iteration;
+        CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, report.iteration, bytes, &c));
+        CUMULUS_RETURN_IF_ERROR(Journal(c));
+      }
+      restart_.emplace_front(id, Clock::time_point());
+      return Status::OK();
+    }
+  }
+  return Status::Internal("unknown action in a report");
+}
+
+Status Tuner::Impl::CheckPendingTimeouts() {
+  if (spec_.pending_timeout_seconds <= 0) return Status::OK();
+  auto limit = std::chrono::seconds(spec_.pending_timeout_seconds);
+  std::vector<uint64_t> late;
+  for (auto& [id, live] : live_) {
+    if (!live.placed && Clock::now() - live.since > limit) late.push_back(id);
+  }
+  for (uint64_t id : late) {
+    std::string want;
+    for (auto& [r, a] : spec_.resources)
+      want += (want.empty() ? "" : ",") + r + "=" + std::to_string(a);
+    CUMULUS_RETURN_IF_ERROR(EndTrial(id, TrialState::kFailed,
+                                     "waited " + std::to_string(spec_.pending_timeout_seconds) +
+                                         " s for its resources (" + want + " x" +
+                                         std::to_string(spec_.gang_size) + ") and got none"));
+  }
+  return Status::OK();
+}
+
+Result<ExperimentResult> Tuner::Impl::Run() {
+  started_ = Clock::now();
+  {
+    JournalEntry e;
+    e.kind = JournalEntry::Kind::kRun;
+    e.job = job_;
+    CUMULUS_RETURN_IF_ERROR(Journal(e));
+  }
+  cumulus::internal::Runtime& rt = cumulus::internal::RuntimeOrThrow();
+  while (true) {
+    if (!budget_spent_ && spec_.time_budget_seconds > 0 &&
+        Clock::now() - started_ >= std::chrono::seconds(spec_.time_budget_seconds)) {
+      budget_spent_ = true;
+      for (uint64_t id : fresh_) {
+        JournalEntry e;
+        e.kind = JournalEntry::Kind::kTrialEnded;
+        e.trial = id;
+        e.state = static_cast<uint8_t>(TrialState::kStoppedEarly);
+        e.reason = "the time budget was spent before it started";
+        CUMULUS_RETURN_IF_ERROR(Journal(e));
+        EndInPolicies(id, false);
+      }
+      fresh_.clear();
+    }
+    CUMULUS_RETURN_IF_ERROR(FillSlots());
+    CUMULUS_RETURN_IF_ERROR(CheckPendingTimeouts());
+    if (live_.empty() && restart_.empty()) break;
+
+    // Gangs whose placement groups were being reserved.
+    bool reserving = false;
+    for (auto& [id, live] : live_) {
+      if (!live.reserving) continue;
+      if (live.reserving->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        reserving = true;
+        continue;
+      }
+      auto group = live.reserving->get();
+      live.reserving.reset();
+      if (!group.ok()) {
+        uint64_t failed = id;
+        CUMULUS_RETURN_IF_ERROR(HandleFailure(failed, group.status()));
+        break;  // live_ changed
+      }
+      live.group = *group;
+      CUMULUS_RETURN_IF_ERROR(CreateActors(id, live, &*live.group));
+    }
+
+    std::vector<ObjectId> ids;
+    std::vector<std::pair<uint64_t, bool>> owners;  // trial, is a Where
+    for (auto& [id, live] : live_) {
+      if (live.where) {
+        ids.push_back(live.where->id());
+        owners.emplace_back(id, true);
+      } else if (!live.steps.empty()) {
+        ids.push_back(live.steps[0].id());
+        owners.emplace_back(id, false);
+      }
+    }
+    int64_t wait_ms =
+        reserving || !restart_.empty() ? 100 : progress_options_.progress_interval.count();
+    if (spec_.pending_timeout_seconds > 0) wait_ms = std::min<int64_t>(wait_ms, 1000);
+    std::vector<bool> ready;
+    if (!ids.empty()) {
+      ready = rt.Wait(ids, 1, std::max<int64_t>(wait_ms, 10));
+    } else if (!restart_.empty() || reserving) {
+      // Only trials waiting out a placement back-off or a reservation: wake when one is due.
+      auto next = Clock::now() + std::chrono::milliseconds(wait_ms);
+      for (auto& r : restart_) next = std::min(next, std::max(r.second, Clock::now()));
+      std::this_thread::sleep_until(next);
+    }
+    for (size_t i = 0; i < ready.size(); ++i) {
+      if (!ready[i]) continue;
+      auto [id, is_where] = owners[i];
+      auto it = live_.find(id);
+      if (it == live_.end()) continue;
+      CUMULUS_RETURN_IF_ERROR(is_where ? HandleWhere(id, it->second) : HandleStep(id, it->second));
+    }
+    Progress(false);
+  }
+  // Paused trials the scheduler never resumed, once nothing else can run.
+  std::vector<uint64_t> paused;
+  for (auto& [id, t] : state_.trials()) {
+    if (t.state == TrialState::kPaused) paused.push_back(id);
+  }
+  for (uint64_t id : paused) {
+    CUMULUS_RETURN_IF_ERROR(EndTrial(id, TrialState::kStoppedEarly,
+                                     budget_spent_
+                                         ? "paused when the time budget was spent"
+                                         : "paused, and not resumed before the experiment ended"));
+  }
+  JournalEntry end;
+  end.kind = JournalEntry::Kind::kExperimentEnded;
+  end.reason = budget_spent_ ? "time budget spent" : "every trial ended";
+  CUMULUS_RETURN_IF_ERROR(Journal(end));
+  Progress(true);
+  return state_.ToResult();
+}
+
+void Tuner::Impl::Progress(bool final) {
+  if (progress_options_.progress == "off") return;
+  auto now = Clock::now();
+  if (!final && now - last_progress_ < progress_options_.progress_interval) return;
+  last_progress_ = now;
+  size_t counts[6] = {0, 0, 0, 0, 0, 0};
+  double best = 0;
+  const TrialStatus* best_trial = nullptr;
+  double compute = 0;
+  for (auto& [id, t] : state_.trials()) {
+    ++counts[static_cast<int>(t.state)];
+    compute += t.seconds;
+    if (t.history.empty()) continue;
+    auto m = t.history.back().find(spec_.metric);
+    if (m == t.history.back().end()) continue;
+    if (!best_trial || (spec_.maximize ? m->second > best : m->second < best)) {
+      best = m->second;
+      best_trial = &t;
+    }
+  }
+  double elapsed = std::chrono::duration<double>(now - started_).count();
+  char head[512];
+  std::snprintf(head, sizeof(head),
+                "[%s %.0f s] %zu running, %zu pending, %zu paused, %zu stopped early, %zu "
+                "finished, %zu failed; compute %.1f trial-s",
+                spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], counts[3], counts[4],
+                counts[5], compute);
+  std::string line = head;
+  if (best_trial) {
+    char b[128];
+    std::snprintf(b, sizeof(b), "; best %s = %.6g (%s ", spec_.metric.c_str(), best,
+                  TrialName(best_trial->id).c_str());
+    line += b + Shorten(best_trial->config.ToString(), 80) + ")";
+  }
+  bool table =
+      progress_options_.progress == "table" || (progress_options_.progress == "auto" && isatty(1));
+  if (table) {
+    std::string out;
+    if (progress_lines_ > 0) out += "\x1b[" + std::to_string(progress_lines_) + "F\x1b[J";
+    out += line + "\n";
+    size_t lines = 1;
+    for (auto& [id, t] : state_.trials()) {
+      if (lines > 40) break;
+      char row[256];
+      std::string last = "-";
+      if (!t.history.empty()) {
+        auto m = t.history.back().find(spec_.metric);
+        if (m != t.history.back().end()) {
+          char v[32];
+          std::snprintf(v, sizeof(v), "%.5g", m->second);
+          last = v;
+        }
+      }
+      std::snprintf(row, sizeof(row), "  %-6s %-8s it %-4lld %-10s %s", TrialName(id).c_str(),
+                    TrialStateName(t.state), static_cast<long long>(t.iteration), last.c_str(),
+                    Shorten(t.config.ToString(), 70).c_str());
+      out += row;
+      out += "\n";
+      ++lines;
+    }
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+    progress_lines_ = lines;
+  } else if (line != last_progress_line_ || final) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  if (!progress_options_.progress_file.empty() && (line != last_progress_line_ || final)) {
+    if (FILE* f = std::fopen(progress_options_.progress_file.c_str(), "a")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  }
+  last_progress_line_ = line;
+}
+
+}  // namespace cumulus::tune

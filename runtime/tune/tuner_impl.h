@@ -1,0 +1,106 @@
+// The tuner's controller (the driver side of cumulus/tune.h). One thread: it starts trials as
+// actors (or gangs in placement groups), waits for their reports, asks the trial scheduler what
+// to do with each, journals the report with the decision, and only then applies it, so that a
+// restored controller replays the journal into fresh policies and continues where it stopped.
+//
+// The loop's events all come from one place, the runtime's Wait over the trials' outstanding
+// calls (plus the placement groups of gangs being reserved, on threads of their own), so it is
+// a plain loop rather than a set of CAF actors: see docs/tune.md, "How it runs".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cumulus/cumulus.h"
+#include "cumulus/tune.h"
+#include "runtime/tune/experiment_state.h"
+#include "runtime/tune/journal.h"
+#include "runtime/tune/trial_host.h"
+#include "scheduler/tune/searcher.h"
+#include "scheduler/tune/trial_scheduler.h"
+
+namespace cumulus::tune {
+
+// Checks the options and turns them into the spec the journal keeps.
+Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace& space,
+                                       const std::string& trainable, bool is_function);
+
+class Tuner::Impl {
+ public:
+  Impl(ExperimentSpec spec, SearchSpace space, TunerOptions progress);
+  // A new experiment: the journal is created, the policies are fresh.
+  Status Begin();
+  // An experiment from its journal: the entries are replayed into the policies.
+  Status Resume(Journal::Loaded loaded);
+  Result<ExperimentResult> Run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Live {
+    std::vector<ActorHandle<TrialHost>> actors;
+    std::optional<PlacementGroup> group;
+    std::optional<std::future<Result<PlacementGroup>>> reserving;
+    std::optional<ObjectRef<std::string>> where;  // rank 0's Where(): answered once placed
+    std::vector<ObjectRef<StepResult>> steps;     // in flight, one per rank
+    bool placed = false;
+    Clock::time_point since;
+    int64_t host_iteration = 0;  // iterations the actors have done (from their checkpoint)
+    int attempt = 0;
+  };
+
+  Status MakePolicies();
+  Status Replay(const JournalEntry& e);
+  Status Journal(JournalEntry e);
+  // Policy effects shared by the live path and the replay.
+  void EndInPolicies(uint64_t id, bool completed);
+
+  Status FillSlots();
+  Status StartTrial(uint64_t id);
+  Status CreateActors(uint64_t id, Live& live, const PlacementGroup* group);
+  void SubmitStep(uint64_t id, Live& live);
+  Status HandleWhere(uint64_t id, Live& live);
+  Status HandleStep(uint64_t id, Live& live);
+  Status HandleFailure(uint64_t id, const Status& why);
+  Status EndTrial(uint64_t id, TrialState state, const std::string& reason);
+  Status ApplyDecision(uint64_t id, const JournalEntry& report);
+  void Kill(uint64_t id);
+  Status CheckPendingTimeouts();
+  size_t Capacity();
+  void Progress(bool final);
+
+  ExperimentSpec spec_;
+  SearchSpace space_;
+  TunerOptions progress_options_;
+  std::unique_ptr<Searcher> searcher_;
+  std::unique_ptr<TrialScheduler> scheduler_;
+  std::unique_ptr<tune::Journal> journal_;
+  ExperimentState state_;
+  Mode mode_ = Mode::kMax;
+
+  std::map<uint64_t, Live> live_;
+  std::deque<uint64_t> fresh_;  // added by the searcher, not started yet
+  // To start again from their checkpoints (no scheduler call), not before the time given: a
+  // trial whose actor could not be placed (its node died and the head does not know yet) waits
+  // 1, 2, 4 ... 10 s between tries.
+  std::deque<std::pair<uint64_t, Clock::time_point>> restart_;
+  std::map<uint64_t, int> placement_failures_;
+  std::set<uint64_t> budget_stopped_;
+  bool budget_spent_ = false;
+  Clock::time_point started_;
+  size_t capacity_ = 1;
+  Clock::time_point capacity_checked_;
+  Clock::time_point last_progress_;
+  std::string last_progress_line_;
+  size_t progress_lines_ = 0;
+  std::string job_;
+};
+
+}  // namespace cumulus::tune

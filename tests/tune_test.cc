@@ -1,0 +1,237 @@
+// The tuner with real processes (`cumulus start` head and nodes on loopback, tune_driver.cc): an
+// ASHA experiment over a head and two nodes, the driver SIGKILLed and the experiment restored
+// from its journal, a node SIGKILLed under a running trial, a gang trial, a function trainable,
+// and bad input (docs/tune.md).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster_fixture.h"
+#include "runtime/tune/experiment_state.h"
+#include "runtime/tune/journal.h"
+
+namespace cumulus {
+namespace {
+
+using tune::JournalEntry;
+
+class TuneTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    head_store_memory_ = "256M";
+    node_store_memory_ = "256M";
+  }
+  std::string HeadNodeId() { return View().nodes.empty() ? "" : View().nodes[0].id.Hex(); }
+  std::unique_ptr<Subprocess> Driver(std::vector<std::string> args) {
+    return StartDriver("tune_driver", std::move(args), CoreSocket(HeadNodeId()));
+  }
+  // The driver's output once it printed DONE (fails the test if it does not within `limit`).
+  std::string Finish(Subprocess& driver, std::chrono::seconds limit = 180s) {
+    std::string out = driver.ReadAll(limit);  // until it exits and closes its output
+    EXPECT_NE(out.find("\nDONE"), std::string::npos) << "the driver did not finish:\n" << out;
+    return out;
+  }
+  static std::map<std::string, std::string> Trials(const std::string& out) {
+    std::map<std::string, std::string> t;
+    size_t at = 0;
+    while ((at = out.find("TRIAL t", at)) != std::string::npos) {
+      size_t end = out.find('\n', at);
+      std::string line = out.substr(at, end - at);
+      t[line.substr(6, 5)] = line;
+      at = end;
+    }
+    return t;
+  }
+  Result<tune::Journal::Loaded> Load(const std::string& name) {
+    auto c = Client();
+    return tune::Journal::Load(*c, name);
+  }
+  // Waits until the journal of `name` has `reports` reports; false at the deadline.
+  bool WaitForReports(const std::string& name, size_t reports, std::chrono::seconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    auto c = Client();
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto j = tune::Journal::Load(*c, name);
+      if (j.ok()) {
+        size_t n = 0;
+        for (auto& e : j->entries) n += e.kind == JournalEntry::Kind::kReport;
+        if (n >= reports) return true;
+      }
+      std::this_thread::sleep_for(100ms);  // polling the head's state, not synchronising
+    }
+    return false;
+  }
+};
+
+TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string b, c;
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
+  auto node_c = StartNode("c", {"--resources", "CPU=2"}, &c);
+  auto driver = Driver({"--scenario=run", "--name=asha", "--samples=12", "--iters=9"});
+  std::string out = Finish(*driver);
+  ASSERT_NE(out.find("RESULT trials=12 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 12u) << out;
+  size_t stopped = 0, finished = 0;
+  std::set<std::string> nodes;
+  for (auto& [id, line] : trials) {
+    stopped += line.find("state=STOPPED") != std::string::npos;
+    finished += line.find("state=FINISHED") != std::string::npos;
+    if (line.find("state=FINISHED") != std::string::npos)
+      EXPECT_NE(line.find("iterations=9 "), std::string::npos) << line;
+    nodes.insert(Field(line, "node"));
+  }
+  // ASHA with rf 3 over 12 trials stops most of them at the rungs and lets a few finish.
+  EXPECT_GT(stopped, 0u) << out;
+  EXPECT_GT(finished, 0u) << out;
+  EXPECT_EQ(stopped + finished, 12u) << out;
+  EXPECT_GE(nodes.size(), 2u) << "every trial ran on one node:\n" << out;
+
+  // The journal in the head says the same as the driver's result.
+  auto j = Load("asha");
+  ASSERT_TRUE(j.ok()) << j.status();
+  tune::ExperimentState state(j->spec);
+  for (auto& e : j->entries) ASSERT_TRUE(state.Apply(e).ok());
+  EXPECT_TRUE(state.ended());
+  for (auto& [id, t] : state.trials()) {
+    const std::string& line = trials[tune::TrialName(id)];
+    EXPECT_NE(line.find(std::string("state=") + tune::TrialStateName(t.state)), std::string::npos)
+        << line;
+    EXPECT_NE(line.find("iterations=" + std::to_string(t.history.size()) + " "), std::string::npos)
+        << line;
+  }
+}
+
+TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
+  auto head = StartHead({"--resources", "CPU=3"});
+  auto driver = Driver({"--scenario=run", "--name=crash", "--samples=10", "--iters=8",
+                        "--step-ms=150", "--concurrent=3"});
+  ASSERT_TRUE(WaitForReports("crash", 8, 120s)) << driver->ReadAll(1s);
+  driver->Kill(SIGKILL);
+  (void)driver->Wait(10s);
+  auto before = Load("crash");
+  ASSERT_TRUE(before.ok()) << before.status();
+  tune::ExperimentState at_kill(before->spec);
+  for (auto& e : before->entries) ASSERT_TRUE(at_kill.Apply(e).ok());
+  ASSERT_FALSE(at_kill.ended());
+
+  // The same program and space (options come from the journal).
+  auto restored = Driver({"--scenario=restore", "--name=crash", "--step-ms=150"});
+  std::string out = Finish(*restored);
+  ASSERT_NE(out.find("RESULT trials=10 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+
+  auto after = Load("crash");
+  ASSERT_TRUE(after.ok()) << after.status();
+  // What was journaled before the kill is untouched; the rest was appended.
+  ASSERT_GE(after->entries.size(), before->entries.size());
+  for (size_t i = 0; i < before->entries.size(); ++i) {
+    EXPECT_EQ(tune::EncodeEntry(after->entries[i]), tune::EncodeEntry(before->entries[i]))
+        << "entry " << i + 1 << " changed";
+  }
+  std::map<uint64_t, int64_t> last_iteration;
+  std::set<uint64_t> added;
+  for (size_t i = 0; i < after->entries.size(); ++i) {
+    const JournalEntry& e = after->entries[i];
+    if (e.kind == JournalEntry::Kind::kTrialAdded) {
+      EXPECT_TRUE(added.insert(e.trial).second) << "trial " << e.trial << " added twice";
+    }
+    if (e.kind != JournalEntry::Kind::kReport) continue;
+    // Every trial's reports go up one iteration at a time: nothing reported twice, no gap.
+    EXPECT_EQ(e.iteration, last_iteration[e.trial] + 1) << "trial " << e.trial;
+    last_iteration[e.trial] = e.iteration;
+    if (i >= before->entries.size()) {
+      auto& t = at_kill.trials();
+      auto it = t.find(e.trial);
+      if (it == t.end()) continue;
+      tune::TrialState s = it->second.state;
+      EXPECT_TRUE(s != tune::TrialState::kFinished && s != tune::TrialState::kStoppedEarly &&
+                  s != tune::TrialState::kFailed)
+          << "trial " << e.trial << " ended before the kill and ran again";
+    }
+  }
+  tune::ExperimentState final_state(after->spec);
+  for (auto& e : after->entries) ASSERT_TRUE(final_state.Apply(e).ok());
+  EXPECT_TRUE(final_state.ended());
+  for (auto& [id, t] : at_kill.trials()) {
+    EXPECT_EQ(final_state.trials().at(id).config, t.config) << "trial " << id;
+  }
+}
+
+TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
+  auto head = StartHead({"--resources", "CPU=0"});
+  std::string b, c;
+  auto node_b = StartNode("b", {"--resources", "CPU=1"}, &b);
+  auto node_c = StartNode("c", {"--resources", "CPU=1"}, &c);
+  auto driver = Driver({"--scenario=run", "--name=nodekill", "--samples=1", "--iters=12",
+                        "--step-ms=200", "--scheduler=fifo"});
+  ASSERT_TRUE(WaitForReports("nodekill", 3, 120s)) << driver->ReadAll(1s);
+  auto j = Load("nodekill");
+  ASSERT_TRUE(j.ok());
+  std::string where;
+  for (auto& e : j->entries)
+    if (e.kind == JournalEntry::Kind::kTrialStarted) where = e.node;
+  ASSERT_TRUE(where == b || where == c) << where;
+  auto& victim = where == b ? node_b : node_c;
+  victim->Kill(SIGKILL);
+  (void)victim->Wait(10s);
+  std::string out = Finish(*driver);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 1u) << out;
+  const std::string& line = trials.begin()->second;
+  EXPECT_NE(line.find("state=FINISHED"), std::string::npos) << out;
+  EXPECT_NE(line.find("iterations=12 "), std::string::npos) << out;
+  EXPECT_NE(line.find("restarts=1 "), std::string::npos) << out;
+  EXPECT_EQ(Field(line, "node"), where == b ? c : b) << out;
+}
+
+TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
+  auto head = StartHead({"--resources", "CPU=0"});
+  std::string b, c;
+  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
+  auto node_c = StartNode("c", {"--resources", "CPU=2"}, &c);
+  auto driver = Driver({"--scenario=gang", "--name=gang", "--samples=2", "--iters=3", "--gang=2",
+                        "--scheduler=fifo", "--step-ms=10"});
+  std::string out = Finish(*driver);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 2u) << out;
+  for (auto& [id, line] : trials) {
+    EXPECT_NE(line.find("state=FINISHED"), std::string::npos) << line;
+    EXPECT_NE(line.find("iterations=3 "), std::string::npos) << line;
+    EXPECT_NE(line.find("world=2 "), std::string::npos) << line;
+  }
+}
+
+TEST_F(TuneTest, FunctionTrainableAndBadInput) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  auto driver = Driver({"--scenario=function", "--name=fn", "--samples=2", "--iters=9"});
+  std::string out = Finish(*driver);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 2u) << out;
+  for (auto& [id, line] : trials) {
+    EXPECT_NE(line.find("state=FINISHED"), std::string::npos) << line;
+    EXPECT_NE(line.find("iterations=6 "), std::string::npos) << line;  // it returned at 6
+  }
+  auto bad = Driver({"--scenario=bad", "--name=bad"});
+  out = Finish(*bad);
+  EXPECT_NE(out.find("BAD empty-space InvalidArgument"), std::string::npos) << out;
+  EXPECT_NE(out.find("BAD mode InvalidArgument: tuner: mode 'up' is neither max nor min"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("BAD restore NotFound: the cluster has no experiment named "
+                     "'no-such-experiment'"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("without the experiment's metric 'loss'"), std::string::npos) << out;
+  EXPECT_NE(out.find("BAD exists AlreadyExists"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace cumulus
