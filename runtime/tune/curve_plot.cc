@@ -119,22 +119,28 @@ double TextWidth(const std::string& s, double font_size) {
   return static_cast<double>(cols) * font_size * 0.6;
 }
 
-// `text` broken at ", " into lines of at most `max_chars` (a longer single item stays whole).
-std::vector<std::string> Wrap(const std::string& text, size_t max_chars) {
+// "k=v" items joined by ", " into lines of at most `max_chars` code points; an item longer than
+// a line is cut, ending with '~'. Items are never split, whatever their values hold.
+std::vector<std::string> Wrap(const Config& config, size_t max_chars) {
   std::vector<std::string> lines;
   std::string cur;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(", ", start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start + 1);
-    if (!cur.empty() && cur.size() + 1 + item.size() > max_chars) {
-      lines.push_back(cur);
-      cur.clear();
+  size_t cur_cols = 0;
+  for (const auto& [k, v] : config.values()) {
+    std::string item = k + "=" + FormatValue(v);
+    size_t cols = 0, cut = item.size();
+    for (size_t i = 0; i < item.size(); ++i) {
+      if ((static_cast<unsigned char>(item[i]) & 0xC0) == 0x80) continue;
+      if (++cols == max_chars) cut = i;  // the byte where the max_chars-th character starts
     }
-    cur += (cur.empty() ? "" : " ") + item;
-    if (comma == std::string::npos) break;
-    start = comma + 2;
+    if (cols > max_chars) item = item.substr(0, cut) + "~", cols = max_chars;
+    if (!cur.empty() && cur_cols + 2 + cols > max_chars) {
+      lines.push_back(cur + ",");
+      cur.clear();
+      cur_cols = 0;
+    }
+    if (!cur.empty()) cur += ", ", cur_cols += 2;
+    cur += item;
+    cur_cols += cols;
   }
   if (!cur.empty()) lines.push_back(cur);
   return lines;
@@ -228,11 +234,14 @@ class Plot {
     y_ = LinearTicks(ylo, yhi, 7, false);
   }
 
+  // Iteration to pixels. The data area starts kInset pixels right of the y axis, so a curve that
+  // starts at the axis's first tick is not drawn on top of the axis line.
   double X(double it) const {
-    if (o_.log_x)
-      return left_ + (std::log10(it) - std::log10(x_.lo)) /
-                         (std::log10(x_.hi) - std::log10(x_.lo)) * (right_ - left_);
-    return left_ + (it - x_.lo) / (x_.hi - x_.lo) * (right_ - left_);
+    constexpr double kInset = 8;
+    double f = o_.log_x
+                   ? (std::log10(it) - std::log10(x_.lo)) / (std::log10(x_.hi) - std::log10(x_.lo))
+                   : (it - x_.lo) / (x_.hi - x_.lo);
+    return left_ + kInset + f * (right_ - left_ - 2 * kInset);
   }
   double Y(double v) const { return bottom_ - (v - y_.lo) / (y_.hi - y_.lo) * (bottom_ - top_); }
 
@@ -516,8 +525,7 @@ class Plot {
       entries.push_back({"<path d=\"M0 0h24\" fill=\"none\" stroke=\"" + std::string(kBest.stroke) +
                              "\" stroke-width=\"3\"/>",
                          header});
-      std::string cfg = best_->config.ToString();
-      if (cfg.size() > 2) config_lines = Wrap(cfg.substr(1, cfg.size() - 2), 46);
+      config_lines = Wrap(best_->config, 48);
     }
     auto add = [&](TrialState s, const char* what, const std::string& mark) {
       if (drawn[s] == 0) return;
@@ -553,7 +561,7 @@ class Plot {
     const double row = 16, pad = 8, font = 11;
     double text_w = 0;
     for (const Entry& e : entries) text_w = std::max(text_w, TextWidth(e.text, font));
-    for (const std::string& l : config_lines) text_w = std::max(text_w, TextWidth(l, 10) - 32);
+    for (const std::string& l : config_lines) text_w = std::max(text_w, TextWidth(l, 10));
     double box_w = std::min(pad + 24 + 8 + text_w + pad, right_ - left_ - 20);
     double box_h = pad + row * entries.size() + 13 * config_lines.size() + pad - 4;
     auto [bx, by] = LegendCorner(box_w, box_h);

@@ -106,7 +106,10 @@ TEST(CurvePlot, AshaExperimentStructure) {
   EXPECT_NE(svg.find("data-trial=\"" + best->id + "\"", group), std::string::npos);
   EXPECT_EQ(Count(svg, "data-trial=\"" + best->id + "\""), 1u);
   EXPECT_NE(svg.find("best " + best->id + ": acc "), std::string::npos);
-  EXPECT_NE(svg.find("lr="), svg.find("class=\"best-config\""));
+  size_t config = svg.find("class=\"best-config\"");
+  ASSERT_NE(config, std::string::npos);
+  EXPECT_NE(svg.find("lr=" + FormatValue(best->config.values().at("lr")), config),
+            std::string::npos);
   // One X per stopped trial, one square per failed trial, one dot per running trial.
   size_t stopped = Stopped(t, TrialState::kStoppedEarly);
   ASSERT_GT(stopped, 10u);
@@ -125,6 +128,20 @@ TEST(CurvePlot, AshaExperimentStructure) {
   EXPECT_NE(svg.find("acc (max) by iteration"), std::string::npos);
   EXPECT_EQ(svg.find("nan"), std::string::npos);
   EXPECT_RENDERS(svg, "asha");
+}
+
+TEST(CurvePlot, LegendKeepsConfigValuesWhole) {
+  ExperimentTable t = AshaExperiment(20, 5);
+  std::string best_id = BestTrial(t)->id;
+  for (TrialRow& r : t.trials)
+    if (r.id == best_id)
+      r.config.Set("net", std::string("[C(64,1,1), C(128,3,1), P(2,2)]"))
+          .Set("zz_long", std::string(80, 'z'));
+  std::string svg = PlotSvg(t, {});
+  // The value holds ", " but is one item: never split across legend lines.
+  EXPECT_NE(svg.find("net=[C(64,1,1), C(128,3,1), P(2,2)]"), std::string::npos);
+  // An item longer than a legend line is cut to the line, not left to run out of the box.
+  EXPECT_NE(svg.find("zz_long=" + std::string(48 - 9, 'z') + "~<"), std::string::npos);
 }
 
 TEST(CurvePlot, LogXAndMinMode) {

@@ -104,18 +104,21 @@ struct Column {
   bool right;
 };
 
-// Config keys, those that differ between trials first, then constant ones, each in name order.
-std::vector<std::string> OrderedKeys(const ExperimentTable& table) {
-  std::vector<std::string> varying, constant;
-  for (const std::string& k : ConfigKeys(table)) {
+// The config keys whose value differs between trials (a missing key counts as a value), in name
+// order; every key when there are fewer than two trials. A key with one value for every trial
+// says nothing about a row: the best line shows it.
+std::vector<std::string> VaryingKeys(const ExperimentTable& table) {
+  std::vector<std::string> keys = ConfigKeys(table);
+  if (table.trials.size() < 2) return keys;
+  std::vector<std::string> varying;
+  for (const std::string& k : keys) {
     std::set<std::string> seen;
     for (const TrialRow& t : table.trials) {
       auto it = t.config.values().find(k);
       seen.insert(it == t.config.values().end() ? "\x01missing" : FormatConfigValue(it->second));
     }
-    (seen.size() > 1 ? varying : constant).push_back(k);
+    if (seen.size() > 1) varying.push_back(k);
   }
-  varying.insert(varying.end(), constant.begin(), constant.end());
   return varying;
 }
 
@@ -168,10 +171,10 @@ std::string TrialsText(const ExperimentTable& table, const TextOptions& options)
   std::map<TrialState, size_t> counts;
   for (const TrialRow& t : table.trials) ++counts[t.state];
   std::string summary = OneLine(table.name) + kSep + OneLine(table.metric) +
-                        (table.maximize ? " (max)" : " (min)") + kSep +
+                        (table.maximize ? " (max)" : " (min)") + kSep + "compute " +
+                        FormatDuration(table.compute_seconds) + kSep +
                         std::to_string(table.trials.size()) + " trials";
   if (!table.trials.empty()) summary += ": " + Counts(counts);
-  summary += std::string(kSep) + "compute " + FormatDuration(table.compute_seconds);
   line(summary);
   const TrialRow* best = BestTrial(table);
   if (best == nullptr) {
@@ -184,7 +187,13 @@ std::string TrialsText(const ExperimentTable& table, const TextOptions& options)
   if (table.trials.empty()) return out;
 
   // Fixed columns.
-  size_t id_w = 5, iter_w = 4, node_w = 4;
+  std::vector<size_t> rows = RowsToShow(table, options.max_rows, best);
+  size_t id_w = 5, iter_w = 4, node_w = 4, metric_w = 4;
+  for (size_t i : rows) {
+    const TrialRow& t = table.trials[i];
+    metric_w = std::max({metric_w, Metric(LastMetric(t, table.metric)).size(),
+                         Metric(BestMetric(t, table.metric, table.maximize)).size()});
+  }
   bool any_restarts = false, any_reason = false;
   for (const TrialRow& t : table.trials) {
     id_w = std::max(id_w, Columns(t.id));
@@ -193,14 +202,15 @@ std::string TrialsText(const ExperimentTable& table, const TextOptions& options)
     any_restarts |= t.restarts > 0;
     any_reason |= !t.reason.empty();
   }
-  std::vector<Column> cols = {{"trial", id_w, false}, {"state", 8, false}, {"iter", iter_w, true},
-                              {"last", 10, true},     {"best", 10, true},  {"node", node_w, false}};
+  std::vector<Column> cols = {{"trial", id_w, false},   {"state", 8, false},
+                              {"iter", iter_w, true},   {"last", metric_w, true},
+                              {"best", metric_w, true}, {"node", node_w, false}};
   if (any_restarts) cols.push_back({"restarts", 8, true});
   size_t used = 0;
   for (const Column& c : cols) used += c.width + (used ? 2 : 0);
 
   // Config columns, as many as fit.
-  std::vector<std::string> keys = OrderedKeys(table);
+  std::vector<std::string> keys = VaryingKeys(table);
   size_t shown = 0;
   for (const std::string& k : keys) {
     size_t vw = 1;
@@ -229,7 +239,6 @@ std::string TrialsText(const ExperimentTable& table, const TextOptions& options)
   line(header);
 
   const size_t fixed = any_restarts ? 7 : 6;
-  std::vector<size_t> rows = RowsToShow(table, options.max_rows, best);
   for (size_t i : rows) {
     const TrialRow& t = table.trials[i];
     std::vector<std::string> cells = {OneLine(t.id),

@@ -1,16 +1,17 @@
 // The trial table a terminal shows: what the tuner's live progress view redraws and what
 // `cumulus trials` prints. A pure function of the table (no terminal codes, no clock).
 //
-//   fashion_mnist_asha  acc (max)  40 trials: 3 RUNNING, 30 STOPPED, 6 FINISHED, 1 FAILED  compute
-//   1h02m best t0012 acc=0.9123 at iteration 100 {batch=64, lr=0.0021, momentum=0.9, width=128}
-//   trial  state     iter    last    best  node          lr  width  batch  reason
-//   t0000  FINISHED   100  0.9012  0.9040  10.0.0.12:7~  0.002  128     64
-//   t0001  STOPPED      4  0.5521  0.5521  a3f9c2d1e4b~  0.0001   32     64  below the rung's ...
+//   fashion_mnist_asha  acc (max)  compute 40m32s  40 trials: 3 RUNNING, 29 STOPPED, 7 FINISHED, 1
+//   FAILED best t0012 acc=0.9307 at iteration 100 {batch=64, lr=0.00671224, momentum=0.9,
+//   width=256} trial  state     iter    last    best  node                 lr  width  reason t0012
+//   FINISHED   100  0.9307   0.942  10.0.0.12:7~   0.006712    256 t0020  FAILED       1  0.1296
+//   0.1296  10.0.0.12:7~   0.007324     32  RuntimeError: CUDA out of~ t0037  RUNNING     30 0.6976
+//   0.6976  a3f9c2d1e4b~  0.0009507    256
 //
-// Every line is at most `width` characters (code points). Config columns are the keys whose
-// value differs between trials first, then the constant ones, each in name order; as many as fit
-// are shown (the rest are counted in the column header line, and the best line shows the best
-// trial's whole config as far as it fits). Text cut to fit ends with '~'.
+// Every line is at most `width` characters (code points); text cut to fit ends with '~'. The
+// config columns are the keys whose value differs between trials, in name order, as many as fit
+// (the rest are counted as "+N" in the header line); the best line shows the best trial's whole
+// config. The reason column takes what width is left.
 #pragma once
 
 #include <cstddef>
