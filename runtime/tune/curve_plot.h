@@ -37,8 +37,4 @@ struct PlotOptions {
 // REQUIRES: nothing; any table (no trials, no reports, non-finite values) gives a valid document.
 std::string PlotSvg(const ExperimentTable& table, const PlotOptions& options);
 
-// `s` as XML character data or attribute text: & < > " ' escaped, control characters other than
-// tab and newline and bytes that are not UTF-8 replaced by '?'.
-std::string XmlEscape(const std::string& s);
-
 }  // namespace cumulus::tune

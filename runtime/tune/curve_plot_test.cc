@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/tune/svg_text.h"
 #include "runtime/tune/test_tables.h"
 
 namespace cumulus::tune {
