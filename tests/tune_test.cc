@@ -182,6 +182,7 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
   auto& victim = where == b ? node_b : node_c;
   victim->Kill(SIGKILL);
   (void)victim->Wait(10s);
+  EXPECT_TRUE(WaitForState(where, NodeState::kDead, 30s)) << "the head never saw the node die";
   std::string out = Finish(*driver);
   auto trials = Trials(out);
   ASSERT_EQ(trials.size(), 1u) << out;

@@ -17,6 +17,7 @@ int SubmitCommand(const std::vector<std::string>& args);
 int JobsCommand(const std::vector<std::string>& args);
 int LogsCommand(const std::vector<std::string>& args);
 int CancelCommand(const std::vector<std::string>& args);
+int TrialsCommand(const std::vector<std::string>& args);
 // `cumulus list jobs|placement-groups|actors` (nodes: ListCommand itself).
 int ListStateCommand(const std::string& what, const std::vector<std::string>& args);
 

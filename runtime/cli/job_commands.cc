@@ -53,6 +53,7 @@ Prints the job id. Exit status: 0 submitted (or succeeded, with --wait), 1 faile
 constexpr const char* kJobsHelp = R"(Usage:
   cumulus jobs [--address A] [--token-file F] [--filter KEY=VALUE] [--limit N] [--json]
   cumulus logs JOB [--address A] [--token-file F] [--follow]
+  cumulus logs JOB --trial [EXPERIMENT/]TRIAL [--address A] [--token-file F]
   cumulus cancel JOB [--address A] [--token-file F] [--grace SECONDS]
 
 jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNING, SUCCEEDED,
@@ -60,7 +61,8 @@ jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNIN
         --filter keeps rows whose field equals VALUE (fields: job, name, state, node);
         --limit shows at most N (default 100).
 logs    Prints the output of the job's driver and of its workers, in the order it was written.
-        --follow keeps printing until the job ends.
+        --follow keeps printing until the job ends. --trial prints only that tuning trial's
+        stdout and stderr (kept apart from every other trial's; see 'cumulus trials').
 cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL if it has not ended after
         --grace seconds (default 5, at most 3600); everything it started (tasks, actors,
         objects) goes with it. Prints which signal ended it.
@@ -207,6 +209,42 @@ Result<bool> JobOver(ControlClient& head, const JobId& job, std::string* state) 
   }
   *state = "RUNNING";
   return false;
+}
+
+// A tuning trial's output (kTrialLogsNamespace, keys JOB/EXPERIMENT/TRIAL/MICROS-RANK-SEQ):
+// `trial` is TRIAL (any experiment of the job) or EXPERIMENT/TRIAL.
+int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial) {
+  std::string want_experiment, want_trial = trial;
+  if (auto slash = trial.find('/'); slash != std::string::npos) {
+    want_experiment = trial.substr(0, slash);
+    want_trial = trial.substr(slash + 1);
+  }
+  if (want_trial.empty()) {
+    return UsageError("--trial needs a trial id such as t0003", "cumulus logs --help");
+  }
+  std::string prefix = job.Hex() + "/" + (want_experiment.empty() ? "" : want_experiment + "/");
+  size_t chunks = 0;
+  std::set<std::string> experiments;
+  Status st = ForEachKv(head, "tune_logs", prefix, [&](const std::string& k, const std::string& v) {
+    // k: JOB/EXPERIMENT/TRIAL/...
+    size_t a = k.find('/'), b = k.find('/', a + 1), c = k.find('/', b + 1);
+    if (a == std::string::npos || b == std::string::npos || c == std::string::npos) return;
+    experiments.insert(k.substr(a + 1, b - a - 1));
+    if (k.compare(b + 1, c - b - 1, want_trial) != 0) return;
+    std::fwrite(v.data(), 1, v.size(), stdout);
+    ++chunks;
+  });
+  if (!st.ok()) return Fail(st);
+  std::fflush(stdout);
+  if (chunks == 0) {
+    std::fprintf(stderr, "cumulus: job %s has no output of trial %s%s\n", job.Hex().c_str(),
+                 trial.c_str(),
+                 experiments.empty() ? " (it ran no tuning trials, or they printed nothing)"
+                                     : " (it printed nothing yet, or the id is wrong: see "
+                                       "'cumulus trials EXPERIMENT')");
+    return 1;
+  }
+  return 0;
 }
 
 int FollowLogs(ControlClient& head, const JobId& job, bool follow) {
@@ -397,11 +435,16 @@ int LogsCommand(const std::vector<std::string>& args) {
   }
   auto job = JobId::FromHex(args[0]);
   if (!job.ok()) return UsageError("'" + args[0] + "' is not a job id", "cumulus logs --help");
-  Flags flags({"address", "token-file"}, {"follow"});
+  Flags flags({"address", "token-file", "trial"}, {"follow"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus logs --help");
+  if (flags.Has("trial") && flags.Has("follow")) {
+    return UsageError("--trial prints what the trial wrote so far; it cannot --follow",
+                      "cumulus logs --help");
+  }
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
+  if (flags.Has("trial")) return TrialLogs(**head, *job, flags.Get("trial"));
   return FollowLogs(**head, *job, flags.Has("follow"));
 }
 

@@ -17,6 +17,7 @@ Commands:
   list            list nodes, jobs, actors, tasks, objects or placement-groups
   submit          run a driver program on the cluster as a job
   jobs            list jobs;  logs JOB: their output;  cancel JOB: stop one
+  trials          tuning experiments and their trials (--plot FILE.svg draws them)
   stop            stop what 'cumulus start' started on this machine
   object-store    run or inspect a node's object store (shared memory + RocksDB)
 
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   if (cmd == "jobs") return cumulus::cli::JobsCommand(rest);
   if (cmd == "logs") return cumulus::cli::LogsCommand(rest);
   if (cmd == "cancel") return cumulus::cli::CancelCommand(rest);
+  if (cmd == "trials") return cumulus::cli::TrialsCommand(rest);
   if (cmd.rfind("-", 0) == 0)
     return cumulus::cli::UsageError("unknown option '" + cmd + "'", "cumulus --help");
   return cumulus::cli::UsageError("unknown command '" + cmd + "'", "cumulus --help");

@@ -56,6 +56,7 @@ Status ExperimentState::Apply(const JournalEntry& e) {
       t->history.push_back(std::move(m));
       t->iteration = e.iteration;
       t->seconds += e.seconds;
+      t->report_seconds.push_back(t->seconds);
       if (!e.node.empty()) t->node = e.node;
       if (!e.checkpoint_key.empty()) t->checkpoint = e;
       t->reason = e.reason;
@@ -158,6 +159,85 @@ ExperimentResult ExperimentState::ToResult() const {
     r.trials.push_back(std::move(tr));
   }
   return r;
+}
+
+ExperimentTable ExperimentState::ToTable(std::vector<std::pair<int64_t, double>> cutoffs) const {
+  ExperimentTable table;
+  table.name = spec_.name;
+  table.metric = spec_.metric;
+  table.maximize = spec_.maximize;
+  table.cutoffs = std::move(cutoffs);
+  for (auto& [id, t] : trials_) {
+    TrialRow row;
+    row.id = TrialName(id);
+    row.config = t.config;
+    row.state = t.state;
+    row.reason = t.reason;
+    row.node = t.node;
+    row.restarts = t.restarts;
+    for (size_t i = 0; i < t.history.size(); ++i) {
+      TrialPoint p;
+      p.metrics = t.history[i];
+      p.iteration = static_cast<int64_t>(p.metrics["training_iteration"]);
+      p.metrics.erase("training_iteration");
+      p.seconds = i < t.report_seconds.size() ? t.report_seconds[i] : 0;
+      row.history.push_back(std::move(p));
+    }
+    table.compute_seconds += t.seconds;
+    table.trials.push_back(std::move(row));
+  }
+  return table;
+}
+
+Result<std::vector<std::pair<int64_t, double>>> ReplayCutoffs(
+    const ExperimentSpec& spec, const std::vector<JournalEntry>& entries) {
+  std::vector<std::pair<int64_t, double>> out;
+  auto kind = ParseSchedulerKind(spec.scheduler);
+  if (!kind.ok() || *kind == SchedulerKind::kPbt || *kind == SchedulerKind::kFifo ||
+      *kind == SchedulerKind::kMedian) {
+    return out;
+  }
+  SchedulerOptions o;
+  o.kind = *kind;
+  o.mode = spec.maximize ? Mode::kMax : Mode::kMin;
+  o.max_t = spec.max_iterations;
+  o.seed = spec.seed;
+  o.grace_period = spec.grace_period;
+  o.reduction_factor = spec.reduction_factor;
+  o.brackets = spec.brackets;
+  o.bound_min_finished = spec.bound_min_finished;
+  CUMULUS_ASSIGN_OR_RETURN(auto scheduler, MakeTrialScheduler(o));
+  for (auto& e : entries) {
+    switch (e.kind) {
+      case JournalEntry::Kind::kTrialAdded: {
+        auto c = Config::Decode(e.config);
+        scheduler->OnTrialAdd(e.trial, c.ok() ? *c : Config());
+        break;
+      }
+      case JournalEntry::Kind::kReport: {
+        auto m = e.metrics.find(spec.metric);
+        if (m == e.metrics.end()) break;
+        (void)scheduler->OnReport(TrialReport{e.trial, e.iteration, m->second});
+        if (e.action == kActionFinished || e.action == kActionBudgetStop ||
+            e.action == static_cast<uint8_t>(Action::kStop)) {
+          scheduler->OnTrialEnd(e.trial, e.action == kActionFinished);
+        }
+        break;
+      }
+      case JournalEntry::Kind::kChoose: {
+        (void)scheduler->ChooseTrialToRun(e.can_start_new);
+        for (auto& [id, why] : e.stops) scheduler->OnTrialEnd(id, false);
+        break;
+      }
+      case JournalEntry::Kind::kTrialEnded:
+        scheduler->OnTrialEnd(e.trial, e.state == static_cast<uint8_t>(TrialState::kFinished));
+        break;
+      default:
+        break;
+    }
+  }
+  for (auto& c : scheduler->Cutoffs()) out.emplace_back(c.iteration, c.value);
+  return out;
 }
 
 }  // namespace cumulus::tune

@@ -12,6 +12,7 @@
 
 #include "cumulus/tune.h"
 #include "runtime/tune/journal.h"
+#include "runtime/tune/trial_table.h"
 
 namespace cumulus::tune {
 
@@ -23,8 +24,9 @@ struct TrialStatus {
   Config config;
   TrialState state = TrialState::kPending;
   std::string reason;
-  std::vector<Metrics> history;  // every report, with "training_iteration"
-  int64_t iteration = 0;         // the last reported
+  std::vector<Metrics> history;        // every report, with "training_iteration"
+  std::vector<double> report_seconds;  // the trial's running time at each report (cumulative)
+  int64_t iteration = 0;               // the last reported
   std::string node;
   int restarts = 0;
   double seconds = 0;
@@ -50,6 +52,8 @@ class ExperimentState {
 
   // The public result: every trial, compute used, and what training all to the end would cost.
   ExperimentResult ToResult() const;
+  // The table the progress view, `cumulus trials` and the plot show.
+  ExperimentTable ToTable(std::vector<std::pair<int64_t, double>> cutoffs = {}) const;
 
  private:
   ExperimentSpec spec_;
@@ -58,5 +62,11 @@ class ExperimentState {
   std::string end_reason_;
   int runs_ = 0;
 };
+
+// The rung cut-offs of the experiment's trial scheduler after `entries`: a fresh scheduler made
+// from the spec is given the journal's trials, reports and ends (the searcher is not needed).
+// Empty for schedulers without rungs, and for PBT (its mutations need the search space).
+Result<std::vector<std::pair<int64_t, double>>> ReplayCutoffs(
+    const ExperimentSpec& spec, const std::vector<JournalEntry>& entries);
 
 }  // namespace cumulus::tune

@@ -365,24 +365,6 @@ std::string TrialHost::Where() { return CurrentNodeId().Hex(); }
 
 TrialHost* MakeTrialHost(TrialSpec spec) { return new TrialHost(std::move(spec)); }
 
-const char* TrialStateName(TrialState state) {
-  switch (state) {
-    case TrialState::kPending:
-      return "PENDING";
-    case TrialState::kRunning:
-      return "RUNNING";
-    case TrialState::kPaused:
-      return "PAUSED";
-    case TrialState::kStoppedEarly:
-      return "STOPPED";
-    case TrialState::kFinished:
-      return "FINISHED";
-    case TrialState::kFailed:
-      return "FAILED";
-  }
-  return "UNKNOWN";
-}
-
 }  // namespace cumulus::tune
 
 CUMULUS_REMOTE(cumulus::tune::MakeTrialHost, &cumulus::tune::TrialHost::Step,

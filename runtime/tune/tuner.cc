@@ -1,4 +1,5 @@
 // The tuner's controller loop; see tuner_impl.h.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "runtime/net/tcp.h"
+#include "runtime/tune/trial_text.h"
 #include "runtime/tune/tuner_impl.h"
 #include "workers/core_worker.h"
 
@@ -168,11 +170,17 @@ Status Tuner::Impl::Replay(const JournalEntry& e) {
       return Status::OK();
     }
     case Kind::kTrialEnded:
-      EndInPolicies(e.trial, false);
+      EndInPolicies(e.trial, e.state == static_cast<uint8_t>(TrialState::kFinished));
       return Status::OK();
     default:
       return Status::OK();
   }
+}
+
+std::vector<std::pair<int64_t, double>> Tuner::Impl::ReplayableCutoffs() const {
+  std::vector<std::pair<int64_t, double>> out;
+  for (auto& c : scheduler_->Cutoffs()) out.emplace_back(c.iteration, c.value);
+  return out;
 }
 
 Status Tuner::Impl::Journal(JournalEntry e) {
@@ -415,14 +423,7 @@ Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
     e.reason = "the train function returned";
     Kill(id);
     CUMULUS_RETURN_IF_ERROR(Journal(e));
-    scheduler_->OnTrialEnd(id, true);
-    auto& tt = state_.trials().at(id);
-    std::optional<double> score;
-    if (!tt.history.empty()) {
-      auto m = tt.history.back().find(spec_.metric);
-      if (m != tt.history.back().end()) score = spec_.maximize ? m->second : -m->second;
-    }
-    searcher_->OnTrialEnd(id, score, tt.iteration);
+    EndInPolicies(id, true);
     return Status::OK();
   }
   int64_t iteration = ++live.host_iteration;
@@ -696,32 +697,19 @@ void Tuner::Impl::Progress(bool final) {
   bool table =
       progress_options_.progress == "table" || (progress_options_.progress == "auto" && isatty(1));
   if (table) {
+    // Redrawn in place: the cursor goes back up over the last drawing, which is cleared.
+    TextOptions to;
+    to.width = 120;
+    if (winsize ws{}; ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) to.width = ws.ws_col;
+    to.max_rows = 30;
+    std::string text = TrialsText(state_.ToTable(ReplayableCutoffs()), to);
+    if (!text.empty() && text.back() != '\n') text += "\n";
     std::string out;
     if (progress_lines_ > 0) out += "\x1b[" + std::to_string(progress_lines_) + "F\x1b[J";
-    out += line + "\n";
-    size_t lines = 1;
-    for (auto& [id, t] : state_.trials()) {
-      if (lines > 40) break;
-      char row[256];
-      std::string last = "-";
-      if (!t.history.empty()) {
-        auto m = t.history.back().find(spec_.metric);
-        if (m != t.history.back().end()) {
-          char v[32];
-          std::snprintf(v, sizeof(v), "%.5g", m->second);
-          last = v;
-        }
-      }
-      std::snprintf(row, sizeof(row), "  %-6s %-8s it %-4lld %-10s %s", TrialName(id).c_str(),
-                    TrialStateName(t.state), static_cast<long long>(t.iteration), last.c_str(),
-                    Shorten(t.config.ToString(), 70).c_str());
-      out += row;
-      out += "\n";
-      ++lines;
-    }
+    out += text;
     std::fputs(out.c_str(), stdout);
     std::fflush(stdout);
-    progress_lines_ = lines;
+    progress_lines_ = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
   } else if (line != last_progress_line_ || final) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);

@@ -75,6 +75,7 @@ class Tuner::Impl {
   Status CheckPendingTimeouts();
   size_t Capacity();
   void Progress(bool final);
+  std::vector<std::pair<int64_t, double>> ReplayableCutoffs() const;
 
   ExperimentSpec spec_;
   SearchSpace space_;

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cumulus/internal/json.h"
 #include "runtime/net/tcp.h"
 #include "runtime/tune/tuner_impl.h"
 #include "scheduler/resources.h"
@@ -243,77 +242,39 @@ Result<std::string> ExperimentResult::BestCheckpoint() const {
 }
 
 namespace {
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.10g", v);
-  return buf;
-}
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
+// The result as the exports see it (each report's running time is not kept in a result: the
+// trial's total is given at its last report).
+ExperimentTable TableOf(const ExperimentResult& r) {
+  ExperimentTable table;
+  table.name = r.name;
+  table.metric = r.metric;
+  table.maximize = r.maximize;
+  table.compute_seconds = r.compute_seconds;
+  for (auto& t : r.trials) {
+    TrialRow row;
+    row.id = t.id;
+    row.config = t.config;
+    row.state = t.state;
+    row.reason = t.reason;
+    row.node = t.node;
+    row.restarts = t.restarts;
+    for (size_t i = 0; i < t.history.size(); ++i) {
+      TrialPoint p;
+      p.metrics = t.history[i];
+      auto it = p.metrics.find("training_iteration");
+      p.iteration =
+          it == p.metrics.end() ? static_cast<int64_t>(i + 1) : static_cast<int64_t>(it->second);
+      p.metrics.erase("training_iteration");
+      p.seconds = i + 1 == t.history.size() ? t.seconds : 0;
+      row.history.push_back(std::move(p));
+    }
+    table.trials.push_back(std::move(row));
   }
-  return out + "\"";
+  return table;
 }
 }  // namespace
 
-std::string ExperimentResult::ToCsv() const {
-  std::set<std::string> keys;
-  for (auto& t : trials)
-    for (auto& [k, v] : t.config.values()) keys.insert(k);
-  std::ostringstream out;
-  out << "trial,state,iterations,last,best,restarts,seconds,node,reason";
-  for (auto& k : keys) out << "," << CsvField("config/" + k);
-  out << "\n";
-  for (auto& t : trials) {
-    auto last_v = t.last(metric);
-    std::optional<double> best_v;
-    for (auto& m : t.history) {
-      auto it = m.find(metric);
-      if (it == m.end()) continue;
-      if (!best_v || (maximize ? it->second > *best_v : it->second < *best_v)) best_v = it->second;
-    }
-    out << t.id << "," << TrialStateName(t.state) << "," << t.history.size() << ","
-        << (last_v ? Num(*last_v) : "") << "," << (best_v ? Num(*best_v) : "") << "," << t.restarts
-        << "," << Num(t.seconds) << "," << CsvField(t.node) << "," << CsvField(t.reason);
-    for (auto& k : keys) {
-      auto it = t.config.values().find(k);
-      out << "," << (it == t.config.values().end() ? "" : CsvField(FormatValue(it->second)));
-    }
-    out << "\n";
-  }
-  return out.str();
-}
-
-std::string ExperimentResult::ToJson() const {
-  using cumulus::internal::JsonQuote;
-  std::ostringstream out;
-  out << "{\"name\": " << JsonQuote(name) << ", \"metric\": " << JsonQuote(metric)
-      << ", \"mode\": \"" << (maximize ? "max" : "min")
-      << "\", \"compute_seconds\": " << Num(compute_seconds)
-      << ", \"compute_seconds_full\": " << Num(compute_seconds_full)
-      << ", \"best\": " << (best() ? JsonQuote(best()->id) : "null") << ", \"trials\": [";
-  for (size_t i = 0; i < trials.size(); ++i) {
-    auto& t = trials[i];
-    out << (i ? ", " : "") << "{\"id\": " << JsonQuote(t.id) << ", \"state\": \""
-        << TrialStateName(t.state) << "\", \"reason\": " << JsonQuote(t.reason)
-        << ", \"node\": " << JsonQuote(t.node) << ", \"restarts\": " << t.restarts
-        << ", \"seconds\": " << Num(t.seconds) << ", \"config\": " << t.config.ToJson()
-        << ", \"history\": [";
-    for (size_t j = 0; j < t.history.size(); ++j) {
-      out << (j ? ", " : "") << "{";
-      size_t k = 0;
-      for (auto& [name, v] : t.history[j])
-        out << (k++ ? ", " : "") << JsonQuote(name) << ": " << Num(v);
-      out << "}";
-    }
-    out << "]}";
-  }
-  out << "]}";
-  return out.str();
-}
+std::string ExperimentResult::ToCsv() const { return TrialsCsv(TableOf(*this)); }
+std::string ExperimentResult::ToJson() const { return TrialsJson(TableOf(*this)); }
 
 }  // namespace cumulus::tune

@@ -155,6 +155,7 @@ struct TunerOptions {
 };
 
 enum class TrialState { kPending, kRunning, kPaused, kStoppedEarly, kFinished, kFailed };
+// "PENDING", "RUNNING", "PAUSED", "STOPPED", "FINISHED", "FAILED".
 const char* TrialStateName(TrialState state);
 
 // Where a trial's last checkpoint is kept (the head's control store).

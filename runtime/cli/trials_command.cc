@@ -1,0 +1,196 @@
+// cumulus trials: tuning experiments and their trials, read from the journal in the head's control
+// store (runtime/tune/journal.h), so it works while an experiment runs and after its driver died.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/head_connection.h"
+#include "runtime/tune/curve_plot.h"
+#include "runtime/tune/experiment_state.h"
+#include "runtime/tune/trial_table.h"
+#include "runtime/tune/trial_text.h"
+
+namespace cumulus::cli {
+namespace {
+
+const char* kTrialsHelp = R"(usage:
+  cumulus trials [--json] [--address A] [--token-file F]
+  cumulus trials EXPERIMENT [--json | --csv] [--plot FILE.svg [--log-x]] [--width N]
+  cumulus trials EXPERIMENT TRIAL [--json | --csv]
+
+Tuning experiments (cumulus/tune.h) as their journal in the head's control store says, while they
+run and after their driver ended or died:
+  (no experiment)   every experiment: trials, state, metric, best so far
+  EXPERIMENT        every trial: config, state, iterations, last and best metric, where it runs,
+                    restarts, and why it stopped; --json and --csv give the same as data
+  --plot FILE.svg   also draws every trial's metric against iterations, rung cut-offs marked,
+                    stopped trials cut short, the best highlighted (--log-x: iterations on a log
+                    scale)
+  TRIAL             one trial's history (every report, all its metrics)
+A trial's output: cumulus logs JOB --trial TRIAL (the job is the driver's, see 'cumulus jobs').
+)";
+
+size_t TerminalWidth(const Flags& flags) {
+  if (flags.Has("width"))
+    return static_cast<size_t>(std::max(40, std::atoi(flags.Get("width").c_str())));
+  if (winsize ws{}; isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+    return ws.ws_col;
+  return 120;
+}
+
+struct Loaded {
+  tune::ExperimentState state;
+  std::vector<tune::JournalEntry> entries;
+};
+
+Result<Loaded> LoadExperiment(ControlClient& head, const std::string& name) {
+  CUMULUS_ASSIGN_OR_RETURN(auto j, tune::Journal::Load(head, name));
+  Loaded out{tune::ExperimentState(j.spec), std::move(j.entries)};
+  for (auto& e : out.entries) CUMULUS_RETURN_IF_ERROR(out.state.Apply(e));
+  return out;
+}
+
+int ListExperiments(ControlClient& head, const Flags& flags) {
+  std::vector<std::string> names;
+  Status st = ForEachKv(head, tune::kExperimentsNamespace, "",
+                        [&](const std::string& k, const std::string&) { names.push_back(k); });
+  if (!st.ok()) return Fail(st);
+  bool json = flags.Has("json");
+  if (json) std::printf("[");
+  if (!json) {
+    std::printf("%-28s %-8s %7s %9s %-12s %s\n", "EXPERIMENT", "STATE", "TRIALS", "RUNNING",
+                "METRIC", "BEST");
+  }
+  size_t n = 0;
+  for (auto& name : names) {
+    auto l = LoadExperiment(head, name);
+    if (!l.ok()) {
+      std::fprintf(stderr, "cumulus: experiment %s: %s\n", name.c_str(),
+                   l.status().ToString().c_str());
+      continue;
+    }
+    auto table = l->state.ToTable();
+    const tune::TrialRow* best = tune::BestTrial(table);
+    auto best_value = best ? tune::LastMetric(*best, table.metric) : std::nullopt;
+    size_t running = 0;
+    for (auto& t : table.trials) running += t.state == tune::TrialState::kRunning;
+    const char* state = l->state.ended() ? "ENDED" : "OPEN";
+    const auto& spec = l->state.spec();
+    if (json) {
+      std::printf(
+          "%s{\"name\": %s, \"state\": \"%s\", \"trials\": %zu, \"running\": %zu, "
+          "\"metric\": %s, \"mode\": \"%s\", \"best_trial\": %s, \"best\": %s}",
+          n ? ", " : "", JsonString(name).c_str(), state, table.trials.size(), running,
+          JsonString(spec.metric).c_str(), spec.maximize ? "max" : "min",
+          best ? JsonString(best->id).c_str() : "null",
+          best_value ? tune::FormatNumber(*best_value).c_str() : "null");
+    } else {
+      std::string b = best ? tune::FormatNumber(*best_value) + " (" + best->id + ")" : "-";
+      std::printf("%-28s %-8s %7zu %9zu %-12s %s\n", name.c_str(), state, table.trials.size(),
+                  running, (spec.metric + (spec.maximize ? " max" : " min")).c_str(), b.c_str());
+    }
+    ++n;
+  }
+  if (json) std::printf("]\n");
+  return 0;
+}
+
+int ShowTrial(const tune::ExperimentTable& table, const std::string& trial, const Flags& flags) {
+  for (auto& t : table.trials) {
+    if (t.id != trial) continue;
+    if (flags.Has("json")) {
+      std::printf("%s\n", tune::HistoryJson(t, table.metric).c_str());
+    } else {
+      std::fputs(tune::HistoryCsv(t, table.metric).c_str(), stdout);
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "cumulus: experiment %s has no trial %s (its trials: t0001 to t%04zu)\n",
+               table.name.c_str(), trial.c_str(), table.trials.size());
+  return 1;
+}
+
+}  // namespace
+
+int TrialsCommand(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kTrialsHelp, stdout);
+    return 0;
+  }
+  std::vector<std::string> positional, rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--", 0) != 0 && rest.empty()) {
+      positional.push_back(args[i]);
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  if (positional.size() > 2) {
+    return UsageError("trials takes at most an experiment and a trial, got '" + positional[2] + "'",
+                      "cumulus trials --help");
+  }
+  Flags flags({"address", "token-file", "plot", "width"}, {"json", "csv", "log-x", "help"});
+  Status st = flags.Parse(rest);
+  if (!st.ok()) return UsageError(st.message(), "cumulus trials --help");
+  if (flags.Has("help")) {
+    std::fputs(kTrialsHelp, stdout);
+    return 0;
+  }
+  if (flags.Has("json") && flags.Has("csv")) {
+    return UsageError("--json and --csv cannot go together", "cumulus trials --help");
+  }
+  if (flags.Has("plot") && positional.size() != 1) {
+    return UsageError("--plot draws one experiment: give its name", "cumulus trials --help");
+  }
+  if (flags.Has("width")) {
+    int w = std::atoi(flags.Get("width").c_str());
+    if (w < 40 || w > 1000) {
+      return UsageError("--width must be 40 to 1000 columns, got '" + flags.Get("width") + "'",
+                        "cumulus trials --help");
+    }
+  }
+  if (!positional.empty()) {
+    if (auto name = tune::CheckExperimentName(positional[0]); !name.ok())
+      return UsageError(name.message(), "cumulus trials --help");
+  }
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  if (positional.empty()) return ListExperiments(**head, flags);
+
+  auto l = LoadExperiment(**head, positional[0]);
+  if (!l.ok()) return Fail(l.status());
+  auto cutoffs = tune::ReplayCutoffs(l->state.spec(), l->entries);
+  auto table =
+      l->state.ToTable(cutoffs.ok() ? *cutoffs : std::vector<std::pair<int64_t, double>>{});
+  if (positional.size() == 2) return ShowTrial(table, positional[1], flags);
+  if (flags.Has("plot")) {
+    tune::PlotOptions po;
+    po.log_x = flags.Has("log-x");
+    std::string path = flags.Get("plot");
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << tune::PlotSvg(table, po);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr,
+                   "cumulus: cannot write the plot to %s (check the directory exists and "
+                   "is writable)\n",
+                   path.c_str());
+      return 1;
+    }
+  }
+  if (flags.Has("json")) {
+    std::printf("%s\n", tune::TrialsJson(table).c_str());
+  } else if (flags.Has("csv")) {
+    std::fputs(tune::TrialsCsv(table).c_str(), stdout);
+  } else {
+    std::fputs(tune::TrialsText(table, TerminalWidth(flags)).c_str(), stdout);
+    if (flags.Has("plot")) std::printf("plot: %s\n", flags.Get("plot").c_str());
+  }
+  return 0;
+}
+
+}  // namespace cumulus::cli
