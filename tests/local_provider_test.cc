@@ -13,7 +13,8 @@ TimePoint In(Duration d) { return SystemClock::Get().Now() + d; }
 
 class LocalProviderTest : public ClusterTest {
  protected:
-  std::unique_ptr<LocalProvider> Make(LocalProviderSettings settings) {
+  // A provider owned by the fixture (TearDown terminates what it launched).
+  LocalProvider* Make(LocalProviderSettings settings) {
     LocalProviderOptions o;
     o.name = "local";
     o.settings = settings;
@@ -23,7 +24,9 @@ class LocalProviderTest : public ClusterTest {
     o.cluster_name = "test";
     auto p = LocalProvider::Create(o);
     EXPECT_TRUE(p.ok()) << p.status();
-    return p.ok() ? std::move(*p) : nullptr;
+    if (!p.ok()) return nullptr;
+    providers_.push_back(std::move(*p));
+    return providers_.back().get();
   }
 
   NodeTypeConfig Type() {
@@ -66,20 +69,19 @@ class LocalProviderTest : public ClusterTest {
 
   void TearDown() override {
     // Nothing launched outlives the test.
-    for (auto* p : providers_) {
+    for (auto& p : providers_) {
       auto listed = p->List(In(10s));
       if (!listed.ok()) continue;
       for (auto& in : *listed) (void)p->Terminate(in.id, In(10s));
     }
   }
-  std::vector<LocalProvider*> providers_;
+  std::vector<std::unique_ptr<LocalProvider>> providers_;
 };
 
 TEST_F(LocalProviderTest, LaunchedNodeJoinsWithItsLabelsAndLeavesOnTerminate) {
   auto head = StartHead({});
   auto p = Make({});
   ASSERT_TRUE(p);
-  providers_.push_back(p.get());
   auto ids = p->Launch(Type(), 1, Spec(), In(10s));
   ASSERT_TRUE(ids.ok()) << ids.status();
   ASSERT_EQ(ids->size(), 1u);
@@ -123,7 +125,6 @@ TEST_F(LocalProviderTest, BootDelayIsHonoured) {
   s.boot_delay_s = 2;
   auto p = Make(s);
   ASSERT_TRUE(p);
-  providers_.push_back(p.get());
   auto start = std::chrono::steady_clock::now();
   auto ids = p->Launch(Type(), 2, Spec(), In(10s));
   ASSERT_TRUE(ids.ok()) << ids.status();
@@ -149,7 +150,6 @@ TEST_F(LocalProviderTest, InjectedFailureIsReported) {
   s.seed = 42;
   auto p = Make(s);
   ASSERT_TRUE(p);
-  providers_.push_back(p.get());
   auto ids = p->Launch(Type(), 1, Spec(), In(10s));
   ASSERT_TRUE(ids.ok()) << ids.status();
   Instance in = WaitFor(*p, (*ids)[0], InstanceState::kFailed);
@@ -164,7 +164,6 @@ TEST_F(LocalProviderTest, ANodeThatCannotJoinIsFailedWithItsError) {
   auto head = StartHead({});
   auto p = Make({});
   ASSERT_TRUE(p);
-  providers_.push_back(p.get());
   LaunchSpec wrong = Spec();
   wrong.token_file = dir_.path() + "/no-such-token";
   auto ids = p->Launch(Type(), 1, wrong, In(10s));
@@ -178,7 +177,7 @@ TEST_F(LocalProviderTest, ARestartedProviderFindsItsInstances) {
   auto head = StartHead({});
   std::string id, node_id;
   {
-    auto first = Make({});
+    auto first = Make({});  // the first provider, forgotten below as if its head restarted
     ASSERT_TRUE(first);
     auto ids = first->Launch(Type(), 1, Spec(), In(10s));
     ASSERT_TRUE(ids.ok()) << ids.status();
@@ -186,10 +185,10 @@ TEST_F(LocalProviderTest, ARestartedProviderFindsItsInstances) {
     Instance in = WaitFor(*first, id, InstanceState::kRunning);
     ASSERT_EQ(in.state, InstanceState::kRunning) << in.detail;
     node_id = in.node_id;
-  }  // the provider goes away (a head restart); its node keeps running
+  }
+  providers_.clear();  // the provider goes away; its node keeps running
   auto second = Make({});
   ASSERT_TRUE(second);
-  providers_.push_back(second.get());
   Instance in = Get(*second, id);
   EXPECT_EQ(in.state, InstanceState::kRunning) << in.detail;
   EXPECT_EQ(in.node_id, node_id);
