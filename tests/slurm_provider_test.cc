@@ -1,6 +1,6 @@
 // The slurm provider against a real SLURM (Debian slurm-wlm 22.05) started by the test on this
 // machine: a private munged, slurmctld and slurmd with their own ports, socket, spool and state
-// in the test's directory (docs/autoscaler.md, "Testing the slurm provider"). A node launched as
+// in the test's directory (docs/cluster_file.md, "Testing the slurm provider"). A node launched as
 // a SLURM job joins a real head (ClusterTest) and leaves it when the job is cancelled.
 //
 // Where SLURM cannot run here (not root, a program missing, a daemon that does not come up) the

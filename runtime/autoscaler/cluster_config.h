@@ -1,7 +1,7 @@
 // ClusterConfig: the cluster file of the autoscaler (YAML), parsed and checked.
 //
 // The file names the head, the static on-prem nodes, the providers that launch cloud nodes, the
-// cloud node types, a budget and the upscaling speed. docs/autoscaler.md ("Cluster file and
+// cloud node types, a budget and the upscaling speed. docs/cluster_file.md ("Cluster file and
 // providers") shows a whole file; examples/burst.yaml is one that parses.
 //
 // Every field has a default written next to it; a key the file leaves out keeps it. Parsing
@@ -60,7 +60,7 @@ struct LocalProviderSettings {
 
 // Settings of the `command` provider: the user's own scripts. Each is an argv template whose
 // items may contain {type} {count} {instance_id} {head} {token_file} {resources} {labels}
-// {cluster}; docs/autoscaler.md states the output each script must print.
+// {cluster}; docs/cluster_file.md states the output each script must print.
 struct CommandProviderSettings {
   std::vector<std::string> launch;     // required: prints one instance id per line
   std::vector<std::string> list;       // required: prints "ID STATE [NODE_ID]" lines

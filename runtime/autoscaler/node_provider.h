@@ -1,7 +1,7 @@
 // NodeProvider: how the autoscaler gets nodes and gives them back. One provider per entry under
 // `providers:` in the cluster file; node types name theirs.
 //
-// The contract every provider keeps (docs/autoscaler.md, "Provider contract"):
+// The contract every provider keeps (docs/cluster_file.md, "Provider contract"):
 //   - Calls are synchronous and each takes a deadline: a call returns by then (TimedOut if the
 //     provider's own work did not finish; what it started may still show up in List()).
 //   - Thread-safe: a monitor may call any method from several threads at once.
