@@ -108,6 +108,7 @@ class PrivateSlurm {
     std::string name(host);
     name = name.substr(0, name.find('.'));
     int ctld_port = FreePort(), slurmd_port = FreePort();
+    while (slurmd_port == ctld_port) slurmd_port = FreePort();
     conf_ = dir_ + "/slurm.conf";
     std::ofstream(conf_)
         << "ClusterName=cumulustest\n"

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "runtime/autoscaler/run_program.h"
+#include "runtime/base/subprocess.h"
 #include "runtime/base/temp_dir.h"
 
 namespace cumulus {
@@ -162,9 +163,16 @@ TEST_F(CommandProviderTest, ATimeoutKillsTheScriptAndItsChildren) {
   EXPECT_LT(took, 10s);
   int child = std::atoi(ReadAll(cloud_ + "/child").c_str());
   ASSERT_GT(child, 0);
-  // The group was SIGKILLed: the child is gone (or a zombie waiting for init).
-  std::string stat = ReadAll("/proc/" + std::to_string(child) + "/stat");
-  EXPECT_TRUE(stat.empty() || stat.find(") Z") != std::string::npos) << stat;
+  // The group was SIGKILLed: the child goes too (a zombie until init reaps it counts as gone).
+  // SIGKILL is delivered when the child next runs, so wait for that.
+  std::string stat;
+  bool gone = WaitUntil(
+      [&] {
+        stat = ReadAll("/proc/" + std::to_string(child) + "/stat");
+        return stat.empty() || stat.find(") Z") != std::string::npos;
+      },
+      10s);
+  EXPECT_TRUE(gone) << stat;
 
   // The call's own deadline wins when it is sooner than timeout_s.
   CommandProvider slow = Make(/*timeout_s=*/60);

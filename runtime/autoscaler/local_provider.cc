@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -75,7 +76,12 @@ bool ProcessHas(int pid, const std::string& needle) {
     return false;
   }
   std::string cmdline = ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
-  return cmdline.find(needle) != std::string::npos;
+  for (size_t at = cmdline.find(needle); at != std::string::npos;
+       at = cmdline.find(needle, at + 1)) {
+    size_t end = at + needle.size();  // the label ends there: "...=ID,..." or "...=ID\0"
+    if (end == cmdline.size() || cmdline[end] == ',' || cmdline[end] == '\0') return true;
+  }
+  return false;
 }
 
 Status WriteFile(const std::string& path, const std::string& text) {
@@ -125,6 +131,7 @@ Result<std::string> LocalProvider::LaunchOne(const NodeTypeConfig& type, const L
     char hex[9];
     std::snprintf(hex, sizeof(hex), "%08x", static_cast<unsigned>(ids_() & 0xffffffffu));
     id = type.name + "-" + hex;
+    std::replace(id.begin(), id.end(), '/', '-');  // one directory per instance
     dir = Dir(id);
     if (mkdir(dir.c_str(), 0700) == 0) break;
     if (errno != EEXIST || attempt > 10) {

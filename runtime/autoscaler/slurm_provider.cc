@@ -126,9 +126,13 @@ Result<std::vector<std::string>> SlurmProvider::Launch(const NodeTypeConfig& typ
   if (count < 1) return Status::InvalidArgument("Launch: count must be at least 1");
   const auto& s = options_.settings;
   // The script, written once per type (sbatch copies it at submission).
-  std::string script_path = s.output_dir + "/" + type.name + ".sbatch";
+  std::string file_name = type.name;
+  std::replace(file_name.begin(), file_name.end(), '/', '-');
+  std::string script_path = s.output_dir + "/" + file_name + ".sbatch";
   {
-    std::string tmp = script_path + ".tmp" + std::to_string(getpid());
+    // A temporary name of this call's own: other threads may write the same type's script.
+    std::string tmp =
+        script_path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(next_script_++);
     std::ofstream out(tmp, std::ios::trunc);
     out << BatchScript(type, spec);
     out.close();

@@ -19,6 +19,8 @@
 // Thread-safe (the table of launched jobs is under a mutex; commands run outside it).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -63,6 +65,7 @@ class SlurmProvider final : public NodeProvider {
   SlurmProviderOptions options_;
   std::mutex mu_;
   std::map<std::string, std::string> launched_;  // job id -> type, jobs submitted here
+  std::atomic<uint64_t> next_script_{0};         // names temporary script files
 };
 
 }  // namespace cumulus
