@@ -68,3 +68,7 @@ if(NOT CUMULUS_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "cumulus: CUDA ${CUMULUS_HAVE_CUDA}, NCCL ${CUMULUS_HAVE_NCCL}")
+
+# yaml-cpp (libyaml-cpp-dev ships a CMake config; the target is `yaml-cpp`): the autoscaler's
+# cluster file (runtime/autoscaler/cluster_config.h).
+find_package(yaml-cpp CONFIG REQUIRED)
