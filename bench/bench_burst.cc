@@ -74,6 +74,7 @@ struct Args {
   std::string trace, nodes;
   double fraction = -1;  // default: MeanLoadFraction
   int64_t tick = 30;
+  int64_t idle_timeout = -1;  // ours: -1 = each type's boot time
   bool json = false;
 };
 
@@ -83,7 +84,7 @@ Args ParseArgs(int argc, char** argv) {
     Fail(
         "usage: bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F (0..1; "
         "default: the trace's mean GPU load over its GPUs)] [--tick SECONDS (default 30)] "
-        "[--json]");
+        "[--idle-timeout SECONDS (ours; default: each type's boot time)] [--json]");
   };
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
@@ -108,6 +109,13 @@ Args ParseArgs(int argc, char** argv) {
       if (v.empty() || *end || t < 1 || t > 3600)
         Fail("--tick must be whole seconds from 1 to 3600, got '" + v + "'");
       a.tick = t;
+    } else if (s == "--idle-timeout") {
+      std::string v = value();
+      char* end = nullptr;
+      long long t = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end || t < 0 || t > 86400)
+        Fail("--idle-timeout must be whole seconds from 0 to 86400, got '" + v + "'");
+      a.idle_timeout = t;
     } else if (s == "--json") {
       a.json = true;
     } else {
@@ -186,7 +194,7 @@ int main(int argc, char** argv) {
   auto run = [&](const std::string& name, Scaler* s) {
     rows.push_back({name, Simulate(*pods, onprem, types, s, args.tick, countable)});
   };
-  auto ours = MakeOurScaler();
+  auto ours = MakeOurScaler(args.idle_timeout);
   auto burst = MakeBurstImmediately();
   auto ray = MakeRayLike();
   auto k8s = MakeK8sEc2Like();

@@ -166,7 +166,9 @@ class K8sEc2Like : public Scaler {
 
 class OurScaler : public Scaler {
  public:
-  explicit OurScaler(int max_drains) { options_.max_drains_per_round = max_drains; }
+  OurScaler(int64_t idle_timeout_s, int max_drains) : idle_timeout_s_(idle_timeout_s) {
+    options_.max_drains_per_round = max_drains;
+  }
 
   Actions Round(const ClusterView& v) override {
     using namespace autoscale;
@@ -179,7 +181,8 @@ class OurScaler : public Scaler {
         if (!t.model.empty()) nt.labels["gpu_model"] = t.model;
         nt.price_per_hour = t.price_per_hour;
         nt.boot_micros = t.boot_s * kMicrosPerSecond;
-        nt.idle_timeout_micros = t.boot_s * kMicrosPerSecond;  // ski rental
+        nt.idle_timeout_micros =
+            (idle_timeout_s_ >= 0 ? idle_timeout_s_ : t.boot_s) * kMicrosPerSecond;
         types_.push_back(nt);
       }
     }
@@ -251,14 +254,15 @@ class OurScaler : public Scaler {
     return out;
   }
 
+  int64_t idle_timeout_s_;
   autoscale::Options options_;
   std::vector<autoscale::NodeType> types_;
 };
 
 }  // namespace
 
-std::unique_ptr<Scaler> MakeOurScaler(int max_drains) {
-  return std::make_unique<OurScaler>(max_drains);
+std::unique_ptr<Scaler> MakeOurScaler(int64_t idle_timeout_s, int max_drains) {
+  return std::make_unique<OurScaler>(idle_timeout_s, max_drains);
 }
 std::unique_ptr<Scaler> MakeBurstImmediately() { return std::make_unique<BurstImmediately>(); }
 std::unique_ptr<Scaler> MakeRayLike() { return std::make_unique<RayLike>(); }

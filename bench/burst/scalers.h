@@ -8,9 +8,10 @@
 
 namespace cumulus::burst {
 
-// Our policy. Each type's idle timeout is its boot time (keeping an idle node as long as a new one
-// takes to boot costs at most twice the best choice made knowing the future: ski rental).
-std::unique_ptr<Scaler> MakeOurScaler(int max_drains_per_round = 5);
+// Our policy. Each type's idle timeout is `idle_timeout_s`, or with -1 its boot time (keeping an
+// idle node as long as a new one takes to boot costs at most twice the best choice made knowing
+// the future: ski rental).
+std::unique_ptr<Scaler> MakeOurScaler(int64_t idle_timeout_s = -1, int max_drains_per_round = 5);
 
 // Launches, for every pending pod no booting node covers, one node of the cheapest type that
 // holds it alone; terminates a node the round after it goes idle.
