@@ -1,7 +1,9 @@
 #include "scheduler/placement.h"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
+#include <optional>
 
 namespace cumulus {
 
@@ -48,20 +50,108 @@ bool LabelSelector::Matches(const Labels& labels) const {
     auto it = labels.find(k);
     if (it != labels.end() && it->second == v) return false;
   }
+  for (auto& [k, values] : in) {
+    auto it = labels.find(k);
+    if (it == labels.end() || !values.count(it->second)) return false;
+  }
+  for (auto& [k, values] : not_in) {
+    auto it = labels.find(k);
+    if (it != labels.end() && values.count(it->second)) return false;
+  }
   return true;
 }
 
 std::string LabelSelector::ToString() const {
   std::string out;
-  for (auto& [k, v] : equals) out += (out.empty() ? "" : ",") + k + "=" + v;
-  for (auto& [k, v] : not_equals) out += (out.empty() ? "" : ",") + k + "!=" + v;
+  auto add = [&](const std::string& term) { out += (out.empty() ? "" : ",") + term; };
+  auto set_term = [&](const std::string& k, const char* op, const std::set<std::string>& values) {
+    std::string list;
+    for (auto& v : values) list += (list.empty() ? "" : ",") + v;
+    add(k + " " + op + " (" + list + ")");
+  };
+  for (auto& [k, v] : equals) add(k + "=" + v);
+  for (auto& [k, v] : not_equals) add(k + "!=" + v);
+  for (auto& [k, values] : in) set_term(k, "in", values);
+  for (auto& [k, values] : not_in) set_term(k, "notin", values);
   return out;
 }
+
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// Splits a selector at the commas outside parentheses. Empty when the parentheses do not balance.
+std::optional<std::vector<std::string_view>> SplitTerms(std::string_view spec) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= spec.size(); ++i) {
+    char c = i < spec.size() ? spec[i] : ',';
+    if (c == '(') ++depth;
+    if (c == ')' && --depth < 0) return std::nullopt;
+    if (c == ',' && depth == 0) {
+      out.push_back(spec.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (depth != 0) return std::nullopt;
+  return out;
+}
+
+// "KEY in (A,B)" / "KEY notin (A,B)" (`term` trimmed, with a '('). Sets `*negate`.
+Result<std::pair<std::string, std::set<std::string>>> ParseSetTerm(std::string_view term,
+                                                                   bool* negate) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("label selector '" + std::string(term) + "': " + why +
+                                   " (e.g. gpu_model in (A100,H100))");
+  };
+  size_t open = term.find('(');
+  if (term.back() != ')') return bad("a set term must end with ')'");
+  std::string_view head = Trim(term.substr(0, open));
+  size_t space = head.find_last_of(" \t");
+  if (space == std::string_view::npos)
+    return bad("a set term must be KEY in (...) or KEY notin (...)");
+  std::string_view op = head.substr(space + 1), key = Trim(head.substr(0, space));
+  if (op != "in" && op != "notin") return bad("unknown operator '" + std::string(op) + "'");
+  *negate = op == "notin";
+  std::pair<std::string, std::set<std::string>> out;
+  out.first = std::string(key);
+  for (std::string_view v : SplitList(term.substr(open + 1, term.size() - open - 2), ',')) {
+    v = Trim(v);
+    // ParseLabels checks the key and each value with the rules of labels.
+    auto one = ParseLabels(std::string(key) + "=" + std::string(v));
+    if (!one.ok()) return bad(one.status().message());
+    if (!out.second.insert(std::string(v)).second)
+      return bad("'" + std::string(v) + "' is listed twice");
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<LabelSelector> ParseLabelSelector(std::string_view spec) {
   LabelSelector sel;
   if (spec.empty()) return sel;
-  for (std::string_view item : SplitList(spec, ',')) {
+  auto terms = SplitTerms(spec);
+  if (!terms) {
+    return Status::InvalidArgument("label selector '" + std::string(spec) +
+                                   "': parentheses do not balance");
+  }
+  for (std::string_view item : *terms) {
+    item = Trim(item);
+    if (item.find('(') != std::string_view::npos) {
+      bool negate = false;
+      CUMULUS_ASSIGN_OR_RETURN(auto term, ParseSetTerm(item, &negate));
+      auto& target = negate ? sel.not_in : sel.in;
+      if (target.count(term.first))
+        return Status::InvalidArgument("label selector repeats " + term.first);
+      target.insert(std::move(term));
+      continue;
+    }
     bool negate = false;
     size_t op = item.find("!=");
     if (op != std::string_view::npos) {
@@ -71,10 +161,11 @@ Result<LabelSelector> ParseLabelSelector(std::string_view spec) {
     }
     if (op == std::string_view::npos || op == 0) {
       return Status::InvalidArgument("label selector '" + std::string(item) +
-                                     "' must be KEY=VALUE or KEY!=VALUE");
+                                     "' must be KEY=VALUE, KEY!=VALUE, KEY in (V1,V2) or "
+                                     "KEY notin (V1,V2)");
     }
-    std::string rewritten =
-        std::string(item.substr(0, op)) + "=" + std::string(item.substr(op + (negate ? 2 : 1)));
+    std::string rewritten = std::string(Trim(item.substr(0, op))) + "=" +
+                            std::string(Trim(item.substr(op + (negate ? 2 : 1))));
     CUMULUS_ASSIGN_OR_RETURN(Labels one, ParseLabels(rewritten));
     auto& target = negate ? sel.not_equals : sel.equals;
     for (auto& [k, v] : one) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,29 @@ struct ClusterSnapshot {
   NodeId local_node;  // the node deciding (nil on the head)
 };
 
-// Label constraints: every `equals` pair must be on the node, no `not_equals` pair may be.
+// Label constraints: every `equals` pair must be on the node, no `not_equals` pair may be; for
+// every `in` key the node has the key with one of the listed values; for every `not_in` key the
+// node lacks the key or has a value not listed (Kubernetes' set-based selector semantics).
 struct LabelSelector {
   Labels equals;
   Labels not_equals;
+  std::map<std::string, std::set<std::string>> in;      // "gpu_model in (A100,H100)"
+  std::map<std::string, std::set<std::string>> not_in;  // "gpu_model notin (T4)"
   bool Matches(const Labels& labels) const;
-  std::string ToString() const;  // "site=onprem,gpu_type!=T4"
-  bool empty() const { return equals.empty() && not_equals.empty(); }
+  // "site=onprem,gpu_type!=T4,gpu_model in (A100,H100),zone notin (b)": ParseLabelSelector reads
+  // it back to the same selector.
+  std::string ToString() const;
+  bool empty() const {
+    return equals.empty() && not_equals.empty() && in.empty() && not_in.empty();
+  }
+  bool operator==(const LabelSelector& o) const {
+    return equals == o.equals && not_equals == o.not_equals && in == o.in && not_in == o.not_in;
+  }
 };
-// Parses "site=onprem,gpu_type!=T4".
+// Parses a comma-separated list of terms: "KEY=VALUE", "KEY!=VALUE", "KEY in (V1,V2,...)" and
+// "KEY notin (V1,V2,...)" (spaces around terms, operators and values are allowed; commas inside
+// the parentheses separate values, not terms). Keys and values are label names (ParseLabels).
+// InvalidArgument names the term at fault; a key repeated within one kind of term is an error.
 Result<LabelSelector> ParseLabelSelector(std::string_view spec);
 
 enum class PlacementStrategy {

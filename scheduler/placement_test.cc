@@ -62,6 +62,52 @@ TEST_F(PlacementTest, LabelsKeepWorkOffNodesThatDoNotMatch) {
   EXPECT_EQ(not_a10.kind, PlacementDecision::kWait);
 }
 
+TEST(LabelSelectorTest, SetTermsSelectAmongValues) {
+  auto sel = ParseLabelSelector("site=cloud, gpu_model in (A100, H100),zone notin (b,c)");
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->equals.at("site"), "cloud");
+  EXPECT_EQ(sel->in.at("gpu_model"), (std::set<std::string>{"A100", "H100"}));
+  EXPECT_EQ(sel->not_in.at("zone"), (std::set<std::string>{"b", "c"}));
+  EXPECT_TRUE(sel->Matches(*ParseLabels("site=cloud,gpu_model=H100,zone=a")));
+  EXPECT_TRUE(sel->Matches(*ParseLabels("site=cloud,gpu_model=A100"))) << "notin: key absent";
+  EXPECT_FALSE(sel->Matches(*ParseLabels("site=cloud,gpu_model=T4,zone=a")));
+  EXPECT_FALSE(sel->Matches(*ParseLabels("site=cloud,zone=a"))) << "in: the key must be there";
+  EXPECT_FALSE(sel->Matches(*ParseLabels("site=cloud,gpu_model=A100,zone=c")));
+  // ToString reads back to the same selector.
+  EXPECT_EQ(sel->ToString(), "site=cloud,gpu_model in (A100,H100),zone notin (b,c)");
+  auto again = ParseLabelSelector(sel->ToString());
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(*again == *sel);
+  // The old forms read as before.
+  auto old = ParseLabelSelector("site=onprem,gpu_type!=T4");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->ToString(), "site=onprem,gpu_type!=T4");
+  EXPECT_TRUE(old->in.empty() && old->not_in.empty());
+}
+
+TEST(LabelSelectorTest, RejectsMalformedSetTermsNamingThem) {
+  for (const char* bad :
+       {"gpu_model in (A100,H100", "gpu_model in A100,H100)", "gpu_model in ()",
+        "gpu_model within (A100)", "in (A100)", "gpu_model in (A100,A100)", "gpu_model in (A 100)",
+        "g in (a),g in (b)", "gpu_model in (A100)x", "=oops", "site=a,"}) {
+    auto sel = ParseLabelSelector(bad);
+    EXPECT_EQ(sel.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseLabelSelector("gpu_model within (A100)").status().message().find("within"),
+            std::string::npos);
+}
+
+TEST_F(PlacementTest, SetTermsPlaceOnlyOnAcceptedModels) {
+  auto d = PlaceTask(cluster_, Ask("GPU=1", "gpu_type in (A10G,H100)"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, cloud_gpu_.id);
+  auto not_a10 = PlaceTask(cluster_, Ask("GPU=1", "gpu_type notin (A10G)"));
+  ASSERT_EQ(not_a10.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(not_a10.node, onprem_gpu_.id);
+  EXPECT_EQ(PlaceTask(cluster_, Ask("GPU=1", "gpu_type in (T4)")).kind,
+            PlacementDecision::kInfeasible);
+}
+
 TEST_F(PlacementTest, InfeasibleAtOnceWithTheReason) {
   auto d = PlaceTask(cluster_, Ask("GPU=4"));
   EXPECT_EQ(d.kind, PlacementDecision::kInfeasible);

@@ -80,6 +80,18 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
         ne[i].setValue(v);
         ++i;
       }
+      auto encode_sets = [](const std::map<std::string, std::set<std::string>>& terms, auto list) {
+        unsigned t = 0;
+        for (auto& [k, values] : terms) {
+          list[t].setKey(k);
+          auto out = list[t].initValues(static_cast<unsigned>(values.size()));
+          unsigned j = 0;
+          for (auto& v : values) out.set(j++, v);
+          ++t;
+        }
+      };
+      encode_sets(sel->in, spec.initLabelIn(static_cast<unsigned>(sel->in.size())));
+      encode_sets(sel->not_in, spec.initLabelNotIn(static_cast<unsigned>(sel->not_in.size())));
     }
     switch (options.strategy) {
       case Strategy::kSpread:

@@ -64,6 +64,18 @@ TEST(TaskSpecTest, PlacementOptionsReachTheNode) {
   EXPECT_TRUE(r.placement.affinity_soft);
 }
 
+TEST(TaskSpecTest, SetLabelTermsReachTheNode) {
+  internal::CallOptions o;
+  o.label_selector = "site=cloud,gpu_model in (A100,H100),zone notin (b)";
+  auto frame = Build(o);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  ParsedSpec parsed(*frame);
+  TaskRequirements r = RequirementsOf(parsed.spec());
+  EXPECT_EQ(r.placement.labels.ToString(), "site=cloud,gpu_model in (A100,H100),zone notin (b)");
+  EXPECT_TRUE(r.placement.labels.Matches(*ParseLabels("site=cloud,gpu_model=H100,zone=a")));
+  EXPECT_FALSE(r.placement.labels.Matches(*ParseLabels("site=cloud,gpu_model=T4,zone=a")));
+}
+
 TEST(TaskSpecTest, ObjectArgumentsGoInlineOrByLocation) {
   JobId job = JobId::FromRandom();
   ObjectId small = ObjectId::FromTaskReturn(TaskId::ForNormalTask(job), 1);

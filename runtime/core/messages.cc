@@ -35,6 +35,12 @@ TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
   r.placement.demand = DecodeResources(spec.getResources());
   for (auto l : spec.getLabelSelector()) r.placement.labels.equals[l.getKey()] = l.getValue();
   for (auto l : spec.getLabelNotEqual()) r.placement.labels.not_equals[l.getKey()] = l.getValue();
+  for (auto l : spec.getLabelIn()) {
+    for (auto v : l.getValues()) r.placement.labels.in[l.getKey()].insert(v);
+  }
+  for (auto l : spec.getLabelNotIn()) {
+    for (auto v : l.getValues()) r.placement.labels.not_in[l.getKey()].insert(v);
+  }
   switch (spec.getStrategy()) {
     case proto::SchedulingStrategy::SPREAD:
       r.placement.strategy = PlacementStrategy::kSpread;

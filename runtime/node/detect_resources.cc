@@ -1,9 +1,12 @@
 #include "runtime/node/detect_resources.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <sched.h>
 
@@ -14,6 +17,50 @@
 #endif
 
 namespace cumulus {
+
+std::string GpuModelShortName(std::string_view name) {
+  std::vector<std::string> words;
+  std::string word;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    char c = i < name.size() ? name[i] : ' ';
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  // Vendor and family words carry no model.
+  auto noise = [](const std::string& w) {
+    return w == "NVIDIA" || w == "Tesla" || w == "GeForce" || w == "Quadro" || w == "AMD";
+  };
+  words.erase(std::remove_if(words.begin(), words.end(), noise), words.end());
+  if (words.empty()) return "";
+  std::string model = words[0];
+  // "RTX 4090", "RTX A6000": the series word is not a model by itself.
+  if ((model == "RTX" || model == "GTX" || model == "TITAN") && words.size() > 1) model += words[1];
+  model = model.substr(0, model.find('-'));  // "A100-SXM4-40GB"
+  std::string out;
+  for (char c : model) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') out += c;
+  }
+  return out;
+}
+
+namespace {
+
+// The first GPU's name as nvidia-smi reports it; empty when there is no nvidia-smi or no GPU.
+std::string NvidiaSmiGpuName() {
+  FILE* p = popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null", "r");
+  if (!p) return "";
+  char line[256] = {0};
+  std::string name = fgets(line, sizeof(line), p) ? line : "";
+  pclose(p);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  return name;
+}
+
+}  // namespace
 
 DetectedResources DetectResources() {
   DetectedResources d;
@@ -28,6 +75,9 @@ DetectedResources DetectResources() {
   if (err == cudaSuccess && count > 0) {
     d.resources.Set("GPU", count);
     for (int i = 0; i < count; ++i) d.gpu_ids.push_back(static_cast<uint32_t>(i));
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+      d.gpu_model = GpuModelShortName(prop.name);
   } else {
     d.gpu_note =
         std::string("no GPU visible to the CUDA runtime (") + cudaGetErrorString(err) + ")";
@@ -35,6 +85,8 @@ DetectedResources DetectResources() {
 #else
   d.gpu_note = "built without CUDA";
 #endif
+  // Without the CUDA runtime a GPU still has a model worth showing (a node may declare GPU=N).
+  if (d.gpu_model.empty()) d.gpu_model = GpuModelShortName(NvidiaSmiGpuName());
   return d;
 }
 

@@ -156,6 +156,11 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
                                               ResourceSet::kUnit));
   total.Override(options.declared);
   d->record_.total = total;
+  // The GPU model as a label (gpu_model=H100) for selectors such as "gpu_model in (A100,H100)";
+  // a gpu_model label the user gave wins, and a node offering no GPU shows none.
+  if (!detected.gpu_model.empty() && total.Has("GPU") && !d->record_.labels.count("gpu_model")) {
+    d->record_.labels["gpu_model"] = detected.gpu_model;
+  }
   d->record_.available = total;
   if (options.declared.Has("GPU")) {  // declared GPUs (e.g. to test scheduling): ids 0..n-1
     for (int64_t g = 0; g < total.GetUnits("GPU") / ResourceSet::kUnit; ++g) {
@@ -177,7 +182,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.work_dir = d->store_dir_;
   router.program_cache_bytes = options.program_cache_bytes;
   router.total = total;
-  router.labels = options.labels;
+  router.labels = d->record_.labels;
   router.gpu_ids = d->record_.gpu_ids;
   router.clock = options.clock;
   ReadMemoryMonitorEnvironment(router);

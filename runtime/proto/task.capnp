@@ -46,6 +46,13 @@ struct TaskSpec {
   labelNotEqual @19 :List(Node.Label);       # selector terms key!=value
   affinitySoft @20 :Bool;
   detached @21 :Bool;                        # actor creation: outlives its job
+  labelIn @22 :List(LabelValues);            # selector terms key in (v1,v2,...)
+  labelNotIn @23 :List(LabelValues);         # selector terms key notin (v1,v2,...)
+}
+
+struct LabelValues {
+  key @0 :Text;
+  values @1 :List(Text);
 }
 
 struct ReturnObject {
