@@ -84,6 +84,17 @@ std::string TrainFunctionName(TrainFunction f) {
 // it to the head every half second (or every 64 KiB).
 class TrialHost::OutputCapture {
  public:
+  // Ships what the trial printed so far and returns when it is in the head's store: called at the
+  // end of every iteration, so that a trial stopped (its process killed) right after its report
+  // has lost none of its output.
+  void Flush() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::unique_lock<std::mutex> lock(mu_);
+    uint64_t want = ++flush_requested_;
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return flush_done_ >= want || ended_; });
+  }
+
   static std::unique_ptr<OutputCapture> Start(std::string key, int rank) {
     CoreWorker* rt = CurrentCoreWorker();
     if (rt == nullptr || key.empty()) return nullptr;
@@ -124,26 +135,43 @@ class TrialHost::OutputCapture {
     auto last_ship = std::chrono::steady_clock::now();
     char buf[1 << 14];
     while (true) {
+      uint64_t flush_wanted;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        flush_wanted = flush_requested_;
+      }
+      bool flushing = flush_wanted > flush_done_seen_;
       pollfd p{read_, POLLIN, 0};
-      int ready = poll(&p, 1, 500);
+      int ready = poll(&p, 1, flushing ? 0 : 50);
       bool eof = false;
       if (ready > 0) {
         ssize_t n = read(read_, buf, sizeof(buf));
         if (n > 0) {
           (void)!write(saved_out_, buf, static_cast<size_t>(n));
           pending.append(buf, static_cast<size_t>(n));
-        } else {
-          eof = true;
+          continue;  // drain what is there before deciding to ship
         }
+        eof = true;
       }
       auto now = std::chrono::steady_clock::now();
-      if (!pending.empty() && (eof || pending.size() >= (64u << 10) ||
+      if (!pending.empty() && (eof || flushing || pending.size() >= (64u << 10) ||
                                now - last_ship >= std::chrono::milliseconds(500))) {
         Ship(rt, pending);
         pending.clear();
         last_ship = now;
       }
-      if (eof) return;
+      if (flushing) {
+        flush_done_seen_ = flush_wanted;
+        std::lock_guard<std::mutex> lock(mu_);
+        flush_done_ = flush_wanted;
+        cv_.notify_all();
+      }
+      if (eof) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ended_ = true;
+        cv_.notify_all();
+        return;
+      }
     }
   }
 
@@ -162,6 +190,11 @@ class TrialHost::OutputCapture {
   std::string key_;
   int rank_ = 0;
   uint64_t seq_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t flush_requested_ = 0, flush_done_ = 0;
+  uint64_t flush_done_seen_ = 0;  // the reader thread's own copy
+  bool ended_ = false;
   int saved_out_ = -1, saved_err_ = -1, read_ = -1;
   std::thread thread_;
 };
@@ -350,6 +383,7 @@ StepResult TrialHost::Step(bool checkpoint) {
       out.has_checkpoint = !out.checkpoint.empty();
     }
   }
+  if (output_) output_->Flush();
   out.node = CurrentNodeId().Hex();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
