@@ -9,13 +9,13 @@
 //                           [--min-accuracy PCT] [--compare-single]
 //
 // With --device gpu each actor takes a GPU (GPU=1), trains with cuBLAS and CUDA kernels
-// (mlp_cuda.cu) and the group averages the device gradients over NCCL: the same program.
+// (mlp_cuda.cu) and the group averages the device gradients over NCCL: the same program. The CPU
+// model is mlp_cpu.h, the dataset's reader fashion_mnist_data.h (tune_fashion_mnist.cc tunes the
+// same model).
 // The dataset is Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). With the
 // same global batch, N workers compute the same averaged gradient as one (up to float rounding),
 // so accuracy after E epochs does not depend on N; --compare-single trains a 1-worker run too and
 // prints the difference. Without CUMULUS_ADDRESS it runs on an embedded cluster.
-#include <zlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +32,8 @@
 #include <cumulus/collective.h>
 #include <cumulus/cumulus.h>
 
+#include "fashion_mnist_data.h"
+#include "mlp_cpu.h"
 #include "mlp_model.h"
 
 namespace {
@@ -64,193 +66,6 @@ struct EpochReport {
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
-
-// --- the dataset (IDX files, gzipped) -----------------------------------------------------------
-
-std::vector<uint8_t> ReadGz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) {
-    throw std::runtime_error("cannot open " + path +
-                             " (install Debian's dataset-fashion-mnist, or give --data DIR)");
-  }
-  std::vector<uint8_t> out;
-  uint8_t buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.insert(out.end(), buf, buf + n);
-  bool bad = n < 0;
-  gzclose(f);
-  if (bad) throw std::runtime_error(path + " is not a readable gzip file");
-  return out;
-}
-
-uint32_t BigEndian(const std::vector<uint8_t>& b, size_t at) {
-  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
-         b[at + 3];
-}
-
-struct Dataset {
-  int n = 0;
-  std::vector<float> x;  // n x 784, scaled to [0, 1]
-  std::vector<uint8_t> y;
-};
-
-Dataset Load(const std::string& dir, const std::string& prefix, int limit) {
-  auto images = ReadGz(dir + "/" + prefix + "-images-idx3-ubyte.gz");
-  auto labels = ReadGz(dir + "/" + prefix + "-labels-idx1-ubyte.gz");
-  if (images.size() < 16 || BigEndian(images, 0) != 2051 || labels.size() < 8 ||
-      BigEndian(labels, 0) != 2049) {
-    throw std::runtime_error(dir + "/" + prefix + ": not Fashion-MNIST IDX files");
-  }
-  uint32_t n = BigEndian(images, 4), rows = BigEndian(images, 8), cols = BigEndian(images, 12);
-  if (rows * cols != 784 || BigEndian(labels, 4) != n || images.size() < 16 + size_t{n} * 784 ||
-      labels.size() < 8 + size_t{n}) {
-    throw std::runtime_error(dir + "/" + prefix + ": truncated or inconsistent IDX files");
-  }
-  Dataset d;
-  d.n = limit > 0 ? std::min<int>(limit, static_cast<int>(n)) : static_cast<int>(n);
-  d.x.resize(size_t(d.n) * 784);
-  for (size_t i = 0; i < d.x.size(); ++i) d.x[i] = images[16 + i] / 255.0f;
-  d.y.assign(labels.begin() + 8, labels.begin() + 8 + d.n);
-  return d;
-}
-
-// --- the model: 784 -> h1 -> h2 -> 10, ReLU, softmax cross-entropy ----------------------------
-
-// C (m x n) += A (m x k) . B (k x n)
-void MatMulAdd(const float* a, const float* b, float* c, int m, int k, int n) {
-  for (int i = 0; i < m; ++i) {
-    float* ci = c + size_t(i) * n;
-    for (int p = 0; p < k; ++p) {
-      float v = a[size_t(i) * k + p];
-      if (v == 0.0f) continue;  // ReLU outputs and image backgrounds are mostly zero
-      const float* bp = b + size_t(p) * n;
-      for (int j = 0; j < n; ++j) ci[j] += v * bp[j];
-    }
-  }
-}
-
-// C (k x n) += A^T . B, with A (m x k) and B (m x n)
-void MatTMulAdd(const float* a, const float* b, float* c, int m, int k, int n) {
-  for (int i = 0; i < m; ++i) {
-    const float* bi = b + size_t(i) * n;
-    for (int p = 0; p < k; ++p) {
-      float v = a[size_t(i) * k + p];
-      if (v == 0.0f) continue;
-      float* cp = c + size_t(p) * n;
-      for (int j = 0; j < n; ++j) cp[j] += v * bi[j];
-    }
-  }
-}
-
-// C (m x k) = A . B^T, with A (m x n) and B (k x n)
-void MatMulT(const float* a, const float* b, float* c, int m, int k, int n) {
-  for (int i = 0; i < m; ++i) {
-    const float* ai = a + size_t(i) * n;
-    for (int p = 0; p < k; ++p) {
-      const float* bp = b + size_t(p) * n;
-      float s = 0;
-      for (int j = 0; j < n; ++j) s += ai[j] * bp[j];
-      c[size_t(i) * k + p] = s;
-    }
-  }
-}
-
-class Mlp final : public Model {
- public:
-  // Parameters and gradients are flat, in the order backpropagation finishes them:
-  // W3, b3, W2, b2, W1, b1 (W is in x out).
-  Mlp(int h1, int h2, int seed) : layout_(h1, h2), dims_(layout_.dims) {
-    params_.assign(layout_.total, 0.0f);
-    grads_.assign(layout_.total, 0.0f);
-    velocity_.assign(layout_.total, 0.0f);
-    std::mt19937 rng(seed);
-    for (int l = 0; l < 3; ++l) {  // He initialisation; biases start at zero
-      std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / dims_[l]));
-      float* w = W(params_, l);
-      for (size_t i = 0; i < size_t(dims_[l]) * dims_[l + 1]; ++i) w[i] = dist(rng);
-    }
-  }
-
-  const std::vector<size_t>& sizes() const override { return layout_.sizes; }
-  float* params() override { return params_.data(); }
-  float* grads() override { return grads_.data(); }
-  const std::vector<float>& host_params() const { return params_; }
-
-  // Forward pass of m samples; fills the activations; returns the summed loss (and, with
-  // `correct`, counts right answers).
-  double Forward(const float* x, const uint8_t* y, int m, int* correct) override {
-    act_[0].assign(x, x + size_t(m) * 784);
-    for (int l = 0; l < 3; ++l) {
-      int in = dims_[l], out = dims_[l + 1];
-      auto& next = act_[l + 1];
-      next.assign(size_t(m) * out, 0.0f);
-      const float* b = B(params_, l);
-      for (int i = 0; i < m; ++i) std::copy(b, b + out, next.begin() + size_t(i) * out);
-      MatMulAdd(act_[l].data(), W(params_, l), next.data(), m, in, out);
-      if (l < 2) {
-        for (auto& v : next) v = std::max(v, 0.0f);
-      }
-    }
-    // Softmax in place on the logits.
-    double loss = 0;
-    auto& z = act_[3];
-    for (int i = 0; i < m; ++i) {
-      float* zi = z.data() + size_t(i) * 10;
-      float mx = *std::max_element(zi, zi + 10);
-      float sum = 0;
-      for (int j = 0; j < 10; ++j) sum += (zi[j] = std::exp(zi[j] - mx));
-      for (int j = 0; j < 10; ++j) zi[j] /= sum;
-      loss -= std::log(std::max(zi[y[i]], 1e-12f));
-      if (correct && std::max_element(zi, zi + 10) - zi == y[i]) ++*correct;
-    }
-    return loss;
-  }
-
-  // Backward pass of the last Forward (mean loss over its m samples); calls ready(tensor) as
-  // each gradient is final.
-  void Backward(const uint8_t* y, int m, const std::function<void(size_t)>& ready) override {
-    std::vector<float> delta(act_[3]);  // softmax - one-hot, over m
-    for (int i = 0; i < m; ++i) delta[size_t(i) * 10 + y[i]] -= 1.0f;
-    for (auto& v : delta) v /= m;
-    for (int l = 2; l >= 0; --l) {
-      int in = dims_[l], out = dims_[l + 1];
-      float* gw = W(grads_, l);
-      float* gb = B(grads_, l);
-      std::fill(gw, gw + size_t(in) * out, 0.0f);
-      std::fill(gb, gb + out, 0.0f);
-      MatTMulAdd(act_[l].data(), delta.data(), gw, m, in, out);
-      for (int i = 0; i < m; ++i) {
-        for (int j = 0; j < out; ++j) gb[j] += delta[size_t(i) * out + j];
-      }
-      ready(MlpLayout::WeightTensor(l));
-      ready(MlpLayout::WeightTensor(l) + 1);
-      if (l == 0) break;
-      std::vector<float> prev(size_t(m) * in);
-      MatMulT(delta.data(), W(params_, l), prev.data(), m, in, out);
-      for (size_t i = 0; i < prev.size(); ++i) {
-        if (act_[l][i] <= 0.0f) prev[i] = 0.0f;  // ReLU
-      }
-      delta.swap(prev);
-    }
-  }
-
-  // SGD with momentum on the (averaged) gradients.
-  void Step(float lr, float momentum) override {
-    for (size_t i = 0; i < params_.size(); ++i) {
-      velocity_[i] = momentum * velocity_[i] + grads_[i];
-      params_[i] -= lr * velocity_[i];
-    }
-  }
-
- private:
-  float* W(std::vector<float>& v, int l) { return v.data() + layout_.weight(l); }
-  float* B(std::vector<float>& v, int l) { return v.data() + layout_.bias(l); }
-
-  MlpLayout layout_;
-  const int* dims_;
-  std::vector<float> params_, grads_, velocity_;
-  std::vector<float> act_[4];
-};
 
 // --- the actor ---------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-// The model of examples/fashion_mnist.cc, on the CPU (fashion_mnist.cc) or a GPU (mlp_cuda.cu):
+// The model of examples/fashion_mnist.cc, on the CPU (mlp_cpu.h) or a GPU (mlp_cuda.cu):
 // a 784-h1-h2-10 MLP whose parameters and gradients are flat float32 buffers, laid out in the
 // order backpropagation finishes them (W3, b3, W2, b2, W1, b1; W is in x out, row-major).
 #pragma once
