@@ -191,6 +191,15 @@ int main(int argc, char** argv) {
     std::printf("BAD metric %s\n", !dr.ok()             ? dr.status().ToString().c_str()
                                    : dr->trials.empty() ? "no trial"
                                                         : dr->trials[0].reason.c_str());
+    tune::TunerOptions huge = o;
+    huge.name = o.name + "-huge";
+    huge.num_samples = 1;
+    huge.resources_per_trial = {{"CPU", 1000}};  // no node has that many
+    auto h = tune::Tuner::Create<Quadratic>(space, huge);
+    auto hr = h.ok() ? h->Run() : cumulus::Result<tune::ExperimentResult>(h.status());
+    std::printf("BAD infeasible %s\n", !hr.ok()             ? hr.status().ToString().c_str()
+                                       : hr->trials.empty() ? "no trial"
+                                                            : hr->trials[0].reason.c_str());
     auto again = tune::Tuner::Create<Quadratic>(space, w);
     std::printf("BAD exists %s\n", again.ok() ? "accepted" : again.status().ToString().c_str());
   }

@@ -288,6 +288,7 @@ TEST_F(TuneTest, FunctionTrainableAndBadInput) {
       << out;
   EXPECT_NE(out.find("without the experiment's metric 'loss'"), std::string::npos) << out;
   EXPECT_NE(out.find("BAD exists AlreadyExists"), std::string::npos) << out;
+  EXPECT_NE(out.find("BAD infeasible its resources can never be had"), std::string::npos) << out;
 }
 
 }  // namespace

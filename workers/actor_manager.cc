@@ -138,8 +138,12 @@ void ActorManager::CreationFinished(const PendingTask& t, const Status* error,
     return;
   }
   if (error) {
-    MarkDead(a, Status::ActorDied("actor " + t.function + " (" + t.actor.Hex() +
-                                  ") could not be created: " + error->ToString()));
+    // An actor no node can ever hold says so with Infeasible, as a task does; other failures
+    // to build it are ActorDied.
+    StatusCode code =
+        error->code() == StatusCode::kInfeasible ? StatusCode::kInfeasible : StatusCode::kActorDied;
+    MarkDead(a, Status(code, "actor " + t.function + " (" + t.actor.Hex() +
+                                 ") could not be created: " + error->ToString()));
     return;
   }
   std::string address = result->getActorAddress();
