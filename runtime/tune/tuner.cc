@@ -692,7 +692,17 @@ void Tuner::Impl::Progress(bool final) {
     char b[128];
     std::snprintf(b, sizeof(b), "; best %s = %.6g (%s ", spec_.metric.c_str(), best,
                   TrialName(best_trial->id).c_str());
-    line += b + Shorten(best_trial->config.ToString(), 80) + ")";
+    // Only the parameters that differ between trials: constants (a data path, say) are noise.
+    std::string shown;
+    for (auto& [key, value] : best_trial->config.values()) {
+      bool varies = false;
+      for (auto& [id, t] : state_.trials()) {
+        auto it = t.config.values().find(key);
+        varies = varies || it == t.config.values().end() || it->second != value;
+      }
+      if (varies) shown += (shown.empty() ? "" : ", ") + key + "=" + FormatValue(value);
+    }
+    line += b + Shorten(shown, 100) + ")";
   }
   bool table =
       progress_options_.progress == "table" || (progress_options_.progress == "auto" && isatty(1));
