@@ -152,6 +152,17 @@ class ClusterTest : public ::testing::Test {
                                                                  start);
   }
 
+  // The node that runs inside the head process, found by its core socket under the head's data
+  // dir; "" if the head runs none (--no-node). Not View().nodes[0]: the view is ordered by node
+  // id, so once other nodes have joined its first node is any of them.
+  std::string HeadNodeId() {
+    const std::string under = dir_.path() + "/head/";
+    for (const NodeRecord& n : View().nodes) {
+      if (n.state == NodeState::kAlive && n.core_socket.rfind(under, 0) == 0) return n.id.Hex();
+    }
+    return "";
+  }
+
   // The core socket of node `node_hex` (drivers attach to it), or "" if the head does not know it.
   std::string CoreSocket(const std::string& node_hex) {
     ClusterView v = View();

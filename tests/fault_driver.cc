@@ -5,6 +5,9 @@
 //   --scenario=worker_death   tasks and actors whose processes are SIGKILLed
 //   --scenario=node_death     --victim=NODE_ID: work and objects on a node the test kills
 //   --scenario=hung_node      --victim=NODE_ID: an actor on a node the test SIGSTOPs
+//   --scenario=new_actor_after_node_death  an actor on a node the test SIGKILLs; new actors of
+//                             the same shape go to the node that is left, at once and once the
+//                             head has declared the killed one dead
 //   --scenario=head_restart   tasks keep running and a named actor waits while the head is down
 //   --scenario=head_gone      the head is killed or hung for good: with CUMULUS_HEAD_WAIT_MS set,
 //                             GetActor and making a named actor fail after that wait, naming it
@@ -105,6 +108,8 @@ class Survivor {
   int Incr() { return ++count_; }
   // From now on this process ignores SIGTERM (only SIGKILL ends it).
   bool IgnoreTerm() { return signal(SIGTERM, SIG_IGN) != SIG_ERR; }
+  // Answers once the file `path` exists (a call that is running when its node dies).
+  bool Await(std::string path) const { return WaitForFile(path); }
 
  private:
   bool restarted_;
@@ -135,8 +140,8 @@ Hoarder* CreateHoarder(std::string tell, int mib, std::string go) {
 CUMULUS_REMOTE(WhereAmI, Plus, DieOnce, Hold, Blob, Mix, SumWhere, Shout, SleepUntil,
                TellAndSleepUntil);
 CUMULUS_REMOTE(CreateSurvivor, &Survivor::Pid, &Survivor::Restarted, &Survivor::Where,
-               &Survivor::Big, &Survivor::Incr, &Survivor::IgnoreTerm, CreateHoarder,
-               &Hoarder::Pid);
+               &Survivor::Big, &Survivor::Incr, &Survivor::IgnoreTerm, &Survivor::Await,
+               CreateHoarder, &Hoarder::Pid);
 
 namespace {
 
@@ -288,6 +293,32 @@ void HungNode(const std::string& dir, const cumulus::NodeId& victim) {
   Check("hung_node_actor_restarted_elsewhere",
         moved.ok() && *moved != victim.Hex() && restarted.ok() && *restarted,
         Text(moved) + " " + Text(restarted));
+}
+
+// One CPU on each of two nodes and none on the driver's: an actor of one CPU runs on one node,
+// whose machine the test kills (node and workers) while a call of the actor runs. A new actor of
+// one CPU, created as soon as that call failed (the head may not know yet) and again once the
+// head has declared the node dead, must land on the node that is left and answer.
+void NewActorAfterNodeDeath(const std::string& dir) {
+  const std::map<std::string, double> kOneCpu = {{"CPU", 1}};
+  auto first = cumulus::Actor(CreateSurvivor).SetResources(kOneCpu).Remote();
+  auto where = cumulus::TryGet(first.Task(&Survivor::Where).Remote(), kWait);
+  auto running = first.Task(&Survivor::Await).Remote(dir + "/dead");
+  Say("READY where=" + (where.ok() ? *where : Text(where)));
+  if (!WaitForFile(dir + "/killed")) return Check("test_killed_the_node", false, "no file");
+  auto died = cumulus::TryGet(running, kWait);
+  Check("call_on_killed_node_fails", Code(died) == cumulus::StatusCode::kActorDied, Text(died));
+  // At once, as a tuner restarting a trial would: the head may not know yet.
+  auto second = cumulus::Actor(CreateSurvivor).SetResources(kOneCpu).Remote();
+  auto moved = cumulus::TryGet(second.Task(&Survivor::Where).Remote(), kWait);
+  Check("new_actor_at_once_on_the_live_node", where.ok() && moved.ok() && *moved != *where,
+        (moved.ok() ? *moved : Text(moved)) + " (killed: " + (where.ok() ? *where : "?") + ")");
+  (void)second.Kill();  // frees the CPU for the next one
+  if (!WaitForFile(dir + "/dead")) return Check("test_saw_the_node_dead", false, "no file");
+  auto third = cumulus::Actor(CreateSurvivor).SetResources(kOneCpu).Remote();
+  auto later = cumulus::TryGet(third.Task(&Survivor::Where).Remote(), kWait);
+  Check("new_actor_after_dead_on_the_live_node", where.ok() && later.ok() && *later != *where,
+        (later.ok() ? *later : Text(later)) + " (killed: " + (where.ok() ? *where : "?") + ")");
 }
 
 void HeadRestart(const std::string& dir) {
@@ -525,6 +556,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     HungNode(dir, *victim);
+  } else if (scenario == "new_actor_after_node_death") {
+    NewActorAfterNodeDeath(dir);
   } else if (scenario == "head_restart") {
     HeadRestart(dir);
   } else if (scenario == "head_gone") {

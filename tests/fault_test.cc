@@ -136,6 +136,32 @@ TEST_F(FaultTest, HungNodeIsDeclaredDeadAndItsActorsRestartElsewhere) {
   EXPECT_TRUE(WaitForState(a, NodeState::kDead, 15s));
 }
 
+// The driver's node has no CPU; an actor of one CPU runs on b or c and that machine dies (the
+// node and its workers SIGKILLed): new actors of one CPU go to the other node, both at once
+// (before the head declares the node dead) and after.
+TEST_F(FaultTest, NodeKilledNewActorsGoToTheNodeLeft) {
+  auto head = StartHead({"--resources", "CPU=0"});
+  std::string head_id = HeadNodeId();
+  std::string b, c;
+  auto node_b = StartNode("b", {"--resources", "CPU=1"}, &b);
+  auto node_c = StartNode("c", {"--resources", "CPU=1"}, &c);
+  ASSERT_FALSE(b.empty() || c.empty());
+  auto driver = Driver({"--scenario=new_actor_after_node_death"}, CoreSocket(head_id));
+  auto ready = driver->WaitForLine("READY", 120s);
+  ASSERT_TRUE(ready) << driver->ReadAll(1s);
+  std::string where = Field(*ready, "where");
+  ASSERT_TRUE(where == b || where == c) << *ready << driver->ReadAll(1s);
+  auto& victim = where == b ? node_b : node_c;
+  SignalTree(victim->pid(), SIGKILL);
+  (void)victim->Wait(10s);
+  Touch("killed");
+  EXPECT_TRUE(WaitForState(where, NodeState::kDead, 30s)) << "the head never saw the node die";
+  Touch("dead");
+  ExpectChecks(driver->ReadAll(120s),
+               {"call_on_killed_node_fails", "new_actor_at_once_on_the_live_node",
+                "new_actor_after_dead_on_the_live_node"});
+}
+
 TEST_F(FaultTest, HeadKilledAndRestartedWorkGoesOn) {
   auto head = StartHead({"--no-node"});
   int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());

@@ -27,7 +27,6 @@ class ObjectLifetimeTest : public ClusterTest {
     args.insert(args.begin(), "--scenario=" + scenario);
     return StartDriver("object_lifetime_driver", std::move(args), socket);
   }
-  std::string HeadNodeId() { return View().nodes.empty() ? "" : View().nodes[0].id.Hex(); }
   // The store of the node inside the head process `head`.
   std::string HeadStore(const Subprocess& head) {
     return dir_.path() + "/head/node-" + std::to_string(head.pid()) + "/store.sock";

@@ -29,7 +29,8 @@ class TuneTest : public ClusterTest {
     head_store_memory_ = "256M";
     node_store_memory_ = "256M";
   }
-  std::string HeadNodeId() { return View().nodes.empty() ? "" : View().nodes[0].id.Hex(); }
+  // Attached to the head's node (which has no CPU in the node-kill test: its trial runs on a
+  // node that may be killed, never on the driver's own).
   std::unique_ptr<Subprocess> Driver(std::vector<std::string> args) {
     return StartDriver("tune_driver", std::move(args), CoreSocket(HeadNodeId()));
   }

@@ -263,9 +263,7 @@ void CoreWorkerImpl::Stop() {
 // ---- OwnerIo: what the owner side's units ask of this process (all under mu_) -------------
 
 Status CoreWorkerImpl::SendToNode(std::string frame) {
-  if (node_conn_ == 0) {
-    return Status::Unavailable("the node cannot be reached: its connection is closed");
-  }
+  if (node_conn_ == 0) return Status::Unavailable(NodeLostMessage());
   channel_->Send(node_conn_, std::move(frame));
   return Status();
 }
@@ -302,8 +300,16 @@ void CoreWorkerImpl::DeleteLocalCopies(std::vector<ObjectId> ids) {
 
 std::string CoreWorkerImpl::CannotSubmit() const {
   if (stopped_) return "cumulus is shutting down";
-  if (node_conn_ == 0) return "the connection to the node was lost";
+  if (node_conn_ == 0) return NodeLostMessage();
   return "";
+}
+
+// REQUIRES: mu_, node_conn_ == 0. This process's own node, not the one a task was meant for:
+// nothing can be submitted from here again.
+std::string CoreWorkerImpl::NodeLostMessage() const {
+  return "this process lost its connection to its node " + node_id_.Hex() + " (" +
+         (node_lost_.empty() ? std::string("closed") : node_lost_) +
+         "); it can submit no more work: start it again attached to a live node";
 }
 
 // ---- connections -------------------------------------------------------------------------
@@ -317,7 +323,13 @@ void CoreWorkerImpl::OnFrame(uint64_t conn, FrameWords words) {
       // A handler may read a field more than once: 8 times the frame's words, never the 64M
       // words a frame of zero-sized list elements could make it walk.
       capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
-      keep = HandleMessage(conn, reader.getRoot<proto::CoreMessage>(), words);
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      keep = HandleMessage(conn, msg, words);
+      if (!keep) {
+        CUMULUS_LOG(WARN) << "cumulus: closing " << (conn == node_conn_ ? "the node's" : "a")
+                          << " connection: it sent a message it may not send (core message "
+                          << static_cast<int>(msg.which()) << ")";
+      }
     } catch (const kj::Exception& e) {
       CUMULUS_LOG(WARN) << "cumulus: a peer sent a malformed message: "
                         << e.getDescription().cStr();
@@ -381,6 +393,9 @@ void CoreWorkerImpl::OnClose(uint64_t tag, const std::string& why) {
   peers_.erase(tag);
   if (tag == node_conn_) {
     node_conn_ = 0;
+    node_lost_ = why;
+    // (A worker exits now: its node's log needs no line for it.)
+    if (!stopped_ && !is_worker_) CUMULUS_LOG(WARN) << "cumulus: " << NodeLostMessage();
     tasks_.NodeLost();
     groups_.NodeLost();
     execution_.Close();

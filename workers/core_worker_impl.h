@@ -148,6 +148,7 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   void OnFrame(uint64_t conn, FrameWords words);
   bool HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg, Words& words);
   void OnClose(uint64_t tag, const std::string& why);
+  std::string NodeLostMessage() const;
   void NotifyBlocked(bool blocked);
   static std::string BlockedFrame(bool blocked, const std::vector<TaskId>& returned);
 
@@ -175,6 +176,7 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   std::mutex mu_;  // everything below; never held while waiting on a socket
   std::condition_variable cv_;
   uint64_t node_conn_ = 0;
+  std::string node_lost_;  // why the connection to the node closed ("" while it is open)
   std::atomic<bool> stopped_{false};
   ReferenceTable refs_{100};                       // the objects this process owns
   TaskManager tasks_{options_.job, refs_, *this};  // what it submitted

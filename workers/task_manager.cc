@@ -94,7 +94,8 @@ void TaskManager::OnResult(proto::TaskResult::Reader r) {
 }
 
 void TaskManager::NodeLost() {
-  Status st = Status::Unavailable("the connection to the node was lost");
+  std::string why = io_.CannotSubmit();
+  Status st = Status::Unavailable(why.empty() ? "the connection to the node was lost" : why);
   std::vector<TaskId> lost;
   for (auto& [id, t] : tasks_) {
     if (t->sent && !t->actor_call) lost.push_back(id);
