@@ -16,6 +16,7 @@
 #include "cluster_fixture.h"
 #include "runtime/tune/experiment_state.h"
 #include "runtime/tune/journal.h"
+#include "scheduler/tune/trial_scheduler.h"
 
 namespace cumulus {
 namespace {
@@ -248,6 +249,36 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
   EXPECT_NE(line.find("iterations=12 "), std::string::npos) << out;
   EXPECT_NE(line.find("restarts=1 "), std::string::npos) << out;
   EXPECT_EQ(Field(line, "node"), where == b ? c : b) << out;
+}
+
+// PBT: the bottom trials take over a top trial's checkpoint and config, and go on to the end.
+TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
+  auto head = StartHead({"--resources", "CPU=4"});
+  auto driver = Driver({"--scenario=run", "--name=pbt", "--samples=4", "--iters=12",
+                        "--scheduler=pbt", "--concurrent=4", "--step-ms=20"});
+  std::string out = Finish(*driver);
+  ASSERT_NE(out.find("RESULT trials=4 finished=4 "), std::string::npos) << out;
+  auto j = Load("pbt");
+  ASSERT_TRUE(j.ok()) << j.status();
+  size_t exploits = 0;
+  for (size_t i = 0; i < j->entries.size(); ++i) {
+    const JournalEntry& e = j->entries[i];
+    if (e.kind != JournalEntry::Kind::kReport || e.action != uint8_t(tune::Action::kExploit))
+      continue;
+    ++exploits;
+    // The exploiting trial's config becomes the donor's (no mutations: exploit only), and the
+    // donor's checkpoint is copied to it before it runs again.
+    EXPECT_NE(e.exploit_from, e.trial);
+    bool copied = false;
+    for (size_t k = i + 1; k < j->entries.size() && !copied; ++k) {
+      copied =
+          j->entries[k].kind == JournalEntry::Kind::kCheckpoint && j->entries[k].trial == e.trial;
+    }
+    EXPECT_TRUE(copied) << "trial " << e.trial << " exploited " << e.exploit_from
+                        << " without its checkpoint";
+  }
+  EXPECT_GT(exploits, 0u) << out;
+  for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=12 "), std::string::npos);
 }
 
 TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
