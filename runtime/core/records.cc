@@ -1,61 +1,22 @@
 #include "runtime/core/records.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-#include <kj/array.h>
-
 #include <cstring>
 
+#include "runtime/core/record_codec.h"
 #include "runtime/proto/control.capnp.h"
 
 namespace cumulus {
 
+using record_codec::Bytes;
+using record_codec::Read;
+using record_codec::SetTexts;
+using record_codec::Text;
+using record_codec::Texts;
+
 namespace {
-
-template <typename Builder>
-void SetTexts(Builder list_init, const std::vector<std::string>& values) {
-  for (unsigned i = 0; i < values.size(); ++i) list_init.set(i, values[i]);
-}
-
-template <typename Reader>
-std::vector<std::string> Texts(Reader list) {
-  std::vector<std::string> out;
-  out.reserve(list.size());
-  for (auto t : list) out.emplace_back(t.cStr(), t.size());
-  return out;
-}
-
-std::string Text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
 capnp::Data::Reader DataOf(const std::string& s) {
   return capnp::Data::Reader(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
-
-std::string Bytes(capnp::MessageBuilder& message) {
-  auto words = capnp::messageToFlatArray(message);
-  auto bytes = words.asBytes();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-}
-
-// Reads a record of type R from `bytes` (copied to aligned words) and converts it with `read`.
-template <typename Root, typename F>
-auto Read(std::string_view bytes, const char* what, F read)
-    -> Result<decltype(read(std::declval<typename Root::Reader>()))> {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    return Status::InvalidArgument(std::string("not a ") + what + " record (" +
-                                   std::to_string(bytes.size()) + " bytes)");
-  }
-  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = words.size() + 64;  // work bounded by the bytes
-    capnp::FlatArrayMessageReader reader(words, options);
-    return read(reader.getRoot<Root>());
-  } catch (const kj::Exception& e) {
-    return Status::InvalidArgument(std::string("not a ") + what +
-                                   " record: " + e.getDescription().cStr());
-  }
 }
 
 }  // namespace

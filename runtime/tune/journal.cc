@@ -1,47 +1,23 @@
 #include "runtime/tune/journal.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-#include <kj/array.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/core/record_codec.h"
 #include "runtime/proto/tune.capnp.h"
 
 namespace cumulus::tune {
+
+using record_codec::Bytes;
+using record_codec::Read;
+using record_codec::SetTexts;
+using record_codec::Text;
+using record_codec::Texts;
+
 namespace {
 
 constexpr size_t kChunkBytes = size_t{4} << 20;
-
-std::string Text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
-
-std::string Bytes(capnp::MessageBuilder& message) {
-  auto words = capnp::messageToFlatArray(message);
-  auto bytes = words.asBytes();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-}
-
-template <typename Root, typename F>
-auto Read(std::string_view bytes, const char* what, F read)
-    -> Result<decltype(read(std::declval<typename Root::Reader>()))> {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    return Status::InvalidArgument(std::string("not a ") + what + " record (" +
-                                   std::to_string(bytes.size()) + " bytes)");
-  }
-  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = words.size() + 64;
-    capnp::FlatArrayMessageReader reader(words, options);
-    return read(reader.getRoot<Root>());
-  } catch (const kj::Exception& e) {
-    return Status::InvalidArgument(std::string("not a ") + what +
-                                   " record: " + e.getDescription().cStr());
-  }
-}
 
 template <typename Builder>
 void SetNamed(Builder list, const std::map<std::string, double>& values) {
@@ -57,18 +33,6 @@ template <typename Reader>
 std::map<std::string, double> Named(Reader list) {
   std::map<std::string, double> out;
   for (auto nv : list) out[Text(nv.getName())] = nv.getValue();
-  return out;
-}
-
-template <typename Builder>
-void SetTexts(Builder list, const std::vector<std::string>& values) {
-  for (unsigned i = 0; i < values.size(); ++i) list.set(i, values[i]);
-}
-
-template <typename Reader>
-std::vector<std::string> Texts(Reader list) {
-  std::vector<std::string> out;
-  for (auto t : list) out.push_back(Text(t));
   return out;
 }
 

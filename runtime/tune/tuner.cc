@@ -15,19 +15,6 @@
 namespace cumulus::tune {
 namespace {
 
-Result<std::unique_ptr<ControlClient>> ConnectHead(std::string* job) {
-  CoreWorker* rt = CurrentCoreWorker();
-  if (rt == nullptr) {
-    return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
-  }
-  *job = rt->job_id().Hex();
-  auto [address, token] = rt->cluster_credentials();
-  CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-  ControlClientOptions o;
-  o.role = "tuner";
-  return ControlClient::Connect(hp, token, o);
-}
-
 std::string Shorten(const std::string& s, size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 3) + "...";
 }
@@ -77,7 +64,7 @@ Status Tuner::Impl::MakePolicies() {
 
 Status Tuner::Impl::Begin() {
   CUMULUS_RETURN_IF_ERROR(MakePolicies());
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead(&job_));
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead(&job_));
   CUMULUS_ASSIGN_OR_RETURN(journal_, Journal::Create(std::move(head), spec_));
   return Status::OK();
 }
@@ -102,7 +89,7 @@ Status Tuner::Impl::Resume(Journal::Loaded loaded) {
       }
     }
   }
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead(&job_));
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead(&job_));
   journal_ = tune::Journal::Continue(std::move(head), spec_.name, loaded.entries.size() + 1);
   return Status::OK();
 }

@@ -29,6 +29,10 @@
 
 namespace cumulus::tune {
 
+// A connection to the head of the cluster this process runs in (the journal's, the CLI's), and
+// this process's job (hex) when `job` is given.
+Result<std::unique_ptr<ControlClient>> ConnectTunerHead(std::string* job = nullptr);
+
 // Checks the options and turns them into the spec the journal keeps.
 Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace& space,
                                        const std::string& trainable, bool is_function);

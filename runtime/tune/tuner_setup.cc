@@ -14,19 +14,20 @@ namespace {
 
 Status Bad(const std::string& what) { return Status::InvalidArgument("tuner: " + what); }
 
-Result<std::unique_ptr<ControlClient>> ConnectHead() {
+}  // namespace
+
+Result<std::unique_ptr<ControlClient>> ConnectTunerHead(std::string* job) {
   CoreWorker* rt = CurrentCoreWorker();
   if (rt == nullptr) {
     return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
   }
+  if (job) *job = rt->job_id().Hex();
   auto [address, token] = rt->cluster_credentials();
   CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
   ControlClientOptions o;
   o.role = "tuner";
   return ControlClient::Connect(hp, token, o);
 }
-
-}  // namespace
 
 Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace& space,
                                        const std::string& trainable, bool is_function) {
@@ -138,7 +139,7 @@ namespace {
 Status RestoreAs(const std::string& trainable, bool is_function, const std::string& name,
                  const SearchSpace& space, const TunerOptions* progress,
                  std::unique_ptr<Tuner::Impl>* out) {
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead());
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead());
   CUMULUS_ASSIGN_OR_RETURN(auto loaded, Journal::Load(*head, name));
   if (loaded.spec.trainable != trainable || loaded.spec.is_function != is_function) {
     return Bad("experiment '" + name + "' was run with " +
@@ -193,7 +194,7 @@ Result<Tuner> Tuner::Restore(TrainFunction train, const std::string& name, const
 Result<ExperimentResult> Tuner::Run() { return impl_->Run(); }
 
 Result<ExperimentResult> LoadExperiment(const std::string& name) {
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead());
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead());
   CUMULUS_ASSIGN_OR_RETURN(auto loaded, Journal::Load(*head, name));
   ExperimentState state(loaded.spec);
   for (auto& e : loaded.entries) CUMULUS_RETURN_IF_ERROR(state.Apply(e));
@@ -233,7 +234,7 @@ size_t ExperimentResult::Count(TrialState state) const {
 Result<std::string> ExperimentResult::BestCheckpoint() const {
   const TrialResult* b = best();
   if (b == nullptr || b->checkpoint.key.empty()) return std::string();
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectHead());
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead());
   JournalEntry e;
   e.checkpoint_key = b->checkpoint.key;
   e.checkpoint_chunks = b->checkpoint.chunks;
