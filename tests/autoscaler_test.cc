@@ -195,7 +195,7 @@ TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
   ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
   auto first = CloudNodes()[0];
   ASSERT_TRUE(WaitUntil([&] { return !(CloudNodes()[0].available == first.total); }, 20s))
-      << "the work never started on the cloud node";
+      << "the work never started on the cloud node" << Status() << monitor_->ReadAll(1s);
   ASSERT_EQ(kill(first.pid, SIGKILL), 0);
   std::string out = driver->ReadAll(90s);
   ExpectChecks(out, {"ran"});

@@ -235,7 +235,19 @@ Status Monitor::RunRound() {
   for (auto& t : options_.config.node_types) prices[t.name] = t.price_per_hour;
   books_.Accrue(now, prices);
 
+  std::set<std::string> alive;
+  for (auto& n : view.nodes) {
+    if (n.state == NodeState::kAlive) alive.insert(n.id.Hex());
+  }
+  bool joined = capacity_changed_ == 0;
+  for (auto& hex : alive) joined = joined || !alive_.count(hex);
+  if (joined) capacity_changed_ = now;
+  alive_ = std::move(alive);
+
   MonitorView mv;
+  mv.demand_settled =
+      now - capacity_changed_ >=
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.demand_settle).count();
   mv.nodes = view.nodes;
   mv.listed = listed_;
   mv.in_flight_launches = in_flight_launches_;

@@ -42,6 +42,10 @@ struct MonitorOptions {
   Duration terminate_timeout = std::chrono::seconds(60);   // per Terminate()
   Duration min_launch_timeout = std::chrono::seconds(60);  // Launch(): max(this, 2 x boot time)
   autoscale::Options policy;  // the policy's knobs (backoff, timeouts, caps)
+  // After a node joins (or the monitor starts), pending demand is not acted on for this long: a
+  // node's heartbeat may still report work it is about to send to the new node, which would
+  // launch a second one (Ray #36926). At least two heartbeat intervals.
+  Duration demand_settle = std::chrono::seconds(3);
   // Launched nodes that are busy or hold objects: a node is idle when its available resources
   // equal its total; it must stay so this long per round to count (0: at once).
 };
@@ -92,7 +96,9 @@ class Monitor {
   std::map<std::string, int64_t> in_flight_since_;       // type -> when the oldest was asked
   std::set<std::string> terminating_;                    // instance ids with a call in flight
   std::set<std::string> seen_registered_;                // instance ids seen as alive nodes
-  std::set<std::string> listing_;                        // providers with a List() in flight
+  std::set<std::string> alive_;                          // node hexes alive last round
+  int64_t capacity_changed_ = 0;   // when a node last joined (micros; 0: not yet)
+  std::set<std::string> listing_;  // providers with a List() in flight
 
   std::mutex mu_;  // guards results_ and threads_
   std::vector<std::pair<std::thread::id, std::function<void()>>> results_;

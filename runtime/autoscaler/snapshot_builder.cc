@@ -84,7 +84,7 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     }
     s.nodes.push_back(std::move(node));
 
-    for (auto& d : n.pending_demand) {
+    for (auto& d : view.demand_settled ? n.pending_demand : DemandList{}) {
       autoscale::DemandItem item;
       item.id = "node " + hex.substr(0, 8) + " {" + d.shape.ToString() + "}" +
                 (d.selector.empty() ? "" : " on " + d.selector);

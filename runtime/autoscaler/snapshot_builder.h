@@ -9,7 +9,8 @@
 //   - An instance in the books with no ALIVE node yet, that its provider does not list as ended,
 //     is kLaunching since its launch; launches still in flight are kLaunching too (ids
 //     "asking/TYPE/N"), so no demand launches twice.
-//   - Each ALIVE node's pending demand (shape, count, selector) is one DemandItem.
+//   - Each ALIVE node's pending demand (shape, count, selector) is one DemandItem, unless
+//     `demand_settled` is false (heartbeats may still report work that is moving to a new node).
 // What the head does not report yet and is taken as false: holds_sole_copy (the only copy of a
 // live object on a node); a node idle by its resources is drained even if it holds one.
 #pragma once
@@ -32,7 +33,8 @@ struct MonitorView {
   std::map<std::string, std::vector<Instance>> listed;  // provider -> List()
   std::map<std::string, int> in_flight_launches;        // type -> nodes asked for
   std::map<std::string, int64_t> in_flight_since;       // type -> when
-  int64_t now = 0;                                      // wall clock, micros
+  bool demand_settled = true;  // false: leave pending demand out (a node just joined)
+  int64_t now = 0;             // wall clock, micros
 };
 
 struct BuiltSnapshot {
