@@ -202,6 +202,25 @@ TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
   EXPECT_EQ(out.find(first.id.Hex()), std::string::npos) << "it ran on the killed node?\n" << out;
 }
 
+// `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
+// before its idle timeout. An on-prem node is refused with the reason.
+TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/600));
+  auto driver = Driver({"--cpus=3", "--hold_ms=3000"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  std::string hex = CloudNodes()[0].id.Hex(), out;
+  ASSERT_TRUE(
+      WaitUntil([&] { return !(CloudNodes()[0].available == CloudNodes()[0].total); }, 20s));
+  EXPECT_EQ(
+      Cli({"drain", hex.substr(0, 8), "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  ExpectChecks(driver->ReadAll(60s), {"ran"});
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 20s)) << Status();
+  EXPECT_EQ(Cli({"drain", onprem_id_, "--address", address_, "--token-file", token_file_}, &out),
+            1);
+  EXPECT_NE(out.find("not launched by the autoscaler"), std::string::npos) << out;
+}
+
 TEST_F(AutoscalerTest, BadArgumentsAreOneLineAndExit2) {
   std::string out;
   EXPECT_EQ(Cli({"up"}, &out), 2) << out;

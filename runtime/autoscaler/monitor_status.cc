@@ -61,9 +61,9 @@ std::string StatusText(const MonitorStatusInput& in) {
       backoff = "until " + Until(t.backoff_until, in.now_micros) +
                 (b ? " (" + b->history.last_error + ")" : "");
     std::snprintf(line, sizeof(line), "  %-16s %7d %9d %4d %8d %6d %10s %8s  %s\n", t.type.c_str(),
-                  t.running, t.launching, t.idle, t.draining, b ? b->failed_launches : 0,
-                  Money(b ? b->spend : 0).c_str(), Money(t.price_per_hour_now).c_str(),
-                  backoff.c_str());
+                  t.running, t.launching + t.launches, t.idle, t.draining,
+                  b ? b->failed_launches : 0, Money(b ? b->spend : 0).c_str(),
+                  Money(t.price_per_hour_now).c_str(), backoff.c_str());
     out += line;
   }
   if (d.verdicts.empty()) {
@@ -92,8 +92,8 @@ std::string StatusJson(const MonitorStatusInput& in) {
     const TypeBooks* b = BooksOf(*in.books, t.type);
     out += std::string(first ? "" : ",") + "{\"type\":" + Quote(t.type) +
            ",\"running\":" + std::to_string(t.running) +
-           ",\"launching\":" + std::to_string(t.launching) + ",\"idle\":" + std::to_string(t.idle) +
-           ",\"draining\":" + std::to_string(t.draining) +
+           ",\"launching\":" + std::to_string(t.launching + t.launches) +
+           ",\"idle\":" + std::to_string(t.idle) + ",\"draining\":" + std::to_string(t.draining) +
            ",\"failed_launches\":" + std::to_string(b ? b->failed_launches : 0) +
            ",\"cost\":" + Money(b ? b->spend : 0) + ",\"per_hour\":" + Money(t.price_per_hour_now) +
            ",\"backoff_until_micros\":" +

@@ -21,7 +21,8 @@ struct MonitorStatusInput {
   int64_t now_micros;
 };
 
-// Lines starting "Autoscaler", a table of types, then "Pending demand" with one line per verdict.
+// Lines starting "Autoscaler", a table of types (LAUNCHING counts the launches decided this
+// round too), then "Pending demand" with one line per verdict.
 std::string StatusText(const MonitorStatusInput& in);
 // {"updated_micros", "cluster", "spend", "per_hour", "budget_per_hour", "budget_total",
 //  "types": [{"type", "running", "launching", "idle", "draining", "failed_launches", "cost",

@@ -79,8 +79,11 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
     node_.BookView(d.node, t.req.placement.demand, /*take=*/true);
     return true;
   }
-  // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
-  return !t.actor_creation && t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t);
+  // Small tasks of one shape queue behind a busy worker of theirs rather than wait here; not
+  // where an autoscaler may launch nodes: they wait here, seen as pending demand, and go to
+  // the new node (a task behind a worker would stay on this node).
+  return !options_.wait_for_nodes && !t.actor_creation &&
+         t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t);
 }
 
 // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.

@@ -31,7 +31,8 @@ struct LocalSchedulerOptions {
   size_t pipeline_depth = 16;                         // tasks queued on one leased worker
   Duration program_wait = std::chrono::seconds(120);  // for a job's program, then fail
   // A task no node could run waits (reported as pending demand, for an autoscaler to launch a
-  // node for) instead of failing as infeasible at once.
+  // node for) instead of failing as infeasible at once; and a task that must wait is not
+  // queued behind a busy worker (it would not move to a launched node).
   bool wait_for_nodes = false;
 };
 
