@@ -188,6 +188,27 @@ TEST_F(AutoscalerTest, RestartedMonitorLaunchesNoDuplicates) {
   EXPECT_EQ(Live().size(), 1u);
 }
 
+// The head killed and restarted under the monitor: the monitor connects again, its books come
+// back from the head's store, and the node it launched is not launched twice.
+TEST_F(AutoscalerTest, RestartedHeadLaunchesNoDuplicates) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));
+  auto driver = Driver({"--cpus=3", "--hold_ms=12000", "--wait_s=90"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  int port = ParseHostPort(address_)->port;
+  head_->Kill(SIGKILL);
+  ASSERT_TRUE(head_->Wait(10s));
+  head_ = StartHead({"--no-node"}, port);
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  // The monitor publishes again (it reconnected), and launches nothing more.
+  ASSERT_TRUE(StatusShows("Autoscaler (cluster test)", 20s)) << Status();
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(Live().size(), 1u);
+    usleep(200'000);
+  }
+  ExpectChecks(driver->ReadAll(90s), {"ran"});
+  EXPECT_EQ(Live().size(), 1u);
+}
+
 // A launched node killed with SIGKILL under work: the work is retried, a replacement launched.
 TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
   StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));

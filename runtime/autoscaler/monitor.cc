@@ -286,8 +286,17 @@ Status Monitor::Run(const std::atomic<bool>& stop) {
     Status st = RunRound();
     if (!st.ok()) {
       CUMULUS_LOG(WARN) << "autoscaler: round failed: " << st;
-      if (head_->broken())
+      if (head_->broken() && !options_.reconnect)
         return Status::Unavailable("the autoscaler lost the head: " + st.message());
+    }
+    if (head_->broken()) {
+      // The head restarted (or is restarting): its KV kept the books; ours are as new.
+      auto fresh = options_.reconnect();
+      if (fresh.ok()) {
+        head_ = std::move(*fresh);
+        saved_books_.clear();
+        CUMULUS_LOG(INFO) << "autoscaler: connected to the head again";
+      }
     }
     auto command = head_->KvGet(kAutoscalerNamespace, kCommandKey);
     if (command.ok() && *command == "down")

@@ -46,6 +46,9 @@ struct MonitorOptions {
   // node's heartbeat may still report work it is about to send to the new node, which would
   // launch a second one (Ray #36926). At least two heartbeat intervals.
   Duration demand_settle = std::chrono::seconds(3);
+  // A new connection to the head, for when the one given is lost (the head restarted). Unset:
+  // Run returns Unavailable instead.
+  std::function<Result<std::unique_ptr<ControlClient>>()> reconnect;
   // Launched nodes that are busy or hold objects: a node is idle when its available resources
   // equal its total; it must stay so this long per round to count (0: at once).
 };

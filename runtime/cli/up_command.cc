@@ -118,13 +118,18 @@ Result<std::unique_ptr<Monitor>> MakeMonitor(const ClusterConfig& config,
   o.config = config;
   o.launch = {head->head().ToString(), token_file};
   o.round = round;
+  HostPort address = head->head();
+  o.reconnect = [address, token_file]() -> Result<std::unique_ptr<ControlClient>> {
+    CUMULUS_ASSIGN_OR_RETURN(std::string token, ResolveToken(token_file));
+    return ControlClient::Connect(address, token);
+  };
   CUMULUS_ASSIGN_OR_RETURN(auto monitor, Monitor::Create(o, std::move(head), std::move(providers)));
   CUMULUS_RETURN_IF_ERROR(monitor->Recover());
   return monitor;
 }
 
 // The monitor's loop until SIGTERM/SIGINT or `cumulus down`.
-int RunMonitor(Monitor& monitor, ControlClient& marker) {
+int RunMonitor(Monitor& monitor, const Flags& head_flags) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -140,7 +145,8 @@ int RunMonitor(Monitor& monitor, ControlClient& marker) {
   CUMULUS_LOG(INFO) << "autoscaler stopping: " << why;
   if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
-  (void)marker.KvPut(kAutoscalerNamespace, kCommandKey, "stopped");
+  if (auto marker = ConnectHead(head_flags); marker.ok())
+    (void)(*marker)->KvPut(kAutoscalerNamespace, kCommandKey, "stopped");
   ForgetProcess(getpid());
   return why.code() == StatusCode::kCancelled ? 0 : 1;
 }
@@ -207,9 +213,8 @@ int UpCommand(const std::vector<std::string>& args) {
   (void)(*head)->KvDelete(kAutoscalerNamespace, kCommandKey);
 
   auto run = [&]() -> int {
-    auto marker = ConnectHead(head_flags);
     auto client = ConnectHead(head_flags);
-    if (!marker.ok() || !client.ok()) return Fail(marker.ok() ? client.status() : marker.status());
+    if (!client.ok()) return Fail(client.status());
     auto monitor =
         MakeMonitor(*config, std::move(*client), token_file, std::chrono::milliseconds(*round_ms));
     if (!monitor.ok()) return Fail(monitor.status());
@@ -217,7 +222,7 @@ int UpCommand(const std::vector<std::string>& args) {
     std::printf("cumulus autoscaler ready address=%s token_file=%s pid=%d\n", address.c_str(),
                 token_file.c_str(), getpid());
     std::fflush(stdout);
-    return RunMonitor(**monitor, **marker);
+    return RunMonitor(**monitor, head_flags);
   };
   if (flags.Has("block")) return run();
 
