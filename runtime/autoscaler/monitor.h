@@ -49,8 +49,6 @@ struct MonitorOptions {
   // A new connection to the head, for when the one given is lost (the head restarted). Unset:
   // Run returns Unavailable instead.
   std::function<Result<std::unique_ptr<ControlClient>>()> reconnect;
-  // Launched nodes that are busy or hold objects: a node is idle when its available resources
-  // equal its total; it must stay so this long per round to count (0: at once).
 };
 
 class Monitor {

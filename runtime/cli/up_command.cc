@@ -39,7 +39,8 @@ up reads the cluster file FILE (docs/cluster_file.md), starts its head (control 
 node) and its on-prem nodes with host 'localhost' on this machine, and the autoscaler: a monitor
 that launches cloud nodes of the file's types when work waits that on-prem nodes cannot run, and
 drains and terminates them when idle (docs/autoscaler.md). With --address it adds the autoscaler
-to a head that runs already. Without --block it returns once everything is started; the
+to a head that runs already (start its nodes with --wait-for-nodes, or work no node can run
+fails at once instead of waiting for a launch). Without --block it returns once everything is started; the
 monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does and why.
   --insecure   accept node types whose nodes may run outside this machine or a private network:
                channels between nodes and the head are not encrypted yet
