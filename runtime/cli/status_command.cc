@@ -13,6 +13,7 @@
 #include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
+#include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
@@ -317,7 +318,20 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
       }
     }
     std::string autoscaler = AutoscalerStatus(flags, "status.txt");
-    if (!autoscaler.empty()) std::printf("%s", autoscaler.c_str());
+    if (!autoscaler.empty()) {
+      std::printf("%s", autoscaler.c_str());
+      // A monitor that stopped leaves its last report: say how old it is.
+      std::string json = AutoscalerStatus(flags, "status.json");
+      size_t at = json.find("\"updated_micros\":");
+      if (at != std::string::npos) {
+        int64_t age_s = (NowMicros() - std::strtoll(json.c_str() + at + 17, nullptr, 10)) / 1000000;
+        if (age_s > 30)
+          std::printf(
+              "  (this report is %lld s old: is the autoscaler running? 'cumulus up' "
+              "starts it)\n",
+              static_cast<long long>(age_s));
+      }
+    }
     auto failures = RecentFailures(flags, *view, 10);
     if (failures.empty()) {
       std::printf("Recent failures: none\n");
