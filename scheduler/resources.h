@@ -66,6 +66,23 @@ class ResourceSet {
 
 using Labels = std::map<std::string, std::string>;
 
+// Work that waits on a node for resources: `count` tasks or actors (or placement-group bundles) of
+// one `shape`, with the label selector they were given ("" for none; LabelSelector::ToString's
+// text). Reported in heartbeats, read by the autoscaler's monitor.
+struct PendingDemand {
+  PendingDemand() = default;
+  PendingDemand(ResourceSet s, uint32_t c, std::string sel = "")
+      : shape(std::move(s)), count(c), selector(std::move(sel)) {}
+  ResourceSet shape;
+  uint32_t count = 0;
+  std::string selector;
+  bool operator==(const PendingDemand& o) const {
+    return shape == o.shape && count == o.count && selector == o.selector;
+  }
+  bool operator!=(const PendingDemand& o) const { return !(*this == o); }
+};
+using DemandList = std::vector<PendingDemand>;
+
 // Splits "a,b,,c" at `sep` into {"a", "b", "", "c"} (empty items are kept, for the parsers to
 // reject).
 std::vector<std::string_view> SplitList(std::string_view s, char sep);

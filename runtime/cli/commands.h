@@ -12,6 +12,9 @@ int StartCommand(const std::vector<std::string>& args);
 int StatusCommand(const std::vector<std::string>& args);
 int ListCommand(const std::vector<std::string>& args);
 int StopCommand(const std::vector<std::string>& args);
+int UpCommand(const std::vector<std::string>& args);
+int DownCommand(const std::vector<std::string>& args);
+int DrainCommand(const std::vector<std::string>& args);
 
 int SubmitCommand(const std::vector<std::string>& args);
 int JobsCommand(const std::vector<std::string>& args);

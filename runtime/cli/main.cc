@@ -19,6 +19,8 @@ Commands:
   jobs            list jobs;  logs JOB: their output;  cancel JOB: stop one
   trials          tuning experiments and their trials (--plot FILE.svg draws them)
   stop            stop what 'cumulus start' started on this machine
+  up              start a cluster and its autoscaler from a cluster file (bursting)
+  down            terminate the autoscaler's nodes, then stop;  drain NODE: retire one
   object-store    run or inspect a node's object store (shared memory + RocksDB)
 
 Options:
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
   if (cmd == "status") return cumulus::cli::StatusCommand(rest);
   if (cmd == "list") return cumulus::cli::ListCommand(rest);
   if (cmd == "stop") return cumulus::cli::StopCommand(rest);
+  if (cmd == "up") return cumulus::cli::UpCommand(rest);
+  if (cmd == "down") return cumulus::cli::DownCommand(rest);
+  if (cmd == "drain") return cumulus::cli::DrainCommand(rest);
   if (cmd == "submit") return cumulus::cli::SubmitCommand(rest);
   if (cmd == "jobs") return cumulus::cli::JobsCommand(rest);
   if (cmd == "logs") return cumulus::cli::LogsCommand(rest);

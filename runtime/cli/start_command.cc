@@ -32,10 +32,11 @@ constexpr const char* kStartHelp = R"(Usage:
   cumulus start --head [--port 6380] [--bind 127.0.0.1] [--data-dir DIR]
                        [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
                        [--object-store-memory SIZE] [--program-cache-size SIZE] [--no-node]
+                       [--wait-for-nodes]
                        [--block]
   cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
                        [--resources ...] [--labels ...] [--object-store-memory SIZE]
-                       [--program-cache-size SIZE] [--block]
+                       [--program-cache-size SIZE] [--wait-for-nodes] [--block]
 
 --head starts the head (the control store, in RocksDB under the data dir) and a node on this
 machine. It creates the cluster's credentials (DATA_DIR/token, mode 0600) and prints how to hand
@@ -58,6 +59,9 @@ them to other nodes and clients. --address starts a node that joins the head at 
   --program-cache-size S   disk bound of the node's cache of job programs (DATA_DIR/node-PID/jobs;
                            default 2G, at least 1M): least recently used programs not in use are
                            removed to stay under it; a program larger than it cannot run here
+  --wait-for-nodes         a task or actor no node of the cluster can run waits (shown as pending
+                           demand, for the autoscaler to launch a node for) instead of failing
+                           as infeasible at once; 'cumulus up' starts its nodes with it
   --no-node                head only: run the control store alone, no node (no tasks run here;
                            the head can then restart without taking work down with it)
   --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N
@@ -192,6 +196,7 @@ Status ParseNodeFlags(const Flags& flags, NodeDaemonOptions* node) {
   if (!labels.ok()) return labels.status().WithContext("--labels");
   node->declared = *resources;
   node->labels = *labels;
+  node->wait_for_nodes = flags.Has("wait-for-nodes");
   if (flags.Has("object-store-memory")) {
     auto bytes = ParseBytes(flags.Get("object-store-memory"));
     if (!bytes.ok()) return bytes.status().WithContext("--object-store-memory");
@@ -430,7 +435,7 @@ int StartCommand(const std::vector<std::string>& args) {
   Flags flags({"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
                "object-store-memory", "program-cache-size", "heartbeat-interval-ms",
                "heartbeat-timeout-ms", "disconnect-grace-ms"},
-              {"head", "block", "no-node"});
+              {"head", "block", "no-node", "wait-for-nodes"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
   if (flags.Has("head") == flags.Has("address")) {

@@ -13,6 +13,7 @@
 #include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
+#include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
@@ -29,7 +30,10 @@ constexpr const char* kStatusHelp = R"(Usage:
 
 status shows the nodes, their state (ALIVE; RECOVERING: after a head restart, not heard from yet;
 DEAD, with why; STOPPED: stopped on purpose by 'cumulus stop' or a signal, not a failure), their
-resources, the demand that waits (resource shapes, how many), the recent failures, and each
+resources, the demand that waits (resource shapes, how many, their label selector), what the
+autoscaler started by 'cumulus up' does (per node type: running, launching, idle, draining,
+failed launches, cost so far and per hour; for each pending demand why a node is or is not
+launched for it), the recent failures, and each
 node's disk: its program cache (used/bound), submitted jobs' files, spilled objects, logs,
 and free space (--json: "disk" in each node).
 list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
@@ -157,6 +161,19 @@ std::map<std::string, NodeDisk> NodeDisks(const Flags& flags) {
   return out;
 }
 
+// What the autoscaler's monitor last published (`key`: its text or JSON), or "" if none runs.
+std::string AutoscalerStatus(const Flags& flags, const char* key) {
+  auto address = ResolveAddress(flags.Get("address"));
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (!address.ok() || !token.ok()) return "";
+  ControlClientOptions o;
+  o.request_timeout = std::chrono::seconds(10);
+  auto client = ControlClient::Connect(*address, *token, o);
+  if (!client.ok()) return "";
+  auto value = (*client)->KvGet("autoscaler", key);
+  return value.ok() ? *value : "";
+}
+
 struct Failure {
   int64_t micros = 0;
   std::string node, what;
@@ -230,7 +247,8 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
     ++alive;
     total.Add(n.total);
     available.Add(n.available);
-    for (auto& [shape, count] : n.pending_demand) pending[shape.ToString()] += count;
+    for (auto& d : n.pending_demand)
+      pending[d.shape.ToString() + (d.selector.empty() ? "" : " on " + d.selector)] += d.count;
   }
   std::map<std::string, NodeDisk> disks = NodeDisks(flags);
   if (flags.Has("json")) {
@@ -260,6 +278,8 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
         first = false;
       }
       out += "]";
+      std::string autoscaler = AutoscalerStatus(flags, "status.json");
+      out += ",\"autoscaler\":" + (autoscaler.empty() ? std::string("null") : autoscaler);
     }
     std::printf("%s}\n", out.c_str());
     return 0;
@@ -295,6 +315,21 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
       for (auto& [shape, count] : pending) {
         std::printf("  %6llu x {%s}\n", static_cast<unsigned long long>(count),
                     shape.empty() ? "no resources" : shape.c_str());
+      }
+    }
+    std::string autoscaler = AutoscalerStatus(flags, "status.txt");
+    if (!autoscaler.empty()) {
+      std::printf("%s", autoscaler.c_str());
+      // A monitor that stopped leaves its last report: say how old it is.
+      std::string json = AutoscalerStatus(flags, "status.json");
+      size_t at = json.find("\"updated_micros\":");
+      if (at != std::string::npos) {
+        int64_t age_s = (NowMicros() - std::strtoll(json.c_str() + at + 17, nullptr, 10)) / 1000000;
+        if (age_s > 30)
+          std::printf(
+              "  (this report is %lld s old: is the autoscaler running? 'cumulus up' "
+              "starts it)\n",
+              static_cast<long long>(age_s));
       }
     }
     auto failures = RecentFailures(flags, *view, 10);

@@ -39,7 +39,8 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
       leases_(o.total, o.gpu_ids, PoolOptions(o), o.store, o.token, clock_, o.program_cache_bytes),
       head_(o.head, o.token, "node-router", clock_),
       groups_(*this, clock_),
-      scheduler_(*this, tasks_, leases_, groups_, clock_, {o.labels, o.pipeline_depth}),
+      scheduler_(*this, tasks_, leases_, groups_, clock_,
+                 {o.labels, o.pipeline_depth, std::chrono::seconds(120), o.wait_for_nodes}),
       memory_({o.memory_threshold, o.memory_worker_limit, o.memory_check_every, o.node_id.Hex(),
                o.work_dir}),
       head_calls_(std::make_unique<SerialExecutor>()),
@@ -301,7 +302,7 @@ ResourceSet TaskRouter::Available() const {
   return impl_->shared_available_;
 }
 
-std::vector<std::pair<ResourceSet, uint32_t>> TaskRouter::PendingDemand() const {
+DemandList TaskRouter::PendingDemand() const {
   std::lock_guard<std::mutex> lock(impl_->shared_mu_);
   return impl_->shared_pending_;
 }

@@ -51,6 +51,7 @@ struct TaskRouterOptions {
   std::vector<uint32_t> gpu_ids;
   size_t max_task_workers = 0;  // 0: max(4, 2 x CPUs)
   size_t pipeline_depth = 16;   // tasks queued on one leased worker
+  bool wait_for_nodes = false;  // work no node can run waits (LocalSchedulerOptions)
   // The memory monitor: when the machine's memory use reaches this fraction, the newest task
   // that may be retried is killed (1 turns it off); checked this often. With a worker memory
   // limit (bytes), the workers' private memory against it is watched instead (MemoryMonitor).
@@ -79,7 +80,7 @@ class TaskRouter {
   void UpdateView(const std::vector<NodeRecord>& nodes);
   void SetNodeId(const NodeId& id);
   ResourceSet Available() const;
-  std::vector<std::pair<ResourceSet, uint32_t>> PendingDemand() const;
+  DemandList PendingDemand() const;
   // How long each worker took from being spawned to saying hello, in microseconds (cold start).
   std::vector<int64_t> WorkerStartupMicros() const;
   // The tasks on this node (at most `limit`, refreshed every second) and how many in all.

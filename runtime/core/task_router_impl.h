@@ -142,7 +142,7 @@ class TaskRouter::Impl : public NodeContext {
   bool view_dirty_ = false;
   NodeId new_node_id_;
   ResourceSet shared_available_;
-  std::vector<std::pair<ResourceSet, uint32_t>> shared_pending_;
+  DemandList shared_pending_;
   std::vector<int64_t> startup_micros_;
   std::vector<TaskStateRow> shared_tasks_;
   size_t shared_tasks_total_ = 0;

@@ -103,10 +103,9 @@ Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
   return interval;
 }
 
-Result<bool> ControlClient::Heartbeat(
-    const NodeId& id, const ResourceSet& available,
-    const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand, ViewCursor* view,
-    bool* view_changed) {
+Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& available,
+                                      const DemandList& pending_demand, ViewCursor* view,
+                                      bool* view_changed) {
   if (view_changed) *view_changed = false;
   std::lock_guard<std::mutex> lock(mu_);
   Call call(this, options_.request_timeout);

@@ -54,8 +54,8 @@ class ControlClient {
   // With `view`, the ack also brings what changed in the cluster since `view` was last brought
   // up to date, and applies it (*view_changed says whether anything did).
   Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available,
-                         const std::vector<std::pair<ResourceSet, uint32_t>>& pending_demand = {},
-                         ViewCursor* view = nullptr, bool* view_changed = nullptr);
+                         const DemandList& pending_demand = {}, ViewCursor* view = nullptr,
+                         bool* view_changed = nullptr);
   Result<ClusterView> GetClusterStatus();
   // The node stops on purpose (`reason`): the head records it as STOPPED at once, not as a node
   // that failed. OK also if the head did not know it (or it was dead already).

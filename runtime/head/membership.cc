@@ -40,7 +40,7 @@ Status Membership::Register(NodeRecord node) {
 }
 
 bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available,
-                           std::vector<std::pair<ResourceSet, uint32_t>> pending_demand) {
+                           DemandList pending_demand) {
   auto live = liveness_.find(id);
   if (live == liveness_.end()) return false;
   live->second.last_heartbeat = clock_.Now();

@@ -45,9 +45,9 @@ struct NodeRecord {
   int64_t death_micros = 0;
   std::string death_reason;
   bool left = false;  // DEAD because it said it was leaving (stopped on purpose), not a failure
-  std::string core_address;  // host:port where other nodes send tasks
-  std::string core_socket;   // Unix socket where drivers on that machine connect
-  std::vector<std::pair<ResourceSet, uint32_t>> pending_demand;  // shape, how many wait
+  std::string core_address;   // host:port where other nodes send tasks
+  std::string core_socket;    // Unix socket where drivers on that machine connect
+  DemandList pending_demand;  // shape, how many wait, their label selector
   uint64_t view_version = 0;  // Membership's version when this record last changed
 };
 
@@ -68,8 +68,7 @@ class Membership {
   // dead: the node must rejoin with a new id.
   Status Register(NodeRecord node);
   // Records a heartbeat. False if the node is unknown or dead (it should register again).
-  bool Heartbeat(const NodeId& id, const ResourceSet& available,
-                 std::vector<std::pair<ResourceSet, uint32_t>> pending_demand = {});
+  bool Heartbeat(const NodeId& id, const ResourceSet& available, DemandList pending_demand = {});
   // The node said it is leaving (stopped on purpose, `why`): DEAD at once, with `left` set and the
   // reason "stopped: `why`". False if the node is unknown or already dead.
   bool Left(const NodeId& id, const std::string& why);

@@ -23,18 +23,19 @@ void EncodeResources(const ResourceSet& r, capnp::List<proto::ResourceAmount>::B
   FillResources(r, out);
 }
 
-void EncodeDemand(const std::vector<std::pair<ResourceSet, uint32_t>>& demand,
-                  capnp::List<proto::Demand>::Builder out) {
+void EncodeDemand(const DemandList& demand, capnp::List<proto::Demand>::Builder out) {
   for (unsigned i = 0; i < demand.size(); ++i) {
-    FillResources(demand[i].first,
-                  out[i].initResources(static_cast<unsigned>(demand[i].first.units().size())));
-    out[i].setCount(demand[i].second);
+    FillResources(demand[i].shape,
+                  out[i].initResources(static_cast<unsigned>(demand[i].shape.units().size())));
+    out[i].setCount(demand[i].count);
+    out[i].setSelector(demand[i].selector);
   }
 }
 
-std::vector<std::pair<ResourceSet, uint32_t>> DecodeDemand(capnp::List<proto::Demand>::Reader in) {
-  std::vector<std::pair<ResourceSet, uint32_t>> out;
-  for (auto d : in) out.emplace_back(DecodeResources(d.getResources()), d.getCount());
+DemandList DecodeDemand(capnp::List<proto::Demand>::Reader in) {
+  DemandList out;
+  for (auto d : in)
+    out.emplace_back(DecodeResources(d.getResources()), d.getCount(), d.getSelector().cStr());
   return out;
 }
 

@@ -15,9 +15,8 @@ ResourceSet DecodeResources(capnp::List<proto::ResourceAmount>::Reader in);
 // is an error, not left out (a bundle would then hold less than it was asked for).
 Result<ResourceSet> DecodeRequestedResources(capnp::List<proto::ResourceAmount>::Reader in);
 void EncodeResources(const ResourceSet& r, capnp::List<proto::ResourceAmount>::Builder out);
-void EncodeDemand(const std::vector<std::pair<ResourceSet, uint32_t>>& demand,
-                  capnp::List<proto::Demand>::Builder out);
-std::vector<std::pair<ResourceSet, uint32_t>> DecodeDemand(capnp::List<proto::Demand>::Reader in);
+void EncodeDemand(const DemandList& demand, capnp::List<proto::Demand>::Builder out);
+DemandList DecodeDemand(capnp::List<proto::Demand>::Reader in);
 // Serialized NodeInfo, as the control store keeps it.
 std::string NodeToBytes(const NodeRecord& node);
 Result<NodeRecord> NodeFromBytes(const std::string& bytes);

@@ -119,8 +119,7 @@ bool GroupCoordinator::Due(TimePoint now) const {
   return false;
 }
 
-void GroupCoordinator::Schedule(TimePoint now,
-                                std::vector<std::pair<ResourceSet, uint32_t>>& pending) {
+void GroupCoordinator::Schedule(TimePoint now, DemandList& pending) {
   std::vector<PlacementGroupId> asked;
   for (auto it = groups_.begin(); it != groups_.end();) {
     GroupOp& op = it->second;

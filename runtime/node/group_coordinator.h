@@ -43,7 +43,7 @@ class GroupCoordinator {
   void Create(uint64_t origin, const JobId& job, proto::GroupRequest::Reader req);
   // Places the waiting groups and asks the chosen nodes to hold their bundles. The demand of
   // groups that wait is added to `pending`.
-  void Schedule(TimePoint now, std::vector<std::pair<ResourceSet, uint32_t>>& pending);
+  void Schedule(TimePoint now, DemandList& pending);
   // A node answered a reservation.
   void OnReply(uint64_t conn, const NodeId& peer, proto::GroupReply::Reader reply);
   // The connection this node sends to `peer` on closed.

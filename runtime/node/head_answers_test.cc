@@ -100,7 +100,7 @@ TEST(GroupCoordinatorTest, TheDriverIsAnsweredOnceTheGroupIsRecorded) {
   GroupCoordinator groups(node, clock);
   PlacementGroupId id = PlacementGroupId::FromRandom();
   CreateGroup(groups, 7, id, JobId::FromRandom());
-  std::vector<std::pair<ResourceSet, uint32_t>> pending;
+  DemandList pending;
   groups.Schedule(clock.Now(), pending);
 
   ASSERT_EQ(node.head.size(), 1u);
@@ -123,7 +123,7 @@ TEST(GroupCoordinatorTest, AGroupRemovedWhileItIsRecordedIsReleasedAndItsRecordD
   PlacementGroupId id = PlacementGroupId::FromRandom();
   JobId job = JobId::FromRandom();
   CreateGroup(groups, 7, id, job);
-  std::vector<std::pair<ResourceSet, uint32_t>> pending;
+  DemandList pending;
   groups.Schedule(clock.Now(), pending);
   groups.Remove(7, job, id);
   EXPECT_TRUE(node.released.empty());
@@ -148,7 +148,7 @@ TEST(GroupCoordinatorTest, AnAnswerForAGroupWhoseJobEndedIsIgnored) {
   PlacementGroupId id = PlacementGroupId::FromRandom();
   JobId job = JobId::FromRandom();
   CreateGroup(groups, 7, id, job);
-  std::vector<std::pair<ResourceSet, uint32_t>> pending;
+  DemandList pending;
   groups.Schedule(clock.Now(), pending);
   groups.EndJob(job);
   ASSERT_EQ(node.head.size(), 2u);  // the write, then its delete, in that order

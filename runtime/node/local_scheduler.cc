@@ -18,8 +18,8 @@ std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Statu
   return EncodeFrame(message);
 }
 
-std::vector<std::pair<ResourceSet, uint32_t>> LocalScheduler::Schedule(TimePoint now) {
-  std::vector<std::pair<ResourceSet, uint32_t>> pending;
+DemandList LocalScheduler::Schedule(TimePoint now) {
+  DemandList pending;
   groups_.Schedule(now, pending);
   ClusterSnapshot snap = node_.Snapshot(now, false);
   auto& queues = tasks_.queues();
@@ -39,7 +39,8 @@ std::vector<std::pair<ResourceSet, uint32_t>> LocalScheduler::Schedule(TimePoint
       }
       snap.nodes[0].available = leases_.available();
       if (!PlaceOne(*t, snap, now)) {
-        pending.emplace_back(t->req.placement.demand, static_cast<uint32_t>(queue.size()));
+        pending.emplace_back(t->req.placement.demand, static_cast<uint32_t>(queue.size()),
+                             t->req.placement.labels.ToString());
         break;
       }
       queue.pop_front();
@@ -62,6 +63,7 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
     d = PlaceOrWait(snap, node_.Snapshot(now, true), req);
   }
+  if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes) return false;
   if (d.kind == PlacementDecision::kInfeasible) {
     FailTask(t.id, Status::Infeasible(t.What() + " can never run: " + d.reason));
     return true;
@@ -77,8 +79,11 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
     node_.BookView(d.node, t.req.placement.demand, /*take=*/true);
     return true;
   }
-  // Small tasks of one shape queue behind a busy worker of theirs rather than wait here.
-  return !t.actor_creation && t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t);
+  // Small tasks of one shape queue behind a busy worker of theirs rather than wait here; not
+  // where an autoscaler may launch nodes: they wait here, seen as pending demand, and go to
+  // the new node (a task behind a worker would stay on this node).
+  return !options_.wait_for_nodes && !t.actor_creation &&
+         t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t);
 }
 
 // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.

@@ -30,6 +30,10 @@ struct LocalSchedulerOptions {
   Labels labels;                                      // this node's
   size_t pipeline_depth = 16;                         // tasks queued on one leased worker
   Duration program_wait = std::chrono::seconds(120);  // for a job's program, then fail
+  // A task no node could run waits (reported as pending demand, for an autoscaler to launch a
+  // node for) instead of failing as infeasible at once; and a task that must wait is not
+  // queued behind a busy worker (it would not move to a launched node).
+  bool wait_for_nodes = false;
 };
 
 class LocalScheduler {
@@ -44,7 +48,7 @@ class LocalScheduler {
         options_(options) {}
 
   // One pass over the queues. Returns the demand that waits: (shape, how many).
-  std::vector<std::pair<ResourceSet, uint32_t>> Schedule(TimePoint now);
+  DemandList Schedule(TimePoint now);
 
   // Answers the task's origin with `st` and forgets the task.
   void FailTask(const TaskId& id, const Status& st);

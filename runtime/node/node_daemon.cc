@@ -183,6 +183,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.program_cache_bytes = options.program_cache_bytes;
   router.total = total;
   router.labels = d->record_.labels;
+  router.wait_for_nodes = options.wait_for_nodes;
   router.gpu_ids = d->record_.gpu_ids;
   router.clock = options.clock;
   ReadMemoryMonitorEnvironment(router);
@@ -424,10 +425,9 @@ void NodeDaemon::Run() {
     }
     if (router_) record_.available = router_->Available();
     bool view_changed = false;
-    auto known = client_->Heartbeat(
-        record_.id, record_.available,
-        router_ ? router_->PendingDemand() : std::vector<std::pair<ResourceSet, uint32_t>>(),
-        &view_, &view_changed);
+    auto known = client_->Heartbeat(record_.id, record_.available,
+                                    router_ ? router_->PendingDemand() : DemandList(), &view_,
+                                    &view_changed);
     if (!known.ok()) {
       CutOff(known.status().ToString());
       SetClient(nullptr);

@@ -42,4 +42,5 @@ struct NodeInfo {
 struct Demand {
   resources @0 :List(ResourceAmount);   # one task's or actor's shape
   count @1 :UInt32;                     # how many wait with that shape
+  selector @2 :Text;                    # their label selector ("" for none)
 }

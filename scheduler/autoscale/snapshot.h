@@ -13,10 +13,9 @@
 //     capacity, so the same demand does not launch twice while they boot (Ray #36926).
 //     `idle_since`, `busy` and `holds_sole_copy` come from the node's heartbeat (tasks and actors
 //     running; primary copies of objects still referenced).
-//   - `demand`: what waits. Today the heartbeat carries NodeRecord::pending_demand as (shape,
-//     count) pairs without label selectors (runtime/proto/node.capnp, Demand): each pair is one
-//     DemandItem with `count` copies and an empty selector until the heartbeat carries the
-//     selector too; placement groups that wait (the driver's node reserves them) are one item each,
+//   - `demand`: what waits. The heartbeat carries NodeRecord::pending_demand as (shape, count,
+//     label selector) triples (runtime/proto/node.capnp, Demand): each is one DemandItem with
+//     `count` copies (runtime/autoscaler/snapshot_builder.cc); placement groups that wait (the driver's node reserves them) are one item each,
 //     all bundles with the group's strategy. A demand counted by two nodes would launch twice: the
 //     monitor reports each waiting task once, where it is queued.
 //   - `launch_history`: per type, the failed or timed-out launches in a row and the last one's time

@@ -1,0 +1,345 @@
+#include "runtime/autoscaler/monitor.h"
+
+#include <algorithm>
+
+#include "runtime/autoscaler/monitor_status.h"
+#include "runtime/autoscaler/snapshot_builder.h"
+#include "runtime/base/logging.h"
+
+namespace cumulus {
+
+namespace {
+
+int64_t WallNow() { return SystemClock::Get().WallMicros(); }
+TimePoint In(Duration d) { return SystemClock::Get().Now() + d; }
+
+}  // namespace
+
+Result<std::unique_ptr<Monitor>> Monitor::Create(
+    MonitorOptions options, std::unique_ptr<ControlClient> head,
+    std::map<std::string, std::unique_ptr<NodeProvider>> providers) {
+  if (!head) return Status::InvalidArgument("the autoscaler's monitor needs a head connection");
+  for (auto& t : options.config.node_types) {
+    if (!providers.count(t.provider))
+      return Status::InvalidArgument("node type '" + t.name + "' names provider '" + t.provider +
+                                     "', which the monitor was not given");
+  }
+  return std::unique_ptr<Monitor>(
+      new Monitor(std::move(options), std::move(head), std::move(providers)));
+}
+
+Monitor::Monitor(MonitorOptions options, std::unique_ptr<ControlClient> head,
+                 std::map<std::string, std::unique_ptr<NodeProvider>> providers)
+    : options_(std::move(options)), head_(std::move(head)), providers_(std::move(providers)) {}
+
+Monitor::~Monitor() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) t.join();
+}
+
+void Monitor::Spawn(std::function<std::function<void()>()> call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_.emplace_back([this, call = std::move(call)] {
+    std::function<void()> done = call();
+    std::lock_guard<std::mutex> lock(mu_);
+    results_.emplace_back(std::this_thread::get_id(), std::move(done));
+  });
+}
+
+void Monitor::ApplyResults() {
+  std::vector<std::pair<std::thread::id, std::function<void()>>> results;
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    results.swap(results_);
+    // A thread whose result is in has nothing left to do but return: join it.
+    for (auto& [id, fn] : results) {
+      for (auto it = threads_.begin(); it != threads_.end(); ++it) {
+        if (it->get_id() != id) continue;
+        finished.push_back(std::move(*it));
+        threads_.erase(it);
+        break;
+      }
+    }
+  }
+  for (auto& t : finished) t.join();
+  for (auto& [id, fn] : results) fn();
+}
+
+NodeProvider* Monitor::ProviderOf(const std::string& type) {
+  const NodeTypeConfig* t = options_.config.FindType(type);
+  if (!t) return nullptr;
+  auto p = providers_.find(t->provider);
+  return p == providers_.end() ? nullptr : p->second.get();
+}
+
+Status Monitor::Recover() {
+  auto text = head_->KvGet(kAutoscalerNamespace, kBooksKey);
+  if (!text.ok()) return text.status().code() == StatusCode::kNotFound ? Status() : text.status();
+  CUMULUS_ASSIGN_OR_RETURN(books_, DecodeBooks(*text));
+  saved_books_ = *text;
+  CUMULUS_LOG(INFO) << "autoscaler: recovered " << books_.instances.size()
+                    << " launched instance(s), spend " << books_.TotalSpend();
+  return Status();
+}
+
+Status Monitor::SaveBooks() {
+  std::string text = EncodeBooks(books_);
+  if (text == saved_books_) return Status();
+  CUMULUS_RETURN_IF_ERROR(head_->KvPut(kAutoscalerNamespace, kBooksKey, text).status());
+  saved_books_ = text;
+  return Status();
+}
+
+void Monitor::RecordFailure(const std::string& type, int count, const std::string& error) {
+  TypeBooks& t = books_.types[type];
+  t.failed_launches += count;
+  t.history.failures_in_a_row += 1;
+  t.history.last_failure = WallNow();
+  t.history.last_error = error;
+  CUMULUS_LOG(WARN) << "autoscaler: launch of " << count << " node(s) of type " << type
+                    << " failed: " << error;
+}
+
+void Monitor::Launch(const std::string& type, int count, const std::string& why) {
+  const NodeTypeConfig* config = options_.config.FindType(type);
+  NodeProvider* provider = ProviderOf(type);
+  if (!config || !provider) return;
+  int64_t asked = WallNow();
+  if (in_flight_launches_[type] == 0) in_flight_since_[type] = asked;
+  in_flight_launches_[type] += count;
+  CUMULUS_LOG(INFO) << "autoscaler: launching " << count << " x " << type << " (" << why << ")";
+  Duration timeout = std::max<Duration>(
+      options_.min_launch_timeout,
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(2 * config->boot_time_s)));
+  NodeTypeConfig type_config = *config;
+  LaunchSpec spec = options_.launch;
+  Spawn([this, provider, type_config, spec, count, timeout, asked]() -> std::function<void()> {
+    auto ids = provider->Launch(type_config, count, spec, In(timeout));
+    return [this, ids, type_config, provider, count, asked] {
+      const std::string& type = type_config.name;
+      if ((in_flight_launches_[type] -= count) <= 0) {
+        in_flight_launches_.erase(type);
+        in_flight_since_.erase(type);
+      }
+      if (!ids.ok()) {
+        RecordFailure(type, count, ids.status().message());
+        return;
+      }
+      for (auto& id : *ids) {
+        books_.instances[id] = LaunchedInstance{id, type, provider->name(), asked, false};
+      }
+    };
+  });
+}
+
+void Monitor::Terminate(const std::string& instance, bool launch_timed_out) {
+  if (instance.rfind("asking/", 0) == 0 || terminating_.count(instance)) return;
+  auto in = books_.instances.find(instance);
+  if (in == books_.instances.end()) return;
+  NodeProvider* provider = ProviderOf(in->second.type);
+  if (!provider) return;
+  if (launch_timed_out) RecordFailure(in->second.type, 1, "launch timed out");
+  terminating_.insert(instance);
+  Duration timeout = options_.terminate_timeout;
+  Spawn([this, provider, instance, timeout]() -> std::function<void()> {
+    Status st = provider->Terminate(instance, In(timeout));
+    return [this, st, instance] {
+      terminating_.erase(instance);
+      if (st.ok()) {
+        CUMULUS_LOG(INFO) << "autoscaler: terminated " << instance;
+        books_.instances.erase(instance);
+      } else {
+        CUMULUS_LOG(WARN) << "autoscaler: terminating " << instance << " failed: " << st;
+      }
+    };
+  });
+}
+
+Status Monitor::RunRound() {
+  ApplyResults();
+  CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head_->GetClusterStatus());
+  int64_t now = WallNow();
+
+  // Ask every provider for its instances; the answer is used from the next round on.
+  for (auto& [name, provider] : providers_) {
+    if (listing_.count(name)) continue;
+    listing_.insert(name);
+    NodeProvider* p = provider.get();
+    Duration timeout = options_.list_timeout;
+    std::string provider_name = name;
+    Spawn([this, p, provider_name, timeout]() -> std::function<void()> {
+      auto listed = p->List(In(timeout));
+      return [this, listed, provider_name] {
+        listing_.erase(provider_name);
+        if (listed.ok()) {
+          listed_[provider_name] = *listed;
+        } else {
+          CUMULUS_LOG(WARN) << "autoscaler: " << listed.status();
+        }
+      };
+    });
+  }
+
+  // Nodes that are alive: adopt launched ones the books lost; note the ones registered.
+  std::set<std::string> alive_instances;
+  for (auto& n : view.nodes) {
+    if (n.state != NodeState::kAlive) continue;
+    auto type = n.labels.find(kNodeTypeLabel);
+    auto id = n.labels.find(kInstanceIdLabel);
+    if (type == n.labels.end() || id == n.labels.end()) continue;
+    const NodeTypeConfig* t = options_.config.FindType(type->second);
+    if (!t) continue;
+    alive_instances.insert(id->second);
+    if (!books_.instances.count(id->second)) {
+      books_.instances[id->second] = LaunchedInstance{id->second, t->name, t->provider, now, false};
+    }
+    if (seen_registered_.insert(id->second).second) books_.types[t->name].history = {};
+  }
+
+  // Instances the providers list as ended leave the books; one that never came up is a failure.
+  for (auto& [provider, instances] : listed_) {
+    for (auto& in : instances) {
+      auto it = books_.instances.find(in.id);
+      if (it == books_.instances.end() || alive_instances.count(in.id)) continue;
+      if (in.state == InstanceState::kFailed) {
+        if (!seen_registered_.count(in.id)) RecordFailure(it->second.type, 1, in.detail);
+        CUMULUS_LOG(INFO) << "autoscaler: instance " << in.id << " ended: " << in.detail;
+        books_.instances.erase(it);
+      } else if (in.state == InstanceState::kTerminated) {
+        books_.instances.erase(it);
+      }
+    }
+  }
+
+  // `cumulus drain NODE`: drain the launched node whose id starts with NODE.
+  auto drains = head_->KvList(kAutoscalerNamespace, kDrainPrefix);
+  if (drains.ok()) {
+    for (auto& [key, value] : drains->entries) {
+      std::string prefix = key.substr(std::string(kDrainPrefix).size());
+      for (auto& n : view.nodes) {
+        auto id = n.labels.find(kInstanceIdLabel);
+        if (n.id.Hex().rfind(prefix, 0) != 0 || id == n.labels.end()) continue;
+        auto it = books_.instances.find(id->second);
+        if (it != books_.instances.end()) it->second.draining = true;
+      }
+      (void)head_->KvDelete(kAutoscalerNamespace, key);
+    }
+  }
+
+  std::map<std::string, double> prices;
+  for (auto& t : options_.config.node_types) prices[t.name] = t.price_per_hour;
+  books_.Accrue(now, prices);
+
+  std::set<std::string> alive;
+  for (auto& n : view.nodes) {
+    if (n.state == NodeState::kAlive) alive.insert(n.id.Hex());
+  }
+  bool joined = capacity_changed_ == 0;
+  for (auto& hex : alive) joined = joined || !alive_.count(hex);
+  if (joined) capacity_changed_ = now;
+  alive_ = std::move(alive);
+
+  MonitorView mv;
+  mv.demand_settled =
+      now - capacity_changed_ >=
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.demand_settle).count();
+  mv.nodes = view.nodes;
+  mv.listed = listed_;
+  mv.in_flight_launches = in_flight_launches_;
+  mv.in_flight_since = in_flight_since_;
+  mv.now = now;
+  BuiltSnapshot built = BuildSnapshot(options_.config, books_, mv, &idle_since_);
+  auto decision = autoscale::Decide(built.snapshot, options_.policy);
+  if (!decision.ok()) return decision.status();
+  decision_ = *decision;
+
+  for (auto& l : decision_.launches) Launch(l.type, l.count, l.why);
+  for (auto& d : decision_.drains) {
+    auto in = built.instance_of.find(d.node);
+    if (in == built.instance_of.end()) continue;
+    auto it = books_.instances.find(in->second);
+    if (it == books_.instances.end() || it->second.draining) continue;
+    CUMULUS_LOG(INFO) << "autoscaler: draining " << d.node << " (" << d.why << ")";
+    it->second.draining = true;
+  }
+  for (auto& t : decision_.terminations) {
+    auto in = built.instance_of.find(t.node);
+    if (in == built.instance_of.end()) continue;
+    bool launching = !built.registered.count(in->second);
+    CUMULUS_LOG(INFO) << "autoscaler: terminating " << in->second << " (" << t.why << ")";
+    Terminate(in->second, launching);
+  }
+  CUMULUS_RETURN_IF_ERROR(SaveBooks());
+  MonitorStatusInput status{&options_.config, &books_, &decision_, &built.snapshot, now};
+  (void)head_->KvPut(kAutoscalerNamespace, kStatusTextKey, StatusText(status));
+  (void)head_->KvPut(kAutoscalerNamespace, kStatusJsonKey, StatusJson(status));
+  return Status();
+}
+
+Status Monitor::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    Status st = RunRound();
+    if (!st.ok()) {
+      CUMULUS_LOG(WARN) << "autoscaler: round failed: " << st;
+      if (head_->broken() && !options_.reconnect)
+        return Status::Unavailable("the autoscaler lost the head: " + st.message());
+    }
+    if (head_->broken()) {
+      // The head restarted (or is restarting): its KV kept the books; ours are as new.
+      auto fresh = options_.reconnect();
+      if (fresh.ok()) {
+        head_ = std::move(*fresh);
+        saved_books_.clear();
+        CUMULUS_LOG(INFO) << "autoscaler: connected to the head again";
+      }
+    }
+    auto command = head_->KvGet(kAutoscalerNamespace, kCommandKey);
+    if (command.ok() && *command == "down")
+      return Status::Cancelled("'cumulus down' asked to stop");
+    TimePoint next = In(options_.round);
+    while (!stop.load() && SystemClock::Get().Now() < next)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Cancelled("stopped");
+}
+
+Status Monitor::TerminateAll(Duration timeout) {
+  TimePoint deadline = In(timeout);
+  // Wait for calls in flight (each ends by its own deadline), then apply what they did.
+  {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (auto& t : threads) t.join();
+  }
+  ApplyResults();
+  std::set<std::pair<std::string, std::string>> all;  // (provider, instance id)
+  for (auto& [id, in] : books_.instances) all.insert({in.provider, id});
+  for (auto& [name, provider] : providers_) {
+    auto listed = provider->List(deadline);
+    if (!listed.ok()) return listed.status();
+    for (auto& in : *listed) {
+      if (in.state == InstanceState::kPending || in.state == InstanceState::kRunning)
+        all.insert({name, in.id});
+    }
+  }
+  Status first;
+  for (auto& [provider, id] : all) {
+    auto p = providers_.find(provider);
+    if (p == providers_.end()) continue;
+    Status st = p->second->Terminate(id, deadline);
+    if (!st.ok() && first.ok()) first = st;
+    if (st.ok()) books_.instances.erase(id);
+  }
+  Status saved = SaveBooks();
+  return first.ok() ? saved : first;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,84 @@
+#include "runtime/autoscaler/monitor_books.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace cumulus {
+
+double MonitorBooks::TotalSpend() const {
+  double sum = 0;
+  for (auto& [name, t] : types) sum += t.spend;
+  return sum;
+}
+
+void MonitorBooks::Accrue(int64_t now_micros, const std::map<std::string, double>& prices) {
+  for (auto& [id, in] : instances) {
+    auto price = prices.find(in.type);
+    if (price == prices.end()) continue;
+    int64_t from = std::max(spend_until_micros, in.launched_micros);
+    if (now_micros <= from) continue;
+    types[in.type].spend += price->second * static_cast<double>(now_micros - from) / 3.6e9;
+  }
+  spend_until_micros = std::max(spend_until_micros, now_micros);
+}
+
+std::string EncodeBooks(const MonitorBooks& books) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "until " << books.spend_until_micros << "\n";
+  for (auto& [id, in] : books.instances) {
+    out << "instance " << in.id << " " << in.type << " " << in.provider << " " << in.launched_micros
+        << " " << (in.draining ? 1 : 0) << "\n";
+  }
+  for (auto& [name, t] : books.types) {
+    std::string error = t.history.last_error;
+    std::replace(error.begin(), error.end(), '\n', ' ');
+    out << "type " << name << " " << t.spend << " " << t.failed_launches << " "
+        << t.history.failures_in_a_row << " " << t.history.last_failure << " " << error << "\n";
+  }
+  return out.str();
+}
+
+Result<MonitorBooks> DecodeBooks(const std::string& text) {
+  MonitorBooks books;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    bool ok = false;
+    if (kind == "until") {
+      ok = static_cast<bool>(fields >> books.spend_until_micros);
+    } else if (kind == "instance") {
+      LaunchedInstance i;
+      int draining = 0;
+      ok = static_cast<bool>(fields >> i.id >> i.type >> i.provider >> i.launched_micros >>
+                             draining);
+      i.draining = draining != 0;
+      if (ok) books.instances[i.id] = i;
+    } else if (kind == "type") {
+      std::string name;
+      TypeBooks t;
+      ok = static_cast<bool>(fields >> name >> t.spend >> t.failed_launches >>
+                             t.history.failures_in_a_row >> t.history.last_failure);
+      if (ok) {
+        std::getline(fields, t.history.last_error);
+        if (!t.history.last_error.empty() && t.history.last_error[0] == ' ')
+          t.history.last_error.erase(0, 1);
+        books.types[name] = t;
+      }
+    }
+    if (!ok) {
+      return Status::InvalidArgument("the autoscaler's books in the control store, line " +
+                                     std::to_string(n) + ": cannot read '" + line + "'");
+    }
+  }
+  return books;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,57 @@
+// MonitorBooks: what the autoscaler's monitor must not forget when it (or the head) restarts, kept
+// in the head's control store (KV namespace "autoscaler", key "books") so that a restarted monitor
+// neither launches duplicates nor forgets what was spent or which types are backed off:
+//   - the instances it launched and has not seen end (provider, type, when, draining or not),
+//   - the money spent so far, per type, and until when it was counted,
+//   - each type's launch history (failures in a row, the last error) and failed launches in all.
+// A plain value with a line-based text encoding (one record per line, fields separated by
+// spaces, the error text last); Decode of text Encode wrote gives the same books back.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "cumulus/status.h"
+#include "scheduler/autoscale/snapshot.h"
+
+namespace cumulus {
+
+inline constexpr const char* kAutoscalerNamespace = "autoscaler";
+inline constexpr const char* kBooksKey = "books";               // MonitorBooks, encoded
+inline constexpr const char* kStatusTextKey = "status.txt";     // for `cumulus status`
+inline constexpr const char* kStatusJsonKey = "status.json";    // for `cumulus status --json`
+inline constexpr const char* kClusterFileKey = "cluster_file";  // the path `cumulus up` was given
+inline constexpr const char* kCommandKey = "command";           // "down": the monitor stops
+inline constexpr const char* kDrainPrefix = "drain/";           // drain/NODE_HEX: drain that node
+
+struct LaunchedInstance {
+  std::string id;        // the provider's instance id
+  std::string type;      // node type name
+  std::string provider;  // provider name
+  int64_t launched_micros = 0;
+  bool draining = false;  // the policy (or `cumulus drain`) drained it: terminated once idle
+};
+
+struct TypeBooks {
+  double spend = 0;         // money spent on this type's nodes so far
+  int failed_launches = 0;  // in all (shown by `cumulus status`)
+  autoscale::LaunchHistory history;
+};
+
+struct MonitorBooks {
+  std::map<std::string, LaunchedInstance> instances;  // by instance id; live ones only
+  std::map<std::string, TypeBooks> types;             // by type name
+  int64_t spend_until_micros = 0;                     // spend is counted up to this wall-clock time
+
+  double TotalSpend() const;
+  // Adds price x time to each type's spend for its instances from spend_until (or their launch)
+  // to `now_micros`, and moves spend_until there. `price_per_hour` by type name.
+  void Accrue(int64_t now_micros, const std::map<std::string, double>& price_per_hour);
+};
+
+std::string EncodeBooks(const MonitorBooks& books);
+// InvalidArgument naming the line if `text` is not what EncodeBooks writes.
+Result<MonitorBooks> DecodeBooks(const std::string& text);
+
+}  // namespace cumulus

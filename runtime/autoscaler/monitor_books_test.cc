@@ -1,0 +1,33 @@
+#include "runtime/autoscaler/monitor_books.h"
+
+#include <gtest/gtest.h>
+
+namespace cumulus {
+namespace {
+
+TEST(MonitorBooksTest, EncodeDecodeRoundTrip) {
+  MonitorBooks b;
+  b.spend_until_micros = 1234;
+  b.instances["cpu-small-1"] = {"cpu-small-1", "cpu-small", "local", 1000, true};
+  b.types["cpu-small"].spend = 0.125;
+  b.types["cpu-small"].failed_launches = 3;
+  b.types["cpu-small"].history = {2, 999, "injected launch failure\\nsecond line"};
+  auto back = DecodeBooks(EncodeBooks(b));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(EncodeBooks(*back), EncodeBooks(b));
+  EXPECT_TRUE(back->instances.at("cpu-small-1").draining);
+  EXPECT_EQ(back->types.at("cpu-small").history.failures_in_a_row, 2);
+  EXPECT_FALSE(DecodeBooks("instance only-an-id\n").ok());
+}
+
+TEST(MonitorBooksTest, SpendAccruesPriceTimesTimeOnce) {
+  MonitorBooks b;
+  b.instances["a"] = {"a", "t", "local", 0, false};
+  b.Accrue(1800'000'000, {{"t", 2.0}});  // half an hour at 2/h
+  EXPECT_DOUBLE_EQ(b.TotalSpend(), 1.0);
+  b.Accrue(1800'000'000, {{"t", 2.0}});  // no time passed: nothing more
+  EXPECT_DOUBLE_EQ(b.TotalSpend(), 1.0);
+}
+
+}  // namespace
+}  // namespace cumulus

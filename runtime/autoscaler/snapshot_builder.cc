@@ -1,0 +1,133 @@
+#include "runtime/autoscaler/snapshot_builder.h"
+
+#include <set>
+
+namespace cumulus {
+
+namespace {
+
+int64_t Micros(double seconds) { return static_cast<int64_t>(seconds * 1e6); }
+
+// The last listed state of instance `id`, or nullptr.
+const Instance* Listed(const MonitorView& view, const std::string& provider,
+                       const std::string& id) {
+  auto it = view.listed.find(provider);
+  if (it == view.listed.end()) return nullptr;
+  for (auto& in : it->second) {
+    if (in.id == id) return &in;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config) {
+  std::vector<autoscale::NodeType> out;
+  for (auto& t : config.node_types) {
+    autoscale::NodeType p;
+    p.name = t.name;
+    p.resources = t.resources;
+    p.labels = t.labels;
+    if (!t.gpu_model.empty()) p.labels["gpu_model"] = t.gpu_model;
+    p.price_per_hour = t.price_per_hour;
+    p.boot_micros = Micros(t.boot_time_s);
+    p.min_count = static_cast<int>(t.min_count);
+    p.max_count = static_cast<int>(t.max_count);
+    p.spot = t.spot;
+    p.idle_timeout_micros = Micros(t.idle_timeout_s);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& books,
+                            const MonitorView& view, std::map<std::string, int64_t>* idle_since) {
+  BuiltSnapshot built;
+  autoscale::Snapshot& s = built.snapshot;
+  s.now = view.now;
+  s.types = PolicyTypes(config);
+  s.spend = books.TotalSpend();
+  s.budget_per_hour = config.budget.per_hour;
+  s.budget_total = config.budget.total;
+  s.upscaling_speed = config.upscaling_speed;
+  for (auto& [name, t] : books.types) s.launch_history[name] = t.history;
+
+  std::set<std::string> alive_hex;
+  for (auto& n : view.nodes) {
+    if (n.state != NodeState::kAlive) continue;
+    std::string hex = n.id.Hex();
+    alive_hex.insert(hex);
+    autoscale::Node node;
+    node.id = hex;
+    node.total = n.total;
+    node.free = n.available;
+    node.labels = n.labels;
+    node.busy = !(n.available == n.total);
+    if (node.busy) {
+      idle_since->erase(hex);
+      node.idle_since = -1;
+    } else {
+      node.idle_since = idle_since->emplace(hex, view.now).first->second;
+    }
+    auto type = n.labels.find(kNodeTypeLabel);
+    auto instance = n.labels.find(kInstanceIdLabel);
+    if (type != n.labels.end() && config.FindType(type->second)) {
+      node.type = type->second;
+      node.state = autoscale::NodeState::kRunning;
+      if (instance != n.labels.end()) {
+        built.instance_of[hex] = instance->second;
+        built.registered.insert(instance->second);
+        auto in = books.instances.find(instance->second);
+        if (in != books.instances.end() && in->second.draining)
+          node.state = autoscale::NodeState::kDraining;
+      }
+    }
+    s.nodes.push_back(std::move(node));
+
+    for (auto& d : view.demand_settled ? n.pending_demand : DemandList{}) {
+      autoscale::DemandItem item;
+      item.id = "node " + hex.substr(0, 8) + " {" + d.shape.ToString() + "}" +
+                (d.selector.empty() ? "" : " on " + d.selector);
+      item.bundles = {d.shape};
+      auto selector = ParseLabelSelector(d.selector);
+      if (selector.ok()) item.labels = *selector;
+      item.count = static_cast<int>(d.count);
+      item.since = view.now;
+      if (item.count > 0) s.demand.push_back(std::move(item));
+    }
+  }
+  for (auto it = idle_since->begin(); it != idle_since->end();) {
+    it = alive_hex.count(it->first) ? std::next(it) : idle_since->erase(it);
+  }
+
+  // Instances launched and not registered yet: capacity that is booting.
+  for (auto& [id, in] : books.instances) {
+    if (built.registered.count(id) || !config.FindType(in.type)) continue;
+    const Instance* listed = Listed(view, in.provider, id);
+    if (listed &&
+        (listed->state == InstanceState::kFailed || listed->state == InstanceState::kTerminated))
+      continue;
+    autoscale::Node node;
+    node.id = id;
+    node.type = in.type;
+    node.state = autoscale::NodeState::kLaunching;
+    node.since = in.launched_micros;
+    built.instance_of[id] = id;
+    s.nodes.push_back(std::move(node));
+  }
+  for (auto& [type, count] : view.in_flight_launches) {
+    if (!config.FindType(type)) continue;
+    for (int i = 0; i < count; ++i) {
+      autoscale::Node node;
+      node.id = "asking/" + type + "/" + std::to_string(i);
+      node.type = type;
+      node.state = autoscale::NodeState::kLaunching;
+      auto since = view.in_flight_since.find(type);
+      node.since = since == view.in_flight_since.end() ? view.now : since->second;
+      s.nodes.push_back(std::move(node));
+    }
+  }
+  return built;
+}
+
+}  // namespace cumulus

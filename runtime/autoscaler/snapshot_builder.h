@@ -1,0 +1,52 @@
+// BuildSnapshot: the autoscaler's snapshot (scheduler/autoscale/snapshot.h) from what the monitor
+// sees: the head's node records, the providers' instances, the monitor's books and the launches
+// it has asked for that have not answered yet. Pure: no I/O, `now` given.
+//
+//   - A node record ALIVE with label cumulus.node_type=T (T a type of the cluster file) is a
+//     launched node: kRunning, or kDraining if its instance is drained in the books. Any other
+//     ALIVE node is on-prem. A node is busy while its available resources differ from its total;
+//     `idle_since` tracks, per node, since when it has been idle (updated here).
+//   - An instance in the books with no ALIVE node yet, that its provider does not list as ended,
+//     is kLaunching since its launch; launches still in flight are kLaunching too (ids
+//     "asking/TYPE/N"), so no demand launches twice.
+//   - Each ALIVE node's pending demand (shape, count, selector) is one DemandItem, unless
+//     `demand_settled` is false (heartbeats may still report work that is moving to a new node).
+// What the head does not report yet and is taken as false: holds_sole_copy (the only copy of a
+// live object on a node); a node idle by its resources is drained even if it holds one.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/autoscaler/cluster_config.h"
+#include "runtime/autoscaler/monitor_books.h"
+#include "runtime/autoscaler/node_provider.h"
+#include "runtime/head/membership.h"
+#include "scheduler/autoscale/snapshot.h"
+
+namespace cumulus {
+
+struct MonitorView {
+  std::vector<NodeRecord> nodes;                        // the head's
+  std::map<std::string, std::vector<Instance>> listed;  // provider -> List()
+  std::map<std::string, int> in_flight_launches;        // type -> nodes asked for
+  std::map<std::string, int64_t> in_flight_since;       // type -> when
+  bool demand_settled = true;  // false: leave pending demand out (a node just joined)
+  int64_t now = 0;             // wall clock, micros
+};
+
+struct BuiltSnapshot {
+  autoscale::Snapshot snapshot;
+  std::map<std::string, std::string> instance_of;  // snapshot node id -> instance id
+  std::set<std::string> registered;                // instance ids with an ALIVE node
+};
+
+// The cloud node types of `config` as the policy sees them.
+std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config);
+
+BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& books,
+                            const MonitorView& view, std::map<std::string, int64_t>* idle_since);
+
+}  // namespace cumulus

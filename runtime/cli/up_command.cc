@@ -1,0 +1,327 @@
+// cumulus up FILE | down | drain NODE: the autoscaler from a cluster file (runtime/autoscaler/).
+//
+// `up` starts the head the file describes (no node of its own), its on-prem nodes on this machine
+// (host: localhost) and the autoscaler's monitor, which runs as a process of its own beside the
+// head ("autoscaler" among what `cumulus stop` stops). With --address it adds the monitor to a
+// head that runs already. `down` stops the monitor, terminates every node it launched (its books
+// in the head's KV and the providers' lists), then stops what `cumulus start`/`up` started here.
+// `drain NODE` marks a launched node draining: the monitor terminates it once nothing runs on it.
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "runtime/autoscaler/cluster_config.h"
+#include "runtime/autoscaler/monitor.h"
+#include "runtime/base/logging.h"
+#include "runtime/base/numeric.h"
+#include "runtime/base/subprocess.h"
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/head_connection.h"
+#include "runtime/cli/local_state.h"
+
+namespace cumulus::cli {
+
+namespace {
+
+constexpr const char* kUpHelp = R"(Usage:
+  cumulus up FILE [--insecure] [--address HOST:PORT --token-file F] [--round-ms N] [--block]
+  cumulus down [--address HOST:PORT] [--token-file FILE]
+  cumulus drain NODE [--address HOST:PORT] [--token-file FILE]
+
+up reads the cluster file FILE (docs/cluster_file.md), starts its head (control store only, no
+node) and its on-prem nodes with host 'localhost' on this machine, and the autoscaler: a monitor
+that launches cloud nodes of the file's types when work waits that on-prem nodes cannot run, and
+drains and terminates them when idle (docs/autoscaler.md). With --address it adds the autoscaler
+to a head that runs already (start its nodes with --wait-for-nodes, or work no node can run
+fails at once instead of waiting for a launch). Without --block it returns once everything is started; the
+monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does and why.
+  --insecure   accept node types whose nodes may run outside this machine or a private network:
+               channels between nodes and the head are not encrypted yet
+  --round-ms N how often the monitor decides (default 2000, 100 to 600000)
+
+down stops the autoscaler, terminates every node it launched, then stops the head and the nodes
+started on this machine (as 'cumulus stop').
+drain NODE (a node id or its prefix) marks a node the autoscaler launched as draining: it is
+terminated once nothing runs on it. Draining does not yet stop new work from being placed on
+the node, and on-prem nodes are not drained.
+)";
+
+bool IsLoopbackOrPrivate(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) != 1) return false;
+  uint32_t ip = ntohl(a.s_addr);
+  return (ip >> 24) == 127 || (ip >> 24) == 10 || (ip >> 20) == 0xAC1 || (ip >> 16) == 0xC0A8;
+}
+
+// Refuses node types whose nodes would reach the head over a network no one trusts.
+Status CheckSecure(const ClusterConfig& config) {
+  for (auto& t : config.node_types) {
+    const ProviderConfig& p = config.providers.at(t.provider);
+    std::string where;
+    if (p.kind == ProviderKind::kCommand)
+      where = "its command provider '" + p.name + "' may start nodes anywhere (a cloud)";
+    else if (p.kind == ProviderKind::kSlurm && !IsLoopbackOrPrivate(config.head.host))
+      where = "the head's address " + config.head.host + " is not loopback or a private network";
+    if (!where.empty()) {
+      return Status::InvalidArgument(
+          config.file + ": node type '" + t.name + "': " + where +
+          ", and channels between nodes and the head are not encrypted yet; pass --insecure to "
+          "accept that");
+    }
+  }
+  return Status();
+}
+
+// Runs `cumulus ARGS` (detached start: it returns once ready); returns the line starting `ready`.
+Result<std::string> RunStart(const std::vector<std::string>& args, const std::string& ready) {
+  std::vector<std::string> argv = {ExecutableDir() + "/cumulus"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Subprocess p(argv, /*merge_stderr=*/true);
+  std::string seen;
+  auto line = p.WaitForLine(ready, std::chrono::seconds(60));
+  auto st = p.Wait(std::chrono::seconds(10));
+  if (!line) {
+    return Status::Unavailable("'cumulus " + args[0] + " " + args[1] +
+                               "' did not start: " + p.ReadAll(std::chrono::seconds(1)));
+  }
+  (void)st;
+  return *line;
+}
+
+std::string Field(const std::string& line, const std::string& key) {
+  size_t at = line.find(key + "=");
+  if (at == std::string::npos) return "";
+  at += key.size() + 1;
+  return line.substr(at, line.find(' ', at) - at);
+}
+
+Result<std::unique_ptr<Monitor>> MakeMonitor(const ClusterConfig& config,
+                                             std::unique_ptr<ControlClient> head,
+                                             const std::string& token_file, Duration round) {
+  ProviderEnv env;
+  env.cluster_name = config.cluster_name;
+  env.cumulus_binary = ExecutableDir() + "/cumulus";
+  env.state_dir = StateDir();
+  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+  for (auto& [name, p] : config.providers) {
+    CUMULUS_ASSIGN_OR_RETURN(auto provider, MakeNodeProvider(p, env));
+    providers[name] = std::move(provider);
+  }
+  MonitorOptions o;
+  o.config = config;
+  o.launch = {head->head().ToString(), token_file};
+  o.round = round;
+  HostPort address = head->head();
+  o.reconnect = [address, token_file]() -> Result<std::unique_ptr<ControlClient>> {
+    CUMULUS_ASSIGN_OR_RETURN(std::string token, ResolveToken(token_file));
+    return ControlClient::Connect(address, token);
+  };
+  CUMULUS_ASSIGN_OR_RETURN(auto monitor, Monitor::Create(o, std::move(head), std::move(providers)));
+  CUMULUS_RETURN_IF_ERROR(monitor->Recover());
+  return monitor;
+}
+
+// The monitor's loop until SIGTERM/SIGINT or `cumulus down`.
+int RunMonitor(Monitor& monitor, const Flags& head_flags) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    stop = true;
+  });
+  Status why = monitor.Run(stop);
+  CUMULUS_LOG(INFO) << "autoscaler stopping: " << why;
+  if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (auto marker = ConnectHead(head_flags); marker.ok())
+    (void)(*marker)->KvPut(kAutoscalerNamespace, kCommandKey, "stopped");
+  ForgetProcess(getpid());
+  return why.code() == StatusCode::kCancelled ? 0 : 1;
+}
+
+}  // namespace
+
+int UpCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUpHelp, stdout);
+      return 0;
+    }
+  }
+  if (args.empty() || args[0].rfind("--", 0) == 0)
+    return UsageError("up needs a cluster file: cumulus up FILE", "cumulus up --help");
+  Flags flags({"address", "token-file", "round-ms"}, {"insecure", "block"});
+  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!st.ok()) return UsageError(st.message(), "cumulus up --help");
+  auto round_ms = ParseInteger("--round-ms", flags.Get("round-ms", "2000"), {100, 600000});
+  if (!round_ms.ok()) return UsageError(round_ms.status().message(), "cumulus up --help");
+  auto config = LoadClusterConfig(std::filesystem::absolute(args[0]).string());
+  if (!config.ok()) return UsageError(config.status().message(), "cumulus up --help");
+  if (!flags.Has("insecure")) {
+    Status secure = CheckSecure(*config);
+    if (!secure.ok()) {
+      std::fprintf(stderr, "cumulus: %s\n", secure.message().c_str());
+      return 2;
+    }
+  }
+  if (Status s = EnsureStateDir(); !s.ok()) return Fail(s);
+
+  std::string address = flags.Get("address"), token_file = flags.Get("token-file");
+  if (address.empty()) {
+    std::vector<std::string> head_args = {
+        "start",  "--head",         "--no-node", "--port", std::to_string(config->head.port),
+        "--bind", config->head.host};
+    if (!config->head.data_dir.empty()) {
+      head_args.push_back("--data-dir");
+      head_args.push_back(config->head.data_dir);
+    }
+    auto ready = RunStart(head_args, "cumulus head ready");
+    if (!ready.ok()) return Fail(ready.status());
+    address = Field(*ready, "address");
+    token_file = Field(*ready, "token_file");
+    std::printf("Head started at %s (token %s).\n", address.c_str(), token_file.c_str());
+    for (auto& n : config->onprem_nodes) {
+      if (n.host != "localhost") continue;
+      std::string resources = n.resources.ToString();
+      if (!n.resources.Has("GPU")) resources += ",GPU=0";
+      auto node = RunStart({"start", "--address", address, "--token-file", token_file,
+                            "--resources", resources, "--labels", LabelsToString(n.labels),
+                            "--wait-for-nodes", "--data-dir", StateDir() + "/up-" + n.name},
+                           "cumulus node ready");
+      if (!node.ok()) return Fail(node.status());
+      std::printf("On-prem node %s started: %s (%s).\n", n.name.c_str(),
+                  Field(*node, "node_id").c_str(), resources.c_str());
+    }
+  }
+  Flags head_flags({"address", "token-file"}, {});
+  (void)head_flags.Parse({"--address", address, "--token-file", token_file});
+  auto head = ConnectHead(head_flags);
+  if (!head.ok()) return Fail(head.status());
+  (void)(*head)->KvPut(kAutoscalerNamespace, kClusterFileKey, config->file);
+  (void)(*head)->KvDelete(kAutoscalerNamespace, kCommandKey);
+
+  auto run = [&]() -> int {
+    auto client = ConnectHead(head_flags);
+    if (!client.ok()) return Fail(client.status());
+    auto monitor =
+        MakeMonitor(*config, std::move(*client), token_file, std::chrono::milliseconds(*round_ms));
+    if (!monitor.ok()) return Fail(monitor.status());
+    (void)RememberProcess(getpid(), "autoscaler");
+    std::printf("cumulus autoscaler ready address=%s token_file=%s pid=%d\n", address.c_str(),
+                token_file.c_str(), getpid());
+    std::fflush(stdout);
+    return RunMonitor(**monitor, head_flags);
+  };
+  if (flags.Has("block")) return run();
+
+  std::string log = StateDir() + "/autoscaler.log";
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return Fail(Status::Internal("fork failed"));
+  if (pid == 0) {
+    setsid();
+    FILE* f = std::freopen(log.c_str(), "a", stdout);
+    if (f) dup2(fileno(stdout), STDERR_FILENO);
+    _exit(run());
+  }
+  std::printf("Autoscaler started (pid %d, log %s) for the types of %s.\n", pid, log.c_str(),
+              config->file.c_str());
+  std::printf("To see it: cumulus status   To stop everything: cumulus down\n");
+  return 0;
+}
+
+int DownCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUpHelp, stdout);
+      return 0;
+    }
+  }
+  Flags flags({"address", "token-file"}, {});
+  Status st = flags.Parse(args);
+  if (!st.ok()) return UsageError(st.message(), "cumulus down --help");
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  auto file = (*head)->KvGet(kAutoscalerNamespace, kClusterFileKey);
+  if (!file.ok()) {
+    return Fail(file.status().code() == StatusCode::kNotFound
+                    ? Status::NotFound("no autoscaler was started on this cluster ('cumulus up "
+                                       "FILE' starts one); 'cumulus stop' stops plain clusters")
+                    : file.status());
+  }
+  auto config = LoadClusterConfig(*file);
+  if (!config.ok()) return Fail(config.status());
+  // Stop the monitor first, so it launches nothing while its nodes go.
+  (void)(*head)->KvPut(kAutoscalerNamespace, kCommandKey, "down");
+  bool stopped = WaitUntil(
+      [&] {
+        auto c = (*head)->KvGet(kAutoscalerNamespace, kCommandKey);
+        return c.ok() && *c == "stopped";
+      },
+      std::chrono::seconds(15));
+  if (!stopped) std::printf("The autoscaler did not answer within 15 s; going on without it.\n");
+  auto client = ConnectHead(flags);
+  if (!client.ok()) return Fail(client.status());
+  auto monitor =
+      MakeMonitor(*config, std::move(*client), flags.Get("token-file"), std::chrono::seconds(2));
+  if (!monitor.ok()) return Fail(monitor.status());
+  size_t launched = (*monitor)->books().instances.size();
+  Status terminated = (*monitor)->TerminateAll(std::chrono::seconds(60));
+  if (!terminated.ok()) return Fail(terminated);
+  std::printf("Terminated the autoscaler's nodes (%zu in its books).\n", launched);
+  monitor->reset();
+  return StopCommand({});
+}
+
+int DrainCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUpHelp, stdout);
+      return 0;
+    }
+  }
+  if (args.empty() || args[0].rfind("--", 0) == 0)
+    return UsageError("drain needs a node id: cumulus drain NODE", "cumulus drain --help");
+  Flags flags({"address", "token-file"}, {});
+  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!st.ok()) return UsageError(st.message(), "cumulus drain --help");
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Fail(head.status());
+  auto view = (*head)->GetClusterStatus();
+  if (!view.ok()) return Fail(view.status());
+  const NodeRecord* found = nullptr;
+  for (auto& n : view->nodes) {
+    if (n.state != NodeState::kAlive || n.id.Hex().rfind(args[0], 0) != 0) continue;
+    if (found) return Fail(Status::InvalidArgument("'" + args[0] + "' names more than one node"));
+    found = &n;
+  }
+  if (!found) return Fail(Status::NotFound("no alive node's id starts with '" + args[0] + "'"));
+  auto type = found->labels.find(kNodeTypeLabel);
+  if (type == found->labels.end()) {
+    return Fail(
+        Status::InvalidArgument("node " + found->id.Hex() +
+                                " was not launched by the autoscaler; draining on-prem nodes is "
+                                "not supported yet ('cumulus "
+                                "stop' on its machine stops it; its tasks are retried elsewhere)"));
+  }
+  auto put = (*head)->KvPut(kAutoscalerNamespace, kDrainPrefix + found->id.Hex(), "1");
+  if (!put.ok()) return Fail(put.status());
+  std::printf("Draining node %s (type %s): it is terminated once nothing runs on it.\n",
+              found->id.Hex().c_str(), type->second.c_str());
+  return 0;
+}
+
+}  // namespace cumulus::cli

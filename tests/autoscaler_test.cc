@@ -1,0 +1,261 @@
+// The autoscaler with real processes: a head, one small on-prem node, `cumulus up --address
+// --block` running the monitor, the local provider launching "cloud" nodes as processes here, and
+// burst_driver asking for work. Short idle timeouts and boot delays keep each test to seconds.
+#include <signal.h>
+
+#include <fstream>
+
+#include "cluster_fixture.h"
+#include "runtime/autoscaler/local_provider.h"
+
+namespace cumulus {
+namespace {
+
+class AutoscalerTest : public ClusterTest {
+ protected:
+  // burst_driver ships its program (tens of MiB with debug info) through the object store.
+  AutoscalerTest() { node_store_memory_ = "160M"; }
+
+  // A cluster file: provider `local` (and `flaky`, whose launches all fail), type cpu-small
+  // (CPU=4, 1.0/h) and, with `flaky_type`, a cheaper cpu-flaky (CPU=4, 0.1/h) on `flaky`.
+  std::string WriteClusterFile(const std::string& budget = "", bool flaky_type = false,
+                               double idle_timeout_s = 2) {
+    std::string path = dir_.path() + "/cluster.yaml";
+    std::ofstream f(path);
+    f << "cluster_name: test\n"
+         "head:\n  host: 127.0.0.1\n  port: 0\n"
+         "providers:\n"
+         "  local:\n    kind: local\n    boot_delay_s: 0\n    state_dir: provider\n"
+         "    object_store_memory: 160M\n"
+         "  flaky:\n    kind: local\n    failure_rate: 1\n    state_dir: provider-flaky\n"
+         "    object_store_memory: 160M\n"
+         "node_types:\n"
+         "  - name: cpu-small\n    provider: local\n    resources: CPU=4\n"
+         "    labels: site=cloud\n    price_per_hour: 1.0\n    boot_time_s: 1\n"
+         "    max_count: 2\n    idle_timeout_s: "
+      << idle_timeout_s << "\n";
+    if (flaky_type) {
+      f << "  - name: cpu-flaky\n    provider: flaky\n    resources: CPU=4\n"
+           "    labels: site=cloud\n    price_per_hour: 0.1\n    boot_time_s: 1\n"
+           "    max_count: 2\n    idle_timeout_s: 2\n";
+    }
+    f << budget;
+    return path;
+  }
+
+  // A head with no node, one on-prem node with CPU=2 (site=onprem), the monitor on `file`.
+  void StartCluster(const std::string& file) {
+    head_ = StartHead({"--no-node"});
+    onprem_ =
+        StartNode("onprem", {"--resources", "CPU=2", "--labels", "site=onprem", "--wait-for-nodes"},
+                  &onprem_id_);
+    StartMonitor(file);
+  }
+  void StartMonitor(const std::string& file) {
+    monitor_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{kCumulus, "up", file, "--address", address_, "--token-file",
+                                 token_file_, "--block", "--round-ms", "200"},
+        /*merge_stderr=*/true);
+    ASSERT_TRUE(monitor_->WaitForLine("cumulus autoscaler ready", 30s));
+  }
+
+  std::unique_ptr<Subprocess> Driver(std::vector<std::string> args) {
+    return StartDriver("burst_driver", std::move(args), CoreSocket(onprem_id_));
+  }
+
+  // The provider's instances of this cluster that are pending or running.
+  std::vector<Instance> Live() {
+    if (!provider_) {
+      LocalProviderOptions o;
+      o.cumulus_binary = kCumulus;
+      o.state_dir = dir_.path() + "/provider";
+      o.cluster_name = "test";
+      auto p = LocalProvider::Create(o);
+      EXPECT_TRUE(p.ok()) << p.status();
+      if (!p.ok()) return {};
+      provider_ = std::move(*p);
+    }
+    std::vector<Instance> out;
+    auto listed = provider_->List(SystemClock::Get().Now() + 10s);
+    if (!listed.ok()) return out;
+    for (auto& in : *listed) {
+      if (in.state == InstanceState::kPending || in.state == InstanceState::kRunning)
+        out.push_back(in);
+    }
+    return out;
+  }
+
+  // Alive nodes the autoscaler launched.
+  std::vector<NodeRecord> CloudNodes() {
+    std::vector<NodeRecord> out;
+    for (auto& n : View().nodes) {
+      if (n.state == NodeState::kAlive && n.labels.count("cumulus.node_type")) out.push_back(n);
+    }
+    return out;
+  }
+
+  std::string Status(bool json = false) {
+    std::string out;
+    std::vector<std::string> args = {"status", "--address", address_, "--token-file", token_file_};
+    if (json) args.push_back("--json");
+    Cli(args, &out);
+    return out;
+  }
+  bool StatusShows(const std::string& what, std::chrono::milliseconds timeout, bool json = false) {
+    return WaitUntil([&] { return Status(json).find(what) != std::string::npos; }, timeout);
+  }
+
+  void TearDown() override {
+    if (monitor_) monitor_->Kill(SIGKILL);
+    for (auto& in : Live()) (void)provider_->Terminate(in.id, SystemClock::Get().Now() + 10s);
+  }
+
+  std::unique_ptr<Subprocess> head_, onprem_, monitor_;
+  std::string onprem_id_;
+  std::unique_ptr<LocalProvider> provider_;
+};
+
+// Work larger than the on-prem node launches a cloud node, runs there, and the node, busy for
+// longer than its idle timeout, is not terminated under it; once idle it is drained and goes.
+TEST_F(AutoscalerTest, LaunchesOnDemandKeepsBusyNodeAndRemovesItWhenIdle) {
+  StartCluster(WriteClusterFile());
+  auto driver = Driver({"--cpus=3", "--hold_ms=5000"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s))
+      << "no cloud node came up:\n"
+      << Status();
+  EXPECT_TRUE(StatusShows("cpu-small", 5s));
+  std::string out = driver->ReadAll(60s);
+  ExpectChecks(out, {"ran"});
+  std::string where = out.substr(out.find("WHERE ") + 6, 32);
+  EXPECT_NE(where, onprem_id_) << "the work ran on-prem, which cannot hold it";
+  EXPECT_EQ(Live().size(), 1u) << "one launch, not one per round";
+  // Idle (timeout 2 s): drained, then terminated.
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 30s)) << Status();
+}
+
+// Work only on-prem nodes may run launches nothing, and status says why.
+TEST_F(AutoscalerTest, OnPremOnlyWorkLaunchesNothing) {
+  StartCluster(WriteClusterFile());
+  auto driver = Driver({"--cpus=3", "--selector=site=onprem", "--wait_s=30"});
+  EXPECT_TRUE(StatusShows("labels exclude the cloud", 20s)) << Status();
+  EXPECT_TRUE(Live().empty());
+  EXPECT_TRUE(CloudNodes().empty());
+}
+
+// A total budget too small for one node: no launch, the budget shown as the reason.
+TEST_F(AutoscalerTest, BudgetStopsLaunches) {
+  StartCluster(WriteClusterFile("budget:\n  total: 0.0001\n"));
+  auto driver = Driver({"--cpus=3", "--wait_s=30"});
+  EXPECT_TRUE(StatusShows("budget total", 20s)) << Status();
+  EXPECT_TRUE(Live().empty());
+}
+
+// The cheapest type fails to launch: it is backed off (shown) and the next type runs the work.
+TEST_F(AutoscalerTest, FailingTypeBacksOffAndTheNextIsUsed) {
+  StartCluster(WriteClusterFile("", /*flaky_type=*/true));
+  auto driver = Driver({"--cpus=3"});
+  std::string out = driver->ReadAll(60s);
+  ExpectChecks(out, {"ran"});
+  std::string json = Status(true);
+  EXPECT_NE(json.find("\"type\":\"cpu-flaky\""), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"type\":\"cpu-flaky\",\"running\":0,\"launching\":0,\"idle\":0,"
+                      "\"draining\":0,\"failed_launches\":0"),
+            std::string::npos)
+      << "cpu-flaky shows no failed launch: " << json;
+  bool on_small = false;
+  for (auto& n : View().nodes) {
+    if (out.find(n.id.Hex()) != std::string::npos)
+      on_small = n.labels["cumulus.node_type"] == "cpu-small";
+  }
+  EXPECT_TRUE(on_small) << out;
+}
+
+// A monitor killed and started again finds its nodes (books in the head, provider's list): no
+// duplicate launch for the same demand.
+TEST_F(AutoscalerTest, RestartedMonitorLaunchesNoDuplicates) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));
+  auto driver = Driver({"--cpus=3", "--hold_ms=8000"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  monitor_->Kill(SIGKILL);
+  monitor_->Wait(10s);
+  StartMonitor(dir_.path() + "/cluster.yaml");
+  // Several rounds (200 ms each) while the work still runs.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(Live().size(), 1u);
+    usleep(200'000);
+  }
+  ExpectChecks(driver->ReadAll(60s), {"ran"});
+  EXPECT_EQ(Live().size(), 1u);
+}
+
+// The head killed and restarted under the monitor: the monitor connects again, its books come
+// back from the head's store, and the node it launched is not launched twice.
+TEST_F(AutoscalerTest, RestartedHeadLaunchesNoDuplicates) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));
+  auto driver = Driver({"--cpus=3", "--hold_ms=12000", "--wait_s=90"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  int port = ParseHostPort(address_)->port;
+  head_->Kill(SIGKILL);
+  ASSERT_TRUE(head_->Wait(10s));
+  head_ = StartHead({"--no-node"}, port);
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  // The monitor publishes again (it reconnected), and launches nothing more.
+  ASSERT_TRUE(StatusShows("Autoscaler (cluster test)", 20s)) << Status();
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(Live().size(), 1u);
+    usleep(200'000);
+  }
+  ExpectChecks(driver->ReadAll(90s), {"ran"});
+  EXPECT_EQ(Live().size(), 1u);
+}
+
+// A launched node killed with SIGKILL under work: the work is retried, a replacement launched.
+TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));
+  auto driver = Driver({"--cpus=3", "--hold_ms=4000", "--wait_s=90"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  auto first = CloudNodes()[0];
+  ASSERT_TRUE(WaitUntil([&] { return !(CloudNodes()[0].available == first.total); }, 20s))
+      << "the work never started on the cloud node" << Status() << monitor_->ReadAll(1s);
+  ASSERT_EQ(kill(first.pid, SIGKILL), 0);
+  std::string out = driver->ReadAll(90s);
+  ExpectChecks(out, {"ran"});
+  EXPECT_EQ(out.find(first.id.Hex()), std::string::npos) << "it ran on the killed node?\n" << out;
+}
+
+// `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
+// before its idle timeout. An on-prem node is refused with the reason.
+TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/600));
+  auto driver = Driver({"--cpus=3", "--hold_ms=3000"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  std::string hex = CloudNodes()[0].id.Hex(), out;
+  ASSERT_TRUE(
+      WaitUntil([&] { return !(CloudNodes()[0].available == CloudNodes()[0].total); }, 20s));
+  EXPECT_EQ(
+      Cli({"drain", hex.substr(0, 8), "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  ExpectChecks(driver->ReadAll(60s), {"ran"});
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 20s)) << Status();
+  EXPECT_EQ(Cli({"drain", onprem_id_, "--address", address_, "--token-file", token_file_}, &out),
+            1);
+  EXPECT_NE(out.find("not launched by the autoscaler"), std::string::npos) << out;
+}
+
+TEST_F(AutoscalerTest, BadArgumentsAreOneLineAndExit2) {
+  std::string out;
+  EXPECT_EQ(Cli({"up"}, &out), 2) << out;
+  EXPECT_EQ(Cli({"up", dir_.path() + "/missing.yaml"}, &out), 2) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_EQ(Cli({"drain"}, &out), 2) << out;
+  std::string path = dir_.path() + "/cloud.yaml";
+  std::ofstream(path) << "providers:\n  aws:\n    kind: command\n    launch: [/bin/true]\n"
+                         "    list: [/bin/true]\n    terminate: [/bin/true]\n"
+                         "node_types:\n  - name: c\n    provider: aws\n    resources: CPU=4\n";
+  EXPECT_EQ(Cli({"up", path}, &out), 2) << out;
+  EXPECT_NE(out.find("--insecure"), std::string::npos) << out;
+  EXPECT_NE(out.find("not encrypted"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace cumulus
