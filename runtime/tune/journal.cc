@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cumulus/tune.h"
 #include "runtime/core/record_codec.h"
 #include "runtime/proto/tune.capnp.h"
+#include "scheduler/tune/trial_scheduler.h"
 
 namespace cumulus::tune {
 
@@ -49,6 +51,8 @@ int64_t NowMicros() {
 }
 
 }  // namespace
+
+Result<ExperimentSpec> ReadSpec(std::string_view bytes);
 
 Status CheckExperimentName(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 100;
@@ -100,6 +104,20 @@ std::string EncodeSpec(const ExperimentSpec& s) {
 }
 
 Result<ExperimentSpec> DecodeSpec(std::string_view bytes) {
+  auto spec = ReadSpec(bytes);
+  if (!spec.ok()) return spec;
+  // What the controller relies on, checked again: the record comes from the head's store.
+  const ExperimentSpec& s = *spec;
+  if (s.gang_size < 1 || s.gang_size > 1024 || s.max_iterations < 1 || s.num_samples < 1 ||
+      s.checkpoint_every < 0 || s.max_failures < 0 || s.max_concurrent_trials < 0 ||
+      s.time_budget_seconds < 0 || s.pending_timeout_seconds < 0 || s.metric.empty()) {
+    return Status::InvalidArgument("tuning experiment '" + s.name +
+                                   "': its stored spec has values out of range");
+  }
+  return spec;
+}
+
+Result<ExperimentSpec> ReadSpec(std::string_view bytes) {
   return Read<proto::ExperimentSpec>(bytes, "tuning experiment", [](auto b) {
     ExperimentSpec s;
     s.name = Text(b.getName());
@@ -197,6 +215,20 @@ Result<JournalEntry> DecodeEntry(std::string_view bytes) {
     return e;
   });
   if (!e.ok()) return e;
+  if (e->state > static_cast<uint8_t>(TrialState::kFailed)) {
+    return Status::InvalidArgument("journal entry with unknown trial state " +
+                                   std::to_string(e->state));
+  }
+  if (e->action > static_cast<uint8_t>(Action::kExploit) && e->action != kActionFinished &&
+      e->action != kActionBudgetStop) {
+    return Status::InvalidArgument("journal entry with unknown action " +
+                                   std::to_string(e->action));
+  }
+  if (e->checkpoint_bytes > uint64_t{e->checkpoint_chunks} * kChunkBytes) {
+    return Status::InvalidArgument("journal entry: a checkpoint of " +
+                                   std::to_string(e->checkpoint_bytes) + " bytes in " +
+                                   std::to_string(e->checkpoint_chunks) + " chunks");
+  }
   auto k = static_cast<uint8_t>(e->kind);
   if (k < static_cast<uint8_t>(JournalEntry::Kind::kRun) ||
       k > static_cast<uint8_t>(JournalEntry::Kind::kExperimentEnded)) {
@@ -277,8 +309,9 @@ Status Journal::Append(JournalEntry entry) {
 }
 
 Status Journal::PutCheckpoint(uint64_t trial, int64_t iteration, const std::string& bytes,
-                              JournalEntry* entry) {
-  std::string key = name_ + "/" + std::to_string(trial) + "/" + std::to_string(iteration);
+                              JournalEntry* entry, const std::string& tag) {
+  std::string key = name_ + "/" + std::to_string(trial) + "/" + std::to_string(iteration) +
+                    (tag.empty() ? "" : "-" + tag);
   uint32_t chunks = static_cast<uint32_t>((bytes.size() + kChunkBytes - 1) / kChunkBytes);
   if (chunks == 0) chunks = 1;
   for (uint32_t c = 0; c < chunks; ++c) {

@@ -127,9 +127,11 @@ class Journal {
   // sequence number: two drivers run the experiment, and this one must stop.
   Status Append(JournalEntry entry);
 
-  // Stores a checkpoint (chunks of at most 4 MiB); fills entry fields key, chunks, bytes.
+  // Stores a checkpoint (chunks of at most 4 MiB) under a key of its own (trial, iteration and
+  // `tag`, so that no stored checkpoint a journal entry names is ever written over); fills entry
+  // fields key, chunks, bytes.
   Status PutCheckpoint(uint64_t trial, int64_t iteration, const std::string& bytes,
-                       JournalEntry* entry);
+                       JournalEntry* entry, const std::string& tag = "");
   static Result<std::string> GetCheckpoint(ControlClient& head, const JournalEntry& checkpoint);
   Status DeleteCheckpoint(const JournalEntry& checkpoint);
 

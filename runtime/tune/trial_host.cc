@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -149,18 +150,19 @@ class TrialHost::OutputCapture {
         if (n > 0) {
           (void)!write(saved_out_, buf, static_cast<size_t>(n));
           pending.append(buf, static_cast<size_t>(n));
-          continue;  // drain what is there before deciding to ship
+        } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+          eof = true;  // every write end is closed (or the pipe failed): nothing more comes
         }
-        eof = true;
       }
+      bool drained = ready == 0;  // nothing more to read right now
       auto now = std::chrono::steady_clock::now();
-      if (!pending.empty() && (eof || flushing || pending.size() >= (64u << 10) ||
+      if (!pending.empty() && (eof || (flushing && drained) || pending.size() >= (64u << 10) ||
                                now - last_ship >= std::chrono::milliseconds(500))) {
         Ship(rt, pending);
         pending.clear();
         last_ship = now;
       }
-      if (flushing) {
+      if (flushing && (drained || eof)) {
         flush_done_seen_ = flush_wanted;
         std::lock_guard<std::mutex> lock(mu_);
         flush_done_ = flush_wanted;

@@ -144,6 +144,12 @@ Status Tuner::Impl::Replay(const JournalEntry& e) {
                        ", the journal has " +
                        std::string(ActionName(static_cast<Action>(e.action))));
       }
+      if (d.action == Action::kExploit &&
+          (d.exploit_from != e.exploit_from || d.new_config.Encode() != e.config)) {
+        return differs("PBT now has " + TrialName(e.trial) + " exploit " +
+                       TrialName(d.exploit_from) + " with " + d.new_config.ToString() +
+                       ", the journal has " + TrialName(e.exploit_from));
+      }
       if (d.action == Action::kStop) EndInPolicies(e.trial, false);
       return Status::OK();
     }
@@ -202,6 +208,16 @@ Status Tuner::Impl::FillSlots() {
   while (true) {
     auto due = std::find_if(restart_.begin(), restart_.end(),
                             [&](auto& r) { return r.second <= Clock::now(); });
+    if (budget_spent_ && !restart_.empty()) {
+      std::vector<uint64_t> waiting;
+      for (auto& r : restart_) waiting.push_back(r.first);
+      restart_.clear();
+      for (uint64_t id : waiting) {
+        CUMULUS_RETURN_IF_ERROR(EndTrial(id, TrialState::kStoppedEarly,
+                                         "the time budget was spent while it waited to restart"));
+      }
+      continue;
+    }
     if (due != restart_.end() && live_.size() < Capacity()) {
       uint64_t id = due->first;
       restart_.erase(due);
@@ -227,6 +243,10 @@ Status Tuner::Impl::FillSlots() {
         CUMULUS_RETURN_IF_ERROR(Journal(e));
       }
     }
+    // Nothing to resume and nothing new: no call, and no journal entry that says nothing.
+    bool paused = std::any_of(state_.trials().begin(), state_.trials().end(),
+                              [](auto& t) { return t.second.state == TrialState::kPaused; });
+    if (!paused && fresh_.empty()) return Status::OK();
     auto next = scheduler_->ChooseTrialToRun(!fresh_.empty());
     JournalEntry e;
     e.kind = JournalEntry::Kind::kChoose;
@@ -520,8 +540,11 @@ Status Tuner::Impl::ApplyDecision(uint64_t id, const JournalEntry& report) {
         c.kind = JournalEntry::Kind::kCheckpoint;
         c.trial = id;
         c.iteration = report.iteration;
-        CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, report.iteration, bytes, &c));
+        CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, report.iteration, bytes, &c,
+                                                        "from" + std::to_string(donor.id)));
+        std::optional<JournalEntry> old = state_.trials().at(id).checkpoint;
         CUMULUS_RETURN_IF_ERROR(Journal(c));
+        if (old && old->checkpoint_key != c.checkpoint_key) (void)journal_->DeleteCheckpoint(*old);
       }
       restart_.emplace_front(id, Clock::time_point());
       return Status::OK();
@@ -535,7 +558,9 @@ Status Tuner::Impl::CheckPendingTimeouts() {
   auto limit = std::chrono::seconds(spec_.pending_timeout_seconds);
   std::vector<uint64_t> late;
   for (auto& [id, live] : live_) {
-    if (!live.placed && Clock::now() - live.since > limit) late.push_back(id);
+    // A gang still being reserved ends by its reservation's own timeout (the same limit), which
+    // hands back any group it got.
+    if (!live.placed && !live.reserving && Clock::now() - live.since > limit) late.push_back(id);
   }
   for (uint64_t id : late) {
     std::string want;
@@ -550,6 +575,18 @@ Status Tuner::Impl::CheckPendingTimeouts() {
 }
 
 Result<ExperimentResult> Tuner::Impl::Run() {
+  auto result = RunLoop();
+  if (!result.ok()) {
+    // The experiment cannot go on from here (its journal cannot be written, or another driver
+    // runs it): its trials stop with it rather than train on unseen. Restore continues them.
+    std::vector<uint64_t> ids;
+    for (auto& [id, live] : live_) ids.push_back(id);
+    for (uint64_t id : ids) Kill(id);
+  }
+  return result;
+}
+
+Result<ExperimentResult> Tuner::Impl::RunLoop() {
   started_ = Clock::now();
   {
     JournalEntry e;

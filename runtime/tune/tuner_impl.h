@@ -47,6 +47,7 @@ class Tuner::Impl {
   Result<ExperimentResult> Run();
 
  private:
+  Result<ExperimentResult> RunLoop();
   using Clock = std::chrono::steady_clock;
   struct Live {
     std::vector<ActorHandle<TrialHost>> actors;
