@@ -225,12 +225,20 @@ int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial) {
   std::string prefix = job.Hex() + "/" + (want_experiment.empty() ? "" : want_experiment + "/");
   size_t chunks = 0;
   std::set<std::string> experiments;
+  std::string printing;  // the experiment whose output is being printed
   Status st = ForEachKv(head, "tune_logs", prefix, [&](const std::string& k, const std::string& v) {
     // k: JOB/EXPERIMENT/TRIAL/...
     size_t a = k.find('/'), b = k.find('/', a + 1), c = k.find('/', b + 1);
     if (a == std::string::npos || b == std::string::npos || c == std::string::npos) return;
-    experiments.insert(k.substr(a + 1, b - a - 1));
+    std::string experiment = k.substr(a + 1, b - a - 1);
+    experiments.insert(experiment);
     if (k.compare(b + 1, c - b - 1, want_trial) != 0) return;
+    // Keys come grouped by experiment: without EXPERIMENT/ given, each experiment's part of the
+    // output is headed by its name, so two experiments' trials of one id are never mixed.
+    if (want_experiment.empty() && experiment != printing) {
+      std::printf("==> %s/%s <==\n", experiment.c_str(), want_trial.c_str());
+      printing = experiment;
+    }
     std::fwrite(v.data(), 1, v.size(), stdout);
     ++chunks;
   });

@@ -415,7 +415,22 @@ Status Tuner::Impl::HandleWhere(uint64_t id, Live& live) {
 
 Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
   auto first = TryGet(live.steps[0], std::chrono::milliseconds(0));
-  if (!first.ok()) return HandleFailure(id, first.status());
+  if (!first.ok()) {
+    // In a gang, rank 0's error may only be the echo of another rank's death (its collective
+    // operation failed): a rank whose actor died makes the trial restart, not fail.
+    Status why = first.status();
+    for (size_t rank = 1; rank < live.steps.size() && why.code() == StatusCode::kTaskFailed;
+         ++rank) {
+      auto other = TryGet(live.steps[rank], std::chrono::seconds(10));
+      if (!other.ok() && other.status().code() != StatusCode::kTaskFailed &&
+          other.status().code() != StatusCode::kTimedOut) {
+        why = Status(other.status().code(), "rank " + std::to_string(rank) + ": " +
+                                                other.status().message() +
+                                                " (rank 0: " + first.status().message() + ")");
+      }
+    }
+    return HandleFailure(id, why);
+  }
   for (size_t rank = 1; rank < live.steps.size(); ++rank) {
     auto other = TryGet(live.steps[rank], std::chrono::minutes(5));
     if (!other.ok()) return HandleFailure(id, other.status());
