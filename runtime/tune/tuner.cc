@@ -178,6 +178,7 @@ std::vector<std::pair<int64_t, double>> Tuner::Impl::ReplayableCutoffs() const {
 
 Status Tuner::Impl::Journal(JournalEntry e) {
   CUMULUS_RETURN_IF_ERROR(journal_->Append(e));
+  ++appended_;
   return state_.Apply(e);
 }
 
@@ -247,6 +248,8 @@ Status Tuner::Impl::FillSlots() {
     bool paused = std::any_of(state_.trials().begin(), state_.trials().end(),
                               [](auto& t) { return t.second.state == TrialState::kPaused; });
     if (!paused && fresh_.empty()) return Status::OK();
+    // Asked already, with nothing journaled since: the answer would be the same.
+    if (fresh_.empty() && appended_ == idle_choose_at_) return Status::OK();
     auto next = scheduler_->ChooseTrialToRun(!fresh_.empty());
     JournalEntry e;
     e.kind = JournalEntry::Kind::kChoose;
@@ -262,6 +265,7 @@ Status Tuner::Impl::FillSlots() {
       fresh_.pop_front();
       CUMULUS_RETURN_IF_ERROR(StartTrial(id));
     } else {
+      idle_choose_at_ = appended_;
       return Status::OK();
     }
   }

@@ -100,6 +100,9 @@ class Tuner::Impl {
   std::map<uint64_t, int> placement_failures_;
   std::set<uint64_t> budget_stopped_;
   bool budget_spent_ = false;
+  uint64_t appended_ = 0;  // journal entries this run appended
+  // appended_ when the scheduler last had nothing to run (no call again until something changes)
+  uint64_t idle_choose_at_ = UINT64_MAX;
   Clock::time_point started_;
   size_t capacity_ = 1;
   Clock::time_point capacity_checked_;
