@@ -133,37 +133,8 @@ int main(int argc, char** argv) {
   bool with_failure = Flag(argc, argv, "with-failure", "0") == "1";
   tune::SearchSpace space = Space(step_ms, with_failure);
   int rc = 0;
-  if (scenario == "run" || scenario == "gang") {
-    auto tuner = tune::Tuner::Create<Quadratic>(space, o);
-    if (!tuner.ok()) {
-      std::printf("ERROR %s\n", tuner.status().ToString().c_str());
-      rc = 1;
-    } else {
-      auto r = tuner->Run();
-      if (!r.ok()) {
-        std::printf("ERROR %s\n", r.status().ToString().c_str());
-        rc = 1;
-      } else {
-        Print(*r);
-      }
-    }
-  } else if (scenario == "restore") {
-    auto tuner = tune::Tuner::Restore<Quadratic>(o.name, space);
-    if (!tuner.ok()) {
-      std::printf("ERROR %s\n", tuner.status().ToString().c_str());
-      rc = 1;
-    } else {
-      auto r = tuner->Run();
-      if (!r.ok()) {
-        std::printf("ERROR %s\n", r.status().ToString().c_str());
-        rc = 1;
-      } else {
-        Print(*r);
-      }
-    }
-  } else if (scenario == "function") {
-    o.scheduler.kind = "fifo";
-    auto tuner = tune::Tuner::Create(Train, space, o);
+  // Runs the tuner (or says why it could not be made or run) and prints its result.
+  auto run = [&](cumulus::Result<tune::Tuner> tuner) {
     auto r = tuner.ok() ? tuner->Run() : cumulus::Result<tune::ExperimentResult>(tuner.status());
     if (!r.ok()) {
       std::printf("ERROR %s\n", r.status().ToString().c_str());
@@ -171,6 +142,14 @@ int main(int argc, char** argv) {
     } else {
       Print(*r);
     }
+  };
+  if (scenario == "run" || scenario == "gang") {
+    run(tune::Tuner::Create<Quadratic>(space, o));
+  } else if (scenario == "restore") {
+    run(tune::Tuner::Restore<Quadratic>(o.name, space));
+  } else if (scenario == "function") {
+    o.scheduler.kind = "fifo";
+    run(tune::Tuner::Create(Train, space, o));
   } else if (scenario == "bad") {
     // Each bad input is one line naming what is wrong.
     tune::SearchSpace empty;

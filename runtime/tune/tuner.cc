@@ -1,180 +1,20 @@
 // The tuner's controller loop; see tuner_impl.h.
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <thread>
 
 #include "runtime/net/tcp.h"
-#include "runtime/tune/trial_text.h"
 #include "runtime/tune/tuner_impl.h"
 #include "workers/core_worker.h"
 
 namespace cumulus::tune {
-namespace {
-
-std::string Shorten(const std::string& s, size_t n) {
-  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
-}
-
-}  // namespace
 
 Tuner::Impl::Impl(ExperimentSpec spec, SearchSpace space, TunerOptions progress)
     : spec_(std::move(spec)),
       space_(std::move(space)),
       progress_options_(std::move(progress)),
       state_(spec_) {}
-
-Status Tuner::Impl::MakePolicies() {
-  mode_ = spec_.maximize ? Mode::kMax : Mode::kMin;
-  SearcherOptions so;
-  CUMULUS_ASSIGN_OR_RETURN(so.kind, ParseSearcherKind(spec_.searcher));
-  so.seed = spec_.seed;
-  so.num_samples = spec_.num_samples;
-  CUMULUS_ASSIGN_OR_RETURN(searcher_, MakeSearcher(space_, so));
-  SchedulerOptions o;
-  CUMULUS_ASSIGN_OR_RETURN(o.kind, ParseSchedulerKind(spec_.scheduler));
-  o.mode = mode_;
-  o.max_t = spec_.max_iterations;
-  o.seed = spec_.seed;
-  o.grace_period = spec_.grace_period;
-  o.reduction_factor = spec_.reduction_factor;
-  o.brackets = spec_.brackets;
-  o.median_grace_period = spec_.median_grace_period;
-  o.median_min_samples = spec_.median_min_samples;
-  o.pbt_interval = spec_.pbt_interval;
-  o.pbt_quantile = spec_.pbt_quantile;
-  o.pbt_resample_probability = spec_.pbt_resample_probability;
-  for (auto& name : spec_.pbt_mutations) {
-    const Param* p = space_.Find(name);
-    if (p == nullptr) {
-      return Status::InvalidArgument("tuner: PBT mutates '" + name +
-                                     "', which the search space does not have");
-    }
-    o.pbt_mutations.Add(*p);
-  }
-  o.bound_min_finished = spec_.bound_min_finished;
-  auto made = MakeTrialScheduler(o);
-  if (!made.ok()) return Status::InvalidArgument("tuner: " + made.status().message());
-  scheduler_ = std::move(*made);
-  return Status::OK();
-}
-
-Status Tuner::Impl::Begin() {
-  CUMULUS_RETURN_IF_ERROR(MakePolicies());
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead(&job_));
-  CUMULUS_ASSIGN_OR_RETURN(journal_, Journal::Create(std::move(head), spec_));
-  return Status::OK();
-}
-
-Status Tuner::Impl::Resume(Journal::Loaded loaded) {
-  CUMULUS_RETURN_IF_ERROR(MakePolicies());
-  for (auto& e : loaded.entries) {
-    CUMULUS_RETURN_IF_ERROR(state_.Apply(e));
-    CUMULUS_RETURN_IF_ERROR(Replay(e));
-  }
-  // What ran when the last driver died continues from its checkpoint; what was added and never
-  // started waits for a slot like any new trial.
-  for (auto& [id, t] : state_.trials()) {
-    if (t.state == TrialState::kRunning) {
-      restart_.emplace_back(id, Clock::time_point());
-    } else if (t.state == TrialState::kPending) {
-      bool ran = !t.history.empty() || t.restarts > 0 || t.reason == "resuming";
-      if (ran) {
-        restart_.emplace_back(id, Clock::time_point());
-      } else {
-        fresh_.push_back(id);
-      }
-    }
-  }
-  CUMULUS_ASSIGN_OR_RETURN(auto head, ConnectTunerHead(&job_));
-  journal_ = tune::Journal::Continue(std::move(head), spec_.name, loaded.entries.size() + 1);
-  return Status::OK();
-}
-
-void Tuner::Impl::EndInPolicies(uint64_t id, bool completed) {
-  scheduler_->OnTrialEnd(id, completed);
-  auto& t = state_.trials().at(id);
-  std::optional<double> score;
-  for (auto it = t.history.rbegin(); it != t.history.rend() && !score; ++it) {
-    auto m = it->find(spec_.metric);
-    if (m != it->end()) score = spec_.maximize ? m->second : -m->second;
-  }
-  searcher_->OnTrialEnd(id, score, t.iteration);
-}
-
-// Replays one journal entry into the policies (the state has applied it already) and checks
-// that they decide as the journal says.
-Status Tuner::Impl::Replay(const JournalEntry& e) {
-  using Kind = JournalEntry::Kind;
-  auto differs = [&](const std::string& what) {
-    return Status::InvalidArgument(
-        "experiment '" + spec_.name + "' cannot be restored: " + what +
-        " (restore it with the program, search space and options it was run with)");
-  };
-  switch (e.kind) {
-    case Kind::kTrialAdded: {
-      CUMULUS_ASSIGN_OR_RETURN(auto c, searcher_->Suggest(e.trial));
-      if (!c || c->Encode() != e.config) {
-        return differs("the searcher now gives trial " + TrialName(e.trial) + " " +
-                       (c ? c->ToString() : std::string("nothing")) + ", the journal has " +
-                       state_.trials().at(e.trial).config.ToString());
-      }
-      scheduler_->OnTrialAdd(e.trial, *c);
-      return Status::OK();
-    }
-    case Kind::kSearcherDone: {
-      CUMULUS_ASSIGN_OR_RETURN(auto c, searcher_->Suggest(state_.next_trial()));
-      if (c) return differs("the searcher gives more configs than the journal's");
-      return Status::OK();
-    }
-    case Kind::kReport: {
-      auto m = e.metrics.find(spec_.metric);
-      if (m == e.metrics.end()) return differs("a report lacks the metric");
-      Decision d = scheduler_->OnReport(TrialReport{e.trial, e.iteration, m->second});
-      if (e.action == kActionFinished || e.action == kActionBudgetStop) {
-        EndInPolicies(e.trial, e.action == kActionFinished);
-        return Status::OK();
-      }
-      if (static_cast<uint8_t>(d.action) != e.action) {
-        return differs("the scheduler now decides " + std::string(ActionName(d.action)) + " for " +
-                       TrialName(e.trial) + " at iteration " + std::to_string(e.iteration) +
-                       ", the journal has " +
-                       std::string(ActionName(static_cast<Action>(e.action))));
-      }
-      if (d.action == Action::kExploit &&
-          (d.exploit_from != e.exploit_from || d.new_config.Encode() != e.config)) {
-        return differs("PBT now has " + TrialName(e.trial) + " exploit " +
-                       TrialName(d.exploit_from) + " with " + d.new_config.ToString() +
-                       ", the journal has " + TrialName(e.exploit_from));
-      }
-      if (d.action == Action::kStop) EndInPolicies(e.trial, false);
-      return Status::OK();
-    }
-    case Kind::kChoose: {
-      auto next = scheduler_->ChooseTrialToRun(e.can_start_new);
-      int64_t resume = next.resume ? static_cast<int64_t>(*next.resume) : -1;
-      if (resume != e.resume || next.stop.size() != e.stops.size()) {
-        return differs("the scheduler now chooses differently which trial to run");
-      }
-      for (auto& [id, why] : next.stop) EndInPolicies(id, false);
-      return Status::OK();
-    }
-    case Kind::kTrialEnded:
-      EndInPolicies(e.trial, e.state == static_cast<uint8_t>(TrialState::kFinished));
-      return Status::OK();
-    default:
-      return Status::OK();
-  }
-}
-
-std::vector<std::pair<int64_t, double>> Tuner::Impl::ReplayableCutoffs() const {
-  std::vector<std::pair<int64_t, double>> out;
-  for (auto& c : scheduler_->Cutoffs()) out.emplace_back(c.iteration, c.value);
-  return out;
-}
 
 Status Tuner::Impl::Journal(JournalEntry e) {
   CUMULUS_RETURN_IF_ERROR(journal_->Append(e));
@@ -701,79 +541,6 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
   CUMULUS_RETURN_IF_ERROR(Journal(end));
   Progress(true);
   return state_.ToResult();
-}
-
-void Tuner::Impl::Progress(bool final) {
-  if (progress_options_.progress == "off") return;
-  auto now = Clock::now();
-  if (!final && now - last_progress_ < progress_options_.progress_interval) return;
-  last_progress_ = now;
-  size_t counts[6] = {0, 0, 0, 0, 0, 0};
-  double best = 0;
-  const TrialStatus* best_trial = nullptr;
-  double compute = 0;
-  for (auto& [id, t] : state_.trials()) {
-    ++counts[static_cast<int>(t.state)];
-    compute += t.seconds;
-    if (t.history.empty()) continue;
-    auto m = t.history.back().find(spec_.metric);
-    if (m == t.history.back().end()) continue;
-    if (!best_trial || (spec_.maximize ? m->second > best : m->second < best)) {
-      best = m->second;
-      best_trial = &t;
-    }
-  }
-  double elapsed = std::chrono::duration<double>(now - started_).count();
-  char head[512];
-  std::snprintf(head, sizeof(head),
-                "[%s %.0f s] %zu running, %zu pending, %zu paused, %zu stopped early, %zu "
-                "finished, %zu failed; compute %.1f trial-s",
-                spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], counts[3], counts[4],
-                counts[5], compute);
-  std::string line = head;
-  if (best_trial) {
-    char b[128];
-    std::snprintf(b, sizeof(b), "; best %s = %.6g (%s ", spec_.metric.c_str(), best,
-                  TrialName(best_trial->id).c_str());
-    // Only the parameters that differ between trials: constants (a data path, say) are noise.
-    std::string shown;
-    for (auto& [key, value] : best_trial->config.values()) {
-      bool varies = false;
-      for (auto& [id, t] : state_.trials()) {
-        auto it = t.config.values().find(key);
-        varies = varies || it == t.config.values().end() || it->second != value;
-      }
-      if (varies) shown += (shown.empty() ? "" : ", ") + key + "=" + FormatValue(value);
-    }
-    line += b + Shorten(shown, 100) + ")";
-  }
-  bool table =
-      progress_options_.progress == "table" || (progress_options_.progress == "auto" && isatty(1));
-  if (table) {
-    // Redrawn in place: the cursor goes back up over the last drawing, which is cleared.
-    TextOptions to;
-    to.width = 120;
-    if (winsize ws{}; ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) to.width = ws.ws_col;
-    to.max_rows = 30;
-    std::string text = TrialsText(state_.ToTable(ReplayableCutoffs()), to);
-    if (!text.empty() && text.back() != '\n') text += "\n";
-    std::string out;
-    if (progress_lines_ > 0) out += "\x1b[" + std::to_string(progress_lines_) + "F\x1b[J";
-    out += text;
-    std::fputs(out.c_str(), stdout);
-    std::fflush(stdout);
-    progress_lines_ = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-  } else if (line != last_progress_line_ || final) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
-  if (!progress_options_.progress_file.empty() && (line != last_progress_line_ || final)) {
-    if (FILE* f = std::fopen(progress_options_.progress_file.c_str(), "a")) {
-      std::fprintf(f, "%s\n", line.c_str());
-      std::fclose(f);
-    }
-  }
-  last_progress_line_ = line;
 }
 
 }  // namespace cumulus::tune

@@ -15,9 +15,10 @@
 //     running; primary copies of objects still referenced).
 //   - `demand`: what waits. The heartbeat carries NodeRecord::pending_demand as (shape, count,
 //     label selector) triples (runtime/proto/node.capnp, Demand): each is one DemandItem with
-//     `count` copies (runtime/autoscaler/snapshot_builder.cc); placement groups that wait (the driver's node reserves them) are one item each,
-//     all bundles with the group's strategy. A demand counted by two nodes would launch twice: the
-//     monitor reports each waiting task once, where it is queued.
+//     `count` copies (runtime/autoscaler/snapshot_builder.cc); placement groups that wait (the
+//     driver's node reserves them) are one item each, all bundles with the group's strategy. A
+//     demand counted by two nodes would launch twice: the monitor reports each waiting task once,
+//     where it is queued.
 //   - `launch_history`: per type, the failed or timed-out launches in a row and the last one's time
 //     and error (the monitor records a failure when the provider refuses a launch, or when the
 //     policy terminates a launch that timed out; a node of the type that registers resets it).

@@ -1,0 +1,75 @@
+// The tuner's progress view: a table redrawn in place on a terminal, plain lines otherwise, and
+// optionally the lines appended to a file; see TunerOptions::progress.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/tune/trial_text.h"
+#include "runtime/tune/tuner_impl.h"
+
+namespace cumulus::tune {
+
+void Tuner::Impl::Progress(bool final) {
+  if (progress_options_.progress == "off") return;
+  auto now = Clock::now();
+  if (!final && now - last_progress_ < progress_options_.progress_interval) return;
+  last_progress_ = now;
+  ExperimentTable trials = state_.ToTable(ReplayableCutoffs());
+  size_t counts[6] = {0, 0, 0, 0, 0, 0};
+  for (auto& t : trials.trials) ++counts[static_cast<int>(t.state)];
+  double elapsed = std::chrono::duration<double>(now - started_).count();
+  char head[512];
+  std::snprintf(head, sizeof(head),
+                "[%s %.0f s] %zu running, %zu pending, %zu paused, %zu stopped early, %zu "
+                "finished, %zu failed; compute %.1f trial-s",
+                spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], counts[3], counts[4],
+                counts[5], trials.compute_seconds);
+  std::string line = head;
+  if (const TrialRow* best = BestTrial(trials)) {
+    // Only the parameters that differ between trials: constants (a data path, say) are noise.
+    std::string shown;
+    for (auto& [key, value] : best->config.values()) {
+      bool varies = std::any_of(trials.trials.begin(), trials.trials.end(), [&](auto& t) {
+        auto it = t.config.values().find(key);
+        return it == t.config.values().end() || it->second != value;
+      });
+      if (varies) shown += (shown.empty() ? "" : ", ") + key + "=" + FormatValue(value);
+    }
+    if (shown.size() > 100) shown = shown.substr(0, 97) + "...";
+    char b[128];
+    std::snprintf(b, sizeof(b), "; best %s = %.6g (%s ", spec_.metric.c_str(),
+                  *LastMetric(*best, spec_.metric), best->id.c_str());
+    line += b + shown + ")";
+  }
+  bool table =
+      progress_options_.progress == "table" || (progress_options_.progress == "auto" && isatty(1));
+  if (table) {
+    // Redrawn in place: the cursor goes back up over the last drawing, which is cleared.
+    TextOptions to;
+    to.width = 120;
+    if (winsize ws{}; ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) to.width = ws.ws_col;
+    to.max_rows = 30;
+    std::string text = TrialsText(trials, to);
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    std::string out;
+    if (progress_lines_ > 0) out += "\x1b[" + std::to_string(progress_lines_) + "F\x1b[J";
+    out += text;
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+    progress_lines_ = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  } else if (line != last_progress_line_ || final) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  if (!progress_options_.progress_file.empty() && (line != last_progress_line_ || final)) {
+    if (FILE* f = std::fopen(progress_options_.progress_file.c_str(), "a")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  }
+  last_progress_line_ = line;
+}
+
+}  // namespace cumulus::tune
