@@ -32,42 +32,15 @@ Monitor::Monitor(MonitorOptions options, std::unique_ptr<ControlClient> head,
                  std::map<std::string, std::unique_ptr<NodeProvider>> providers)
     : options_(std::move(options)), head_(std::move(head)), providers_(std::move(providers)) {}
 
-Monitor::~Monitor() {
-  std::vector<std::thread> threads;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    threads.swap(threads_);
-  }
-  for (auto& t : threads) t.join();
-}
+Monitor::~Monitor() = default;
 
-void Monitor::Spawn(std::function<std::function<void()>()> call) {
-  std::lock_guard<std::mutex> lock(mu_);
-  threads_.emplace_back([this, call = std::move(call)] {
-    std::function<void()> done = call();
-    std::lock_guard<std::mutex> lock(mu_);
-    results_.emplace_back(std::this_thread::get_id(), std::move(done));
-  });
-}
-
-void Monitor::ApplyResults() {
-  std::vector<std::pair<std::thread::id, std::function<void()>>> results;
-  std::vector<std::thread> finished;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    results.swap(results_);
-    // A thread whose result is in has nothing left to do but return: join it.
-    for (auto& [id, fn] : results) {
-      for (auto it = threads_.begin(); it != threads_.end(); ++it) {
-        if (it->get_id() != id) continue;
-        finished.push_back(std::move(*it));
-        threads_.erase(it);
-        break;
-      }
-    }
+void Monitor::Spawn(ProviderCall call, Duration deadline, std::function<void()> timed_out) {
+  // Outside Run there is no actor to answer to: the call runs here (TerminateAll's case).
+  if (!start_call_) {
+    call()();
+    return;
   }
-  for (auto& t : finished) t.join();
-  for (auto& [id, fn] : results) fn();
+  start_call_(std::move(call), deadline, std::move(timed_out));
 }
 
 NodeProvider* Monitor::ProviderOf(const std::string& type) {
@@ -118,23 +91,34 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(2 * config->boot_time_s)));
   NodeTypeConfig type_config = *config;
   LaunchSpec spec = options_.launch;
-  Spawn([this, provider, type_config, spec, count, timeout, asked]() -> std::function<void()> {
-    auto ids = provider->Launch(type_config, count, spec, In(timeout));
-    return [this, ids, type_config, provider, count, asked] {
-      const std::string& type = type_config.name;
-      if ((in_flight_launches_[type] -= count) <= 0) {
-        in_flight_launches_.erase(type);
-        in_flight_since_.erase(type);
-      }
-      if (!ids.ok()) {
-        RecordFailure(type, count, ids.status().message());
-        return;
-      }
-      for (auto& id : *ids) {
-        books_.instances[id] = LaunchedInstance{id, type, provider->name(), asked, false};
-      }
-    };
-  });
+  auto launched = [this, type, count] {
+    if ((in_flight_launches_[type] -= count) <= 0) {
+      in_flight_launches_.erase(type);
+      in_flight_since_.erase(type);
+    }
+  };
+  Spawn(
+      [this, provider, type_config, spec, count, timeout, asked,
+       launched]() -> std::function<void()> {
+        auto ids = provider->Launch(type_config, count, spec, In(timeout));
+        return [this, ids, type_config, provider, count, asked, launched] {
+          launched();
+          if (!ids.ok()) {
+            RecordFailure(type_config.name, count, ids.status().message());
+            return;
+          }
+          for (auto& id : *ids) {
+            books_.instances[id] =
+                LaunchedInstance{id, type_config.name, provider->name(), asked, false};
+          }
+        };
+      },
+      timeout,
+      [this, type, count, launched] {
+        // A node it did start after all is adopted when it registers (RunRound).
+        launched();
+        RecordFailure(type, count, "the provider's launch call did not return by its deadline");
+      });
 }
 
 void Monitor::Terminate(const std::string& instance, bool launch_timed_out) {
@@ -146,22 +130,29 @@ void Monitor::Terminate(const std::string& instance, bool launch_timed_out) {
   if (launch_timed_out) RecordFailure(in->second.type, 1, "launch timed out");
   terminating_.insert(instance);
   Duration timeout = options_.terminate_timeout;
-  Spawn([this, provider, instance, timeout]() -> std::function<void()> {
-    Status st = provider->Terminate(instance, In(timeout));
-    return [this, st, instance] {
-      terminating_.erase(instance);
-      if (st.ok()) {
-        CUMULUS_LOG(INFO) << "autoscaler: terminated " << instance;
-        books_.instances.erase(instance);
-      } else {
-        CUMULUS_LOG(WARN) << "autoscaler: terminating " << instance << " failed: " << st;
-      }
-    };
-  });
+  Spawn(
+      [this, provider, instance, timeout]() -> std::function<void()> {
+        Status st = provider->Terminate(instance, In(timeout));
+        return [this, st, instance] {
+          terminating_.erase(instance);
+          if (st.ok()) {
+            CUMULUS_LOG(INFO) << "autoscaler: terminated " << instance;
+            books_.instances.erase(instance);
+          } else {
+            CUMULUS_LOG(WARN) << "autoscaler: terminating " << instance << " failed: " << st;
+          }
+        };
+      },
+      timeout,
+      [this, instance] {
+        // Tried again next round while the books still hold it.
+        terminating_.erase(instance);
+        CUMULUS_LOG(WARN) << "autoscaler: terminating " << instance
+                          << " did not return by its deadline";
+      });
 }
 
 Status Monitor::RunRound() {
-  ApplyResults();
   CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head_->GetClusterStatus());
   int64_t now = WallNow();
 
@@ -172,17 +163,24 @@ Status Monitor::RunRound() {
     NodeProvider* p = provider.get();
     Duration timeout = options_.list_timeout;
     std::string provider_name = name;
-    Spawn([this, p, provider_name, timeout]() -> std::function<void()> {
-      auto listed = p->List(In(timeout));
-      return [this, listed, provider_name] {
-        listing_.erase(provider_name);
-        if (listed.ok()) {
-          listed_[provider_name] = *listed;
-        } else {
-          CUMULUS_LOG(WARN) << "autoscaler: " << listed.status();
-        }
-      };
-    });
+    Spawn(
+        [this, p, provider_name, timeout]() -> std::function<void()> {
+          auto listed = p->List(In(timeout));
+          return [this, listed, provider_name] {
+            listing_.erase(provider_name);
+            if (listed.ok()) {
+              listed_[provider_name] = *listed;
+            } else {
+              CUMULUS_LOG(WARN) << "autoscaler: " << listed.status();
+            }
+          };
+        },
+        timeout,
+        [this, provider_name] {
+          listing_.erase(provider_name);
+          CUMULUS_LOG(WARN) << "autoscaler: listing provider " << provider_name
+                            << " did not return by its deadline";
+        });
   }
 
   // Nodes that are alive: adopt launched ones the books lost; note the ones registered.
@@ -281,45 +279,9 @@ Status Monitor::RunRound() {
   return Status();
 }
 
-Status Monitor::Run(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
-    Status st = RunRound();
-    if (!st.ok()) {
-      CUMULUS_LOG(WARN) << "autoscaler: round failed: " << st;
-      if (head_->broken() && !options_.reconnect)
-        return Status::Unavailable("the autoscaler lost the head: " + st.message());
-    }
-    if (head_->broken()) {
-      // The head restarted (or is restarting): its KV kept the books; ours are as new.
-      auto fresh = options_.reconnect();
-      if (fresh.ok()) {
-        head_ = std::move(*fresh);
-        saved_books_.clear();
-        CUMULUS_LOG(INFO) << "autoscaler: connected to the head again";
-      }
-    }
-    auto command = head_->KvGet(kAutoscalerNamespace, kCommandKey);
-    if (command.ok() && *command == "down")
-      return Status::Cancelled("'cumulus down' asked to stop");
-    TimePoint next = In(options_.round);
-    while (!stop.load() && SystemClock::Get().Now() < next)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return Status::Cancelled("stopped");
-}
-
 Status Monitor::TerminateAll(Duration timeout) {
+  // Run has returned: no provider call is in flight.
   TimePoint deadline = In(timeout);
-  // Wait for calls in flight (each ends by its own deadline), then apply what they did.
-  {
-    std::vector<std::thread> threads;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      threads.swap(threads_);
-    }
-    for (auto& t : threads) t.join();
-  }
-  ApplyResults();
   std::set<std::pair<std::string, std::string>> all;  // (provider, instance id)
   for (auto& [id, in] : books_.instances) all.insert({in.provider, id});
   for (auto& [name, provider] : providers_) {

@@ -4,25 +4,24 @@
 // autoscale::Snapshot (snapshot_builder.h), calls autoscale::Decide and carries out the launches,
 // drains and terminations through the providers. It publishes what `cumulus status` shows.
 //
-// Concurrency: provider calls are slow (a launch may take minutes) and may hang. Each one runs on
-// a thread of its own with a deadline the provider honours (node_provider.h), and its result is
-// applied by the loop in a later round; the loop itself only waits on the head (each call under
-// the client's request timeout). Launches in flight count as launching capacity, so nothing is
-// launched twice while a call is outstanding. (Threads rather than CAF actors: the providers are
-// synchronous with deadlines by contract, so one thread per outstanding call and a queue of
-// results is all the loop needs.)
+// Concurrency (monitor_loop.cc): Run makes the monitor a CAF actor. Provider calls are slow (a
+// launch may take minutes) and may hang, so each runs in a CAF actor of its own, asked by a
+// request with a timeout (the provider's own deadline plus a grace): its answer, or the timeout,
+// comes back to the monitor's actor as a message and is applied there, between rounds. Rounds
+// are timer messages. So the monitor's state is touched by one actor only and nothing waits on
+// a provider. The loop itself only waits on the head (each call under the client's request
+// timeout). Launches in flight count as launching capacity, so nothing is launched twice while a
+// call is outstanding.
 //
-// Not thread-safe: one thread calls RunRound/Run; the provider threads only touch the result queue.
+// Not thread-safe: Recover, Run and TerminateAll are called from one thread, one at a time.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cumulus/status.h"
@@ -57,13 +56,12 @@ class Monitor {
   static Result<std::unique_ptr<Monitor>> Create(
       MonitorOptions options, std::unique_ptr<ControlClient> head,
       std::map<std::string, std::unique_ptr<NodeProvider>> providers);
-  ~Monitor();  // waits for provider calls in flight (each ends by its deadline)
+  ~Monitor();
 
   // Reads the books back from the head (a restarted monitor continues where the last one was).
   Status Recover();
-  // One round: results of finished provider calls, snapshot, decision, actions, status published.
-  Status RunRound();
-  // Rounds until `stop` is set or the head's KV says "down"; returns why it stopped.
+  // Rounds until `stop` is set or the head's KV says "down"; returns why it stopped. Provider
+  // calls still in flight are waited for (each ends by its own deadline) before it returns.
   Status Run(const std::atomic<bool>& stop);
   // Terminates every instance the books and the providers know of, waiting up to `timeout` for
   // them to end; clears the books. For `cumulus down`.
@@ -75,9 +73,13 @@ class Monitor {
  private:
   Monitor(MonitorOptions options, std::unique_ptr<ControlClient> head,
           std::map<std::string, std::unique_ptr<NodeProvider>> providers);
-  // Runs `call` on a thread; its returned completion is applied by the loop (ApplyResults).
-  void Spawn(std::function<std::function<void()>()> call);
-  void ApplyResults();
+  friend class MonitorLoop;
+  // A slow provider call: runs in an actor of its own; the function it returns (or `timed_out`,
+  // if no answer comes within `deadline` plus a grace) is applied on the monitor's actor.
+  using ProviderCall = std::function<std::function<void()>()>;
+  void Spawn(ProviderCall call, Duration deadline, std::function<void()> timed_out);
+  // One round: snapshot, decision, actions, status published. On the monitor's actor only.
+  Status RunRound();
   void Launch(const std::string& type, int count, const std::string& why);
   void Terminate(const std::string& instance, bool launch_timed_out);
   void RecordFailure(const std::string& type, int count, const std::string& error);
@@ -101,9 +103,8 @@ class Monitor {
   int64_t capacity_changed_ = 0;   // when a node last joined (micros; 0: not yet)
   std::set<std::string> listing_;  // providers with a List() in flight
 
-  std::mutex mu_;  // guards results_ and threads_
-  std::vector<std::pair<std::thread::id, std::function<void()>>> results_;
-  std::vector<std::thread> threads_;
+  // Set by MonitorLoop while Run runs: starts a provider call (Spawn).
+  std::function<void(ProviderCall, Duration, std::function<void()>)> start_call_;
 };
 
 }  // namespace cumulus
