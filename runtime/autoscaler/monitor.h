@@ -40,6 +40,9 @@ struct MonitorOptions {
   Duration list_timeout = std::chrono::seconds(20);        // per provider List()
   Duration terminate_timeout = std::chrono::seconds(60);   // per Terminate()
   Duration min_launch_timeout = std::chrono::seconds(60);  // Launch(): max(this, 2 x boot time)
+  // A provider call whose answer has not come this long after its deadline is given up on (a
+  // launch counts as failed; the provider broke its contract).
+  Duration provider_grace = std::chrono::seconds(10);
   autoscale::Options policy;  // the policy's knobs (backoff, timeouts, caps)
   // After a node joins (or the monitor starts), pending demand is not acted on for this long: a
   // node's heartbeat may still report work it is about to send to the new node, which would

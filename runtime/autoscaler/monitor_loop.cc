@@ -27,9 +27,6 @@ using call_atom = caf::atom_constant<caf::atom("call")>;  // run the provider ca
 // How often the stop flag (set from a signal-handling thread, which cannot message an actor
 // safely) is looked at.
 constexpr std::chrono::milliseconds kStopPoll{100};
-// A provider honours its deadline (node_provider.h); the request waits this much longer before
-// it gives up on the call's answer.
-constexpr std::chrono::seconds kGrace{10};
 
 }  // namespace cumulus::monitor_loop
 
@@ -93,10 +90,11 @@ Status MonitorLoop::Run(Monitor& m, const std::atomic<bool>& stop) {
   {
     caf::actor_system system{cfg};
     system.spawn<caf::detached>([&m, &stop, result](caf::event_based_actor* self) -> caf::behavior {
-      m.start_call_ = [self](Monitor::ProviderCall call, Duration deadline,
-                             std::function<void()> timed_out) {
+      Duration grace = m.options_.provider_grace;
+      m.start_call_ = [self, grace](Monitor::ProviderCall call, Duration deadline,
+                                    std::function<void()> timed_out) {
         auto worker = self->home_system().spawn<caf::detached>(CallActor, std::move(call));
-        self->request(worker, deadline + kGrace, call_atom::value)
+        self->request(worker, deadline + grace, call_atom::value)
             .then([](Answer& answer) { answer.apply(); },
                   [timed_out](caf::error&) { timed_out(); });
       };
