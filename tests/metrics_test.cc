@@ -105,7 +105,10 @@ class MetricsTest : public ClusterTest {
         timeout);
     EXPECT_TRUE(ok) << expr << ": want " << want << ", got "
                     << (got ? std::to_string(*got) : "nothing") << "; last answer:\n"
-                    << last_answer_;
+                    << last_answer_
+                    << (prometheus_->running()
+                            ? ""
+                            : "\nprometheus exited: " + prometheus_->ReadAll(1s));
   }
 
   std::unique_ptr<Subprocess> prometheus_;
