@@ -36,6 +36,8 @@ die() {
 packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev capnproto libcapnp-dev librocksdb-dev
   libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev zlib1g-dev
   dataset-fashion-mnist clang-14 libclang-rt-14-dev libyaml-cpp-dev)
+# A real Prometheus scrapes the metrics endpoints in tests/metrics_test.cc (skipped without it).
+packages+=(prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/head/head_server.h"
+#include "runtime/metrics/metrics_server.h"
 #include "runtime/node/node_daemon.h"
 #include "runtime/object_store/object_store.h"
 
@@ -32,11 +34,12 @@ constexpr const char* kStartHelp = R"(Usage:
   cumulus start --head [--port 6380] [--bind 127.0.0.1] [--data-dir DIR]
                        [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
                        [--object-store-memory SIZE] [--program-cache-size SIZE] [--no-node]
-                       [--wait-for-nodes]
+                       [--wait-for-nodes] [--metrics-port N [--metrics-host ADDR]]
                        [--block]
   cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
                        [--resources ...] [--labels ...] [--object-store-memory SIZE]
-                       [--program-cache-size SIZE] [--wait-for-nodes] [--block]
+                       [--program-cache-size SIZE] [--wait-for-nodes]
+                       [--metrics-port N [--metrics-host ADDR]] [--block]
 
 --head starts the head (the control store, in RocksDB under the data dir) and a node on this
 machine. It creates the cluster's credentials (DATA_DIR/token, mode 0600) and prints how to hand
@@ -68,6 +71,12 @@ them to other nodes and clients. --address starts a node that joins the head at 
                            head only: how often nodes heartbeat (1000), the silence after which a
                            node is DEAD (10000), and how long a node whose connection closed has to
                            reconnect (2000); each from 1 to 3600000 ms
+  --metrics-port N         serve Prometheus metrics at http://ADDR:N/metrics (docs/metrics.md):
+                           the head's, and its node's on the same port; 0 picks a free one (the
+                           ready line says which: metrics=ADDR:N). No endpoint without it
+  --metrics-host ADDR      the address the metrics endpoint listens on (default: --bind's, so
+                           127.0.0.1 unless asked); it needs no token: whoever reaches it reads
+                           the metrics
   --block                  stay in the foreground (for tests, systemd, containers, SLURM jobs);
                            otherwise start in the background and return once ready
 
@@ -215,6 +224,23 @@ Status ParseNodeFlags(const Flags& flags, NodeDaemonOptions* node) {
   return Status();
 }
 
+// --metrics-port and --metrics-host: nullopt without --metrics-port.
+Result<std::optional<metrics::MetricsEndpointOptions>> ParseMetricsFlags(
+    const Flags& flags, const std::string& bind_host) {
+  if (!flags.Has("metrics-port")) {
+    if (flags.Has("metrics-host"))
+      return Status::InvalidArgument("--metrics-host needs --metrics-port");
+    return std::optional<metrics::MetricsEndpointOptions>();
+  }
+  auto port = ParseInteger("--metrics-port", flags.Get("metrics-port"), {0, 65535});
+  if (!port.ok()) return port.status();
+  metrics::MetricsEndpointOptions o;
+  o.port = static_cast<uint16_t>(*port);
+  o.host = flags.Get("metrics-host", bind_host);
+  if (o.host.empty()) return Status::InvalidArgument("--metrics-host: an address, e.g. 127.0.0.1");
+  return std::optional<metrics::MetricsEndpointOptions>(o);
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::string s;
@@ -249,6 +275,10 @@ int StartHead(const Flags& flags) {
   NodeDaemonOptions node;
   if (Status st = ParseNodeFlags(flags, &node); !st.ok())
     return UsageError(st.message(), "cumulus start --help");
+  auto metrics_options = ParseMetricsFlags(flags, head.bind_host);
+  if (!metrics_options.ok())
+    return UsageError(metrics_options.status().message(), "cumulus start --help");
+  head.publish_nodes = metrics_options->has_value();
   if (!flags.Has("data-dir")) {
     if (Status sd = EnsureStateDir(); !sd.ok()) {
       std::fprintf(stderr, "cumulus: %s\n", sd.message().c_str());
@@ -301,16 +331,29 @@ int StartHead(const Flags& flags) {
       }
       std::ofstream(head.data_dir + "/node_id") << (*daemon)->node_id().Hex() << "\n";
     }
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint;  // goes before what it shows
+    if (*metrics_options) {
+      auto started = metrics::StartMetricsEndpoint(**metrics_options, server->get(),
+                                                   with_node ? daemon->get() : nullptr);
+      if (!started.ok()) {
+        ready("error " + started.status().message() +
+              "; choose another --metrics-port or --metrics-host");
+        return 1;
+      }
+      endpoint = std::move(*started);
+    }
     std::string address = advertise_host + ":" + std::to_string((*server)->port());
     Status remembered = RememberCluster(address, token_file);
     if (remembered.ok()) remembered = RememberProcess(getpid(), "head");
     if (!remembered.ok())
       CUMULUS_LOG(WARN) << "cannot remember the cluster locally: " << remembered;
     ready("ok " + address + " " + (*server)->cluster_id() + " " + std::to_string(getpid()) + " " +
-          (with_node ? (*daemon)->resources().ToString() : std::string("-")));
+          (with_node ? (*daemon)->resources().ToString() : std::string("-")) + " " +
+          (endpoint ? endpoint->address() : std::string("-")));
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "head stopping (signal " << sig << ")";
+    endpoint.reset();
     daemon->reset();
     server->reset();
     ForgetProcess(getpid());
@@ -318,10 +361,13 @@ int StartHead(const Flags& flags) {
   };
   auto on_ready = [&](const std::string& info) {
     std::istringstream in(info);
-    std::string address, cluster, pid, resources_text;
-    in >> address >> cluster >> pid >> resources_text;
-    std::printf("cumulus head ready address=%s token_file=%s pid=%s\n", address.c_str(),
-                token_file.c_str(), pid.c_str());
+    std::string address, cluster, pid, resources_text, metrics_address;
+    in >> address >> cluster >> pid >> resources_text >> metrics_address;
+    std::string metrics_field = metrics_address.empty() || metrics_address == "-"
+                                    ? std::string()
+                                    : " metrics=" + metrics_address;
+    std::printf("cumulus head ready address=%s token_file=%s pid=%s%s\n", address.c_str(),
+                token_file.c_str(), pid.c_str(), metrics_field.c_str());
     std::printf("Started the Cumulus head at %s (cluster %s, data dir %s).\n", address.c_str(),
                 cluster.c_str(), head.data_dir.c_str());
     if (with_node) {
@@ -331,6 +377,10 @@ int StartHead(const Flags& flags) {
     }
     std::printf("Credentials: %s (mode 0600; whoever has it controls the cluster).\n",
                 token_file.c_str());
+    if (!metrics_field.empty()) {
+      std::printf("Metrics:     http://%s/metrics (Prometheus; docs/metrics.md)\n",
+                  metrics_address.c_str());
+    }
     if (head.bind_host == "127.0.0.1" || head.bind_host == "localhost") {
       std::printf(
           "The head listens on %s only; to take nodes on other machines, restart it with --bind.\n",
@@ -367,6 +417,9 @@ int StartNode(const Flags& flags) {
   }
   if (Status st = ParseNodeFlags(flags, &node); !st.ok())
     return UsageError(st.message(), "cumulus start --help");
+  auto metrics_options = ParseMetricsFlags(flags, node.bind_host);
+  if (!metrics_options.ok())
+    return UsageError(metrics_options.status().message(), "cumulus start --help");
   auto token = ResolveToken(flags.Get("token-file"));
   if (!token.ok()) {
     std::fprintf(stderr, "cumulus: %s\n", token.status().message().c_str());
@@ -393,27 +446,42 @@ int StartNode(const Flags& flags) {
             daemon.status().message());
       return 1;
     }
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint;  // goes before what it shows
+    if (*metrics_options) {
+      auto started = metrics::StartMetricsEndpoint(**metrics_options, nullptr, daemon->get());
+      if (!started.ok()) {
+        ready("error " + started.status().message() +
+              "; choose another --metrics-port or --metrics-host");
+        return 1;
+      }
+      endpoint = std::move(*started);
+    }
     Status remembered = RememberProcess(getpid(), "node");
     if (remembered.ok())
       remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
     if (!remembered.ok()) CUMULUS_LOG(WARN) << "cannot remember the node locally: " << remembered;
     ready("ok " + (*daemon)->node_id().Hex() + " " + std::to_string(getpid()) + " " +
           (*daemon)->resources().ToString() + " " + (*daemon)->store_socket() + " " +
-          (*daemon)->transfer_address());
+          (*daemon)->transfer_address() + " " +
+          (endpoint ? endpoint->address() : std::string("-")));
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "node stopping (signal " << sig << ")";
+    endpoint.reset();
     daemon->reset();
     ForgetProcess(getpid());
     return 0;
   };
   auto on_ready = [&](const std::string& info) {
     std::istringstream in(info);
-    std::string id, pid, resources_text, store_socket, transfer;
-    in >> id >> pid >> resources_text >> store_socket >> transfer;
-    std::printf("cumulus node ready node_id=%s head=%s pid=%s store_socket=%s transfer=%s\n",
+    std::string id, pid, resources_text, store_socket, transfer, metrics_address;
+    in >> id >> pid >> resources_text >> store_socket >> transfer >> metrics_address;
+    std::string metrics_field = metrics_address.empty() || metrics_address == "-"
+                                    ? std::string()
+                                    : " metrics=" + metrics_address;
+    std::printf("cumulus node ready node_id=%s head=%s pid=%s store_socket=%s transfer=%s%s\n",
                 id.c_str(), node.head.ToString().c_str(), pid.c_str(), store_socket.c_str(),
-                transfer.c_str());
+                transfer.c_str(), metrics_field.c_str());
     std::printf("Joined the cluster at %s as node %s with %s.\n", node.head.ToString().c_str(),
                 id.c_str(), resources_text.c_str());
     std::fflush(stdout);
@@ -434,7 +502,7 @@ int StartCommand(const std::vector<std::string>& args) {
   }
   Flags flags({"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
                "object-store-memory", "program-cache-size", "heartbeat-interval-ms",
-               "heartbeat-timeout-ms", "disconnect-grace-ms"},
+               "heartbeat-timeout-ms", "disconnect-grace-ms", "metrics-port", "metrics-host"},
               {"head", "block", "no-node", "wait-for-nodes"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "runtime/autoscaler/cluster_config.h"
@@ -31,7 +32,8 @@ namespace cumulus::cli {
 namespace {
 
 constexpr const char* kUpHelp = R"(Usage:
-  cumulus up FILE [--insecure] [--address HOST:PORT --token-file F] [--round-ms N] [--block]
+  cumulus up FILE [--insecure] [--address HOST:PORT --token-file F] [--round-ms N]
+                  [--metrics-port N] [--block]
   cumulus down [--address HOST:PORT] [--token-file FILE]
   cumulus drain NODE [--address HOST:PORT] [--token-file FILE]
 
@@ -45,6 +47,10 @@ monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does a
   --insecure   accept node types whose nodes may run outside this machine or a private network:
                channels between nodes and the head are not encrypted yet
   --round-ms N how often the monitor decides (default 2000, 100 to 600000)
+  --metrics-port N
+               Prometheus metrics (docs/metrics.md) of the head it starts at the head's host:N,
+               and of its on-prem node number i (from 0, in the file's order) at N+1+i; not with
+               --address. Nodes the autoscaler launches serve none yet
 
 down stops the autoscaler, terminates every node it launched, then stops the head and the nodes
 started on this machine (as 'cumulus stop').
@@ -163,11 +169,21 @@ int UpCommand(const std::vector<std::string>& args) {
   }
   if (args.empty() || args[0].rfind("--", 0) == 0)
     return UsageError("up needs a cluster file: cumulus up FILE", "cumulus up --help");
-  Flags flags({"address", "token-file", "round-ms"}, {"insecure", "block"});
+  Flags flags({"address", "token-file", "round-ms", "metrics-port"}, {"insecure", "block"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus up --help");
   auto round_ms = ParseInteger("--round-ms", flags.Get("round-ms", "2000"), {100, 600000});
   if (!round_ms.ok()) return UsageError(round_ms.status().message(), "cumulus up --help");
+  std::optional<int64_t> metrics_port;
+  if (flags.Has("metrics-port")) {
+    if (flags.Has("address")) {
+      return UsageError("--metrics-port is for the head and nodes 'up' starts, not with --address",
+                        "cumulus up --help");
+    }
+    auto port = ParseInteger("--metrics-port", flags.Get("metrics-port"), {1, 65000});
+    if (!port.ok()) return UsageError(port.status().message(), "cumulus up --help");
+    metrics_port = *port;
+  }
   auto config = LoadClusterConfig(std::filesystem::absolute(args[0]).string());
   if (!config.ok()) return UsageError(config.status().message(), "cumulus up --help");
   if (!flags.Has("insecure")) {
@@ -188,22 +204,34 @@ int UpCommand(const std::vector<std::string>& args) {
       head_args.push_back("--data-dir");
       head_args.push_back(config->head.data_dir);
     }
+    if (metrics_port) {
+      head_args.push_back("--metrics-port");
+      head_args.push_back(std::to_string(*metrics_port));
+    }
     auto ready = RunStart(head_args, "cumulus head ready");
     if (!ready.ok()) return Fail(ready.status());
     address = Field(*ready, "address");
     token_file = Field(*ready, "token_file");
-    std::printf("Head started at %s (token %s).\n", address.c_str(), token_file.c_str());
-    for (auto& n : config->onprem_nodes) {
+    std::printf("Head started at %s (token %s%s).\n", address.c_str(), token_file.c_str(),
+                metrics_port ? (", metrics " + Field(*ready, "metrics")).c_str() : "");
+    for (size_t i = 0; i < config->onprem_nodes.size(); ++i) {
+      auto& n = config->onprem_nodes[i];
       if (n.host != "localhost") continue;
       std::string resources = n.resources.ToString();
       if (!n.resources.Has("GPU")) resources += ",GPU=0";
-      auto node = RunStart({"start", "--address", address, "--token-file", token_file,
-                            "--resources", resources, "--labels", LabelsToString(n.labels),
-                            "--wait-for-nodes", "--data-dir", StateDir() + "/up-" + n.name},
-                           "cumulus node ready");
+      std::vector<std::string> node_args({"start", "--address", address, "--token-file", token_file,
+                                          "--resources", resources, "--labels",
+                                          LabelsToString(n.labels), "--wait-for-nodes",
+                                          "--data-dir", StateDir() + "/up-" + n.name});
+      if (metrics_port) {
+        node_args.push_back("--metrics-port");
+        node_args.push_back(std::to_string(*metrics_port + 1 + static_cast<int64_t>(i)));
+      }
+      auto node = RunStart(node_args, "cumulus node ready");
       if (!node.ok()) return Fail(node.status());
-      std::printf("On-prem node %s started: %s (%s).\n", n.name.c_str(),
-                  Field(*node, "node_id").c_str(), resources.c_str());
+      std::printf("On-prem node %s started: %s (%s%s).\n", n.name.c_str(),
+                  Field(*node, "node_id").c_str(), resources.c_str(),
+                  metrics_port ? (", metrics " + Field(*node, "metrics")).c_str() : "");
     }
   }
   Flags head_flags({"address", "token-file"}, {});

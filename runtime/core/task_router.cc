@@ -186,8 +186,11 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
     Close(conn, "worker gone");
   }
   // (An actor's worker that exited with status 0 was killed by its handle or its owner ended.)
-  if (options_.on_failure && why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) &&
-      !(w.is_actor && why == "exited with status 0")) {
+  if (w.is_actor) counters_.actors_dead++;
+  bool failed = why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) &&
+                !(w.is_actor && why == "exited with status 0");
+  if (failed) counters_.worker_failures++;
+  if (options_.on_failure && failed) {
     RoutedTask* t = w.assigned.empty() ? nullptr : tasks_.Find(w.assigned.front());
     std::string running = t ? t->function : (w.is_actor ? "an actor" : "nothing");
     options_.on_failure("worker pid " + std::to_string(w.spawned_pid) + " of job " + w.job.Hex() +
@@ -275,9 +278,35 @@ void TaskRouter::Impl::SnapshotTasks() {
   auto rows = tasks_.Rows(kMaxReportedRows, [this](const WorkerId& id) -> const Worker* {
     return leases_.workers().Find(id);
   });
+  // The metrics' counts (runtime/metrics/node_metrics.h): one pass over the tasks and workers.
+  RouterMetrics m = counters_;
+  uint64_t constructors_running = 0;
+  for (auto& [id, t] : tasks_.all()) {
+    const char* state = "QUEUED";
+    if (t.state == RoutedTask::kForwarded) {
+      state = "FORWARDED";
+    } else if (t.state == RoutedTask::kQueued && t.waiting_retry) {
+      state = "RETRY_WAIT";
+    } else if (t.state == RoutedTask::kOnWorker) {
+      const Worker* w = leases_.workers().Find(t.worker);
+      state = "RUNNING";  // (as TaskTable::Rows: QUEUED behind its worker's first task)
+      if (w && !w->assigned.empty() && w->assigned.front() != id) state = "QUEUED";
+      if (t.actor_creation) constructors_running++;
+    }
+    m.tasks[state]++;
+    if (t.actor_creation) m.actors_pending++;
+  }
+  for (auto& [id, w] : leases_.workers().workers()) {
+    m.workers++;
+    if (w.is_actor && !w.closing()) m.actors_alive++;
+  }
+  m.actors_alive -= std::min(m.actors_alive, constructors_running);
+  m.tasks_failed += scheduler_.failed();
+  m.oom_kills = memory_.kills();
   std::lock_guard<std::mutex> lock(shared_mu_);
   shared_tasks_ = std::move(rows);
   shared_tasks_total_ = tasks_.size();
+  shared_metrics_ = std::move(m);
 }
 
 TaskRouter::TaskRouter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -313,6 +342,11 @@ std::vector<TaskStateRow> TaskRouter::Tasks(size_t limit, size_t* total) const {
   return std::vector<TaskStateRow>(
       impl_->shared_tasks_.begin(),
       impl_->shared_tasks_.begin() + std::min(limit, impl_->shared_tasks_.size()));
+}
+
+RouterMetrics TaskRouter::Metrics() const {
+  std::lock_guard<std::mutex> lock(impl_->shared_mu_);
+  return impl_->shared_metrics_;
 }
 
 std::vector<int64_t> TaskRouter::WorkerStartupMicros() const {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,6 +68,22 @@ struct TaskRouterOptions {
   Clock* clock = &SystemClock::Get();
 };
 
+// What the node's metrics endpoint shows of the router (runtime/metrics/node_metrics.h): counts
+// the loop publishes once a second, and counters since the router started.
+struct RouterMetrics {
+  // Tasks held now by state, as `cumulus list tasks` names them: QUEUED, RUNNING, FORWARDED
+  // (sent to another node), RETRY_WAIT.
+  std::map<std::string, uint64_t> tasks;
+  uint64_t tasks_finished = 0;   // results of this node's workers without an error
+  uint64_t tasks_failed = 0;     // results of its workers with one, and tasks failed here
+  uint64_t actors_pending = 0;   // actor creations held here (waiting, or the constructor runs)
+  uint64_t actors_alive = 0;     // actors whose worker runs here
+  uint64_t actors_dead = 0;      // actors whose worker here ended
+  uint64_t workers = 0;          // worker processes now
+  uint64_t worker_failures = 0;  // workers that died under work (what `cumulus status` lists)
+  uint64_t oom_kills = 0;        // tasks the memory monitor killed
+};
+
 class TaskRouter {
  public:
   static Result<std::unique_ptr<TaskRouter>> Start(const TaskRouterOptions& options);
@@ -85,6 +102,8 @@ class TaskRouter {
   std::vector<int64_t> WorkerStartupMicros() const;
   // The tasks on this node (at most `limit`, refreshed every second) and how many in all.
   std::vector<TaskStateRow> Tasks(size_t limit, size_t* total) const;
+  // The counts above as last published (at most a second old); thread-safe.
+  RouterMetrics Metrics() const;
 
   class Impl;
 

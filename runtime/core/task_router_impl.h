@@ -146,6 +146,8 @@ class TaskRouter::Impl : public NodeContext {
   std::vector<int64_t> startup_micros_;
   std::vector<TaskStateRow> shared_tasks_;
   size_t shared_tasks_total_ = 0;
+  RouterMetrics shared_metrics_;
+  RouterMetrics counters_;  // the loop's own: its counters since start (copied into shared_)
 
   friend class TaskRouter;
 };

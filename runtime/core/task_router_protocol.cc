@@ -177,6 +177,7 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
   if (!t) return;  // cancelled or already answered
   if (c.role == Role::kWorker) {
     if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
+    (result.getCode() == 0 ? counters_.tasks_finished : counters_.tasks_failed)++;
   } else if (c.role == Role::kPeer) {
     // Only from the node it was forwarded to, while it is there: a node declared dead that
     // wakes up must not answer for a task that was placed again.

@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/head/control_store.h"
 #include "runtime/head/head_server.h"
@@ -31,6 +33,8 @@ class HeadServer::Loop {
   Status Recover();
   void Stop();
   void Run();
+  std::vector<NodeRecord> PublishedNodes() const;  // thread-safe
+  ControlStore& store() { return *store_; }        // thread-safe (ControlStore is)
 
  private:
   // What the head knows of a connection (its socket is the event loop's).
@@ -86,6 +90,10 @@ class HeadServer::Loop {
   std::unordered_map<NodeId, uint64_t> node_conn_;  // the connection each node registered on
   std::unordered_map<uint64_t, Conn> conns_;
   std::unordered_multimap<std::string, Waiter> waiters_;  // by KV key
+  // The nodes for PublishedNodes (options_.publish_nodes), copied once a second.
+  TimePoint next_publish_{};
+  mutable std::mutex published_mu_;
+  std::vector<NodeRecord> published_nodes_;  // guarded by published_mu_
 };
 
 }  // namespace cumulus

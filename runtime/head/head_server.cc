@@ -225,6 +225,14 @@ void HeadServer::Loop::Closed(uint64_t id, const std::string& why) {
 
 void HeadServer::Loop::Housekeeping() {
   TimePoint now = SystemClock::Get().Now();
+  if (options_.publish_nodes && now >= next_publish_) {
+    next_publish_ = now + std::chrono::seconds(1);
+    std::vector<NodeRecord> nodes;
+    nodes.reserve(membership_.nodes().size());
+    for (auto& [id, n] : membership_.nodes()) nodes.push_back(n);
+    std::lock_guard<std::mutex> lock(published_mu_);
+    published_nodes_.swap(nodes);
+  }
   for (const NodeId& id : membership_.Tick()) {
     const NodeRecord* node = membership_.Find(id);
     CUMULUS_LOG(WARN) << "node " << id << " (" << node->address
@@ -245,6 +253,24 @@ void HeadServer::Loop::Housekeeping() {
     }
     it = waiters_.erase(it);
   }
+}
+
+std::vector<NodeRecord> HeadServer::Loop::PublishedNodes() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  return published_nodes_;
+}
+
+std::vector<NodeRecord> HeadServer::PublishedNodes() const { return loop_->PublishedNodes(); }
+
+Status HeadServer::ScanKv(
+    const std::string& ns, const std::string& from,
+    const std::function<bool(const std::string&, const std::string&)>& fn) const {
+  std::string prefix = ns + '\0';
+  return loop_->store().ScanFrom(ControlTable::kKeyValue, prefix + from,
+                                 [&](const std::string& key, const std::string& value) {
+                                   if (key.compare(0, prefix.size(), prefix) != 0) return false;
+                                   return fn(key.substr(prefix.size()), value);
+                                 });
 }
 
 Result<std::unique_ptr<HeadServer>> HeadServer::Start(const HeadOptions& options) {

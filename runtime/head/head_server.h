@@ -14,9 +14,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cumulus/status.h"
 #include "runtime/head/membership.h"
@@ -34,6 +36,8 @@ struct HeadOptions {
   uint32_t max_frame_bytes = 16u << 20;
   // Connections still owing their hello; more are refused with an error reply saying so.
   size_t max_unauthenticated = 1024;
+  // Publish the nodes once a second for PublishedNodes (the metrics endpoint reads them).
+  bool publish_nodes = false;
 };
 
 struct HeadCounters {
@@ -51,6 +55,15 @@ class HeadServer {
   uint16_t port() const { return port_; }
   const std::string& cluster_id() const { return cluster_id_; }
   const HeadCounters& counters() const { return counters_; }
+
+  // For the metrics endpoint (runtime/metrics/head_metrics.h). Thread-safe; neither waits for
+  // the head's loop. The nodes as the loop last published them (at most a second old; empty
+  // unless options.publish_nodes).
+  std::vector<NodeRecord> PublishedNodes() const;
+  // Calls fn(key, value) for the key-value records of namespace `ns` from key `from` on, in key
+  // order, while it returns true; read from the control store itself.
+  Status ScanKv(const std::string& ns, const std::string& from,
+                const std::function<bool(const std::string&, const std::string&)>& fn) const;
 
  private:
   class Loop;

@@ -174,6 +174,7 @@ void LocalScheduler::FailTask(const TaskId& id, const Status& st) {
   if (!t) return;
   node_.SendToConn(t->origin, ErrorResultFrame(id, node_.node_id(), st));
   tasks_.Erase(id);
+  failed_++;
 }
 
 // A task in a placement group runs on the node holding its bundle, from the bundle's resources.

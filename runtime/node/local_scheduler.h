@@ -58,6 +58,8 @@ class LocalScheduler {
   // never connected (nothing reached the node).
   void NodeLost(const NodeId& node, const std::string& why, TimePoint now, bool delivered);
   void ForgetJob(const JobId& job);
+  // Tasks failed here (FailTask) since start, for the node's metrics.
+  uint64_t failed() const { return failed_; }
 
  private:
   bool PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint now);
@@ -75,6 +77,7 @@ class LocalScheduler {
   Clock& clock_;
   LocalSchedulerOptions options_;
   std::set<std::pair<NodeId, JobId>> told_;  // nodes sent a job's record already
+  uint64_t failed_ = 0;
 };
 
 // A task's failure, as the frame of its result.

@@ -65,6 +65,7 @@ void MemoryMonitor::Tick(TimePoint now, WorkerPool& workers, TaskTable& tasks) {
                 workers_only ? "of its workers' memory limit " : "", options_.threshold * 100);
   victim->killed_because = why;
   workers.Kill(*victim);
+  kills_++;
   cooldown_until_ = now + std::chrono::seconds(1);  // let the kernel reclaim it first
   std::string line =
       "cumulus: task " + task->function + " (pid " + std::to_string(victim->pid) + ") " + why +

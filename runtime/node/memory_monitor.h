@@ -35,6 +35,8 @@ class MemoryMonitor {
   // Checks memory if it is time to; kills a victim if it is short.
   void Tick(TimePoint now, WorkerPool& workers, TaskTable& tasks);
   void set_node_name(const std::string& name) { options_.node_name = name; }
+  // Tasks killed since start.
+  uint64_t kills() const { return kills_; }
   // The private memory (RssAnon) of the pool's live workers, added up; `limit` as given.
   static MemoryUse WorkerMemory(const WorkerPool& workers, uint64_t limit);
 
@@ -42,6 +44,7 @@ class MemoryMonitor {
   MemoryMonitorOptions options_;
   TimePoint next_check_{};
   TimePoint cooldown_until_{};
+  uint64_t kills_ = 0;
 };
 
 }  // namespace cumulus

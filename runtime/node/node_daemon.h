@@ -63,6 +63,10 @@ class NodeDaemon {
   // host:port where other nodes send tasks.
   const std::string& core_address() const { return record_.core_address; }
   const TaskRouter& router() const { return *router_; }
+  // For the metrics endpoint (runtime/metrics/); thread-safe.
+  ObjectStoreStats store_stats() const { return store_->Stats(); }
+  const Labels& labels() const { return record_.labels; }  // set at start
+  const std::string& hostname() const { return record_.hostname; }
 
  private:
   NodeDaemon() = default;
