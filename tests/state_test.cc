@@ -3,12 +3,15 @@
 // row per node in `top` (tests/state_driver.cc makes the work).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "runtime/core/messages.h"
+#include "runtime/node/state_rows.h"
 
 namespace cumulus {
 namespace {
@@ -189,6 +192,44 @@ TEST_F(StateTest, DescribeSaysWhyATaskIsPendingAndEachAttempt) {
   EXPECT_NE(out.find("HoldRetried"), std::string::npos) << out;
   Touch("go");
   ExpectChecks(driver->ReadAll(90s), {"retried_task_finished"});
+}
+
+// A state query is answered only after a caller's hello with the cluster token.
+TEST_F(StateTest, NodesAnswerStateQueriesOnlyWithTheClusterToken) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  ClusterView v = View();
+  ASSERT_EQ(v.nodes.size(), 1u);
+  auto ask = [&](const std::string& token) -> Result<uint64_t> {
+    CUMULUS_ASSIGN_OR_RETURN(HostPort at, ParseHostPort(v.nodes[0].core_address));
+    CUMULUS_ASSIGN_OR_RETURN(int fd, ConnectTcp(at, 5s));
+    TimePoint deadline = SystemClock::Get().Now() + 10s;
+    capnp::MallocMessageBuilder hello, query;
+    hello.initRoot<proto::CoreMessage>().initHello().initCaller().setToken(token);
+    EncodeStateQuery({"node", {}, "", 1, false},
+                     query.initRoot<proto::CoreMessage>().initStateQuery());
+    Status st = WriteFrame(fd, hello, deadline);
+    if (st.ok()) st = WriteFrame(fd, query, deadline);
+    FrameDecoder decoder(kMaxCoreFrameBytes);
+    while (st.ok()) {
+      auto words = ReadFrame(fd, decoder, deadline);
+      if (!words.ok()) {
+        st = words.status();
+        break;
+      }
+      capnp::FlatArrayMessageReader reader(*words);
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (!msg.isStateReply()) continue;
+      close(fd);
+      return msg.getStateReply().getMatched();
+    }
+    close(fd);
+    return st;
+  };
+  auto good = ask(token_);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(*good, 1u);
+  auto bad = ask("not-the-token");
+  EXPECT_FALSE(bad.ok()) << "a wrong token was answered";
 }
 
 }  // namespace
