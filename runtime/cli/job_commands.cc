@@ -51,7 +51,8 @@ Prints the job id. Exit status: 0 submitted (or succeeded, with --wait), 1 faile
 )";
 
 constexpr const char* kJobsHelp = R"(Usage:
-  cumulus jobs [--address A] [--token-file F] [--filter KEY=VALUE] [--limit N] [--json]
+  cumulus jobs [--address A] [--token-file F] [--filter KEY=VALUE]... [--limit N] [--after JOB]
+               [--json]
   cumulus logs JOB [--address A] [--token-file F] [--follow]
   cumulus logs JOB --trial [EXPERIMENT/]TRIAL [--address A] [--token-file F]
   cumulus cancel JOB [--address A] [--token-file F] [--grace SECONDS]
@@ -59,7 +60,8 @@ constexpr const char* kJobsHelp = R"(Usage:
 jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNING, SUCCEEDED,
         FAILED, STOPPED) and programs that attached a driver themselves (RUNNING, FINISHED).
         --filter keeps rows whose field equals VALUE (fields: job, name, state, node);
-        --limit shows at most N (default 100).
+        --limit shows at most N (default 100), after every record is filtered; --after JOB
+        continues after that job (the last line says which, when more matched).
 logs    Prints the output of the job's driver and of its workers, in the order it was written.
         --follow keeps printing until the job ends. --trial prints only that tuning trial's
         stdout and stderr (kept apart from every other trial's; see 'cumulus trials').

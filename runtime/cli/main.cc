@@ -14,7 +14,9 @@ Usage: cumulus <command> [options]
 Commands:
   start           start a head (--head) or a node that joins one (--address HOST:PORT)
   status          show the cluster: nodes, their state, labels and resources
-  list            list nodes, jobs, actors, tasks, objects or placement-groups
+  list            list nodes, jobs, actors, tasks, objects, workers or placement-groups
+  describe        one node, actor, task, job or object in detail (why a task is pending)
+  top             a row per node: CPU, memory, GPU, object store, running tasks and actors
   submit          run a driver program on the cluster as a job
   jobs            list jobs;  logs JOB: their output;  cancel JOB: stop one
   trials          tuning experiments and their trials (--plot FILE.svg draws them)
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
   if (cmd == "logs") return cumulus::cli::LogsCommand(rest);
   if (cmd == "cancel") return cumulus::cli::CancelCommand(rest);
   if (cmd == "trials") return cumulus::cli::TrialsCommand(rest);
+  if (cmd == "describe") return cumulus::cli::DescribeCommand(rest);
+  if (cmd == "top") return cumulus::cli::TopCommand(rest);
   if (cmd.rfind("-", 0) == 0)
     return cumulus::cli::UsageError("unknown option '" + cmd + "'", "cumulus --help");
   return cumulus::cli::UsageError("unknown command '" + cmd + "'", "cumulus --help");

@@ -25,8 +25,8 @@ namespace {
 constexpr const char* kStatusHelp = R"(Usage:
   cumulus status [--address HOST:PORT] [--token-file FILE] [--json]
   cumulus list nodes [--address HOST:PORT] [--token-file FILE] [--json]
-  cumulus list jobs|actors|tasks|objects|placement-groups [--address HOST:PORT]
-                [--token-file FILE] [--filter KEY=VALUE]... [--limit N] [--json]
+  cumulus list jobs|actors|tasks|objects|workers|placement-groups [--address HOST:PORT]
+                [--token-file FILE] [--filter KEY=VALUE]... [--limit N] [--after ID] [--json]
 
 status shows the nodes, their state (ALIVE; RECOVERING: after a head restart, not heard from yet;
 DEAD, with why; STOPPED: stopped on purpose by 'cumulus stop' or a signal, not a failure), their
@@ -38,10 +38,16 @@ node's disk: its program cache (used/bound), submitted jobs' files, spilled obje
 and free space (--json: "disk" in each node).
 list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
 head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
-RETRY_WAIT). list objects: the objects in each node's store (MEMORY, DISK, BOTH). Nodes report
-what they hold every 2 s, at most 1,000 of each (the totals say how many). list
-placement-groups: groups and the nodes of their bundles. --filter keeps rows whose field equals
-VALUE (ids match by prefix); --limit shows at most N (default 100).
+RETRY_WAIT). list objects: the objects in each node's store (MEMORY, DISK, BOTH). list workers:
+each node's worker processes (IDLE, BUSY, BLOCKED, ACTOR with its actor id, EXITING). Tasks,
+objects and workers are asked of every alive node at once: each node applies the filters to
+everything it holds before it caps what it sends, so --filter state=RUNNING finds running tasks
+among any number; a node that does not answer within 5 s is named on stderr (one line) and the
+others' rows are shown. list placement-groups: groups and the nodes of their bundles.
+--filter keeps rows whose field equals VALUE (ids match by prefix; several --filter must all
+match); --limit shows at most N (default 100); tasks, objects and workers are sorted by id, and when more rows match the last line says
+how many and the --after ID that shows the next page (jobs: newest first, --after JOB continues
+after that job). The filters always apply to every row before the limit.
 
 The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
 machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined
@@ -367,11 +373,11 @@ int ListCommand(const std::vector<std::string>& args) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "nodes") return StatusOrList(rest, true);
   if (args[0] == "jobs" || args[0] == "actors" || args[0] == "placement-groups" ||
-      args[0] == "tasks" || args[0] == "objects") {
+      args[0] == "tasks" || args[0] == "objects" || args[0] == "workers") {
     return ListStateCommand(args[0], rest);
   }
   return UsageError("cannot list '" + args[0] +
-                        "' (this version lists: nodes, jobs, actors, tasks, objects, "
+                        "' (this version lists: nodes, jobs, actors, tasks, objects, workers, "
                         "placement-groups)",
                     "cumulus list --help");
 }

@@ -43,6 +43,7 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
                  {o.labels, o.pipeline_depth, std::chrono::seconds(120), o.wait_for_nodes}),
       memory_({o.memory_threshold, o.memory_worker_limit, o.memory_check_every, o.node_id.Hex(),
                o.work_dir}),
+      machine_(o.gpu_ids),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
 
@@ -268,6 +269,10 @@ void TaskRouter::Impl::Housekeeping(TimePoint now) {
   if (now >= next_task_snapshot_) {
     next_task_snapshot_ = now + std::chrono::seconds(1);
     SnapshotTasks();
+  }
+  if (now >= next_machine_sample_) {
+    next_machine_sample_ = now + std::chrono::seconds(1);
+    machine_.Sample();
   }
   memory_.Tick(now, leases_.workers(), tasks_);
   if (groups_.Due(now)) schedule_dirty_ = true;

@@ -24,9 +24,11 @@
 #include "runtime/node/group_coordinator.h"
 #include "runtime/node/head_link.h"
 #include "runtime/node/local_scheduler.h"
+#include "runtime/node/machine_stats.h"
 #include "runtime/node/memory_monitor.h"
 #include "runtime/node/node_context.h"
 #include "runtime/node/remote_nodes.h"
+#include "runtime/node/state_rows.h"
 #include "runtime/node/task_table.h"
 #include "runtime/node/worker_leases.h"
 
@@ -44,7 +46,7 @@ class TaskRouter::Impl : public NodeContext {
   void SetNodeId(const NodeId& id);
 
  private:
-  enum class Role { kUnknown, kDriver, kWorker, kPeer };
+  enum class Role { kUnknown, kDriver, kWorker, kPeer, kQuery };
 
   // What this node knows of a connection (its socket is the event loop's).
   struct Conn {
@@ -84,6 +86,14 @@ class TaskRouter::Impl : public NodeContext {
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
   JobId JobOf(const Conn& c);
 
+  // ---- task_router_state.cc: state queries (`cumulus list|describe|top`) ---------------------
+  void HandleStateQuery(uint64_t id, proto::StateQuery::Reader q);
+  std::vector<StateRowFields> TaskRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
+  std::vector<StateRowFields> ObjectRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
+  std::vector<StateRowFields> WorkerRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
+  StateRowFields NodeRow();
+  std::string PendingReason(const RoutedTask& t);
+
   // ---- task_router_node_context.cc: NodeContext, links to other nodes, the head ---------------
   const NodeId& node_id() const override;
   ClusterSnapshot Snapshot(TimePoint now, bool include_unreachable) override;
@@ -117,6 +127,8 @@ class TaskRouter::Impl : public NodeContext {
   GroupCoordinator groups_;
   LocalScheduler scheduler_;
   MemoryMonitor memory_;
+  MachineStats machine_;  // CPU, memory and GPU use, for `cumulus top`
+  TimePoint next_machine_sample_{};
   std::unique_ptr<EventLoop> loop_;
   // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
   // job programs' fetches, so that a long pull does not hold the head's requests back.

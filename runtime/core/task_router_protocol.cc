@@ -30,6 +30,10 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     if (!msg.isHello()) return Close(id, "did not start with hello");
     return HandleHello(id, c, msg.getHello());
   }
+  if (c.role == Role::kQuery) {  // a caller asks about state, and nothing else
+    if (!msg.isStateQuery()) return Close(id, "a state caller may only send state queries");
+    return HandleStateQuery(id, msg.getStateQuery());
+  }
   switch (msg.which()) {
     case proto::CoreMessage::SUBMIT_TASK:
       return HandleSubmit(id, c, msg.getSubmitTask(), words);
@@ -87,9 +91,17 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
 
 void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
   if (c.tcp) {
-    // Over TCP only other nodes, and only with the cluster token.
+    // A caller with the cluster token may ask about state (`cumulus list|describe|top`).
+    if (h.isCaller() && TokensEqual(h.getCaller().getToken(), options_.token)) {
+      c.role = Role::kQuery;
+      loop_->Authenticated(id, kMaxStateQueryFrameBytes);
+      return SendHelloAck(id);
+    }
+    // Otherwise over TCP only other nodes, and only with the cluster token.
     if (!h.isPeer() || !TokensEqual(h.getPeer().getToken(), options_.token)) {
-      return Close(id, "refused: a TCP core connection must be a node with the cluster token");
+      return Close(id,
+                   "refused: a TCP core connection must be a node or a caller with the cluster "
+                   "token");
     }
     c.role = Role::kPeer;
     loop_->Authenticated(id, kMaxCoreFrameBytes);
@@ -292,8 +304,8 @@ void TaskRouter::Impl::OnClose(uint64_t id, const std::string& why) {
   } else if (c.role == Role::kUnknown && c.tcp) {
     CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
   }
-  if (c.role != Role::kUnknown && why != "closed" && why != "worker gone" &&
-      why.rfind("cannot connect", 0) != 0) {  // (PeerLost says which node)
+  if (c.role != Role::kUnknown && c.role != Role::kQuery && why != "closed" &&
+      why != "worker gone" && why.rfind("cannot connect", 0) != 0) {  // (PeerLost says which node)
     CUMULUS_LOG(WARN) << "node: closed a core connection: " << why;
   }
 }

@@ -139,6 +139,10 @@ void LocalScheduler::Assign(Worker& w, RoutedTask& t) {
   t.state = RoutedTask::kOnWorker;
   t.worker = w.id;
   t.assigned_at = clock_.Now();
+  if (t.actor_creation) {
+    w.actor = t.actor;
+    w.actor_class = t.function;
+  }
   w.assigned.push_back(t.id);
   if (w.conn) node_.SendToConn(w.conn, t.frame);  // else sent when the worker says hello
 }
@@ -254,6 +258,7 @@ void LocalScheduler::WorkerDied(const Worker& w, const std::string& why, TimePoi
         tasks_.Requeue(*t, /*front=*/true);
         break;
       case LossOutcome::kRetryLater:
+        t->AddAttempt({here, w.spawned_pid, why, clock_.WallMicros()});
         t->attempt++;
         CUMULUS_LOG(WARN) << "node: the worker running " << t->function << " " << why
                           << "; retrying (attempt " << t->attempt + 1 << ")";
@@ -284,6 +289,9 @@ void LocalScheduler::NodeLost(const NodeId& node, const std::string& why, TimePo
         FailTask(id, Status::Cancelled("task " + t.function + " was cancelled"));
         break;
       case LossOutcome::kRetryLater:
+        t.AddAttempt({node.Hex(), -1,
+                      "lost the connection to node " + node.Hex() + " (" + why + ")",
+                      clock_.WallMicros()});
         t.attempt++;
         CUMULUS_LOG(WARN) << "node: lost the connection to " << where << " while it ran "
                           << t.function << "; retrying (attempt " << t.attempt + 1 << ")";

@@ -28,6 +28,7 @@ RoutedTask TaskFromSpec(proto::TaskSpec::Reader spec, kj::ArrayPtr<const capnp::
   t.hops = spec.getHops();
   t.origin = origin;
   t.class_key = SchedulingClass(t.req, t.actor_creation);
+  if (t.actor_creation) t.actor = IdFrom<ActorId>(spec.getActorId()).Hex();
   return t;
 }
 

@@ -22,6 +22,16 @@ namespace cumulus {
 
 struct Worker;
 
+// One earlier run of a task that ended without a result (for `cumulus describe TASK`).
+struct TaskAttempt {
+  std::string node;   // hex id of the node it ran on
+  int pid = -1;       // its worker's pid (-1: on another node)
+  std::string cause;  // why it ended ("killed by signal 9", "lost the connection to node ...")
+  int64_t ended_micros = 0;
+};
+// A task keeps at most this many earlier attempts (the oldest go first).
+constexpr size_t kMaxTaskAttemptsKept = 8;
+
 struct RoutedTask {
   TaskId id;
   JobId job;
@@ -42,7 +52,15 @@ struct RoutedTask {
   bool waiting_retry = false;        // waiting for its backoff, not in a queue
   bool waiting_for_program = false;  // its job's program could not be fetched yet
   TimePoint waiting_since{};
-  TimePoint assigned_at{};  // when it was handed to its worker
+  TimePoint assigned_at{};            // when it was handed to its worker
+  std::string actor;                  // an actor creation's actor id (hex)
+  std::vector<TaskAttempt> attempts;  // earlier runs, at most kMaxTaskAttemptsKept
+
+  // Remembers an earlier run that ended (`cause`), dropping the oldest beyond the bound.
+  void AddAttempt(TaskAttempt a) {
+    if (attempts.size() >= kMaxTaskAttemptsKept) attempts.erase(attempts.begin());
+    attempts.push_back(std::move(a));
+  }
 
   std::string What() const { return (actor_creation ? "actor " : "task ") + function; }
 };

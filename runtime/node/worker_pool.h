@@ -48,9 +48,10 @@ struct Worker {
   BundleKey bundle;
   int64_t lent_cpu = 0;  // CPU units of its lease given back to the node while it is blocked
   bool blocked = false;
-  std::deque<TaskId> assigned;  // in the order sent; the front one runs
-  std::string killed_because;   // the node killed it on purpose (memory): says why
-  TimePoint closed_at{};        // its connection closed at (it is exiting); zero while open
+  std::deque<TaskId> assigned;     // in the order sent; the front one runs
+  std::string killed_because;      // the node killed it on purpose (memory): says why
+  std::string actor, actor_class;  // the actor it hosts (hex id, constructor), once assigned
+  TimePoint closed_at{};           // its connection closed at (it is exiting); zero while open
   bool closing() const { return closed_at != TimePoint{}; }
 };
 

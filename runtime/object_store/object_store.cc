@@ -414,6 +414,13 @@ std::vector<ObjectStore::Listed> ObjectStore::List(size_t limit, size_t* total) 
   return out;
 }
 
+void ObjectStore::ForEachSealed(const std::function<void(const Listed&)>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, e] : objects_) {
+    if (e.sealed && !e.delete_pending) fn({id, e.size, e.in_memory, e.on_disk, e.pins});
+  }
+}
+
 size_t ObjectStore::DeleteIf(const std::function<bool(const ObjectId&)>& match) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ObjectId> doomed;

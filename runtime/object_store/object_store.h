@@ -170,6 +170,9 @@ class ObjectStore {
   };
   // Up to `limit` sealed objects (in no particular order) and how many there are in all.
   std::vector<Listed> List(size_t limit, size_t* total);
+  // Calls `fn` with every sealed object, under the store's lock: `fn` must be quick and must not
+  // call the store.
+  void ForEachSealed(const std::function<void(const Listed&)>& fn);
   // Moves a sealed, unpinned object to disk now and frees its memory.
   Status Spill(const ObjectId& id);
   // True if `id` is sealed here (in memory or on disk).

@@ -99,7 +99,38 @@ struct CoreMessage {
                                       # node (16-byte id) dead
     jobInfo @14 :JobInfo;             # driver->node, node->node: where the job's program is, so
                                       # that nodes start its workers without asking the head
+    stateQuery @15 :StateQuery;       # a `caller` (cumulus list/describe/top) -> node, over TCP
+    stateReply @16 :StateReply;       # node -> that caller
   }
+}
+
+# `cumulus list|describe|top` ask each alive node for rows of what it holds: the node filters
+# its live tables first, then keeps the `limit` rows with the smallest ids after `after`, so a
+# filter finds rows however many the node holds. Rows are key/value text, as the CLI shows them.
+struct StateField {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+struct StateQuery {
+  kind @0 :Text;                      # "tasks", "objects", "workers" or "node"
+  filters @1 :List(StateField);       # all must match; ids match by prefix
+  after @2 :Text;                     # only rows whose id sorts after this ("" from the first)
+  limit @3 :UInt32;                   # at most this many rows (the node caps it too)
+  detail @4 :Bool;                    # with the fields `cumulus describe` shows
+}
+
+struct StateRow {
+  fields @0 :List(StateField);
+}
+
+struct StateReply {
+  code @0 :UInt16;                    # cumulus::StatusCode; 0: rows follow
+  message @1 :Text;
+  rows @2 :List(StateRow);            # sorted by id
+  more @3 :Bool;                      # rows beyond `limit` matched too
+  matched @4 :UInt64;                 # rows that matched the filters, in all
+  nodeId @5 :Data;
 }
 
 struct JobInfo {

@@ -1,0 +1,129 @@
+#include "runtime/cli/node_query.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "runtime/core/messages.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+
+namespace cumulus::cli {
+
+namespace {
+
+struct OneAnswer {
+  Status status;
+  std::vector<StateRowFields> rows;
+  bool more = false;
+  uint64_t matched = 0;
+};
+
+// One node: connect, hello as a caller, the query, its reply; all before `deadline`.
+OneAnswer AskNode(const NodeRecord& node, const std::string& token, const StateQuerySpec& q,
+                  TimePoint deadline) {
+  OneAnswer out;
+  auto address = ParseHostPort(node.core_address);
+  if (!address.ok()) {
+    out.status = address.status();
+    return out;
+  }
+  auto fd = ConnectTcp(*address, deadline - SystemClock::Get().Now());
+  if (!fd.ok()) {
+    out.status = fd.status();
+    return out;
+  }
+  auto result = [&]() -> Status {
+    {
+      capnp::MallocMessageBuilder hello;
+      auto h = hello.initRoot<proto::CoreMessage>().initHello();
+      h.setPid(getpid());
+      h.initCaller().setToken(token);
+      CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, hello, deadline));
+      capnp::MallocMessageBuilder query;
+      EncodeStateQuery(q, query.initRoot<proto::CoreMessage>().initStateQuery());
+      CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, query, deadline));
+    }
+    FrameDecoder decoder(kMaxCoreFrameBytes);
+    while (true) {
+      CUMULUS_ASSIGN_OR_RETURN(auto words, ReadFrame(*fd, decoder, deadline));
+      capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (msg.isHelloAck()) {
+        if (msg.getHelloAck().getCode() != 0) {
+          return Status::Unauthenticated(msg.getHelloAck().getMessage());
+        }
+        continue;
+      }
+      if (!msg.isStateReply()) return Status::Internal("the node answered something else");
+      auto reply = msg.getStateReply();
+      if (reply.getCode() != 0) {
+        return Status(static_cast<StatusCode>(reply.getCode()), reply.getMessage());
+      }
+      out.rows = DecodeStateRows(reply);
+      out.more = reply.getMore();
+      out.matched = reply.getMatched();
+      return Status();
+    }
+  }();
+  close(*fd);
+  out.status = result;
+  return out;
+}
+
+}  // namespace
+
+std::string NodeAnswers::UnansweredLine() const {
+  if (unanswered.empty()) return "";
+  std::string line = std::to_string(unanswered.size()) + " of " + std::to_string(asked) +
+                     " node(s) did not answer (";
+  bool first = true;
+  for (auto& [node, why] : unanswered) {
+    line += (first ? "" : "; ") + node + ": " + why;
+    first = false;
+  }
+  return line + "): their rows are missing";
+}
+
+Result<NodeAnswers> QueryNodes(const std::vector<NodeRecord>& view, const std::string& token,
+                               const StateQuerySpec& q, const NodeQueryOptions& options) {
+  CUMULUS_RETURN_IF_ERROR(CheckStateQuery(q));
+  std::vector<const NodeRecord*> alive;
+  for (auto& n : view) {
+    if (n.state == NodeState::kAlive && !n.core_address.empty()) alive.push_back(&n);
+  }
+  TimePoint deadline = SystemClock::Get().Now() + options.deadline;
+  std::vector<OneAnswer> answers(alive.size());
+  std::vector<std::thread> threads;
+  threads.reserve(alive.size());
+  for (size_t i = 0; i < alive.size(); ++i) {
+    threads.emplace_back([&, i] { answers[i] = AskNode(*alive[i], token, q, deadline); });
+  }
+  for (auto& t : threads) t.join();
+  NodeAnswers out;
+  out.asked = alive.size();
+  Status refused;  // a node's own refusal of the query (every node would say the same)
+  for (size_t i = 0; i < alive.size(); ++i) {
+    OneAnswer& a = answers[i];
+    if (!a.status.ok()) {
+      if (a.status.code() == StatusCode::kInvalidArgument) refused = a.status;
+      out.unanswered[alive[i]->id.Hex().substr(0, 8)] = a.status.message();
+      continue;
+    }
+    out.more = out.more || a.more;
+    out.matched += a.matched;
+    for (auto& r : a.rows) out.rows.push_back(std::move(r));
+  }
+  if (!refused.ok() && out.unanswered.size() == alive.size()) return refused;
+  const std::vector<std::string>* fields = StateFields(q.kind);
+  const std::string key = fields->front();
+  std::stable_sort(out.rows.begin(), out.rows.end(),
+                   [&](const StateRowFields& a, const StateRowFields& b) {
+                     auto x = a.find(key), y = b.find(key);
+                     return (x == a.end() ? "" : x->second) < (y == b.end() ? "" : y->second);
+                   });
+  return out;
+}
+
+}  // namespace cumulus::cli

@@ -1,0 +1,242 @@
+// TaskRouter: state queries from `cumulus list|describe|top` (a caller with the cluster token,
+// over TCP). Answered on the loop thread from the live tables — tasks, workers, the object store
+// — filtered before the cap (RowSelector), so a filter finds rows however many the node holds.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runtime/core/task_router_impl.h"
+#include "runtime/node/machine_stats.h"
+#include "scheduler/node_policy.h"
+
+namespace cumulus {
+
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+std::string Pid(int pid) { return pid > 0 ? std::to_string(pid) : ""; }
+
+std::string Where(bool in_memory, bool on_disk) {
+  return in_memory && on_disk ? "BOTH" : in_memory ? "MEMORY" : "DISK";
+}
+
+}  // namespace
+
+void TaskRouter::Impl::HandleStateQuery(uint64_t id, proto::StateQuery::Reader in) {
+  StateQuerySpec q = DecodeStateQuery(in);
+  capnp::MallocMessageBuilder message;
+  auto reply = message.initRoot<proto::CoreMessage>().initStateReply();
+  reply.setNodeId(DataOf(node_id_));
+  Status st = CheckStateQuery(q);
+  if (!st.ok()) {
+    reply.setCode(static_cast<uint16_t>(st.code()));
+    reply.setMessage(st.message());
+    return Send(id, EncodeFrame(message));
+  }
+  bool more = false;
+  uint64_t matched = 0;
+  std::vector<StateRowFields> rows;
+  if (q.kind == "tasks") {
+    rows = TaskRows(q, &more, &matched);
+  } else if (q.kind == "objects") {
+    rows = ObjectRows(q, &more, &matched);
+  } else if (q.kind == "workers") {
+    rows = WorkerRows(q, &more, &matched);
+  } else {
+    rows = {NodeRow()};
+    matched = 1;
+  }
+  EncodeStateRows(rows, reply);
+  reply.setMore(more);
+  reply.setMatched(matched);
+  Send(id, EncodeFrame(message));
+}
+
+std::vector<StateRowFields> TaskRouter::Impl::TaskRows(const StateQuerySpec& q, bool* more,
+                                                       uint64_t* matched) {
+  RowSelector selector(q);
+  const std::string here = node_id_.Hex();
+  for (auto& [tid, t] : tasks_.all()) {
+    const RoutedTask& task = t;
+    Worker* w = task.state == RoutedTask::kOnWorker ? leases_.workers().Find(task.worker) : nullptr;
+    std::string state;
+    switch (task.state) {
+      case RoutedTask::kQueued:
+        state = task.waiting_retry ? "RETRY_WAIT" : "QUEUED";
+        break;
+      case RoutedTask::kForwarded:
+        state = "FORWARDED";
+        break;
+      case RoutedTask::kOnWorker:
+        // Behind another task on its worker (pipelined): queued there.
+        state = w && !w->assigned.empty() && w->assigned.front() != tid ? "QUEUED" : "RUNNING";
+        break;
+    }
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "job") return task.job.Hex();
+      if (key == "function") return task.function;
+      if (key == "state") return state;
+      if (key == "node") return here;
+      if (key == "pid") return w ? Pid(w->spawned_pid) : "";
+      if (key == "attempt") return std::to_string(task.attempt + 1);
+      if (key == "worker") return w ? w->id.Hex() : "";
+      return "";
+    };
+    auto build = [&] {
+      StateRowFields row;
+      row["task"] = tid.Hex();
+      for (const char* k : {"job", "function", "state", "node", "pid", "attempt", "worker"}) {
+        row[k] = field(k);
+      }
+      if (!q.detail) return row;
+      row["demand"] = task.req.placement.demand.ToString();
+      row["labels"] = task.req.placement.labels.ToString();
+      row["max_retries"] = std::to_string(task.max_retries);
+      if (task.actor_creation) row["actor"] = task.actor;
+      if (task.state == RoutedTask::kForwarded) row["forwarded_to"] = task.forwarded_to.Hex();
+      if (task.state == RoutedTask::kQueued) row["pending"] = PendingReason(task);
+      row["attempts"] = std::to_string(task.attempts.size());
+      for (size_t i = 0; i < task.attempts.size(); ++i) {
+        const TaskAttempt& a = task.attempts[i];
+        std::string n = std::to_string(i + 1);
+        row["attempt." + n + ".node"] = a.node;
+        row["attempt." + n + ".pid"] = Pid(a.pid);
+        row["attempt." + n + ".cause"] = a.cause;
+        row["attempt." + n + ".ended_micros"] = std::to_string(a.ended_micros);
+      }
+      return row;
+    };
+    selector.Offer(tid.Hex(), field, build);
+  }
+  return selector.Take(more, matched);
+}
+
+// Why a queued task waits: "infeasible: ..." (no node could ever run it: the resource or label
+// no node offers), "waiting: ..." (it fits the cluster, not what is free now), "retry: ...",
+// "program: ...", or "placing: ..." (it fits now: the next scheduling pass places it).
+std::string TaskRouter::Impl::PendingReason(const RoutedTask& t) {
+  if (t.waiting_for_program) return "program: its job's program cannot be fetched yet";
+  if (t.waiting_retry) return "retry: waiting for its retry's backoff";
+  if (!t.req.placement_group.empty()) {
+    return "group: waiting for its placement group's bundle to be reserved";
+  }
+  TimePoint now = clock_.Now();
+  PlacementRequest req = RequestAtNode(t.req.placement, t.hops, node_id_);
+  PlacementDecision d = PlaceTask(Snapshot(now, /*include_unreachable=*/true), req);
+  switch (d.kind) {
+    case PlacementDecision::kInfeasible:
+      return "infeasible: " + d.reason;
+    case PlacementDecision::kWait:
+      return "waiting: " + d.reason + " (free here: " + leases_.available().ToString() + ")";
+    case PlacementDecision::kPlace:
+      break;
+  }
+  return "placing: node " + d.node.Hex() + " has room now; the next scheduling pass places it";
+}
+
+std::vector<StateRowFields> TaskRouter::Impl::ObjectRows(const StateQuerySpec& q, bool* more,
+                                                         uint64_t* matched) {
+  RowSelector selector(q);
+  const std::string here = node_id_.Hex();
+  options_.store->ForEachSealed([&](const ObjectStore::Listed& o) {
+    std::string id = o.id.Hex();
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "job") return o.id.Task().Job().Hex();
+      if (key == "size") return std::to_string(o.size);
+      if (key == "where") return Where(o.in_memory, o.on_disk);
+      if (key == "node") return here;
+      if (key == "pins") return std::to_string(o.pins);
+      return "";
+    };
+    selector.Offer(id, field, [&] {
+      StateRowFields row{{"object", id}};
+      for (const char* k : {"job", "size", "where", "node", "pins"}) row[k] = field(k);
+      if (q.detail) row["task"] = o.id.Task().Hex();  // the task that made it (its owner's)
+      return row;
+    });
+  });
+  return selector.Take(more, matched);
+}
+
+std::vector<StateRowFields> TaskRouter::Impl::WorkerRows(const StateQuerySpec& q, bool* more,
+                                                         uint64_t* matched) {
+  RowSelector selector(q);
+  const std::string here = node_id_.Hex();
+  for (auto& [wid, w] : leases_.workers().workers()) {
+    if (w.pid <= 0) continue;  // reaped
+    const RoutedTask* front = nullptr;
+    if (!w.assigned.empty()) front = tasks_.Find(w.assigned.front());
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "job") return w.job.Hex();
+      if (key == "pid") return Pid(w.spawned_pid);
+      if (key == "actor") return w.actor;
+      if (key == "state") {
+        return w.closing()          ? "EXITING"
+               : w.blocked          ? "BLOCKED"
+               : w.is_actor         ? "ACTOR"
+               : w.assigned.empty() ? "IDLE"
+                                    : "BUSY";
+      }
+      if (key == "node") return here;
+      if (key == "tasks") return std::to_string(w.assigned.size());
+      if (key == "function")
+        return !w.actor_class.empty() ? w.actor_class : front ? front->function : "";
+      return "";
+    };
+    selector.Offer(wid.Hex(), field, [&] {
+      StateRowFields row{{"worker", wid.Hex()}};
+      for (const char* k : {"job", "pid", "actor", "state", "node", "tasks", "function"}) {
+        row[k] = field(k);
+      }
+      if (q.detail) {
+        row["lease"] = w.leased ? w.lease.ToString() : "";
+        std::string gpus;
+        for (uint32_t g : w.gpu_ids) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+        row["gpus"] = gpus;
+      }
+      return row;
+    });
+  }
+  return selector.Take(more, matched);
+}
+
+StateRowFields TaskRouter::Impl::NodeRow() {
+  StateRowFields row{{"node", node_id_.Hex()}};
+  size_t running = 0, queued = 0, actors = 0, workers = 0;
+  for (auto& [wid, w] : leases_.workers().workers()) {
+    if (w.pid <= 0) continue;
+    ++workers;
+    if (w.is_actor && !w.closing()) ++actors;
+    if (!w.is_actor && !w.assigned.empty()) ++running;
+  }
+  for (auto& [tid, t] : tasks_.all()) {
+    if (t.state == RoutedTask::kQueued) ++queued;
+  }
+  row["running_tasks"] = std::to_string(running);
+  row["queued_tasks"] = std::to_string(queued);
+  row["tasks"] = std::to_string(tasks_.size());
+  row["actors"] = std::to_string(actors);
+  row["workers"] = std::to_string(workers);
+  row["total"] = options_.total.ToString();
+  row["available"] = leases_.available().ToString();
+  row["cpus_total"] = Num(options_.total.Get("CPU"));
+  row["cpus_used"] = Num(options_.total.Get("CPU") - leases_.available().Get("CPU"));
+  row["gpus_total"] = Num(options_.total.Get("GPU"));
+  row["gpus_used"] = Num(options_.total.Get("GPU") - leases_.available().Get("GPU"));
+  row["labels"] = LabelsToString(options_.labels);
+  ObjectStoreStats s = options_.store->Stats();
+  row["store_used"] = std::to_string(s.used_bytes);
+  row["store_capacity"] = std::to_string(s.capacity_bytes);
+  row["store_objects"] = std::to_string(s.objects_in_memory + s.objects_on_disk_only);
+  row["spilled"] = std::to_string(s.bytes_on_disk_only);
+  row["spilled_objects"] = std::to_string(s.objects_on_disk_only);
+  for (auto& [k, v] : machine_.Snapshot()) row[k] = v;
+  return row;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,114 @@
+#include "runtime/node/state_rows.h"
+
+#include <algorithm>
+
+namespace cumulus {
+
+const std::vector<std::string>* StateFields(const std::string& kind) {
+  static const auto* fields = new std::map<std::string, std::vector<std::string>>{
+      {"tasks", {"task", "job", "function", "state", "node", "pid", "attempt", "worker"}},
+      {"objects", {"object", "job", "size", "where", "node", "pins"}},
+      {"workers", {"worker", "job", "pid", "actor", "state", "node", "tasks", "function"}},
+      {"node", {"node"}},
+  };
+  auto it = fields->find(kind);
+  return it == fields->end() ? nullptr : &it->second;
+}
+
+bool IsIdField(const std::string& key) {
+  return key == "task" || key == "object" || key == "job" || key == "node" || key == "worker" ||
+         key == "id";
+}
+
+Status CheckStateQuery(const StateQuerySpec& q) {
+  const std::vector<std::string>* fields = StateFields(q.kind);
+  if (!fields) return Status::InvalidArgument("cannot query a node for '" + q.kind + "'");
+  for (const StateFilter& f : q.filters) {
+    if (std::find(fields->begin(), fields->end(), f.key) != fields->end()) continue;
+    std::string names;
+    for (auto& n : *fields) names += (names.empty() ? "" : ", ") + n;
+    return Status::InvalidArgument("cannot filter " + q.kind + " on '" + f.key +
+                                   "' (fields: " + names + ")");
+  }
+  return Status();
+}
+
+RowSelector::RowSelector(const StateQuerySpec& q) : q_(q) {
+  q_.limit = std::min(std::max<size_t>(q_.limit, 1), kMaxStateRows);
+  const std::vector<std::string>* fields = StateFields(q.kind);
+  id_key_ = fields ? fields->front() : "id";
+}
+
+void RowSelector::Offer(const std::string& id,
+                        const std::function<std::string(const std::string&)>& field,
+                        const std::function<StateRowFields()>& build) {
+  if (!q_.after.empty() && id <= q_.after) return;
+  for (const StateFilter& f : q_.filters) {
+    std::string v = f.key == id_key_ ? id : field(f.key);
+    bool ok = IsIdField(f.key) ? v.compare(0, f.value.size(), f.value) == 0 : v == f.value;
+    if (!ok) return;
+  }
+  ++matched_;
+  if (kept_.size() >= q_.limit) {
+    if (id >= kept_.rbegin()->first) return;
+    kept_.erase(std::prev(kept_.end()));
+  }
+  kept_.emplace(id, build());
+}
+
+std::vector<StateRowFields> RowSelector::Take(bool* more, uint64_t* matched) {
+  *more = matched_ > kept_.size();
+  *matched = matched_;
+  std::vector<StateRowFields> out;
+  out.reserve(kept_.size());
+  for (auto& [id, row] : kept_) out.push_back(std::move(row));
+  kept_.clear();
+  return out;
+}
+
+void EncodeStateQuery(const StateQuerySpec& q, proto::StateQuery::Builder out) {
+  out.setKind(q.kind);
+  auto filters = out.initFilters(static_cast<unsigned>(q.filters.size()));
+  for (unsigned i = 0; i < q.filters.size(); ++i) {
+    filters[i].setKey(q.filters[i].key);
+    filters[i].setValue(q.filters[i].value);
+  }
+  out.setAfter(q.after);
+  out.setLimit(static_cast<uint32_t>(std::min(q.limit, kMaxStateRows)));
+  out.setDetail(q.detail);
+}
+
+StateQuerySpec DecodeStateQuery(proto::StateQuery::Reader in) {
+  StateQuerySpec q;
+  q.kind = in.getKind();
+  for (auto f : in.getFilters()) q.filters.push_back({f.getKey(), f.getValue()});
+  q.after = in.getAfter();
+  q.limit = in.getLimit();
+  q.detail = in.getDetail();
+  return q;
+}
+
+void EncodeStateRows(const std::vector<StateRowFields>& rows, proto::StateReply::Builder out) {
+  auto list = out.initRows(static_cast<unsigned>(rows.size()));
+  for (unsigned i = 0; i < rows.size(); ++i) {
+    auto fields = list[i].initFields(static_cast<unsigned>(rows[i].size()));
+    unsigned j = 0;
+    for (auto& [k, v] : rows[i]) {
+      fields[j].setKey(k);
+      fields[j].setValue(v);
+      ++j;
+    }
+  }
+}
+
+std::vector<StateRowFields> DecodeStateRows(proto::StateReply::Reader in) {
+  std::vector<StateRowFields> rows;
+  for (auto r : in.getRows()) {
+    StateRowFields row;
+    for (auto f : r.getFields()) row[f.getKey()] = f.getValue();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,236 @@
+// `cumulus list|describe|top` against real processes: filters applied on the nodes before any
+// cap, paging, nodes that do not answer, why a task is pending, a retried task's attempts, and a
+// row per node in `top` (tests/state_driver.cc makes the work).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster_fixture.h"
+#include "runtime/core/messages.h"
+#include "runtime/node/state_rows.h"
+
+namespace cumulus {
+namespace {
+
+class StateTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    head_store_memory_ = "256M";
+    node_store_memory_ = "512M";
+  }
+  std::unique_ptr<Subprocess> Driver(std::vector<std::string> args, const std::string& socket) {
+    return StartDriver("state_driver", std::move(args), socket);
+  }
+  // `cumulus ARGS... --address A --token-file F`; its exit status, output in *out.
+  int Cumulus(std::vector<std::string> args, std::string* out) {
+    args.insert(args.end(), {"--address", address_, "--token-file", token_file_});
+    return Cli(args, out);
+  }
+  // The values of `"key":"..."` in `json`, in order.
+  static std::vector<std::string> Values(const std::string& json, const std::string& key) {
+    std::vector<std::string> out;
+    std::string k = "\"" + key + "\":\"";
+    for (size_t at = json.find(k); at != std::string::npos; at = json.find(k, at + 1)) {
+      size_t from = at + k.size();
+      out.push_back(json.substr(from, json.find('"', from) - from));
+    }
+    return out;
+  }
+};
+
+// More tasks and objects on one node than the old report's cap (1,000): a filter finds the one
+// running task however the node's table is ordered; paging walks every object once; a killed
+// node is named as not answering while the others' rows are still shown; `top` has a row per
+// node with the running task in its node's row.
+TEST_F(StateTest, FiltersApplyOnTheNodesBeforeTheCap) {
+  const int kTasks = 1500, kObjects = 1500;
+  auto head = StartHead({"--resources", "CPU=0"});
+  std::string a, b;
+  auto node_a = StartNode("a", {"--resources", "CPU=1"}, &a);
+  auto node_b = StartNode("b", {"--resources", "CPU=1"}, &b);
+  ASSERT_FALSE(a.empty() || b.empty());
+  auto driver = Driver(
+      {"--scenario=many", "--n=" + std::to_string(kTasks), "--objects=" + std::to_string(kObjects)},
+      CoreSocket(a));
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+
+  std::string out;
+  // The running task, among 1,501 held: wait until it has started on its worker.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        Cumulus({"list", "tasks", "--filter", "state=RUNNING", "--json"}, &out);
+        return Values(out, "function") == std::vector<std::string>{"HoldUntil"};
+      },
+      30s))
+      << out;
+  EXPECT_EQ(Values(out, "node"), std::vector<std::string>{a}) << out;
+  // Every held task is counted, though at most --limit are shown.
+  ASSERT_EQ(Cumulus({"list", "tasks", "--filter", "function=Quick", "--limit", "10"}, &out), 0)
+      << out;
+  EXPECT_NE(out.find("(10 of " + std::to_string(kTasks) + " shown; next page: --after "),
+            std::string::npos)
+      << out;
+
+  // Objects in pages of 1,000: each once, all of them.
+  std::set<std::string> seen;
+  std::string after;
+  for (int page = 0; page < 3; ++page) {
+    std::vector<std::string> args = {"list", "objects", "--json", "--limit", "1000"};
+    if (!after.empty()) args.insert(args.end(), {"--after", after});
+    ASSERT_EQ(Cumulus(args, &out), 0) << out;
+    auto ids = Values(out, "object");
+    for (auto& id : ids) EXPECT_TRUE(seen.insert(id).second) << "object shown twice: " << id;
+    if (ids.size() < 1000) break;
+    after = ids.back();
+  }
+  EXPECT_GE(seen.size(), static_cast<size_t>(kObjects)) << out;
+
+  // A filter on a field rows do not have: one line, usage status.
+  EXPECT_EQ(Cumulus({"list", "tasks", "--filter", "colour=red"}, &out), 2);
+  EXPECT_NE(out.find("cannot filter on 'colour'"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+
+  // `top`: a row per node; the running task in node a's row.
+  ASSERT_EQ(Cumulus({"top", "--json"}, &out), 0) << out;
+  EXPECT_EQ(out.front(), '[') << out;
+  auto nodes = Values(out, "node");
+  auto running = Values(out, "running_tasks");
+  ASSERT_EQ(nodes.size(), 3u) << out;
+  ASSERT_EQ(running.size(), 3u) << out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    EXPECT_EQ(running[i], nodes[i] == a ? "1" : "0") << out;
+  }
+  ASSERT_EQ(Cumulus({"top", "--sort", "tasks"}, &out), 0) << out;
+  EXPECT_EQ(out.find("NODE"), 0u) << out;
+  EXPECT_EQ(out.find(a.substr(0, 8)), out.find('\n') + 1) << "the busiest node first:\n" << out;
+  for (size_t at = 0, next; at < out.size(); at = next + 1) {
+    next = out.find('\n', at);
+    if (next == std::string::npos) next = out.size();
+    EXPECT_LE(next - at, 100u) << "a line wider than 100 columns:\n" << out;
+  }
+
+  // A node killed (the head still counts it alive): named, the others' rows still shown.
+  node_b->Kill(SIGKILL);
+  (void)node_b->Wait(10s);
+  EXPECT_EQ(Cumulus({"list", "tasks", "--filter", "state=RUNNING"}, &out), 0) << out;
+  EXPECT_NE(out.find("1 of 3 node(s) did not answer (" + b.substr(0, 8) + ": "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("HoldUntil"), std::string::npos) << out;
+  Touch("go");
+  ExpectChecks(driver->ReadAll(60s), {});
+}
+
+// Why a task waits, and each attempt of a retried one.
+TEST_F(StateTest, DescribeSaysWhyATaskIsPendingAndEachAttempt) {
+  auto head = StartHead({"--resources", "CPU=0", "--wait-for-nodes"});
+  std::string a;
+  auto node_a = StartNode("a", {"--resources", "CPU=2", "--wait-for-nodes"}, &a);
+  ASSERT_FALSE(a.empty());
+  auto driver = Driver({"--scenario=pending"}, CoreSocket(a));
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  std::string out;
+  auto id_of = [&](const std::string& function) {
+    std::string json;
+    Cumulus({"list", "tasks", "--json", "--filter", "function=" + function}, &json);
+    auto ids = Values(json, "task");
+    return ids.size() == 1 ? ids[0] : std::string();
+  };
+  std::string retried, waiting, impossible;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        Cumulus({"list", "tasks", "--json", "--filter", "state=RUNNING"}, &out);
+        retried = id_of("HoldRetried");
+        waiting = id_of("Quick");
+        impossible = id_of("Impossible");
+        return Values(out, "task").size() == 2 && !retried.empty() && !waiting.empty() &&
+               !impossible.empty();
+      },
+      60s))
+      << out;
+
+  ASSERT_EQ(Cumulus({"describe", "task", impossible.substr(0, 10)}, &out), 0) << out;
+  EXPECT_NE(out.find("pending:    infeasible: "), std::string::npos) << out;
+  EXPECT_NE(out.find("unobtainium"), std::string::npos) << out;
+  ASSERT_EQ(Cumulus({"describe", "task", waiting}, &out), 0) << out;
+  EXPECT_NE(out.find("pending:    waiting: "), std::string::npos) << out;
+  EXPECT_NE(out.find("CPU"), std::string::npos) << out;
+  // An ambiguous prefix: one line naming candidates. An unknown one: one line.
+  EXPECT_EQ(Cumulus({"describe", "task", ""}, &out), 1) << out;
+  EXPECT_NE(out.find("is ambiguous"), std::string::npos) << out;
+  EXPECT_EQ(Cumulus({"describe", "task", "ffffffffffff"}, &out), 1) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+
+  // Its worker killed: the second attempt runs, the first is told with its cause.
+  Cumulus({"list", "tasks", "--json", "--filter", "task=" + retried}, &out);
+  auto pids = Values(out, "pid");
+  ASSERT_EQ(pids.size(), 1u) << out;
+  int first_pid = std::atoi(pids[0].c_str());
+  ASSERT_GT(first_pid, 0) << out;
+  kill(first_pid, SIGKILL);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        Cumulus({"describe", "task", retried}, &out);
+        return out.find("    2. node") != std::string::npos &&
+               out.find("RUNNING now") != std::string::npos;
+      },
+      30s))
+      << out;
+  EXPECT_NE(out.find("    1. node " + a.substr(0, 8) + ", worker pid " + pids[0] +
+                     ": killed by signal 9"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(Cumulus({"describe", "task", retried, "--json"}, &out), 0) << out;
+  EXPECT_EQ(Values(out, "attempt.1.cause"), std::vector<std::string>{"killed by signal 9"}) << out;
+
+  // The node and the job, described.
+  ASSERT_EQ(Cumulus({"describe", "node", a.substr(0, 6)}, &out), 0) << out;
+  EXPECT_NE(out.find("HoldRetried"), std::string::npos) << out;
+  Touch("go");
+  ExpectChecks(driver->ReadAll(90s), {"retried_task_finished"});
+}
+
+// A state query is answered only after a caller's hello with the cluster token.
+TEST_F(StateTest, NodesAnswerStateQueriesOnlyWithTheClusterToken) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  ClusterView v = View();
+  ASSERT_EQ(v.nodes.size(), 1u);
+  auto ask = [&](const std::string& token) -> Result<uint64_t> {
+    CUMULUS_ASSIGN_OR_RETURN(HostPort at, ParseHostPort(v.nodes[0].core_address));
+    CUMULUS_ASSIGN_OR_RETURN(int fd, ConnectTcp(at, 5s));
+    TimePoint deadline = SystemClock::Get().Now() + 10s;
+    capnp::MallocMessageBuilder hello, query;
+    hello.initRoot<proto::CoreMessage>().initHello().initCaller().setToken(token);
+    EncodeStateQuery({"node", {}, "", 1, false},
+                     query.initRoot<proto::CoreMessage>().initStateQuery());
+    Status st = WriteFrame(fd, hello, deadline);
+    if (st.ok()) st = WriteFrame(fd, query, deadline);
+    FrameDecoder decoder(kMaxCoreFrameBytes);
+    while (st.ok()) {
+      auto words = ReadFrame(fd, decoder, deadline);
+      if (!words.ok()) {
+        st = words.status();
+        break;
+      }
+      capnp::FlatArrayMessageReader reader(*words);
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (!msg.isStateReply()) continue;
+      close(fd);
+      return msg.getStateReply().getMatched();
+    }
+    close(fd);
+    return st;
+  };
+  auto good = ask(token_);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(*good, 1u);
+  auto bad = ask("not-the-token");
+  EXPECT_FALSE(bad.ok()) << "a wrong token was answered";
+}
+
+}  // namespace
+}  // namespace cumulus
