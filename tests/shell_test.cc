@@ -80,7 +80,8 @@ class Terminal {
   }
   // From now on, WaitFor looks only at what comes after this.
   void Mark() {
-    Drain(std::chrono::milliseconds(0));
+    for (pollfd p{fd_, POLLIN, 0}; poll(&p, 1, 0) > 0 && Drain(std::chrono::milliseconds(0));) {
+    }
     mark_ = screen_.size();
   }
   // Waits until `text` shows after the mark; true if it did before the deadline.
@@ -122,10 +123,6 @@ class Terminal {
     ssize_t got = read(fd_, buf, sizeof(buf));
     if (got <= 0) return false;
     screen_.append(buf, static_cast<size_t>(got));
-    while ((got = read(fd_, buf, sizeof(buf))) > 0 && poll(&p, 1, 0) >= 0) {
-      screen_.append(buf, static_cast<size_t>(got));
-      if (poll(&p, 1, 0) <= 0) break;
-    }
     return true;
   }
 
@@ -181,7 +178,7 @@ TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
 
   // A command name, completed with Tab, then run.
   t.Mark();
-  t.Type("sta\t");
+  t.Type("stat\t");
   ASSERT_TRUE(t.WaitFor("status ")) << t.Since();
   t.Type("\n");
   EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
@@ -240,12 +237,13 @@ TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
 TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   auto head = StartHead({"--resources", "CPU=1"});
   {
-    Terminal t([&] {
-      auto v = Auth();
-      v.push_back("--read-only");
-      return v;
-    }(),
-               History());
+    Terminal t(
+        [&] {
+          auto v = Auth();
+          v.push_back("--read-only");
+          return v;
+        }(),
+        History());
     ASSERT_TRUE(t.started());
     ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
     t.Mark();
@@ -284,6 +282,27 @@ TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   EXPECT_TRUE(WIFEXITED(t.Exit()));
 }
 
+TEST_F(ShellTest, ALostHeadIsOneLineAndTheNextCommandSaysItReconnected) {
+  auto head = StartHead({"--no-node"});
+  int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());
+  Terminal t(Auth(), History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+  head.reset();  // killed
+  t.Mark();
+  t.Type("status\n");
+  ASSERT_TRUE(t.WaitFor("cumulus: ")) << t.Since();
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  EXPECT_EQ(Count(t.Since(), "cumulus: "), 1) << t.Since();  // one line
+  head = StartHead({"--no-node"}, port);
+  t.Mark();
+  t.Type("status\n");
+  EXPECT_TRUE(t.WaitFor("reconnected to the head at")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("alive node")) << t.Since();
+  t.Type("exit\n");
+  EXPECT_TRUE(WIFEXITED(t.Exit()));
+}
+
 TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
   auto head = StartHead({"--resources", "CPU=1"});
   std::string out;
@@ -298,13 +317,13 @@ TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
       Auth(), &out);
   // The last failure was the bad quoting (2); the commands after it succeeded.
   EXPECT_EQ(rc, 2) << out;
-  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;  // plain: no escape codes
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;       // plain: no escape codes
   EXPECT_EQ(out.find("cumulus> "), std::string::npos) << out;  // no prompt
-  EXPECT_GE(Count(out, "ALIVE"), 2) << out;                 // status, and watch once
+  EXPECT_GE(Count(out, "ALIVE"), 2) << out;                    // status, and watch once
   EXPECT_NE(out.find("\"node_id\""), std::string::npos) << out;
   EXPECT_EQ(Count(out, "frobnicate"), 1) << out;
   EXPECT_NE(out.find("cumulus: unknown command 'frobnicate'"), std::string::npos) << out;
-  EXPECT_EQ(Count(out, "quote"), 1) << out;
+  EXPECT_EQ(Count(out, "ends inside a quote"), 1) << out;
   EXPECT_NE(out.find("ENTRYPOINT"), std::string::npos) << out;  // jobs ran after the failures
 
   // Nothing is asked in a pipe: a destructive command runs (and fails here: no such job); with

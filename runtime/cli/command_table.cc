@@ -19,8 +19,8 @@ const std::vector<Command>& Commands() {
        "--head --address --token-file --port --bind --block --resources --labels --data-dir "
        "--object-store-memory --program-cache-size --no-node --wait-for-nodes "
        "--heartbeat-interval-ms --heartbeat-timeout-ms --disconnect-grace-ms --help"},
-      {"status", "show the cluster: nodes, their state, labels and resources", StatusCommand,
-       false, true, false, "--address --token-file --json --help"},
+      {"status", "show the cluster: nodes, their state, labels and resources", StatusCommand, false,
+       true, false, "--address --token-file --json --help"},
       {"list", "list nodes, jobs, actors, tasks, objects or placement-groups", List, false, true,
        false, "--address --token-file --filter --limit --json --help", "list"},
       {"submit", "run a driver program on the cluster as a job", SubmitCommand, false, true, false,
@@ -42,9 +42,10 @@ const std::vector<Command>& Commands() {
        true, true, true, "--address --token-file --help"},
       {"drain", nullptr, DrainCommand, true, true, false, "--address --token-file --help", "node"},
       {"object-store", "run or inspect a node's object store (shared memory + RocksDB)",
-       ObjectStoreCommand, false, false, true, "--dir --socket --memory --prefault --json --help", "store"},
-      {"shell", "an interactive shell: history, completion, live views (watch, top)",
-       ShellCommand, false, true, false, "--address --token-file --read-only --help"},
+       ObjectStoreCommand, false, false, true, "--dir --socket --memory --prefault --json --help",
+       "store"},
+      {"shell", "an interactive shell: history, completion, live views (watch, top)", ShellCommand,
+       false, true, false, "--address --token-file --read-only --help"},
   };
   return *commands;
 }

@@ -26,7 +26,8 @@ class InterruptScope {
   InterruptScope& operator=(const InterruptScope&) = delete;
 
  private:
-  struct sigaction saved_int_ {}, saved_term_ {};
+  struct sigaction saved_int_ {
+  }, saved_term_{};
   bool terminate_too_;
 };
 

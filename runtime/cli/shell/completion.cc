@@ -10,8 +10,8 @@ namespace cumulus::cli::shell {
 
 namespace {
 
-std::vector<std::string> Matching(const std::vector<std::string>& words,
-                                  const std::string& partial, const std::string& prefix = "") {
+std::vector<std::string> Matching(const std::vector<std::string>& words, const std::string& partial,
+                                  const std::string& prefix = "") {
   std::vector<std::string> out;
   for (const std::string& w : words) {
     std::string full = prefix + w;
@@ -78,7 +78,8 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
       skip += before[skip].find('=') == std::string::npos ? 2 : 1;
     }
     if (skip > before.size()) return {};  // completing the --interval value
-    if (skip == before.size() && partial.rfind("-", 0) == 0) return Matching({"--interval"}, partial);
+    if (skip == before.size() && partial.rfind("-", 0) == 0)
+      return Matching({"--interval"}, partial);
     before.erase(before.begin(), before.begin() + static_cast<long>(skip));
   }
   if (before.empty()) {
@@ -88,8 +89,9 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   }
   const std::string& name = before[0];
   const Command* command = FindCommand(name);
-  if (!command) return partial.rfind("-", 0) == 0 ? Matching(BuiltinFlags(name), partial)
-                                                  : std::vector<std::string>{};
+  if (!command)
+    return partial.rfind("-", 0) == 0 ? Matching(BuiltinFlags(name), partial)
+                                      : std::vector<std::string>{};
   const std::string previous = before.back();
   // The value of a flag.
   if (previous == "--filter") {

@@ -115,10 +115,9 @@ int RunLiveView(const std::function<int()>& draw, const LiveViewOptions& options
     size_t cols = ws.ws_col > 10 ? ws.ws_col : 80;
     std::string frame = "\x1b[H";
     char every[32];
-    std::snprintf(every, sizeof(every), "Every %gs: ",
-                  static_cast<double>(options.interval.count()) / 1000.0);
-    std::string head =
-        every + options.title + "   " + Clock() + "   (any key: back to the prompt)";
+    std::snprintf(every, sizeof(every),
+                  "Every %gs: ", static_cast<double>(options.interval.count()) / 1000.0);
+    std::string head = every + options.title + "   " + Clock() + "   (any key: back to the prompt)";
     frame += head.substr(0, cols) + "\x1b[K\r\n\x1b[K\r\n";
     // The body, cut to the screen: each line cleared to its end, the rest of the screen below.
     size_t shown = 2, start = 0;

@@ -9,7 +9,7 @@
 namespace cumulus::cli::shell {
 
 struct LiveViewOptions {
-  std::string title;                      // the first line, e.g. "status"
+  std::string title;                         // the first line, e.g. "status"
   std::chrono::milliseconds interval{2000};  // between redraws (the shell's --interval)
 };
 

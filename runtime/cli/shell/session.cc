@@ -34,7 +34,9 @@ bool Has(const std::vector<std::string>& args, const std::string& flag) {
   return false;
 }
 
-bool WantsHelp(const std::vector<std::string>& args) { return Has(args, "--help") || Has(args, "-h"); }
+bool WantsHelp(const std::vector<std::string>& args) {
+  return Has(args, "--help") || Has(args, "-h");
+}
 
 // Runs `cumulus ARGS...` as a child process of this binary and waits for it. Ctrl-C reaches it
 // (it is in the terminal's foreground process group) and not the shell, which waits on.
@@ -94,7 +96,10 @@ int Session::Execute(const std::string& line) {
 
 int Session::Run(const std::vector<std::string>& words, bool confirm) {
   const std::string& name = words[0];
-  if (name == "help") return Run({words[1], "--help"}, false);
+  if (name == "help") {
+    if (words[1] == "watch" || words[1] == "top") return Watch({words[1], "--help"}, words[1]);
+    return Run({words[1], "--help"}, false);
+  }
   const Command* command = FindCommand(name);
   if (!command) {
     Complain("unknown command '" + name + "' (type 'help' for the commands)");

@@ -62,7 +62,8 @@ Result<std::vector<std::string>> Tokenize(const std::string& line) {
   Tokens t = SplitWords(line);
   if (t.unterminated) {
     return Status::InvalidArgument(
-        "the line ends inside quotes or after a backslash; close the quote (or end with '\\\\')");
+        "the line ends inside a quote or after a backslash: close the quote or drop the "
+        "backslash");
   }
   return t.words;
 }
