@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <signal.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +24,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
+#include "runtime/cli/interrupt.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 
@@ -73,28 +72,12 @@ cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL if it has n
 // ---- submit ---------------------------------------------------------------------------------
 
 // What Ctrl-C (or SIGTERM) on `submit --wait` says: the job goes on without us.
-char interrupt_message[320];
-size_t interrupt_message_size = 0;
-
-void OnInterrupt(int) {
-  ssize_t ignored = write(STDERR_FILENO, interrupt_message, interrupt_message_size);
-  (void)ignored;
-  _exit(130);
-}
-
-void SayWhatInterruptingLeaves(const JobId& job) {
+void SayWhatInterruptingLeft(const JobId& job) {
   std::string id = job.Hex();
-  int n = std::snprintf(interrupt_message, sizeof(interrupt_message),
-                        "\ncumulus: stopped following job %s; it is still running ('cumulus "
-                        "cancel %s' stops it, 'cumulus logs %s --follow' follows it again)\n",
-                        id.c_str(), id.c_str(), id.c_str());
-  interrupt_message_size =
-      n > 0 ? std::min<size_t>(static_cast<size_t>(n), sizeof(interrupt_message) - 1) : 0;
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  std::fprintf(stderr,
+               "\ncumulus: stopped following job %s; it is still running ('cumulus cancel %s' "
+               "stops it, 'cumulus logs %s --follow' follows it again)\n",
+               id.c_str(), id.c_str(), id.c_str());
 }
 
 Status AddFile(const std::filesystem::path& file, const std::string& as, JobPackage* package,
@@ -257,10 +240,12 @@ int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial) {
   return 0;
 }
 
+// Prints the job's output; with `follow`, until the job ends or Ctrl-C (kInterruptedExit).
 int FollowLogs(ControlClient& head, const JobId& job, bool follow) {
   std::string state;
   LogCursor cursor;
   while (true) {
+    if (follow && Interrupted()) return kInterruptedExit;
     auto over = JobOver(head, job, &state);  // before reading: what it wrote before ending shows
     if (!over.ok()) return Fail(over.status());
     auto n = PrintLogs(head, job, &cursor);
@@ -268,13 +253,13 @@ int FollowLogs(ControlClient& head, const JobId& job, bool follow) {
     if (!follow) return 0;
     if (*over) {
       // Its node ships output every half second: take what was still on its way.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+      if (!SleepUnlessInterrupted(std::chrono::milliseconds(1200))) return kInterruptedExit;
       auto last = PrintLogs(head, job, &cursor);
       if (!last.ok()) return Fail(last.status());
       std::fprintf(stderr, "cumulus: job %s %s\n", job.Hex().c_str(), state.c_str());
       return state == "SUCCEEDED" || state == "FINISHED" ? 0 : 1;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (!SleepUnlessInterrupted(std::chrono::milliseconds(250))) return kInterruptedExit;
   }
 }
 
@@ -406,9 +391,13 @@ int SubmitCommand(const std::vector<std::string>& args) {
                 job.Hex().c_str(), job.Hex().c_str());
     return 0;
   }
-  SayWhatInterruptingLeaves(job);
+  InterruptScope interrupts(/*terminate_too=*/true);
   // Its node should take it at once; a node that does not is named.
   for (int i = 0; i < 120; ++i) {
+    if (Interrupted()) {
+      SayWhatInterruptingLeft(job);
+      return kInterruptedExit;
+    }
     auto r = LoadSubmission(**head, job);
     if (!r.ok()) return Fail(r.status());
     if (r->state != "PENDING") break;
@@ -417,9 +406,13 @@ int SubmitCommand(const std::vector<std::string>& args) {
                                       " did not start the job within 30 s (is it alive? see "
                                       "'cumulus status'); it stays queued there"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    (void)SleepUnlessInterrupted(std::chrono::milliseconds(250));
   }
   int rc = FollowLogs(**head, job, /*follow=*/true);
+  if (rc == kInterruptedExit) {
+    SayWhatInterruptingLeft(job);
+    return rc;
+  }
   auto r = LoadSubmission(**head, job);
   if (rc != 0 && r.ok() && !r->message.empty()) {
     std::fprintf(stderr, "cumulus: %s\n", r->message.c_str());
@@ -511,7 +504,13 @@ int CancelCommand(const std::vector<std::string>& args) {
       std::printf("Job %s %s%s.\n", job->Hex().c_str(), state.c_str(), how.c_str());
       return 0;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (!SleepUnlessInterrupted(std::chrono::milliseconds(250))) {
+      std::fprintf(stderr,
+                   "cumulus: stopped waiting; job %s was asked to stop and ends within its "
+                   "grace ('cumulus jobs' shows when)\n",
+                   job->Hex().c_str());
+      return kInterruptedExit;
+    }
   }
   return Fail(Status::TimedOut("job " + job->Hex() + " did not stop within " +
                                std::to_string(wait_ms / 1000) + " s (node " + record->node +

@@ -1,0 +1,88 @@
+// The table of `cumulus` subcommands: see command_table.h.
+#include "runtime/cli/command_table.h"
+
+#include <cstdio>
+
+#include "runtime/cli/commands.h"
+
+namespace cumulus::cli {
+namespace {
+
+int List(const std::vector<std::string>& args) { return ListCommand(args); }
+
+}  // namespace
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"start", "start a head (--head) or a node that joins one (--address HOST:PORT)",
+       StartCommand, false, false, true,
+       "--head --address --token-file --port --bind --block --resources --labels --data-dir "
+       "--object-store-memory --program-cache-size --no-node --wait-for-nodes --metrics-port "
+       "--metrics-host "
+       "--heartbeat-interval-ms --heartbeat-timeout-ms --disconnect-grace-ms --help"},
+      {"status", "show the cluster: nodes, their state, labels and resources", StatusCommand, false,
+       true, false, "--address --token-file --json --help"},
+      {"list", "list nodes, jobs, actors, tasks, objects, workers or placement-groups", List, false,
+       true, false, "--address --token-file --filter --limit --after --json --help", "list"},
+      {"describe", "one node, actor, task, job or object in detail (why a task is pending)",
+       DescribeCommand, false, true, false, "--address --token-file --json --help", "describe"},
+      {"top", "a row per node: CPU, memory, GPU, object store, running tasks and actors",
+       TopCommand, false, true, false, "--address --token-file --sort --json --help"},
+      {"submit", "run a driver program on the cluster as a job", SubmitCommand, false, true, false,
+       "--address --token-file --name --resources --working-dir --wait --help"},
+      {"jobs", "list jobs;  logs JOB: their output;  cancel JOB: stop one", JobsCommand, false,
+       true, false, "--address --token-file --filter --limit --json --help"},
+      {"logs", nullptr, LogsCommand, false, true, false,
+       "--address --token-file --follow --trial --help", "job"},
+      {"cancel", nullptr, CancelCommand, true, true, false, "--address --token-file --grace --help",
+       "job"},
+      {"trials", "tuning experiments and their trials (--plot FILE.svg draws them)", TrialsCommand,
+       false, true, false, "--address --token-file --json --csv --plot --log-x --width --help",
+       "experiment"},
+      {"stop", "stop what 'cumulus start' started on this machine", StopCommand, true, false, false,
+       "--help"},
+      {"up", "start a cluster and its autoscaler from a cluster file (bursting)", UpCommand, false,
+       false, true, "--address --token-file --round-ms --insecure --block --metrics-port --help"},
+      {"down", "terminate the autoscaler's nodes, then stop;  drain NODE: retire one", DownCommand,
+       true, true, true, "--address --token-file --help"},
+      {"drain", nullptr, DrainCommand, true, true, false, "--address --token-file --help", "node"},
+      {"object-store", "run or inspect a node's object store (shared memory + RocksDB)",
+       ObjectStoreCommand, false, false, true, "--dir --socket --memory --prefault --json --help",
+       "store"},
+      {"shell", "an interactive shell: history, completion, live views (watch, top)", ShellCommand,
+       false, true, false, "--address --token-file --read-only --help"},
+  };
+  return *commands;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string MainHelp() {
+  std::string out = R"(cumulus - a distributed actor runtime for C++ ML programs
+
+Usage: cumulus <command> [options]
+
+Commands:
+)";
+  for (const Command& c : Commands()) {
+    if (!c.help) continue;
+    char line[256];
+    std::snprintf(line, sizeof(line), "  %-15s %s\n", c.name, c.help);
+    out += line;
+  }
+  out += R"(
+Options:
+  -h, --help      show this help
+  --version       print the version
+
+Run 'cumulus <command> --help' for a command's options.
+)";
+  return out;
+}
+
+}  // namespace cumulus::cli

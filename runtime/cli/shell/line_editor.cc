@@ -1,0 +1,172 @@
+// The shell's prompt on libedit: see line_editor.h.
+#include "runtime/cli/shell/line_editor.h"
+
+#include <histedit.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "runtime/cli/interrupt.h"
+#include "runtime/cli/shell/tokenizer.h"
+
+namespace cumulus::cli::shell {
+
+struct LineEditor::Impl {
+  LineEditorOptions options;
+  Completer* completer = nullptr;
+  EditLine* el = nullptr;
+  History* history = nullptr;
+
+  ~Impl() {
+    if (el) el_end(el);
+    if (history) history_end(history);
+  }
+};
+
+namespace {
+
+char* Prompt(EditLine* el) {
+  void* data = nullptr;
+  el_get(el, EL_CLIENTDATA, &data);
+  return const_cast<char*>(static_cast<LineEditorOptions*>(data)->prompt.c_str());
+}
+
+// Reads one character for libedit. Ctrl-C (SIGINT, which only sets a flag) ends the read with an
+// error, so el_gets returns and the shell drops the line.
+int GetChar(EditLine*, wchar_t* c) {
+  while (true) {
+    unsigned char byte;
+    ssize_t n = read(STDIN_FILENO, &byte, 1);
+    if (n == 1) {
+      *c = static_cast<wchar_t>(byte);
+      return 1;
+    }
+    if (n == 0) return 0;
+    if (errno == EINTR) {
+      if (Interrupted()) return -1;
+      continue;
+    }
+    return -1;
+  }
+}
+
+// What the completion key binding calls: the completer's own state is reached through a static,
+// as libedit's client data holds the prompt's options.
+Completer* active_completer = nullptr;
+
+unsigned char Complete(EditLine* el, int) {
+  if (!active_completer) return CC_ERROR;
+  const LineInfo* li = el_line(el);
+  std::string before(li->buffer, li->cursor);
+  Tokens t = SplitWords(before);
+  std::string partial;
+  if (t.ends_in_word && !t.words.empty()) {
+    partial = t.words.back();
+    t.words.pop_back();
+  }
+  std::vector<std::string> options = active_completer->Complete(t.words, partial);
+  if (options.empty()) return CC_REFRESH_BEEP;
+  std::string common = CommonPrefix(options);
+  if (options.size() == 1) {
+    std::string insert = common.substr(partial.size());
+    // A whole word gets its separating space, a flag's KEY= does not.
+    if (common.empty() || common.back() != '=') insert += " ";
+    el_insertstr(el, insert.c_str());
+    return CC_REFRESH;
+  }
+  if (common.size() > partial.size()) {
+    el_insertstr(el, common.substr(partial.size()).c_str());
+    return CC_REFRESH;
+  }
+  // Several: list them under the line, then draw the prompt and the line again.
+  std::string list = "\n";
+  size_t width = 0;
+  for (auto& o : options) width = std::max(width, o.size());
+  size_t per_line = std::max<size_t>(1, 78 / (width + 2)), shown = 0;
+  for (size_t i = 0; i < options.size() && shown < 200; ++i, ++shown) {
+    std::string cell = options[i];
+    cell.resize(width + 2, ' ');
+    list += cell;
+    if ((i + 1) % per_line == 0) list += "\n";
+  }
+  if (list.back() != '\n') list += "\n";
+  if (options.size() > shown) list += "(" + std::to_string(options.size() - shown) + " more)\n";
+  std::fputs(list.c_str(), stdout);
+  std::fflush(stdout);
+  return CC_REDISPLAY;
+}
+
+}  // namespace
+
+std::string DefaultHistoryFile() {
+  if (const char* f = std::getenv("CUMULUS_HISTORY"); f && *f) return f;
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::string(home) + "/.cumulus_history";
+  }
+  return "";
+}
+
+LineEditor::LineEditor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+LineEditor::~LineEditor() { active_completer = nullptr; }
+
+Result<std::unique_ptr<LineEditor>> LineEditor::Create(const LineEditorOptions& options,
+                                                       Completer* completer) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->completer = completer;
+  impl->history = history_init();
+  if (!impl->history) return Status::Internal("libedit: cannot set up the history");
+  HistEvent ev;
+  history(impl->history, &ev, H_SETSIZE, options.history_size);
+  history(impl->history, &ev, H_SETUNIQUE, 1);
+  if (!options.history_file.empty()) {
+    history(impl->history, &ev, H_LOAD, options.history_file.c_str());  // none yet is fine
+  }
+  impl->el = el_init("cumulus", stdin, stdout, stderr);
+  if (!impl->el) return Status::Internal("libedit: cannot set up the terminal (is TERM set?)");
+  el_set(impl->el, EL_CLIENTDATA, &impl->options);
+  el_set(impl->el, EL_PROMPT, &Prompt);
+  el_set(impl->el, EL_EDITOR, "emacs");
+  el_set(impl->el, EL_HIST, history, impl->history);
+  el_set(impl->el, EL_GETCFN, &GetChar);
+  el_set(impl->el, EL_ADDFN, "cumulus-complete", "complete a command, flag or id", &Complete);
+  el_set(impl->el, EL_BIND, "^I", "cumulus-complete", nullptr);
+  el_source(impl->el, nullptr);  // the user's ~/.editrc, if any
+  active_completer = completer;
+  return std::unique_ptr<LineEditor>(new LineEditor(std::move(impl)));
+}
+
+LineEditor::Outcome LineEditor::ReadLine(std::string* line) {
+  ClearInterrupt();
+  int count = 0;
+  const char* got = el_gets(impl_->el, &count);
+  if (!got) {
+    if (count < 0 && Interrupted()) {
+      std::fputs("^C\n", stdout);
+      std::fflush(stdout);
+      return Outcome::kInterrupted;
+    }
+    return Outcome::kEnd;
+  }
+  *line = got;
+  while (!line->empty() && (line->back() == '\n' || line->back() == '\r')) line->pop_back();
+  return Outcome::kLine;
+}
+
+void LineEditor::Remember(const std::string& line) {
+  if (line.find_first_not_of(" \t") == std::string::npos) return;
+  HistEvent ev;
+  history(impl_->history, &ev, H_ENTER, line.c_str());
+  if (impl_->options.history_file.empty()) return;
+  if (history(impl_->history, &ev, H_SAVE, impl_->options.history_file.c_str()) >= 0) {
+    chmod(impl_->options.history_file.c_str(), 0600);  // what was typed may name secrets
+  }
+}
+
+}  // namespace cumulus::cli::shell

@@ -1,0 +1,105 @@
+// Names and ids from the cluster for completion: see live_names.h.
+#include "runtime/cli/shell/live_names.h"
+
+#include <condition_variable>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "runtime/cli/head_connection.h"
+#include "runtime/cli/local_state.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+#include "runtime/tune/journal.h"
+
+namespace cumulus::cli::shell {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Result<std::vector<std::string>> Fetch(const LiveNames::Options& o, const std::string& kind) {
+  CUMULUS_ASSIGN_OR_RETURN(HostPort address, ResolveAddress(o.address));
+  CUMULUS_ASSIGN_OR_RETURN(std::string token, ResolveToken(o.token_file));
+  ControlClientOptions co;
+  co.role = "client";
+  co.connect_timeout = o.fetch_timeout;
+  co.request_timeout = o.fetch_timeout;
+  CUMULUS_ASSIGN_OR_RETURN(auto head, ControlClient::Connect(address, token, co));
+  std::set<std::string> names;
+  auto keys = [&](const std::string& ns, bool skip_addresses = false) {
+    return ForEachKv(*head, ns, "", [&](const std::string& k, const std::string&) {
+      if (skip_addresses && k.size() > 8 && k.compare(k.size() - 8, 8, "/address") == 0) return;
+      names.insert(k);
+    });
+  };
+  if (kind == "node") {
+    CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head->GetClusterStatus());
+    for (auto& n : view.nodes) {
+      if (n.state != NodeState::kDead) names.insert(n.id.Hex());
+    }
+  } else if (kind == "job") {
+    CUMULUS_RETURN_IF_ERROR(keys(kSubmissionsNamespace));
+    CUMULUS_RETURN_IF_ERROR(keys(kJobsNamespace));
+  } else if (kind == "actor") {
+    CUMULUS_RETURN_IF_ERROR(keys(kActorsNamespace, /*skip_addresses=*/true));
+  } else if (kind == "group") {
+    CUMULUS_RETURN_IF_ERROR(keys(kGroupsNamespace));
+  } else if (kind == "experiment") {
+    CUMULUS_RETURN_IF_ERROR(keys(tune::kExperimentsNamespace));
+  } else if (kind == "task" || kind == "object") {
+    CUMULUS_RETURN_IF_ERROR(
+        ForEachKv(*head, kNodeStateNamespace, "", [&](const std::string&, const std::string& v) {
+          auto r = DecodeRecord<NodeStateReport>(v);
+          if (!r.ok()) return;
+          if (kind == "task") {
+            for (auto& t : r->tasks) names.insert(t.task);
+          } else {
+            for (auto& obj : r->objects) names.insert(obj.object);
+          }
+        }));
+  }
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+}  // namespace
+
+// What the fetch threads and the prompt share. A fetch thread holds a reference, so a fetch that
+// outlives the shell's wait (or the shell) writes into this, never into freed memory.
+struct LiveNames::Shared {
+  std::mutex mu;
+  std::condition_variable fetched;
+  struct Entry {
+    std::vector<std::string> names;
+    Clock::time_point at{};  // when `names` were fetched; epoch: never
+    bool in_flight = false;
+  };
+  std::map<std::string, Entry> entries;
+};
+
+LiveNames::LiveNames(Options options)
+    : options_(std::move(options)), shared_(std::make_shared<Shared>()) {}
+
+std::vector<std::string> LiveNames::Get(const std::string& kind) {
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  Shared::Entry& e = shared_->entries[kind];
+  if (Clock::now() - e.at < options_.fresh_for) return e.names;
+  if (!e.in_flight) {
+    e.in_flight = true;
+    std::thread([shared = shared_, options = options_, kind] {
+      auto names = Fetch(options, kind);
+      std::lock_guard<std::mutex> g(shared->mu);
+      Shared::Entry& entry = shared->entries[kind];
+      entry.in_flight = false;
+      if (names.ok()) {
+        entry.names = std::move(*names);
+        entry.at = Clock::now();
+      }
+      shared->fetched.notify_all();
+    }).detach();
+  }
+  shared_->fetched.wait_for(lock, options_.wait, [&] { return !e.in_flight; });
+  return e.names;
+}
+
+}  // namespace cumulus::cli::shell

@@ -1,0 +1,347 @@
+// `cumulus shell` against a real head and node: through a pseudo-terminal (forkpty), as a person
+// types (Tab completion of commands and live ids, status, a live view left with a key, Ctrl-C out
+// of logs --follow, confirmation and --read-only, history across sessions), and through a pipe,
+// as a script (plain output, the exit status of the last failure, one line per bad line).
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cluster_fixture.h"
+#include "runtime/core/messages.h"
+#include "runtime/core/records.h"
+
+namespace cumulus {
+namespace {
+
+// What a terminal would show, roughly: the output with escape sequences and carriage returns
+// taken out (enough to find text in).
+std::string Plain(const std::string& raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '\x1b' && i + 1 < raw.size()) {
+      char k = raw[++i];
+      if (k == '[') {  // CSI: parameters, then a final byte
+        while (i + 1 < raw.size() && !(raw[i + 1] >= 0x40 && raw[i + 1] <= 0x7e)) ++i;
+        ++i;
+      } else if (k == ']') {  // OSC: to BEL or ESC-backslash
+        while (i + 1 < raw.size() && raw[i + 1] != '\x07' && raw[i + 1] != '\x1b') ++i;
+        ++i;
+      }
+      continue;
+    }
+    if (c == '\r' || c == '\x07' || c == '\b') continue;
+    out += c;
+  }
+  return out;
+}
+
+// `cumulus shell ARGS...` on a pseudo-terminal of 120x40.
+class Terminal {
+ public:
+  Terminal(const std::vector<std::string>& args, const std::string& history) {
+    winsize ws{};
+    ws.ws_row = 40;
+    ws.ws_col = 120;
+    pid_ = forkpty(&fd_, nullptr, nullptr, &ws);
+    if (pid_ == 0) {
+      setenv("TERM", "xterm", 1);
+      setenv("CUMULUS_HISTORY", history.c_str(), 1);
+      std::vector<std::string> argv = {kCumulus, "shell"};
+      argv.insert(argv.end(), args.begin(), args.end());
+      std::vector<char*> raw;
+      for (auto& a : argv) raw.push_back(a.data());
+      raw.push_back(nullptr);
+      execv(raw[0], raw.data());
+      _exit(127);
+    }
+  }
+  ~Terminal() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  bool started() const { return pid_ > 0 && fd_ >= 0; }
+
+  void Type(const std::string& keys) {
+    ASSERT_EQ(write(fd_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+  // From now on, WaitFor looks only at what comes after this.
+  void Mark() {
+    for (pollfd p{fd_, POLLIN, 0}; poll(&p, 1, 0) > 0 && Drain(std::chrono::milliseconds(0));) {
+    }
+    mark_ = screen_.size();
+  }
+  // Waits until `text` shows after the mark; true if it did before the deadline.
+  bool WaitFor(const std::string& text, std::chrono::milliseconds timeout = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      if (Plain(screen_.substr(mark_)).find(text) != std::string::npos) return true;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !Drain(left)) {
+        return Plain(screen_.substr(mark_)).find(text) != std::string::npos;
+      }
+    }
+  }
+  // Everything shown after the mark, escape codes taken out.
+  std::string Since() { return Plain(screen_.substr(mark_)); }
+  std::string Raw() { return screen_; }
+  // Waits for the shell to exit; its wait status, or -1.
+  int Exit(std::chrono::milliseconds timeout = 20s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return status;
+      }
+      Drain(std::chrono::milliseconds(100));  // a full pty would block its writes
+    }
+    return -1;
+  }
+
+ private:
+  // Reads what is there (waiting up to `wait` for something); false once the pty is closed.
+  bool Drain(std::chrono::milliseconds wait) {
+    pollfd p{fd_, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(wait.count()));
+    if (n <= 0) return n == 0;
+    char buf[4096];
+    ssize_t got = read(fd_, buf, sizeof(buf));
+    if (got <= 0) return false;
+    screen_.append(buf, static_cast<size_t>(got));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool exited_ = false;
+  std::string screen_;
+  size_t mark_ = 0;
+};
+
+class ShellTest : public ClusterTest {
+ protected:
+  std::vector<std::string> Auth() { return {"--address", address_, "--token-file", token_file_}; }
+  std::string History() { return dir_.path() + "/history"; }
+
+  // Runs `cumulus shell ARGS` with `script` on its stdin (a file: not a terminal).
+  int Script(const std::string& script, const std::vector<std::string>& args, std::string* out) {
+    std::string file = dir_.path() + "/script";
+    std::ofstream(file) << script;
+    std::string command = kCumulus + " shell";
+    for (auto& a : args) command += " '" + a + "'";
+    command += " < " + file;
+    Subprocess p({"/bin/sh", "-c", command}, /*merge_stderr=*/true);
+    *out = p.ReadAll(60s);
+    auto st = p.Wait(30s);
+    return st && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  }
+};
+
+TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
+  auto head = StartHead({"--no-node"});
+  std::string node;
+  auto a = StartNode("a", {"--resources", "CPU=2"}, &node);
+  ASSERT_FALSE(node.empty());
+  // A job that runs as long as the test needs: an attached driver's record, with some output.
+  JobId job = JobId::FromInt(0x7e5701);
+  {
+    auto c = Client();
+    ASSERT_TRUE(c);
+    JobRecord r;
+    r.argv = {"./pretend"};
+    r.driver_node = std::string(node.size(), 'f');
+    r.start_micros = 1;
+    ASSERT_TRUE(c->KvPut(kJobsNamespace, job.Hex(), EncodeRecord(r)).ok());
+    ASSERT_TRUE(c->KvPut(kJobLogsNamespace, job.Hex() + "/0000000000000001-n-0",
+                         "hello from the pretend job\n")
+                    .ok());
+  }
+
+  Terminal t(Auth(), History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+
+  // A command name, completed with Tab, then run.
+  t.Mark();
+  t.Type("stat\t");
+  ASSERT_TRUE(t.WaitFor("status ")) << t.Since();
+  t.Type("\n");
+  EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // A subcommand, completed.
+  t.Mark();
+  t.Type("list placement-g\t");
+  ASSERT_TRUE(t.WaitFor("list placement-groups ")) << t.Since();
+  t.Type("\n");
+  EXPECT_TRUE(t.WaitFor("BUNDLES")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // A live node id, completed from the cluster; drain is destructive: it asks, "n" declines.
+  t.Mark();
+  t.Type("drain \t");
+  ASSERT_TRUE(t.WaitFor("drain " + node + " ")) << t.Since();
+  t.Type("\n");
+  ASSERT_TRUE(t.WaitFor("[y/N]")) << t.Since();
+  t.Type("n\n");
+  EXPECT_TRUE(t.WaitFor("Not done.")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // A live view: redrawn until a key, then the prompt again.
+  t.Mark();
+  t.Type("watch --interval 0.5 status\n");
+  ASSERT_TRUE(t.WaitFor("any key: back to the prompt")) << t.Since();
+  ASSERT_TRUE(t.WaitFor("ALIVE")) << t.Since();
+  t.Mark();
+  t.Type("q");
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // logs --follow runs until Ctrl-C, which returns to the prompt, not out of the shell.
+  t.Mark();
+  t.Type("logs " + job.Hex().substr(0, 5) + "\t");
+  ASSERT_TRUE(t.WaitFor("logs " + job.Hex() + " ")) << t.Since();
+  t.Type("--follow\n");
+  ASSERT_TRUE(t.WaitFor("hello from the pretend job")) << t.Since();
+  t.Mark();
+  t.Type("\x03");
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Mark();
+  t.Type("status\n");
+  EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // Ctrl-C at the prompt drops the line; Ctrl-D leaves.
+  t.Mark();
+  t.Type("list nod\x03");
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Type("\x04");
+  int status = t.Exit();
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+}
+
+TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  {
+    Terminal t(
+        [&] {
+          auto v = Auth();
+          v.push_back("--read-only");
+          return v;
+        }(),
+        History());
+    ASSERT_TRUE(t.started());
+    ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+    t.Mark();
+    t.Type("cancel 12345678\n");
+    ASSERT_TRUE(t.WaitFor("read-only")) << t.Since();
+    EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+    EXPECT_EQ(t.Since().find("[y/N]"), std::string::npos) << t.Since();
+    t.Mark();
+    t.Type("list nodes\n");
+    EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
+    EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+    t.Type("exit\n");
+    EXPECT_TRUE(WIFEXITED(t.Exit()));
+  }
+  std::ifstream file(History());
+  std::stringstream kept;
+  kept << file.rdbuf();
+  EXPECT_NE(kept.str().find("nodes"), std::string::npos) << kept.str();
+
+  // A new shell: the previous line is one Ctrl-P away; a destructive command asks, "y" runs it.
+  Terminal t(Auth(), History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+  t.Mark();
+  t.Type("\x10");
+  ASSERT_TRUE(t.WaitFor("list nodes")) << t.Since();
+  t.Type("\n");
+  EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
+  t.Mark();
+  t.Type("cancel 12345678\n");
+  ASSERT_TRUE(t.WaitFor("[y/N]")) << t.Since();
+  t.Type("y\n");
+  EXPECT_TRUE(t.WaitFor("no job 12345678")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Type("quit\n");
+  EXPECT_TRUE(WIFEXITED(t.Exit()));
+}
+
+TEST_F(ShellTest, ALostHeadIsOneLineAndTheNextCommandSaysItReconnected) {
+  auto head = StartHead({"--no-node"});
+  int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());
+  Terminal t(Auth(), History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+  head.reset();  // killed
+  t.Mark();
+  t.Type("status\n");
+  ASSERT_TRUE(t.WaitFor("cumulus: ")) << t.Since();
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  EXPECT_EQ(Count(t.Since(), "cumulus: "), 1) << t.Since();  // one line
+  head = StartHead({"--no-node"}, port);
+  t.Mark();
+  t.Type("status\n");
+  EXPECT_TRUE(t.WaitFor("reconnected to the head at")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("alive node")) << t.Since();
+  t.Type("exit\n");
+  EXPECT_TRUE(WIFEXITED(t.Exit()));
+}
+
+TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  std::string out;
+  int rc = Script(
+      "# a script\n"
+      "status\n"
+      "frobnicate now\n"
+      "cumulus list nodes --json\n"
+      "list 'nodes\n"
+      "watch --interval 1 status\n"
+      "jobs\n",
+      Auth(), &out);
+  // The last failure was the bad quoting (2); the commands after it succeeded.
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;       // plain: no escape codes
+  EXPECT_EQ(out.find("cumulus> "), std::string::npos) << out;  // no prompt
+  EXPECT_GE(Count(out, "ALIVE"), 2) << out;                    // status, and watch once
+  EXPECT_NE(out.find("\"node_id\""), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "frobnicate"), 1) << out;
+  EXPECT_NE(out.find("cumulus: unknown command 'frobnicate'"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "ends inside a quote"), 1) << out;
+  EXPECT_NE(out.find("ENTRYPOINT"), std::string::npos) << out;  // jobs ran after the failures
+
+  // Nothing is asked in a pipe: a destructive command runs (and fails here: no such job); with
+  // --read-only it is refused in one line.
+  rc = Script("cancel 12345678\nstatus\n", Auth(), &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.find("[y/N]"), std::string::npos) << out;
+  EXPECT_NE(out.find("no job 12345678"), std::string::npos) << out;
+  auto read_only = Auth();
+  read_only.push_back("--read-only");
+  rc = Script("drain abc\n", read_only, &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_NE(out.find("read-only"), std::string::npos) << out;
+
+  // No failure: exit status 0.
+  EXPECT_EQ(Script("status\nexit\nfrobnicate\n", Auth(), &out), 0) << out;
+}
+
+}  // namespace
+}  // namespace cumulus
