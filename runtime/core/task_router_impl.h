@@ -44,7 +44,9 @@ class TaskRouter::Impl : public NodeContext {
   void SetNodeId(const NodeId& id);
 
  private:
-  enum class Role { kUnknown, kDriver, kWorker, kPeer };
+  // kCaller: a process outside every job (`cumulus call`) over TCP with the cluster token: it may
+  // submit normal tasks of a job, cancel them and free their stored results.
+  enum class Role { kUnknown, kDriver, kWorker, kPeer, kCaller };
 
   // What this node knows of a connection (its socket is the event loop's).
   struct Conn {

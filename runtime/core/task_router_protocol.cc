@@ -30,6 +30,28 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     if (!msg.isHello()) return Close(id, "did not start with hello");
     return HandleHello(id, c, msg.getHello());
   }
+  if (c.role == Role::kCaller) {
+    switch (msg.which()) {
+      case proto::CoreMessage::SUBMIT_TASK: {
+        auto spec = msg.getSubmitTask();
+        if (spec.getActorCreation() || spec.getActorId().size() > 0 ||
+            IdFrom<JobId>(spec.getJobId()).IsNil()) {
+          return Close(id, "a caller may submit only normal tasks of a job");
+        }
+        return HandleSubmit(id, c, spec, words);
+      }
+      case proto::CoreMessage::CANCEL_TASK: {
+        TaskId task = IdFrom<TaskId>(msg.getCancelTask());
+        RoutedTask* t = tasks_.Find(task);
+        if (t && t->origin == id) HandleCancel(task);
+        return;
+      }
+      case proto::CoreMessage::FREE_OBJECTS:
+        return HandleFree(c, msg.getFreeObjects());
+      default:
+        return Close(id, "a caller may only submit and cancel tasks and free their results");
+    }
+  }
   switch (msg.which()) {
     case proto::CoreMessage::SUBMIT_TASK:
       return HandleSubmit(id, c, msg.getSubmitTask(), words);
@@ -87,9 +109,16 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
 
 void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
   if (c.tcp) {
-    // Over TCP only other nodes, and only with the cluster token.
+    // Over TCP only other nodes and callers (`cumulus call`), and only with the cluster token.
+    if (h.isCaller() && TokensEqual(h.getCaller().getToken(), options_.token)) {
+      c.role = Role::kCaller;
+      loop_->Authenticated(id, kMaxCoreFrameBytes);
+      return SendHelloAck(id);
+    }
     if (!h.isPeer() || !TokensEqual(h.getPeer().getToken(), options_.token)) {
-      return Close(id, "refused: a TCP core connection must be a node with the cluster token");
+      return Close(id,
+                   "refused: a TCP core connection must be a node or a caller with the cluster "
+                   "token");
     }
     c.role = Role::kPeer;
     loop_->Authenticated(id, kMaxCoreFrameBytes);
