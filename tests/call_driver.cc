@@ -61,6 +61,7 @@ class Counter {
   explicit Counter(int start) : value_(start) {}
   int Increment(int by) { return value_ += by; }
   int Read() const { return value_; }
+  std::vector<uint8_t> Blob(uint32_t n) { return std::vector<uint8_t>(n, 1); }
 
  private:
   int value_;
@@ -68,7 +69,7 @@ class Counter {
 Counter* MakeCounter(int start) { return new Counter(start); }
 
 CUMULUS_REMOTE(Square, Train, Fail, UseHandle, Bytes, Nothing, MakeCounter, &Counter::Increment,
-               &Counter::Read);
+               &Counter::Read, &Counter::Blob);
 
 }  // namespace
 

@@ -40,8 +40,17 @@ class CallTest : public ClusterTest {
 
 TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   auto head = StartHead({"--resources", "CPU=2"});
-  std::string node_id;
-  auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id);
+  std::string node_id, node_ready;
+  auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
+  // Objects in both stores (a stored result must be freed once the command has read it).
+  std::vector<std::string> stores = {
+      dir_.path() + "/head/node-" + std::to_string(head->pid()) + "/store.sock",
+      Field(node_ready, "store_socket")};
+  auto stored = [&] {
+    int n = 0;
+    for (auto& s : stores) n += std::max(0, StoredObjects(s));
+    return n;
+  };
   auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
   std::optional<std::string> ready;
   std::string before;  // what the driver printed first (shown if it never gets ready)
@@ -71,10 +80,13 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   EXPECT_EQ(out, "{\"name\":\"trained:fast\",\"score\":1.5}\n");
   EXPECT_EQ(Call({job, "Nothing"}, &out), 0) << out;
   EXPECT_EQ(out, "null\n");
-  // A result over the inline limit is read from the store that holds it.
+  // A result over the inline limit is read from the store that holds it, then freed there.
+  int objects = stored();
   EXPECT_EQ(Call({job, "Bytes", "200000"}, &out), 0) << out.substr(0, 300);
   EXPECT_EQ(out.size(), 2 + 2 * 200000u) << out.substr(0, 300);
   EXPECT_EQ(out.substr(0, 6), "[7,7,7");
+  EXPECT_TRUE(WaitUntil([&] { return stored() == objects; }, 10s))
+      << objects << " objects before, " << stored() << " after";
 
   // The named actor's method, twice: its state goes on.
   EXPECT_EQ(Call({"counter", "Increment", "1"}, &out), 0) << out;
@@ -88,6 +100,11 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   ASSERT_TRUE(actor.ok());
   EXPECT_EQ(Call({actor->actor_id.substr(0, 10), "Read"}, &out), 0) << out;
   EXPECT_EQ(out, "2\n");
+  // A method's large result too (freed through the node of the actor's worker).
+  EXPECT_EQ(Call({"counter", "Blob", "150000"}, &out), 0) << out.substr(0, 300);
+  EXPECT_EQ(out.size(), 2 + 2 * 150000u) << out.substr(0, 300);
+  EXPECT_TRUE(WaitUntil([&] { return stored() == objects; }, 10s))
+      << objects << " objects before, " << stored() << " after";
 
   // Listings with the types.
   EXPECT_EQ(Call({job}, &out), 0) << out;
