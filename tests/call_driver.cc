@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -56,6 +57,11 @@ std::vector<uint8_t> Bytes(uint32_t n) { return std::vector<uint8_t>(n, 7); }
 
 void Nothing() {}
 
+int Sleep(int32_t seconds) {
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  return seconds;
+}
+
 class Counter {
  public:
   explicit Counter(int start) : value_(start) {}
@@ -68,8 +74,8 @@ class Counter {
 };
 Counter* MakeCounter(int start) { return new Counter(start); }
 
-CUMULUS_REMOTE(Square, Train, Fail, UseHandle, Bytes, Nothing, MakeCounter, &Counter::Increment,
-               &Counter::Read, &Counter::Blob);
+CUMULUS_REMOTE(Square, Train, Fail, UseHandle, Bytes, Nothing, Sleep, MakeCounter,
+               &Counter::Increment, &Counter::Read, &Counter::Blob);
 
 }  // namespace
 

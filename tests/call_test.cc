@@ -132,6 +132,11 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   ExpectOneLineError({job, "UseHandle", "1"}, 2, "no JSON form");
   ExpectOneLineError({job, "Fail", "\"no\""}, 1, "refused: no");
   ExpectOneLineError({"nobody", "Read"}, 1, "no job and no named actor 'nobody'");
+  // A task past its timeout is cancelled (its worker killed); the job's next call runs.
+  ExpectOneLineError({job, "Sleep", "60", "--timeout", "1"}, 1,
+                     "Sleep did not finish within the timeout (it was cancelled)");
+  EXPECT_EQ(Call({job, "Square", "5"}, &out), 0) << out;
+  EXPECT_EQ(out, "25\n");
 
   // After the job ends, its functions cannot be called.
   driver->CloseStdin();

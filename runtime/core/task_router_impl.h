@@ -45,7 +45,7 @@ class TaskRouter::Impl : public NodeContext {
 
  private:
   // kCaller: a process outside every job (`cumulus call`) over TCP with the cluster token: it may
-  // submit normal tasks of a job, cancel them and free their stored results.
+  // submit normal tasks of a job, cancel them, and free stored objects (the results it has read).
   enum class Role { kUnknown, kDriver, kWorker, kPeer, kCaller };
 
   // What this node knows of a connection (its socket is the event loop's).
