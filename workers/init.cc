@@ -15,6 +15,7 @@
 #include "cumulus/api.h"
 #include "runtime/base/logging.h"
 #include "runtime/base/numeric.h"
+#include "runtime/call/function_catalog.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
@@ -159,6 +160,13 @@ Status RegisterJob(CoreWorker& core, ControlClient& head, const JobId& job) {
   std::string bytes = EncodeRecord(record);
   CUMULUS_ASSIGN_OR_RETURN(bool existed, head.KvPut(kJobsNamespace, job.Hex(), bytes, false));
   if (existed) return Status::AlreadyExists("job id " + job.Hex() + " is taken");
+  // What `cumulus call` may call in this job (runtime/call/function_catalog.h). The job runs
+  // without it if it cannot be written.
+  auto published = head.KvPut(kFunctionsNamespace, job.Hex(), EncodeThisProgramsCatalog());
+  if (!published.ok()) {
+    CUMULUS_LOG(WARN) << "cumulus: could not publish this job's functions for `cumulus call`: "
+                      << published.status().message();
+  }
   return core.AnnounceJob(bytes);
 }
 

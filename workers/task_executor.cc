@@ -116,6 +116,7 @@ Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& funct
           actor_id_ = IdFrom<ActorId>(spec.getActorId());
         }
         actor_ = fn->construct(args);
+        actor_class_ = fn->class_name;
         auto address = options_.start_actor_listener();
         if (address.ok()) {
           result->setActorAddress(*address);
@@ -126,7 +127,9 @@ Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& funct
     } else if (spec.getActorId().size() > 0) {
       if (!actor_) {
         st = Status::ActorDied("this worker hosts no actor");
-      } else if (!fn->invoke || fn->class_name.empty()) {
+      } else if (!fn->invoke || fn->class_name.empty() || fn->class_name != actor_class_) {
+        // (A caller outside the job names methods by text: one of another class must not run
+        // on this instance.)
         st = Status::InvalidArgument(function + " is not a method of this actor");
       } else {
         *value = fn->invoke(actor_.get(), args);

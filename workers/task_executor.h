@@ -48,6 +48,7 @@ class TaskExecutor {
 
   TaskExecutorOptions options_;
   std::shared_ptr<void> actor_;  // the actor this process hosts, once built
+  std::string actor_class_;      // its class (typeid name): only its methods run on it
   mutable std::mutex actor_id_mu_;
   ActorId actor_id_;  // guarded by actor_id_mu_ (user threads read it)
   std::atomic<bool> was_restarted_{false};

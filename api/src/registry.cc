@@ -1,6 +1,7 @@
 #include "cumulus/internal/registry.h"
 
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -55,6 +56,16 @@ std::vector<std::string> RegisteredNames() {
   std::vector<std::string> names;
   for (auto& [name, f] : r.by_name) names.push_back(name);
   return names;
+}
+
+std::vector<const RemoteFunction*> RegisteredFunctions() {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::map<std::string, const RemoteFunction*> sorted;
+  for (auto& [name, f] : r.by_name) sorted[name] = &f;
+  std::vector<const RemoteFunction*> out;
+  for (auto& [name, f] : sorted) out.push_back(f);
+  return out;
 }
 
 std::string NormalizeName(std::string_view spelled) {

@@ -28,6 +28,9 @@ struct Command {
   // (nodes|jobs|...), "experiment", "store" (object-store's subcommands), "describe" (a kind, then
   // an id of that kind) or "" (nothing).
   const char* first_arg = "";
+  // Changes the cluster without destroying anything (submits work, calls a function): refused
+  // when the shell is --read-only, run without asking otherwise.
+  bool changes_state = false;
 };
 
 // Every subcommand, in the order `cumulus --help` lists them.

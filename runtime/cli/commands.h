@@ -23,6 +23,7 @@ int CancelCommand(const std::vector<std::string>& args);
 int TrialsCommand(const std::vector<std::string>& args);
 int DescribeCommand(const std::vector<std::string>& args);
 int TopCommand(const std::vector<std::string>& args);
+int CallCommand(const std::vector<std::string>& args);
 // `cumulus list jobs|placement-groups|actors` (nodes: ListCommand itself).
 int ListStateCommand(const std::string& what, const std::vector<std::string>& args);
 

@@ -46,7 +46,10 @@ class TaskRouter::Impl : public NodeContext {
   void SetNodeId(const NodeId& id);
 
  private:
-  enum class Role { kUnknown, kDriver, kWorker, kPeer, kQuery };
+  // kCaller: a process outside every job over TCP with the cluster token (`cumulus list|describe|
+  // top|call`): it may ask about state, submit normal tasks of a job, cancel them, and free stored
+  // objects (the results it has read).
+  enum class Role { kUnknown, kDriver, kWorker, kPeer, kCaller };
 
   // What this node knows of a connection (its socket is the event loop's).
   struct Conn {

@@ -30,9 +30,31 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     if (!msg.isHello()) return Close(id, "did not start with hello");
     return HandleHello(id, c, msg.getHello());
   }
-  if (c.role == Role::kQuery) {  // a caller asks about state, and nothing else
-    if (!msg.isStateQuery()) return Close(id, "a state caller may only send state queries");
-    return HandleStateQuery(id, msg.getStateQuery());
+  if (c.role == Role::kCaller) {
+    switch (msg.which()) {
+      case proto::CoreMessage::SUBMIT_TASK: {
+        auto spec = msg.getSubmitTask();
+        if (spec.getActorCreation() || spec.getActorId().size() > 0 ||
+            IdFrom<JobId>(spec.getJobId()).IsNil()) {
+          return Close(id, "a caller may submit only normal tasks of a job");
+        }
+        return HandleSubmit(id, c, spec, words);
+      }
+      case proto::CoreMessage::CANCEL_TASK: {
+        TaskId task = IdFrom<TaskId>(msg.getCancelTask());
+        RoutedTask* t = tasks_.Find(task);
+        if (t && t->origin == id) HandleCancel(task);
+        return;
+      }
+      case proto::CoreMessage::FREE_OBJECTS:
+        return HandleFree(c, msg.getFreeObjects());
+      case proto::CoreMessage::STATE_QUERY:
+        return HandleStateQuery(id, msg.getStateQuery());
+      default:
+        return Close(id,
+                     "a caller may only ask about state, submit and cancel tasks, and free their "
+                     "results");
+    }
   }
   switch (msg.which()) {
     case proto::CoreMessage::SUBMIT_TASK:
@@ -91,13 +113,13 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
 
 void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
   if (c.tcp) {
-    // A caller with the cluster token may ask about state (`cumulus list|describe|top`).
+    // Over TCP only other nodes and callers (`cumulus list|describe|top|call`), and only with the
+    // cluster token.
     if (h.isCaller() && TokensEqual(h.getCaller().getToken(), options_.token)) {
-      c.role = Role::kQuery;
-      loop_->Authenticated(id, kMaxStateQueryFrameBytes);
+      c.role = Role::kCaller;
+      loop_->Authenticated(id, kMaxCoreFrameBytes);
       return SendHelloAck(id);
     }
-    // Otherwise over TCP only other nodes, and only with the cluster token.
     if (!h.isPeer() || !TokensEqual(h.getPeer().getToken(), options_.token)) {
       return Close(id,
                    "refused: a TCP core connection must be a node or a caller with the cluster "
@@ -304,7 +326,7 @@ void TaskRouter::Impl::OnClose(uint64_t id, const std::string& why) {
   } else if (c.role == Role::kUnknown && c.tcp) {
     CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
   }
-  if (c.role != Role::kUnknown && c.role != Role::kQuery && why != "closed" &&
+  if (c.role != Role::kUnknown && c.role != Role::kCaller && why != "closed" &&
       why != "worker gone" && why.rfind("cannot connect", 0) != 0) {  // (PeerLost says which node)
     CUMULUS_LOG(WARN) << "node: closed a core connection: " << why;
   }

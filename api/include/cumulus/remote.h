@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "cumulus/internal/registry.h"
+#include "cumulus/internal/type_desc.h"
 #include "cumulus/serialization.h"
 
 namespace cumulus {
@@ -84,11 +85,28 @@ std::string SerializeResult(Call&& call) {
   }
 }
 
+// The descriptors of a function's (decayed) parameter types and of its result.
+template <typename R, typename... P>
+TypeSignature SignatureOf() {
+  TypeSignature s;
+  (s.params.push_back(DescribeType<Decayed<P>>()), ...);
+  (s.param_fingerprints.push_back(TypeFingerprint<Decayed<P>>()), ...);
+  if constexpr (std::is_void_v<R>) {
+    s.result = "void";
+    s.result_fingerprint = TypeFingerprint<Void>();
+  } else {
+    s.result = DescribeType<Decayed<R>>();
+    s.result_fingerprint = TypeFingerprint<Decayed<R>>();
+  }
+  return s;
+}
+
 template <typename R, typename... P>
 bool Register(const char* spelled, R (*f)(P...)) {
   RemoteFunction fn;
   fn.name = NormalizeName(spelled);
   fn.arity = sizeof...(P);
+  fn.signature = &SignatureOf<R, P...>;
   std::string name = fn.name;
   if constexpr (IsFactoryResult<R>()) {
     using C = typename FactoryClass<R>::type;
@@ -120,6 +138,7 @@ bool RegisterMethod(const char* spelled, M m) {
   fn.name = NormalizeName(spelled);
   fn.arity = sizeof...(P);
   fn.class_name = typeid(C).name();
+  fn.signature = &SignatureOf<R, P...>;
   std::string name = fn.name;
   fn.invoke = [m, name](void* instance, const Args& args) {
     CheckArity(name, sizeof...(P), args);

@@ -138,6 +138,15 @@ template <typename T>
 struct HasSerializeMember<T, std::void_t<decltype(&T::template CumulusFields<Writer>)>>
     : std::true_type {};
 
+// The types of a CUMULUS_SERIALIZE struct's fields, for its type descriptor (internal/type_desc.h):
+// FieldTypeList is only named in an unevaluated context (its return type), never called.
+template <typename... F>
+struct TypeList {};
+template <typename... F>
+TypeList<F...> FieldTypeList(const F&...) {
+  return {};
+}
+
 // Applies a writer or reader to each field of a CUMULUS_SERIALIZE struct.
 struct FieldWriter {
   Writer& w;
@@ -389,12 +398,17 @@ Result<T> Deserialize(std::string_view bytes) {
 }  // namespace cumulus
 
 // Inside a struct: lists the fields that travel. `CUMULUS_SERIALIZE(a, b, c)`.
-#define CUMULUS_SERIALIZE(...)                                         \
-  template <typename CumulusArchive>                                   \
-  void CumulusFields(CumulusArchive& archive) {                        \
-    if constexpr (std::is_same_v<CumulusArchive, ::cumulus::Writer>) { \
-      ::cumulus::internal::FieldWriter{archive}(__VA_ARGS__);          \
-    } else {                                                           \
-      ::cumulus::internal::FieldReader{archive}(__VA_ARGS__);          \
-    }                                                                  \
-  }
+// It also records the fields' names and types (CumulusFieldNames, CumulusFieldTypes), so that
+// `cumulus call` can write the struct as a JSON object by field name
+// (cumulus/internal/type_desc.h).
+#define CUMULUS_SERIALIZE(...)                                                               \
+  template <typename CumulusArchive>                                                         \
+  void CumulusFields(CumulusArchive& archive) {                                              \
+    if constexpr (std::is_same_v<CumulusArchive, ::cumulus::Writer>) {                       \
+      ::cumulus::internal::FieldWriter{archive}(__VA_ARGS__);                                \
+    } else {                                                                                 \
+      ::cumulus::internal::FieldReader{archive}(__VA_ARGS__);                                \
+    }                                                                                        \
+  }                                                                                          \
+  auto CumulusFieldTypes() const { return ::cumulus::internal::FieldTypeList(__VA_ARGS__); } \
+  static constexpr const char* CumulusFieldNames() { return #__VA_ARGS__; }

@@ -110,6 +110,10 @@ int Session::Run(const std::vector<std::string>& words, bool confirm) {
     return 2;
   }
   std::vector<std::string> args(words.begin() + 1, words.end());
+  if (command->changes_state && options_.read_only && !WantsHelp(args)) {
+    Complain("'" + name + "' changes the cluster and this shell is read-only (--read-only)");
+    return 1;
+  }
   if (command->destructive && !WantsHelp(args)) {
     if (options_.read_only) {
       Complain("'" + name + "' changes the cluster and this shell is read-only (--read-only)");
@@ -250,7 +254,8 @@ int Session::Watch(std::vector<std::string> words, const std::string& builtin) {
              "' (type 'help' for the commands)");
     return 2;
   }
-  if (command->destructive || command->own_process || command->name == std::string("shell")) {
+  if (command->destructive || command->changes_state || command->own_process ||
+      command->name == std::string("shell")) {
     Complain(std::string("'") + command->name + "' cannot be watched: watch shows listings");
     return 2;
   }

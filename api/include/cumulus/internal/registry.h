@@ -3,6 +3,7 @@
 // function pointer, a worker (the same program, shipped) looks code up by name.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +16,15 @@ namespace internal {
 
 using Args = std::vector<std::string_view>;
 
+// The types of a function's parameters and result: type descriptors (internal/type_desc.h) and
+// the fingerprints that precede each serialized value (serialization.h).
+struct TypeSignature {
+  std::vector<std::string> params;
+  std::vector<uint64_t> param_fingerprints;
+  std::string result;  // "void" for a function that returns nothing (its value is a Void)
+  uint64_t result_fingerprint = 0;
+};
+
 struct RemoteFunction {
   std::string name;  // "Add", "Counter::Incr"
   size_t arity = 0;
@@ -24,6 +34,8 @@ struct RemoteFunction {
   std::function<std::string(void* instance, const Args& args)> invoke;
   // Factories: constructs the actor. Throws on any failure.
   std::function<std::shared_ptr<void>(const Args& args)> construct;
+  // Its parameter and result types, made on demand (the driver publishes them for `cumulus call`).
+  TypeSignature (*signature)() = nullptr;
 };
 
 // Key of a function pointer or a member function pointer: its type and its bytes.
@@ -41,6 +53,8 @@ const RemoteFunction* FindFunction(const std::string& name);
 // The registered name of the function with this key; empty if it was never registered.
 std::string NameOfKey(const std::string& key);
 std::vector<std::string> RegisteredNames();
+// Every registered function, factory and method, by name (entries are never erased).
+std::vector<const RemoteFunction*> RegisteredFunctions();
 
 // "&Counter::Incr " -> "Counter::Incr".
 std::string NormalizeName(std::string_view spelled);

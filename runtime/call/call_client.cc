@@ -1,0 +1,182 @@
+// One call of a job's function or an actor's method from outside the job (call_client.h).
+#include "runtime/call/call_client.h"
+
+#include <unistd.h>
+
+#include "runtime/core/messages.h"
+#include "runtime/head/node_codec.h"
+#include "runtime/object_store/object_store.h"
+#include "runtime/transfer/object_transfer.h"
+#include "scheduler/resources.h"
+
+namespace cumulus {
+
+namespace {
+
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string HelloFrame(const std::string& token) {
+  capnp::MallocMessageBuilder message;
+  auto h = message.initRoot<proto::CoreMessage>().initHello();
+  h.setPid(getpid());
+  h.initCaller().setToken(token);
+  return EncodeFrame(message);
+}
+
+Result<std::string> SubmitFrame(const CallRequest& r, const TaskId& task) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+  spec.setTaskId(DataOf(task));
+  spec.setJobId(DataOf(r.job));
+  spec.setFunctionName(r.function);
+  spec.setNumReturns(1);
+  spec.setMaxRetries(r.max_retries);
+  if (!r.actor.IsNil()) spec.setActorId(DataOf(r.actor));
+  auto args = spec.initArgs(static_cast<unsigned>(r.args.size()));
+  for (unsigned i = 0; i < r.args.size(); ++i) {
+    args[i].setInline(
+        capnp::Data::Reader(reinterpret_cast<const uint8_t*>(r.args[i].data()), r.args[i].size()));
+  }
+  if (r.actor.IsNil()) {
+    ResourceSet demand;
+    demand.Set("CPU", 1);
+    if (!r.resources.empty()) demand = ResourceSet();
+    for (auto& [name, amount] : r.resources) {
+      CUMULUS_RETURN_IF_ERROR(ResourceSet::CheckAmount(name, amount));
+      if (amount > 0) demand.Set(name, amount);
+    }
+    EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
+  }
+  return EncodeFrame(message);
+}
+
+Status Send(int fd, const std::string& frame) {
+  return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
+                 std::chrono::seconds(10));
+}
+
+std::string FreeFrame(const ObjectId& object, const NodeId& node) {
+  capnp::MallocMessageBuilder message;
+  auto list = message.initRoot<proto::CoreMessage>().initFreeObjects(1);
+  std::string entry = object.Binary() + node.Binary();
+  list.set(0, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(entry.data()), entry.size()));
+  return EncodeFrame(message);
+}
+
+// Pulls a stored result into memory.
+Result<std::string> PullResult(const std::string& from, const std::string& token,
+                               const ObjectId& id, uint64_t size) {
+  CUMULUS_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(from));
+  std::string bytes;
+  PullTarget target;
+  target.create = [&](const ObjectId&, uint64_t n) -> Result<MutableBuffer> {
+    if (n != size) {
+      return Status::InvalidArgument("the stored result is " + std::to_string(n) +
+                                     " bytes, its task said " + std::to_string(size));
+    }
+    bytes.assign(n, '\0');
+    MutableBuffer b;
+    b.data = reinterpret_cast<uint8_t*>(bytes.data());
+    b.size = n;
+    return b;
+  };
+  target.seal = [](const ObjectId&) { return Status(); };
+  target.abort = [](const ObjectId&) { return Status(); };
+  CUMULUS_RETURN_IF_ERROR(PullObject(address, token, id, target));
+  return bytes;
+}
+
+}  // namespace
+
+Result<std::string> RunCall(const CallRequest& request, const CallTarget& target) {
+  TimePoint deadline = SystemClock::Get().Now() + target.timeout;
+  bool to_node = request.actor.IsNil();
+  TaskId task = to_node ? TaskId::ForNormalTask(request.job) : TaskId::ForActorTask(request.actor);
+  CUMULUS_ASSIGN_OR_RETURN(std::string submit, SubmitFrame(request, task));
+  std::string where = (to_node ? "node " : "actor ") + target.address.ToString();
+  auto fd = ConnectTcp(target.address, std::chrono::seconds(5));
+  if (!fd.ok()) {
+    return Status::Unavailable("cannot reach the " + where + ": " + fd.status().message());
+  }
+  Socket socket(*fd);
+  Status sent = Send(socket.fd(), HelloFrame(target.token));
+  if (sent.ok()) sent = Send(socket.fd(), submit);
+  if (!sent.ok()) return Status::Unavailable("cannot send to the " + where + ": " + sent.message());
+  FrameDecoder decoder(kMaxCoreFrameBytes);
+  while (true) {
+    auto words = ReadFrame(socket.fd(), decoder, deadline);
+    if (!words.ok()) {
+      if (words.status().code() == StatusCode::kTimedOut) {
+        if (to_node) {
+          capnp::MallocMessageBuilder message;
+          message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
+          (void)WriteFrame(socket.fd(), message,
+                           SystemClock::Get().Now() + std::chrono::seconds(2));
+        }
+        return Status::TimedOut(request.function + " did not finish within the timeout" +
+                                (to_node ? " (it was cancelled)" : " (the call may still run)"));
+      }
+      return Status::Unavailable("the " + where + " closed the connection before answering (" +
+                                 words.status().message() +
+                                 "); a wrong token or a refused request closes it");
+    }
+    capnp::FlatArrayMessageReader reader(*words, CoreReaderOptions(words->size() * 8));
+    auto msg = reader.getRoot<proto::CoreMessage>();
+    if (msg.isHelloAck()) continue;
+    if (!msg.isTaskResult()) continue;
+    auto result = msg.getTaskResult();
+    if (IdFrom<TaskId>(result.getTaskId()) != task) continue;
+    if (result.getCode() != 0) {
+      return Status(static_cast<StatusCode>(result.getCode()), result.getMessage());
+    }
+    if (result.getReturns().size() != 1) {
+      return Status::Internal(request.function + " answered with " +
+                              std::to_string(result.getReturns().size()) + " values");
+    }
+    auto ret = result.getReturns()[0];
+    if (ret.isInline()) {
+      auto d = ret.getInline();
+      return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+    }
+    // Stored where it ran: read it over the object channel, then free it there.
+    ObjectId object = IdFrom<ObjectId>(ret.getObjectId());
+    auto loc = ret.getStored();
+    NodeId holder = IdFrom<NodeId>(loc.getNodeId());
+    auto bytes = PullResult(loc.getTransferAddress(), target.token, object, loc.getSize());
+    if (to_node) {
+      (void)Send(socket.fd(), FreeFrame(object, holder));
+    } else if (target.node_address) {
+      auto node = target.node_address(holder);
+      auto nfd =
+          node.ok() ? ConnectTcp(*node, std::chrono::seconds(5)) : Result<int>(node.status());
+      if (nfd.ok()) {
+        Socket ns(*nfd);
+        if (Send(ns.fd(), HelloFrame(target.token)).ok()) {
+          (void)Send(ns.fd(), FreeFrame(object, holder));
+          // Wait for the node's ack: the free is read before this connection closes.
+          FrameDecoder d(kMaxCoreFrameBytes);
+          (void)ReadFrame(ns.fd(), d, SystemClock::Get().Now() + std::chrono::seconds(5));
+        }
+      }
+    }
+    if (!bytes.ok()) {
+      return Status(bytes.status().code(), "the result of " + request.function + " (" +
+                                               std::to_string(loc.getSize()) +
+                                               " bytes, stored on node " + holder.Hex() +
+                                               ") could not be read: " + bytes.status().message());
+    }
+    return std::move(*bytes);
+  }
+}
+
+}  // namespace cumulus

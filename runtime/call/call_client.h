@@ -1,0 +1,46 @@
+// CallClient: how a process outside every job (`cumulus call`) runs one function of a job, or
+// one method of an actor, and gets its result: it connects over TCP as a `caller` with the
+// cluster token (runtime/proto/core.capnp) -- to a node for a task (the node schedules it as a
+// task of that job, on the job's workers, and answers on this connection), or to the actor's
+// worker for a method call -- sends one submitTask with the arguments inline, and waits.
+//
+// A result too large to travel inline is pulled from the store that holds it over the object
+// channel, then freed there (through a node: `free_via`).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/base/clock.h"
+#include "runtime/net/tcp.h"
+
+namespace cumulus {
+
+struct CallRequest {
+  JobId job;
+  ActorId actor;  // nil: a normal task, sent to a node; else a call of this actor's method
+  std::string function;
+  std::vector<std::string> args;  // serialized values (Serialize<T>'s bytes), sent inline
+  // Normal tasks: what they ask for (empty: CPU=1, as Task(f).Remote does).
+  std::map<std::string, double> resources;
+  int max_retries = 0;  // normal tasks: retries after a worker failure
+};
+
+struct CallTarget {
+  HostPort address;  // the node's core address (tasks) or the actor's address (method calls)
+  std::string token;
+  Duration timeout = std::chrono::seconds(60);
+  // Method calls: the core address of a node, to free a stored result there (unset: left to the
+  // end of the job).
+  std::function<Result<HostPort>(const NodeId&)> node_address;
+};
+
+// The serialized result, or the task's error (its code and one line). TimedOut when no answer
+// came within the timeout (a task is then cancelled; an actor's method may still run).
+Result<std::string> RunCall(const CallRequest& request, const CallTarget& target);
+
+}  // namespace cumulus

@@ -1,0 +1,98 @@
+// A Cumulus program that call_test calls into with `cumulus call`: it registers functions of
+// several shapes and a named actor, prints "READY job=<hex>" once the actor runs, and stays up
+// until its stdin closes.
+#include <cumulus/cumulus.h>
+
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Config {
+  double lr = 0;
+  int32_t epochs = 0;
+  std::vector<std::string> tags;
+  CUMULUS_SERIALIZE(lr, epochs, tags)
+};
+
+struct Summary {
+  std::string name;
+  double score = 0;
+  CUMULUS_SERIALIZE(name, score)
+};
+
+// A type with its own format (no CUMULUS_SERIALIZE): it has no JSON form.
+struct Handle {
+  int fd = -1;
+};
+
+}  // namespace
+
+namespace cumulus {
+template <>
+struct Serializer<Handle> {
+  static void Write(Writer& w, const Handle& h) { w.Raw(h.fd); }
+  static bool Read(Reader& r, Handle* h) { return r.Raw(&h->fd); }
+};
+}  // namespace cumulus
+
+namespace {
+
+int64_t Square(int64_t x) { return x * x; }
+
+Summary Train(Config c) {
+  return Summary{"trained:" + (c.tags.empty() ? std::string("none") : c.tags[0]), c.lr * c.epochs};
+}
+
+std::string Fail(std::string why) { throw std::runtime_error("refused: " + why); }
+
+int UseHandle(Handle h) { return h.fd; }
+
+// n bytes: over the inline limit, the result is stored on the worker's node.
+std::vector<uint8_t> Bytes(uint32_t n) { return std::vector<uint8_t>(n, 7); }
+
+void Nothing() {}
+
+int Sleep(int32_t seconds) {
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  return seconds;
+}
+
+class Counter {
+ public:
+  explicit Counter(int start) : value_(start) {}
+  int Increment(int by) { return value_ += by; }
+  int Read() const { return value_; }
+  std::vector<uint8_t> Blob(uint32_t n) { return std::vector<uint8_t>(n, 1); }
+
+ private:
+  int value_;
+};
+Counter* MakeCounter(int start) { return new Counter(start); }
+
+CUMULUS_REMOTE(Square, Train, Fail, UseHandle, Bytes, Nothing, Sleep, MakeCounter,
+               &Counter::Increment, &Counter::Read, &Counter::Blob);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (auto st = cumulus::Init(argc, argv); !st.ok()) {
+    std::fprintf(stderr, "init: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  auto counter = cumulus::Actor(MakeCounter).SetName("counter").Remote(0);
+  // Once a call has answered, the actor runs (its address is published on its way).
+  int zero = cumulus::Get(counter.Task(&Counter::Read).Remote());
+  std::printf("READY job=%s counter=%d\n",
+              cumulus::internal::CurrentRuntime()->job_id().Hex().c_str(), zero);
+  std::fflush(stdout);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+  cumulus::Shutdown();
+  return 0;
+}

@@ -1,0 +1,149 @@
+// `cumulus call` against real processes: a head (with its node), a second node, and a driver
+// (call_driver) that registers functions and a named actor and stays up. The command runs them
+// as real tasks of the job and real calls of the actor, and prints the results as JSON; what it
+// refuses, it refuses in one line.
+#include <gtest/gtest.h>
+
+#include "cluster_fixture.h"
+#include "runtime/call/function_catalog.h"
+#include "runtime/core/messages.h"
+
+namespace cumulus {
+namespace {
+
+class CallTest : public ClusterTest {
+ protected:
+  // The driver's program is shipped through the stores.
+  CallTest() {
+    head_store_memory_ = "256M";
+    node_store_memory_ = "256M";
+  }
+
+  // `cumulus call ARGS... --address A --token-file F`; stdout and stderr together in *out.
+  int Call(std::vector<std::string> args, std::string* out) {
+    args.insert(args.begin(), "call");
+    std::vector<std::string> flags = {"--address", address_, "--token-file", token_file_};
+    // Flags go before a "--" (after it everything is an argument).
+    auto dash = std::find(args.begin(), args.end(), "--");
+    args.insert(dash, flags.begin(), flags.end());
+    return Cli(args, out);
+  }
+  // The output is one line of stderr saying `what`, and the exit status `code`.
+  void ExpectOneLineError(std::vector<std::string> args, int code, const std::string& what) {
+    std::string out;
+    EXPECT_EQ(Call(args, &out), code) << out;
+    EXPECT_EQ(Count(out, "\n"), 1) << out;
+    EXPECT_EQ(out.rfind("cumulus: ", 0), 0u) << out;
+    EXPECT_NE(out.find(what), std::string::npos) << "expected '" << what << "' in: " << out;
+  }
+};
+
+TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string node_id, node_ready;
+  auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
+  // Objects in both stores (a stored result must be freed once the command has read it).
+  std::vector<std::string> stores = {
+      dir_.path() + "/head/node-" + std::to_string(head->pid()) + "/store.sock",
+      Field(node_ready, "store_socket")};
+  auto stored = [&] {
+    int n = 0;
+    for (auto& s : stores) n += std::max(0, StoredObjects(s));
+    return n;
+  };
+  auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
+  std::optional<std::string> ready;
+  std::string before;  // what the driver printed first (shown if it never gets ready)
+  while (auto line = driver->WaitForLine("", 60s)) {
+    if (line->rfind("READY", 0) == 0) {
+      ready = line;
+      break;
+    }
+    before += *line + "\n";
+  }
+  ASSERT_TRUE(ready) << before;
+  std::string job = Field(*ready, "job");
+  ASSERT_EQ(job.size(), 8u) << *ready;
+  auto client = Client();
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->KvGet(kActorsNamespace, "counter/address").ok(); }, 30s));
+  std::string out;
+
+  // A function of the job, run as a task of the job.
+  EXPECT_EQ(Call({job, "Square", "7"}, &out), 0) << out;
+  EXPECT_EQ(out, "49\n");
+  EXPECT_EQ(Call({job.substr(0, 6), "Square", "--", "-3"}, &out), 0) << out;  // by prefix
+  EXPECT_EQ(out, "9\n");
+  // A struct by its field names, a struct back.
+  EXPECT_EQ(Call({job, "Train", R"({"epochs": 3, "lr": 0.5, "tags": ["fast"]})"}, &out), 0) << out;
+  EXPECT_EQ(out, "{\"name\":\"trained:fast\",\"score\":1.5}\n");
+  EXPECT_EQ(Call({job, "Nothing"}, &out), 0) << out;
+  EXPECT_EQ(out, "null\n");
+  // A result over the inline limit is read from the store that holds it, then freed there.
+  int objects = stored();
+  EXPECT_EQ(Call({job, "Bytes", "200000"}, &out), 0) << out.substr(0, 300);
+  EXPECT_EQ(out.size(), 2 + 2 * 200000u) << out.substr(0, 300);
+  EXPECT_EQ(out.substr(0, 6), "[7,7,7");
+  EXPECT_TRUE(WaitUntil([&] { return stored() == objects; }, 10s))
+      << objects << " objects before, " << stored() << " after";
+
+  // The named actor's method, twice: its state goes on.
+  EXPECT_EQ(Call({"counter", "Increment", "1"}, &out), 0) << out;
+  EXPECT_EQ(out, "1\n");
+  EXPECT_EQ(Call({"counter", "Counter::Increment", "1"}, &out), 0) << out;
+  EXPECT_EQ(out, "2\n");
+  // By a prefix of the actor's id.
+  auto record = client->KvGet(kActorsNamespace, "counter");
+  ASSERT_TRUE(record.ok());
+  auto actor = DecodeRecord<ActorNameRecord>(*record);
+  ASSERT_TRUE(actor.ok());
+  EXPECT_EQ(Call({actor->actor_id.substr(0, 10), "Read"}, &out), 0) << out;
+  EXPECT_EQ(out, "2\n");
+  // A method's large result too (freed through the node of the actor's worker).
+  EXPECT_EQ(Call({"counter", "Blob", "150000"}, &out), 0) << out.substr(0, 300);
+  EXPECT_EQ(out.size(), 2 + 2 * 150000u) << out.substr(0, 300);
+  EXPECT_TRUE(WaitUntil([&] { return stored() == objects; }, 10s))
+      << objects << " objects before, " << stored() << " after";
+
+  // Listings with the types.
+  EXPECT_EQ(Call({job}, &out), 0) << out;
+  EXPECT_NE(out.find("Square(int64) -> int64"), std::string::npos) << out;
+  EXPECT_NE(out.find("Train(Config{lr: float64, epochs: int32, tags: vector<string>}) -> "
+                     "Summary{name: string, score: float64}"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("Increment"), std::string::npos) << out;  // methods are the actor's
+  EXPECT_EQ(Call({"counter"}, &out), 0) << out;
+  EXPECT_NE(out.find("Counter::Increment(int32) -> int32"), std::string::npos) << out;
+
+  // What it refuses: one line each.
+  ExpectOneLineError({job, "Square", "[7"}, 2, "args[0]: bad JSON at column 3");
+  ExpectOneLineError({job, "Square", "\"7\""}, 2, "args[0]: expected int64, got a string");
+  ExpectOneLineError({job, "Square", "7", "8"}, 2, "takes 1 argument, got 2");
+  ExpectOneLineError({job, "Train", R"({"lr": "x", "epochs": 3, "tags": []})"}, 2,
+                     "args[0].lr: expected float64, got a string");
+  ExpectOneLineError({"counter", "Increment", "4294967296"}, 2,
+                     "4294967296 is out of range for int32");
+  ExpectOneLineError({job, "Cube", "2"}, 2, "has no function Cube (its functions: ");
+  ExpectOneLineError({job, "Counter::Increment", "1"}, 2, "is an actor method");
+  ExpectOneLineError({"counter", "Decrement", "1"}, 2, "has no method Decrement");
+  ExpectOneLineError({job, "UseHandle", "1"}, 2, "UseHandle cannot be called with JSON");
+  ExpectOneLineError({job, "UseHandle", "1"}, 2, "no JSON form");
+  ExpectOneLineError({job, "Fail", "\"no\""}, 1, "refused: no");
+  ExpectOneLineError({"nobody", "Read"}, 1, "no job and no named actor 'nobody'");
+  // A task past its timeout is cancelled (its worker killed); the job's next call runs.
+  ExpectOneLineError({job, "Sleep", "60", "--timeout", "1"}, 1,
+                     "Sleep did not finish within the timeout (it was cancelled)");
+  EXPECT_EQ(Call({job, "Square", "5"}, &out), 0) << out;
+  EXPECT_EQ(out, "25\n");
+
+  // After the job ends, its functions cannot be called.
+  driver->CloseStdin();
+  ASSERT_TRUE(driver->Wait(30s));
+  ASSERT_TRUE(WaitUntil([&] { return client->KvGet(kJobEndsNamespace, job).ok(); }, 30s));
+  ExpectOneLineError({job, "Square", "7"}, 1, "has finished");
+}
+
+}  // namespace
+}  // namespace cumulus
