@@ -21,6 +21,7 @@ int JobsCommand(const std::vector<std::string>& args);
 int LogsCommand(const std::vector<std::string>& args);
 int CancelCommand(const std::vector<std::string>& args);
 int TrialsCommand(const std::vector<std::string>& args);
+int TimelineCommand(const std::vector<std::string>& args);
 // `cumulus list jobs|placement-groups|actors` (nodes: ListCommand itself).
 int ListStateCommand(const std::string& what, const std::vector<std::string>& args);
 

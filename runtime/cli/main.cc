@@ -18,6 +18,7 @@ Commands:
   submit          run a driver program on the cluster as a job
   jobs            list jobs;  logs JOB: their output;  cancel JOB: stop one
   trials          tuning experiments and their trials (--plot FILE.svg draws them)
+  timeline        write a Chrome trace of the tasks and actor calls per worker (-o FILE)
   stop            stop what 'cumulus start' started on this machine
   up              start a cluster and its autoscaler from a cluster file (bursting)
   down            terminate the autoscaler's nodes, then stop;  drain NODE: retire one
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   if (cmd == "logs") return cumulus::cli::LogsCommand(rest);
   if (cmd == "cancel") return cumulus::cli::CancelCommand(rest);
   if (cmd == "trials") return cumulus::cli::TrialsCommand(rest);
+  if (cmd == "timeline") return cumulus::cli::TimelineCommand(rest);
   if (cmd.rfind("-", 0) == 0)
     return cumulus::cli::UsageError("unknown option '" + cmd + "'", "cumulus --help");
   return cumulus::cli::UsageError("unknown command '" + cmd + "'", "cumulus --help");

@@ -44,7 +44,8 @@ class TaskRouter::Impl : public NodeContext {
   void SetNodeId(const NodeId& id);
 
  private:
-  enum class Role { kUnknown, kDriver, kWorker, kPeer };
+  // kClient: a command line over TCP with the cluster token (a caller hello); it may only ask.
+  enum class Role { kUnknown, kDriver, kWorker, kPeer, kClient };
 
   // What this node knows of a connection (its socket is the event loop's).
   struct Conn {
@@ -82,6 +83,11 @@ class TaskRouter::Impl : public NodeContext {
   void HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
+  // The timeline (task_router_timeline.cc): a worker's batch, a client's request, and the node's
+  // own event for a task a worker of its answered.
+  void HandleTimelineEvents(Conn& c, proto::TimelineEvents::Reader batch);
+  void HandleTimelineRequest(uint64_t id, proto::TimelineRequest::Reader request);
+  void RecordScheduled(const RoutedTask& t, const Worker& w);
   JobId JobOf(const Conn& c);
 
   // ---- task_router_node_context.cc: NodeContext, links to other nodes, the head ---------------
@@ -117,6 +123,7 @@ class TaskRouter::Impl : public NodeContext {
   GroupCoordinator groups_;
   LocalScheduler scheduler_;
   MemoryMonitor memory_;
+  TimelineRing timeline_;  // loop thread
   std::unique_ptr<EventLoop> loop_;
   // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
   // job programs' fetches, so that a long pull does not hold the head's requests back.

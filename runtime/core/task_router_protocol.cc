@@ -30,6 +30,10 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     if (!msg.isHello()) return Close(id, "did not start with hello");
     return HandleHello(id, c, msg.getHello());
   }
+  if (c.role == Role::kClient) {
+    if (!msg.isTimelineRequest()) return Close(id, "a client may only ask");
+    return HandleTimelineRequest(id, msg.getTimelineRequest());
+  }
   switch (msg.which()) {
     case proto::CoreMessage::SUBMIT_TASK:
       return HandleSubmit(id, c, msg.getSubmitTask(), words);
@@ -56,6 +60,8 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     }
     case proto::CoreMessage::WORKER_BLOCKED:
       return HandleBlocked(c, msg.getWorkerBlocked());
+    case proto::CoreMessage::TIMELINE_EVENTS:
+      return HandleTimelineEvents(c, msg.getTimelineEvents());
     case proto::CoreMessage::CREATE_GROUP:
       if (c.role == Role::kPeer) return Close(id, "a node may not create a group on another");
       groups_.Create(id, JobOf(c), msg.getCreateGroup());
@@ -87,7 +93,12 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
 
 void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
   if (c.tcp) {
-    // Over TCP only other nodes, and only with the cluster token.
+    // Over TCP only other nodes and clients (`cumulus timeline`), with the cluster token.
+    if (h.isCaller() && TokensEqual(h.getCaller().getToken(), options_.token)) {
+      c.role = Role::kClient;
+      loop_->Authenticated(id, kMaxClientFrameBytes);
+      return;
+    }
     if (!h.isPeer() || !TokensEqual(h.getPeer().getToken(), options_.token)) {
       return Close(id, "refused: a TCP core connection must be a node with the cluster token");
     }
@@ -147,6 +158,7 @@ void TaskRouter::Impl::HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reade
                                     const FrameWords& words) {
   RoutedTask t = TaskFromSpec(spec, words, id);
   if (t.id.IsNil()) return Close(id, "submitted a task without a valid id");
+  if (timeline_.enabled()) t.arrived_us = TimelineNowMicros();
   if (tasks_.Contains(t.id)) return;  // a duplicate: the first copy's result answers it
   if (Status numbers = CheckTaskSpecNumbers(spec); !numbers.ok()) {
     return Send(id, ErrorResultFrame(t.id, node_id_, numbers.WithContext(t.What())));
@@ -177,6 +189,9 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
   if (!t) return;  // cancelled or already answered
   if (c.role == Role::kWorker) {
     if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
+    if (timeline_.enabled()) {
+      if (const Worker* w = leases_.workers().Find(c.worker)) RecordScheduled(*t, *w);
+    }
   } else if (c.role == Role::kPeer) {
     // Only from the node it was forwarded to, while it is there: a node declared dead that
     // wakes up must not answer for a task that was placed again.

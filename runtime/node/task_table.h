@@ -43,6 +43,9 @@ struct RoutedTask {
   bool waiting_for_program = false;  // its job's program could not be fetched yet
   TimePoint waiting_since{};
   TimePoint assigned_at{};  // when it was handed to its worker
+  // For the timeline: when it arrived here, when it was handed to its worker (wall micros).
+  int64_t arrived_us = 0;
+  int64_t dispatched_us = 0;
 
   std::string What() const { return (actor_creation ? "actor " : "task ") + function; }
 };
