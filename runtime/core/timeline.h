@@ -64,7 +64,9 @@ bool TimelineEnabledInEnv();
 // Not thread-safe: the node's event loop owns it.
 class TimelineRing {
  public:
-  explicit TimelineRing(size_t capacity) : capacity_(capacity) {}
+  // Reserves the whole ring's address space at once (pages are touched only as it fills), so
+  // that adding never copies what is there.
+  explicit TimelineRing(size_t capacity) : capacity_(capacity) { events_.reserve(capacity); }
   size_t capacity() const { return capacity_; }
   bool enabled() const { return capacity_ > 0; }
   void Add(const TimelineRecord& r);
