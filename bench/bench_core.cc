@@ -3,8 +3,13 @@
 //   raw TCP ping-pong between two processes (round trip) and raw loopback TCP bandwidth.
 //
 //   build/bin/bench_core [--quick]
+//   build/bin/bench_core --timeline-overhead [--quick] [--pairs N]
 //
 // Every figure is the median of several repetitions (3 with --quick, 5 without).
+// --timeline-overhead measures what the task timeline (runtime/core/timeline.h) costs on "tasks
+// async": it runs this program again as child processes (each its own cluster, measuring only
+// tasks async), alternately with CUMULUS_TIMELINE=1 and CUMULUS_TIMELINE=0, N pairs (default 5;
+// the order within a pair alternates), and prints the medians and their ratio.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -52,6 +58,62 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// One child run of --timeline-overhead: its tasks-async rate (0 if it failed).
+double TasksAsyncChild(bool timeline, bool quick) {
+  char self[4096] = {0};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return 0;
+  std::string command = std::string("CUMULUS_TIMELINE=") + (timeline ? "1" : "0") + " '" + self +
+                        "' --only-tasks-async" + (quick ? " --quick" : "") + " 2>/dev/null";
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return 0;
+  char line[512];
+  double rate = 0;
+  while (std::fgets(line, sizeof(line), p)) {
+    if (std::strncmp(line, "TASKS_ASYNC ", 12) == 0) rate = std::atof(line + 12);
+  }
+  pclose(p);
+  return rate;
+}
+
+int TimelineOverhead(const char* argv0, bool quick, int pairs) {
+  std::printf("command: %s --timeline-overhead%s --pairs %d\n", argv0, quick ? " --quick" : "",
+              pairs);
+  std::printf(
+      "each run: its own cluster (a head and two nodes in one process), tasks async, the "
+      "median of %d repetitions of %d tasks\n",
+      quick ? 3 : 5, quick ? 5000 : 20000);
+  std::vector<double> on, off;
+  for (int i = 0; i < pairs; ++i) {
+    bool on_first = i % 2 == 0;
+    for (int k = 0; k < 2; ++k) {
+      bool timeline = (k == 0) == on_first;
+      double rate = TasksAsyncChild(timeline, quick);
+      std::printf("  pair %d: timeline %-3s %10.1f tasks/s\n", i + 1, timeline ? "on" : "off",
+                  rate);
+      std::fflush(stdout);
+      if (rate <= 0) {
+        std::fprintf(stderr, "bench_core: a child run failed\n");
+        return 1;
+      }
+      (timeline ? on : off).push_back(rate);
+    }
+  }
+  double m_on = Median(on), m_off = Median(off);
+  auto spread = [](const std::vector<double>& v) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "runs from %.0f to %.0f", *std::min_element(v.begin(), v.end()),
+                  *std::max_element(v.begin(), v.end()));
+    return std::string(buf);
+  };
+  std::printf("\n| %-34s | %12.1f %-8s | median; %s |\n", "tasks async, timeline on", m_on, "/s",
+              spread(on).c_str());
+  std::printf("| %-34s | %12.1f %-8s | anchor (same run); %s |\n", "tasks async, timeline off",
+              m_off, "/s", spread(off).c_str());
+  std::printf("| %-34s | %12.3f %-8s | overhead %.1f %% (target < 5 %%) |\n", "ratio on / off",
+              m_on / m_off, "", 100.0 * (1 - m_on / m_off));
+  return 0;
 }
 
 // ---- anchors ----------------------------------------------------------------------------------
@@ -176,10 +238,20 @@ void Row(const char* name, double value, const char* unit, const std::string& no
 
 int main(int argc, char** argv) {
   if (cumulus::IsWorker()) (void)cumulus::Init(argc, argv);  // workers never return from Init
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false, only_tasks_async = false, timeline_overhead = false;
+  int pairs = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    if (a == "--only-tasks-async") only_tasks_async = true;
+    if (a == "--timeline-overhead") timeline_overhead = true;
+    if (a == "--pairs" && i + 1 < argc) pairs = std::max(1, std::atoi(argv[++i]));
+  }
+  if (timeline_overhead) return TimelineOverhead(argv[0], quick, pairs);
   const int reps = quick ? 3 : 5;
-  std::printf("command: %s%s\n", argv[0], quick ? " --quick" : "");
-  auto caf_rtt = CafRttMicros(quick ? 2000 : 10000);
+  if (!only_tasks_async) std::printf("command: %s%s\n", argv[0], quick ? " --quick" : "");
+  auto caf_rtt = only_tasks_async ? cumulus::Result<double>(cumulus::Status::Cancelled("not asked"))
+                                  : CafRttMicros(quick ? 2000 : 10000);
 
   // A head and two nodes in this process; the driver attaches to node A.
   char tmpl[] = "/tmp/cumulus-bench-XXXXXX";
@@ -224,6 +296,24 @@ int main(int argc, char** argv) {
 
   // Warm the worker pool.
   cumulus::Get(cumulus::Task(Noop).Remote(1));
+  if (only_tasks_async) {
+    auto async_run = [](int n) {
+      std::vector<cumulus::ObjectRef<int>> refs;
+      refs.reserve(n);
+      for (int i = 0; i < n; ++i) refs.push_back(cumulus::Task(Noop).Remote(i));
+      for (auto& r : refs) cumulus::Get(r);
+    };
+    async_run(quick ? 5000 : 20000);  // warm: the workers of a burst are started
+    std::printf("TASKS_ASYNC %.1f\n", Rate(reps, quick ? 5000 : 20000, async_run));
+    std::fflush(stdout);
+    cumulus::Shutdown();
+    node_b->reset();
+    node_a->reset();
+    head->reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return 0;
+  }
 
   double rtt_us = RawTcpRttMicros(quick ? 2000 : 10000);
   std::printf("\n| %-34s | %21s | %s |\n", "benchmark", "result", "compared with");

@@ -223,7 +223,12 @@ Status CoreWorkerImpl::AnnounceJob(const std::string& record) {
 // ---- worker side -------------------------------------------------------------------------
 
 void CoreWorkerImpl::RunWorkerLoop() {
-  execution_.Run(*executor_, [this](uint64_t conn, std::string frame, bool exit_after) {
+  timeline_ = std::make_unique<TimelineBatch>(options_.timeline);
+  auto to_node = [this](std::string frame) {
+    std::lock_guard<std::mutex> lock(mu_);
+    (void)SendToNode(std::move(frame));  // (a node that went away keeps no timeline)
+  };
+  auto reply = [this](uint64_t conn, std::string frame, bool exit_after) {
     if (!exit_after) {
       channel_->Send(conn, std::move(frame));
       return;
@@ -233,7 +238,8 @@ void CoreWorkerImpl::RunWorkerLoop() {
     std::fflush(stdout);
     std::fflush(stderr);
     _exit(1);
-  });
+  };
+  execution_.Run(*executor_, reply, timeline_.get(), to_node);
 }
 
 void CoreWorkerImpl::Stop() {

@@ -37,6 +37,8 @@ struct CoreWorkerOptions {
   // waits for a head that is down or does not answer, before it fails naming the head.
   Duration head_wait = std::chrono::seconds(60);
   Clock* clock = &SystemClock::Get();  // deadlines of Get, Wait, placement groups, head retries
+  // Workers: time each task's phases and ship them to the node (runtime/core/timeline.h).
+  bool timeline = true;
 };
 
 class CoreWorker : public internal::Runtime {

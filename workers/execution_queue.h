@@ -16,6 +16,7 @@
 #include "cumulus/ids.h"
 #include "runtime/net/event_loop.h"
 #include "workers/task_executor.h"
+#include "workers/timeline_batch.h"
 
 namespace cumulus {
 
@@ -25,6 +26,7 @@ class ExecutionQueue {
     FrameWords words;  // a CoreMessage holding submitTask
     uint64_t reply_conn = 0;
     bool from_node = false;
+    int64_t received_us = 0;  // set by Push (for the timeline)
   };
 
   // Queues a task; false if it came from the node while the running task is blocked (hand it
@@ -36,7 +38,11 @@ class ExecutionQueue {
   // frame holding taskResult) to `reply` with the connection it goes back on; `exit_after`: the
   // process must end once it is written.
   using Reply = std::function<void(uint64_t conn, std::string frame, bool exit_after)>;
-  void Run(TaskExecutor& executor, const Reply& reply);
+  // With an enabled `timeline`, each run's phases are recorded there and its batches handed to
+  // `to_node` (a timelineEvents frame for the node connection) as TimelineBatch says; the last
+  // one before Run returns or the process exits (exit_after).
+  void Run(TaskExecutor& executor, const Reply& reply, TimelineBatch* timeline = nullptr,
+           const std::function<void(std::string)>& to_node = nullptr);
   // The task running now (nil if none).
   TaskId running() const;
   // The running task waits: the node's queued tasks are taken out (their ids returned).
@@ -44,6 +50,11 @@ class ExecutionQueue {
   void Unblock();
 
  private:
+  // The phases of the run of `spec` just ended, into `timeline`.
+  static void Record(TimelineBatch& timeline, proto::TaskSpec::Reader spec,
+                     proto::TaskResult::Reader result, const Item& item, const TaskTimes& times,
+                     int32_t pid);
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   TaskId running_;

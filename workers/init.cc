@@ -21,6 +21,7 @@
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
 #include "runtime/node/node_daemon.h"
+#include "runtime/core/timeline.h"
 #include "workers/core_worker.h"
 
 namespace cumulus {
@@ -112,6 +113,7 @@ Duration HeadWait() {
   o.bind_host = Env("CUMULUS_BIND_HOST").empty() ? "127.0.0.1" : Env("CUMULUS_BIND_HOST");
   o.max_lineage_depth = MaxLineageDepth();
   o.head_wait = HeadWait();
+  o.timeline = TimelineEnabledInEnv();  // the node sets CUMULUS_TIMELINE=0 when it keeps none
   auto core = CoreWorker::Start(o);
   if (!core.ok()) {
     std::fprintf(stderr, "cumulus worker: %s\n", core.status().ToString().c_str());

@@ -8,6 +8,7 @@
 #include "cumulus/remote.h"
 #include "cumulus/serialization.h"
 #include "runtime/core/messages.h"
+#include "runtime/core/timeline.h"
 #include "workers/object_reader.h"
 
 namespace cumulus {
@@ -17,7 +18,9 @@ ActorId TaskExecutor::actor_id() const {
   return actor_id_;
 }
 
-bool TaskExecutor::Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder result) {
+bool TaskExecutor::Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder result,
+                       TaskTimes* times) {
+  if (times) times->started = TimelineNowMicros();
   TaskId task = IdFrom<TaskId>(spec.getTaskId());
   std::string function = spec.getFunctionName();
   result.setTaskId(DataOf(task));
@@ -26,7 +29,7 @@ bool TaskExecutor::Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder 
   Status st;
   std::string value;
   bool exit_after = false;
-  st = Call(spec, function, &value, &result);
+  st = Call(spec, function, &value, &result, times);
   if (spec.getActorCreation() && !st.ok()) exit_after = true;
   if (st.ok() && !spec.getActorCreation()) {
     auto ret = result.initReturns(1);
@@ -58,11 +61,17 @@ bool TaskExecutor::Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder 
     result.setCode(static_cast<uint16_t>(st.code()));
     result.setMessage(st.message());
   }
+  if (times) {
+    times->stored = TimelineNowMicros();
+    if (times->fetched == 0) times->fetched = times->stored;  // (it failed before)
+    if (times->executed == 0) times->executed = times->stored;
+  }
   return exit_after;
 }
 
 Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& function,
-                          std::string* value, proto::TaskResult::Builder* result) {
+                          std::string* value, proto::TaskResult::Builder* result,
+                          TaskTimes* times) {
   const internal::RemoteFunction* fn = internal::FindFunction(function);
   if (!fn) {
     return Status::NotFound("function " + function +
@@ -104,6 +113,7 @@ Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& funct
     args.emplace_back(reinterpret_cast<const char*>(buffer->data()), buffer->size());
     buffers.push_back(std::move(*buffer));
   }
+  if (times) times->fetched = TimelineNowMicros();
   Status st;
   try {
     if (spec.getActorCreation()) {
@@ -148,6 +158,7 @@ Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& funct
     st = Status::TaskFailed(function + " threw a non-standard exception on node " +
                             options_.node.Hex());
   }
+  if (times) times->executed = TimelineNowMicros();
   cleanup();
   return st;
 }

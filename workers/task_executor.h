@@ -31,20 +31,30 @@ struct TaskExecutorOptions {
   std::function<Result<std::string>()> start_actor_listener;
 };
 
+// When a run's phases ended (TimelineNowMicros), for the timeline.
+struct TaskTimes {
+  int64_t started = 0;   // Run began: the argument fetch begins
+  int64_t fetched = 0;   // the arguments were read
+  int64_t executed = 0;  // the function (or constructor, or method) returned
+  int64_t stored = 0;    // the result was stored (or put inline): Run ends
+};
+
 class TaskExecutor {
  public:
   explicit TaskExecutor(TaskExecutorOptions options) : options_(std::move(options)) {}
 
   // Runs `spec` and fills `result` (its id, node and pid; the return value, or the error). True
-  // if the process must exit once it has answered (an actor's constructor failed).
-  bool Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder result);
+  // if the process must exit once it has answered (an actor's constructor failed). With `times`,
+  // when each phase ended (an argument that could not be read ends all of them at once).
+  bool Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder result,
+           TaskTimes* times = nullptr);
 
   ActorId actor_id() const;
   bool was_restarted() const { return was_restarted_; }
 
  private:
   Status Call(proto::TaskSpec::Reader spec, const std::string& function, std::string* value,
-              proto::TaskResult::Builder* result);
+              proto::TaskResult::Builder* result, TaskTimes* times);
 
   TaskExecutorOptions options_;
   std::shared_ptr<void> actor_;  // the actor this process hosts, once built

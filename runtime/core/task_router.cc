@@ -24,6 +24,7 @@ WorkerPoolOptions PoolOptions(const TaskRouterOptions& o) {
                    {"CUMULUS_BIND_HOST", o.bind_host},
                    {"CUMULUS_HEAD", o.head.ToString()},
                    {"CUMULUS_TOKEN", o.token}};
+  if (o.timeline_events == 0) p.environment.emplace_back("CUMULUS_TIMELINE", "0");
   p.work_dir = o.work_dir;
   size_t cpus = static_cast<size_t>(o.total.GetUnits("CPU") / ResourceSet::kUnit);
   p.max_task_workers = o.max_task_workers ? o.max_task_workers : std::max<size_t>(4, 2 * cpus);
@@ -44,6 +45,7 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
       memory_({o.memory_threshold, o.memory_worker_limit, o.memory_check_every, o.node_id.Hex(),
                o.work_dir}),
       machine_(o.gpu_ids),
+      timeline_(o.timeline_events),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
 

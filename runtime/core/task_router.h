@@ -29,6 +29,7 @@
 #include "cumulus/status.h"
 #include "runtime/base/clock.h"
 #include "runtime/core/messages.h"
+#include "runtime/core/timeline.h"
 #include "runtime/head/membership.h"
 #include "runtime/net/tcp.h"
 #include "runtime/object_store/object_store.h"
@@ -59,6 +60,9 @@ struct TaskRouterOptions {
   double memory_threshold = 0.95;
   Duration memory_check_every = std::chrono::milliseconds(250);
   uint64_t memory_worker_limit = 0;  // 0: the machine's memory
+  // The task timeline's ring, in events (runtime/core/timeline.h); 0 turns the timeline off
+  // here and in the workers started here (CUMULUS_TIMELINE=0 in their environment).
+  size_t timeline_events = kDefaultTimelineEvents;
   // A driver attached to this node went away (called on the router's thread; must not block).
   std::function<void(const JobId&)> on_job_end;
   // A worker died under work (for `cumulus status`'s recent failures; same thread rules).

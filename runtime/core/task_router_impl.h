@@ -47,8 +47,8 @@ class TaskRouter::Impl : public NodeContext {
 
  private:
   // kCaller: a process outside every job over TCP with the cluster token (`cumulus list|describe|
-  // top|call`): it may ask about state, submit normal tasks of a job, cancel them, and free stored
-  // objects (the results it has read).
+  // top|call|timeline`): it may ask about state and for the timeline, submit normal tasks of a job,
+  // cancel them, and free stored objects (the results it has read).
   enum class Role { kUnknown, kDriver, kWorker, kPeer, kCaller };
 
   // What this node knows of a connection (its socket is the event loop's).
@@ -87,6 +87,11 @@ class TaskRouter::Impl : public NodeContext {
   void HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
+  // The timeline (task_router_timeline.cc): a worker's batch, a client's request, and the node's
+  // own event for a task a worker of its answered.
+  void HandleTimelineEvents(Conn& c, proto::TimelineEvents::Reader batch);
+  void HandleTimelineRequest(uint64_t id, proto::TimelineRequest::Reader request);
+  void RecordScheduled(const RoutedTask& t, const Worker& w);
   JobId JobOf(const Conn& c);
 
   // ---- task_router_state.cc: state queries (`cumulus list|describe|top`) ---------------------
@@ -132,6 +137,7 @@ class TaskRouter::Impl : public NodeContext {
   MemoryMonitor memory_;
   MachineStats machine_;  // CPU, memory and GPU use, for `cumulus top`
   TimePoint next_machine_sample_{};
+  TimelineRing timeline_;  // loop thread
   std::unique_ptr<EventLoop> loop_;
   // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
   // job programs' fetches, so that a long pull does not hold the head's requests back.

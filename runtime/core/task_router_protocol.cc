@@ -50,10 +50,12 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
         return HandleFree(c, msg.getFreeObjects());
       case proto::CoreMessage::STATE_QUERY:
         return HandleStateQuery(id, msg.getStateQuery());
+      case proto::CoreMessage::TIMELINE_REQUEST:
+        return HandleTimelineRequest(id, msg.getTimelineRequest());
       default:
         return Close(id,
-                     "a caller may only ask about state, submit and cancel tasks, and free their "
-                     "results");
+                     "a caller may only ask about state or the timeline, submit and cancel tasks, "
+                     "and free their results");
     }
   }
   switch (msg.which()) {
@@ -82,6 +84,8 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     }
     case proto::CoreMessage::WORKER_BLOCKED:
       return HandleBlocked(c, msg.getWorkerBlocked());
+    case proto::CoreMessage::TIMELINE_EVENTS:
+      return HandleTimelineEvents(c, msg.getTimelineEvents());
     case proto::CoreMessage::CREATE_GROUP:
       if (c.role == Role::kPeer) return Close(id, "a node may not create a group on another");
       groups_.Create(id, JobOf(c), msg.getCreateGroup());
@@ -113,8 +117,8 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
 
 void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reader h) {
   if (c.tcp) {
-    // Over TCP only other nodes and callers (`cumulus list|describe|top|call`), and only with the
-    // cluster token.
+    // Over TCP only other nodes and callers (`cumulus list|describe|top|call|timeline`), and only
+    // with the cluster token.
     if (h.isCaller() && TokensEqual(h.getCaller().getToken(), options_.token)) {
       c.role = Role::kCaller;
       loop_->Authenticated(id, kMaxCoreFrameBytes);
@@ -181,6 +185,7 @@ void TaskRouter::Impl::HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reade
                                     const FrameWords& words) {
   RoutedTask t = TaskFromSpec(spec, words, id);
   if (t.id.IsNil()) return Close(id, "submitted a task without a valid id");
+  if (timeline_.enabled()) t.arrived_us = TimelineNowMicros();
   if (tasks_.Contains(t.id)) return;  // a duplicate: the first copy's result answers it
   if (Status numbers = CheckTaskSpecNumbers(spec); !numbers.ok()) {
     return Send(id, ErrorResultFrame(t.id, node_id_, numbers.WithContext(t.What())));
@@ -212,6 +217,9 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
   if (c.role == Role::kWorker) {
     if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
     (result.getCode() == 0 ? counters_.tasks_finished : counters_.tasks_failed)++;
+    if (timeline_.enabled()) {
+      if (const Worker* w = leases_.workers().Find(c.worker)) RecordScheduled(*t, *w);
+    }
   } else if (c.role == Role::kPeer) {
     // Only from the node it was forwarded to, while it is there: a node declared dead that
     // wakes up must not answer for a task that was placed again.

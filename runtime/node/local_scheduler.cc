@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/base/logging.h"
+#include "runtime/core/timeline.h"
 #include "runtime/net/frame.h"
 #include "scheduler/node_policy.h"
 
@@ -143,6 +144,7 @@ void LocalScheduler::Assign(Worker& w, RoutedTask& t) {
     w.actor = t.actor;
     w.actor_class = t.function;
   }
+  t.dispatched_us = TimelineNowMicros();
   w.assigned.push_back(t.id);
   if (w.conn) node_.SendToConn(w.conn, t.frame);  // else sent when the worker says hello
 }

@@ -187,6 +187,13 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   router.gpu_ids = d->record_.gpu_ids;
   router.clock = options.clock;
   ReadMemoryMonitorEnvironment(router);
+  if (auto events = TimelineEventsFromEnv(options.timeline_events); events.ok()) {
+    router.timeline_events = *events;
+  } else {
+    CUMULUS_LOG(WARN) << "node: " << events.status().message() << "; keeping "
+                      << options.timeline_events << " timeline events";
+    router.timeline_events = options.timeline_events;
+  }
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
   auto started = TaskRouter::Start(router);

@@ -14,6 +14,7 @@
 #include "cumulus/status.h"
 #include "runtime/base/clock.h"
 #include "runtime/core/task_router.h"
+#include "runtime/core/timeline.h"
 #include "runtime/head/control_client.h"
 #include "runtime/net/tcp.h"
 #include "runtime/node/job_supervisor.h"
@@ -41,6 +42,9 @@ struct NodeDaemonOptions {
   // While the head cannot be reached, a line this often says so (how long, the last error);
   // CUMULUS_CUT_OFF_REPORT_MS (100-3600000) overrides it.
   Duration cut_off_report_every = std::chrono::seconds(30);
+  // The task timeline's ring (`cumulus timeline`), in events of ~128 bytes; 0 turns it off.
+  // CUMULUS_TIMELINE=0 turns it off, CUMULUS_TIMELINE_EVENTS=N sets it (runtime/core/timeline.h).
+  size_t timeline_events = kDefaultTimelineEvents;
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
 };
 

@@ -61,6 +61,9 @@ struct RoutedTask {
     if (attempts.size() >= kMaxTaskAttemptsKept) attempts.erase(attempts.begin());
     attempts.push_back(std::move(a));
   }
+  // For the timeline: when it arrived here, when it was handed to its worker (wall micros).
+  int64_t arrived_us = 0;
+  int64_t dispatched_us = 0;
 
   std::string What() const { return (actor_creation ? "actor " : "task ") + function; }
 };

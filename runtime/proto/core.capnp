@@ -101,6 +101,9 @@ struct CoreMessage {
                                       # that nodes start its workers without asking the head
     stateQuery @15 :StateQuery;       # a `caller` (cumulus list/describe/top) -> node, over TCP
     stateReply @16 :StateReply;       # node -> that caller
+    timelineRequest @17 :TimelineRequest;  # client->node, over TCP after a caller hello
+    timelineEvents @18 :TimelineEvents;    # worker->node: a batch of its events;
+                                           # node->client: the answer to timelineRequest
   }
 }
 
@@ -131,6 +134,37 @@ struct StateReply {
   more @3 :Bool;                      # rows beyond `limit` matched too
   matched @4 :UInt64;                 # rows that matched the filters, in all
   nodeId @5 :Data;
+}
+
+# The task timeline (runtime/core/timeline.h): what ran where, and when, in wall-clock
+# microseconds since the epoch of the machine that recorded it.
+struct TimelineEvent {
+  taskId @0 :Data;
+  attempt @1 :UInt32;
+  kind @2 :UInt8;        # 0: run by a worker (t0..t4 set), 1: scheduled by the node (t0, t1)
+  flags @3 :UInt8;       # bit 0: an actor method call, bit 1: an actor's constructor
+  code @4 :UInt16;       # cumulus::StatusCode of the run; 0: it succeeded
+  workerPid @5 :Int32;   # the worker that ran it (or was handed it)
+  function @6 :Text;     # the registered name, truncated to 47 bytes
+  # run: received by the worker, started (argument fetch begins), arguments read, function
+  # returned, result stored (the end). scheduled: arrived at the node, handed to the worker.
+  t0 @7 :Int64;
+  t1 @8 :Int64;
+  t2 @9 :Int64;
+  t3 @10 :Int64;
+  t4 @11 :Int64;
+}
+
+struct TimelineRequest {
+  jobId @0 :Data;        # 4 bytes: only this job's events; empty: every job's
+}
+
+struct TimelineEvents {
+  nodeId @0 :Data;       # the node answering (empty in a worker's batch)
+  events @1 :List(TimelineEvent);
+  dropped @2 :UInt64;    # events the node's ring let go (the oldest first) since it started
+  capacity @3 :UInt64;   # the ring's bound, in events; 0: the timeline is off on that node
+  hostname @4 :Text;
 }
 
 struct JobInfo {

@@ -1,0 +1,103 @@
+#include "runtime/core/timeline.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "runtime/base/numeric.h"
+
+namespace cumulus {
+
+TaskId TimelineRecord::Task() const {
+  return TaskId::FromBinary(std::string_view(reinterpret_cast<const char*>(task), TaskId::kSize));
+}
+
+void TimelineRecord::SetFunction(const char* name, size_t n) {
+  n = std::min(n, kTimelineFunctionBytes - 1);
+  std::memcpy(function, name, n);
+  function[n] = '\0';
+}
+
+int64_t TimelineNowMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+namespace {
+bool SaysOff(const char* v) {
+  std::string_view s(v ? v : "");
+  return s == "0" || s == "off" || s == "false" || s == "no";
+}
+}  // namespace
+
+bool TimelineEnabledInEnv() { return !SaysOff(std::getenv("CUMULUS_TIMELINE")); }
+
+Result<size_t> TimelineEventsFromEnv(size_t fallback) {
+  if (!TimelineEnabledInEnv()) return size_t{0};
+  auto n = IntegerFromEnv("CUMULUS_TIMELINE_EVENTS",
+                          {1, static_cast<int64_t>(kMaxTimelineEvents), "events"});
+  if (!n.ok()) return n.status();
+  return *n ? static_cast<size_t>(**n) : fallback;
+}
+
+void TimelineRing::Add(const TimelineRecord& r) {
+  if (capacity_ == 0) return;
+  if (events_.size() < capacity_) {
+    events_.push_back(r);
+    return;
+  }
+  events_[next_] = r;
+  next_ = (next_ + 1) % capacity_;
+  ++dropped_;
+}
+
+void TimelineRing::ForEach(const JobId& job,
+                           const std::function<void(const TimelineRecord&)>& fn) const {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const TimelineRecord& r = events_[(next_ + i) % events_.size()];
+    if (!job.IsNil() && r.Task().Job() != job) continue;
+    fn(r);
+  }
+}
+
+void ToProto(const TimelineRecord& r, proto::TimelineEvent::Builder out) {
+  out.setTaskId(capnp::Data::Reader(r.task, TaskId::kSize));
+  out.setAttempt(r.attempt);
+  out.setKind(r.kind);
+  out.setFlags(r.flags);
+  out.setCode(r.code);
+  out.setWorkerPid(r.worker_pid);
+  out.setFunction(r.function);
+  out.setT0(r.t[0]);
+  out.setT1(r.t[1]);
+  out.setT2(r.t[2]);
+  out.setT3(r.t[3]);
+  out.setT4(r.t[4]);
+}
+
+bool FromProto(proto::TimelineEvent::Reader in, TimelineRecord* out) {
+  auto id = in.getTaskId();
+  if (id.size() != TaskId::kSize) return false;
+  if (in.getKind() != TimelineRecord::kRun && in.getKind() != TimelineRecord::kScheduled) {
+    return false;
+  }
+  std::memcpy(out->task, id.begin(), TaskId::kSize);
+  out->attempt = in.getAttempt();
+  out->kind = in.getKind();
+  out->flags = in.getFlags();
+  out->code = in.getCode();
+  out->worker_pid = in.getWorkerPid();
+  auto f = in.getFunction();
+  out->SetFunction(f.cStr(), f.size());
+  out->t[0] = in.getT0();
+  out->t[1] = in.getT1();
+  out->t[2] = in.getT2();
+  out->t[3] = in.getT3();
+  out->t[4] = in.getT4();
+  return true;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,88 @@
+// The task timeline: what ran on which worker of a node, and when, for `cumulus timeline`.
+//
+// Events are recorded where they happen: a worker times each task it runs (received, argument
+// fetch, execution, result store) into a small buffer of its own and ships it to its node in
+// batches (TimelineBatch, workers/timeline_batch.h); the node times how long it held each task
+// before handing it to a worker, and keeps every event in a TimelineRing, a bounded ring that lets
+// the oldest events go (and counts them) when it is full. The CLI fetches the rings of all nodes
+// (timelineRequest / timelineEvents in runtime/proto/core.capnp) and writes a Chrome trace.
+//
+// Times are wall-clock microseconds since the epoch (CLOCK_REALTIME) of the recording machine:
+// the worker and its node share one clock; nodes on different machines are as far apart as their
+// clocks are (keep them in sync with NTP/chrony).
+//
+// The switch and the bound: CUMULUS_TIMELINE=0 turns the timeline off on a node and its workers;
+// CUMULUS_TIMELINE_EVENTS=N bounds each node's ring (default kDefaultTimelineEvents).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cumulus/ids.h"
+#include "cumulus/status.h"
+#include "runtime/proto/core.capnp.h"
+
+namespace cumulus {
+
+constexpr size_t kDefaultTimelineEvents = 65536;  // ~8 MiB per node (128 bytes an event)
+constexpr size_t kMaxTimelineEvents = 262144;     // the answer must fit one core frame
+constexpr size_t kTimelineFunctionBytes = 48;     // names are truncated to 47 bytes
+
+// One event, a plain value (no allocation to record it).
+struct TimelineRecord {
+  enum Kind : uint8_t { kRun = 0, kScheduled = 1 };
+  enum Flags : uint8_t { kActorCall = 1, kActorCreation = 2 };
+  uint8_t task[TaskId::kSize] = {};
+  uint32_t attempt = 0;
+  uint8_t kind = kRun;
+  uint8_t flags = 0;
+  uint16_t code = 0;
+  int32_t worker_pid = 0;
+  // kRun: received, started, arguments read, returned, stored. kScheduled: arrived, dispatched.
+  int64_t t[5] = {};
+  char function[kTimelineFunctionBytes] = {};
+
+  void SetTask(const TaskId& id) { std::memcpy(task, id.data(), TaskId::kSize); }
+  TaskId Task() const;
+  void SetFunction(const char* name, size_t n);
+};
+
+// Wall-clock microseconds since the epoch (CLOCK_REALTIME; a vDSO read, no system call).
+int64_t TimelineNowMicros();
+
+// The ring's bound from the environment: 0 if CUMULUS_TIMELINE is 0/off/false, else
+// CUMULUS_TIMELINE_EVENTS (1..kMaxTimelineEvents) or `fallback`. A bad value is an error.
+Result<size_t> TimelineEventsFromEnv(size_t fallback);
+// Whether this process (a worker) records events: CUMULUS_TIMELINE is not 0/off/false.
+bool TimelineEnabledInEnv();
+
+// A node's events, oldest first; when full, each new event replaces the oldest.
+// Not thread-safe: the node's event loop owns it.
+class TimelineRing {
+ public:
+  // Reserves the whole ring's address space at once (pages are touched only as it fills), so
+  // that adding never copies what is there.
+  explicit TimelineRing(size_t capacity) : capacity_(capacity) { events_.reserve(capacity); }
+  size_t capacity() const { return capacity_; }
+  bool enabled() const { return capacity_ > 0; }
+  void Add(const TimelineRecord& r);
+  uint64_t dropped() const { return dropped_; }
+  size_t size() const { return events_.size(); }
+  // Each event of `job` (nil: of every job), oldest first.
+  void ForEach(const JobId& job, const std::function<void(const TimelineRecord&)>& fn) const;
+
+ private:
+  size_t capacity_;
+  std::vector<TimelineRecord> events_;  // grows to capacity_, then wraps at next_
+  size_t next_ = 0;
+  uint64_t dropped_ = 0;
+};
+
+void ToProto(const TimelineRecord& r, proto::TimelineEvent::Builder out);
+// False if the event is malformed (a task id of the wrong size, an unknown kind).
+bool FromProto(proto::TimelineEvent::Reader in, TimelineRecord* out);
+
+}  // namespace cumulus
