@@ -127,7 +127,8 @@ TEST_F(MetricsTest, PrometheusScrapesTheHeadAndANode) {
   // kernel's choosing, read back from their ready lines.
   auto head = std::make_unique<Subprocess>(std::vector<std::string>{
       kCumulus, "start", "--head", "--block", "--port", "0", "--data-dir", dir_.path() + "/head",
-      "--object-store-memory", "64M", "--resources", "CPU=2,GPU=0", "--metrics-port", "0"});
+      // The store holds the driver's program too (about 70 MiB with debug information).
+      "--object-store-memory", "256M", "--resources", "CPU=2,GPU=0", "--metrics-port", "0"});
   auto head_ready = head->WaitForLine("cumulus head ready", 30s);
   ASSERT_TRUE(head_ready) << "the head did not start";
   address_ = Field(*head_ready, "address");
