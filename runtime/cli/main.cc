@@ -20,7 +20,7 @@ Commands:
   trials          tuning experiments and their trials (--plot FILE.svg draws them)
   stop            stop what 'cumulus start' started on this machine
   up              start a cluster and its autoscaler from a cluster file (bursting)
-  down            terminate the autoscaler's nodes, then stop;  drain NODE: retire one
+  down            terminate the autoscaler's nodes, then stop;  drain NODE: retire a node
   object-store    run or inspect a node's object store (shared memory + RocksDB)
 
 Options:

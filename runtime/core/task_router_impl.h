@@ -70,6 +70,7 @@ class TaskRouter::Impl : public NodeContext {
   void WorkerExited(const WorkerId& id);
   void Housekeeping(TimePoint now);
   void SnapshotTasks();
+  void SnapshotWork();
 
   // ---- task_router_protocol.cc: the core protocol ---------------------------------------------
   void OnFrame(uint64_t id, FrameWords words);
@@ -146,6 +147,7 @@ class TaskRouter::Impl : public NodeContext {
   std::vector<int64_t> startup_micros_;
   std::vector<TaskStateRow> shared_tasks_;
   size_t shared_tasks_total_ = 0;
+  NodeWork shared_work_;
 
   friend class TaskRouter;
 };

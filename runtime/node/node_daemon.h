@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,11 @@ struct NodeDaemonOptions {
   // CUMULUS_CUT_OFF_REPORT_MS (100-3600000) overrides it.
   Duration cut_off_report_every = std::chrono::seconds(30);
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
+  // Called once (on the daemon's thread; must not block) when the head marked this node DRAINING
+  // and it runs and serves nothing and its store holds no object: the owner of the process
+  // should then destroy the daemon (it tells the head it left: STOPPED, not failed). Unset (the
+  // head's own node, embedded nodes): a drained node only stops taking work.
+  std::function<void()> on_drained;
 };
 
 class NodeDaemon {
@@ -74,6 +80,7 @@ class NodeDaemon {
   void Run();
   void OnJobEnded(const JobId& job);  // from the router's thread
   void OnFailure(const std::string& what);
+  std::string DrainNote();  // on the daemon's thread: what a draining node waits for ("" if none)
 
   NodeDaemonOptions options_;
   std::unique_ptr<ObjectStore> store_;
@@ -97,6 +104,8 @@ class NodeDaemon {
   std::optional<TimePoint> cut_off_since_;
   TimePoint next_cut_off_report_{};
   std::string head_error_;
+  bool drained_ = false;                                          // on_drained was called
+  std::string leave_reason_ = "cumulus stop, SIGTERM or SIGINT";  // set before on_drained
   std::thread thread_;
 };
 
