@@ -59,14 +59,15 @@ Drains NODE (a node id or a prefix of it; any alive node, on-prem or launched by
 The head marks it DRAINING, which every node learns with its next heartbeat:
   - no new task, actor or placement-group bundle is placed on it; work that only it could run
     waits as pending demand (an autoscaler may launch a node for it) instead of failing;
-  - work submitted to it is forwarded to other nodes; what runs or is queued on its workers,
-    and work in placement-group bundles it holds, finishes there;
+  - work submitted to it is forwarded to other nodes (what waits for room there keeps it up
+    meanwhile); what runs or is queued on its workers, and work in placement-group bundles it
+    holds, finishes there;
   - once it runs nothing (no tasks, actors, busy workers, bundles or connected drivers) and its
     object store holds no object, it leaves by itself: 'cumulus status' shows it STOPPED. Its
     objects are not handed to another node yet: it waits until their owners free them, and
     'cumulus status' says what it waits for ("waiting for 2 objects").
-A node that also runs the head stops taking work but does not leave. A launched node is
-terminated by the autoscaler once it left. The mark is kept by the head (it survives a restart).
+A node that also runs the head stops taking work but does not leave. The autoscaler terminates
+a launched node's instance once the node no longer waits for anything (or is gone). The mark is kept by the head (it survives a restart).
   --wait       wait until the node left; exit 0 when it did, 1 if it died or time ran out
   --timeout S  how long --wait waits (default 600, 1 to 86400)
 An unknown or ambiguous NODE is one line on stderr and exit status 2.
