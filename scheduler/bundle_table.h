@@ -57,6 +57,7 @@ class BundleTable {
   HeldBundle* Find(const BundleKey& key);
   // Groups of `job` with a bundle held here.
   std::set<PlacementGroupId> GroupsOf(const JobId& job) const;
+  size_t size() const { return held_.size(); }  // bundles held
 
  private:
   std::map<BundleKey, HeldBundle> held_;

@@ -184,6 +184,9 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
     matching.push_back(&n);
     if (!n.total.Contains(req.demand)) continue;
     feasible.push_back(&n);
+    bool pinned_here = req.strategy == PlacementStrategy::kNodeAffinity && !req.affinity_soft &&
+                       n.id == req.affinity_node;
+    if (n.draining && !pinned_here) continue;  // no new work, but counted as feasible
     if (n.available.Contains(req.demand)) ready.push_back(&n);
   }
   if (matching.empty()) {
@@ -220,9 +223,14 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
   }
 
   if (ready.empty()) {
+    size_t draining = static_cast<size_t>(std::count_if(
+        feasible.begin(), feasible.end(), [](const NodeView* n) { return n->draining; }));
     d.kind = PlacementDecision::kWait;
-    d.reason = "waiting for " + req.demand.ToString() + ": " + std::to_string(feasible.size()) +
-               " node(s) could run it, none has it free now";
+    d.reason = draining == feasible.size()
+                   ? "waiting for " + req.demand.ToString() + ": only draining node(s) could run it"
+                   : "waiting for " + req.demand.ToString() + ": " +
+                         std::to_string(feasible.size() - draining) +
+                         " node(s) could run it, none has it free now";
     return d;
   }
 
@@ -351,7 +359,7 @@ PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
   std::vector<NodeView> now, ever;
   for (const NodeView& n : cluster.nodes) {
     if (!n.alive || !labels.Matches(n.labels)) continue;
-    now.push_back(n);
+    if (!n.draining) now.push_back(n);  // no new bundles on a draining node; counted below
     NodeView empty = n;
     empty.available = n.total;
     ever.push_back(empty);

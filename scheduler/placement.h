@@ -4,7 +4,8 @@
 //
 // Every decision is one of
 //   kPlace       run it on `node` (or the bundles on `bundle_nodes`) now;
-//   kWait        it fits the cluster but not the resources free now: queue it (pending demand);
+//   kWait        it fits the cluster but not the resources free now, or only draining nodes
+//                could run it: queue it (pending demand);
 //   kInfeasible  no alive node could ever run it: fail at once with `reason`.
 #pragma once
 
@@ -25,6 +26,11 @@ struct NodeView {
   ResourceSet available;
   Labels labels;
   bool alive = true;
+  // Draining: it takes no new task, actor or bundle, but still counts for feasibility, so work
+  // only it could run waits (pending demand an autoscaler can launch for) instead of failing.
+  // A hard node affinity to it is still honoured (the caller pinned it; a task forwarded to it
+  // before it was marked must run there).
+  bool draining = false;
 };
 
 struct ClusterSnapshot {

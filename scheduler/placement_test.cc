@@ -201,6 +201,66 @@ TEST_F(PlacementTest, GroupStrategies) {
 
 // Whatever the cluster, a placed task fits the node's free resources, and a task is infeasible
 // exactly when no alive matching node's total could hold it.
+// A draining node takes no new task, actor or bundle, but still counts for feasibility: what
+// only it could run waits (pending demand) instead of failing as infeasible.
+TEST_F(PlacementTest, DrainingNodeGetsNoNewWorkButCountsForFeasibility) {
+  cluster_.nodes[2].draining = true;  // onprem_cpu_, the local node
+  auto d = PlaceTask(cluster_, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_NE(d.node, onprem_cpu_.id) << "the local node drains: its new work goes elsewhere";
+  PlacementRequest spread = Ask("CPU=1");
+  spread.strategy = PlacementStrategy::kSpread;
+  EXPECT_NE(PlaceTask(cluster_, spread).node, onprem_cpu_.id) << "the least loaded, but draining";
+  spread.argument_bytes[onprem_cpu_.id] = 1 << 20;
+  spread.strategy = PlacementStrategy::kDefault;
+  EXPECT_NE(PlaceTask(cluster_, spread).node, onprem_cpu_.id) << "holds the arguments, but drains";
+
+  // Only the draining node has `custom`: the task waits, saying why; it is not infeasible.
+  auto only = PlaceTask(cluster_, Ask("custom=1"));
+  EXPECT_EQ(only.kind, PlacementDecision::kWait);
+  EXPECT_NE(only.reason.find("only draining node"), std::string::npos) << only.reason;
+  // What no node could run, draining or not, is still infeasible.
+  EXPECT_EQ(PlaceTask(cluster_, Ask("custom=5")).kind, PlacementDecision::kInfeasible);
+
+  // A soft affinity to it goes elsewhere; a hard one (pinned by the caller, or a task forwarded
+  // to it before the mark arrived) is still honoured.
+  PlacementRequest soft = Ask("CPU=1");
+  soft.strategy = PlacementStrategy::kNodeAffinity;
+  soft.affinity_node = onprem_cpu_.id;
+  soft.affinity_soft = true;
+  auto s = PlaceTask(cluster_, soft);
+  ASSERT_EQ(s.kind, PlacementDecision::kPlace);
+  EXPECT_NE(s.node, onprem_cpu_.id);
+  soft.affinity_soft = false;
+  auto hard = PlaceTask(cluster_, soft);
+  ASSERT_EQ(hard.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(hard.node, onprem_cpu_.id);
+
+  // Every node draining: everything that fits waits.
+  for (auto& n : cluster_.nodes) n.draining = true;
+  EXPECT_EQ(PlaceTask(cluster_, Ask("CPU=1")).kind, PlacementDecision::kWait);
+}
+
+TEST_F(PlacementTest, DrainingNodeGetsNoNewBundles) {
+  cluster_.nodes[2].draining = true;  // onprem_cpu_: the only node with 16 CPUs
+  auto spread = PlaceGroup(cluster_, {*ResourceSet::Parse("CPU=1"), *ResourceSet::Parse("CPU=1")},
+                           GroupStrategy::kSpread);
+  ASSERT_EQ(spread.kind, PlacementDecision::kPlace);
+  for (auto& n : spread.bundle_nodes) EXPECT_NE(n, onprem_cpu_.id);
+  // Only the draining node could hold it: it waits, it is not infeasible.
+  auto big = PlaceGroup(cluster_, {*ResourceSet::Parse("CPU=12")}, GroupStrategy::kStrictPack);
+  EXPECT_EQ(big.kind, PlacementDecision::kWait) << big.reason;
+  // STRICT_SPREAD over 3 nodes, one of them draining: waits (the cluster has 3 nodes).
+  auto three = PlaceGroup(cluster_, std::vector<ResourceSet>(3, *ResourceSet::Parse("CPU=1")),
+                          GroupStrategy::kStrictSpread);
+  EXPECT_EQ(three.kind, PlacementDecision::kWait) << three.reason;
+  cluster_.nodes[2].draining = false;
+  EXPECT_EQ(PlaceGroup(cluster_, std::vector<ResourceSet>(3, *ResourceSet::Parse("CPU=1")),
+                       GroupStrategy::kStrictSpread)
+                .kind,
+            PlacementDecision::kPlace);
+}
+
 TEST(PlacementPropertyTest, NeverOvercommitsAndInfeasibleMeansImpossible) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed=" + std::to_string(seed));

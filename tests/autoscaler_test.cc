@@ -224,7 +224,7 @@ TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
 }
 
 // `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
-// before its idle timeout. An on-prem node is refused with the reason.
+// before its idle timeout. An on-prem node drains and leaves too.
 TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
   StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/600));
   auto driver = Driver({"--cpus=3", "--hold_ms=3000"});
@@ -237,9 +237,13 @@ TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
       << out;
   ExpectChecks(driver->ReadAll(60s), {"ran"});
   EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 20s)) << Status();
-  EXPECT_EQ(Cli({"drain", onprem_id_, "--address", address_, "--token-file", token_file_}, &out),
-            1);
-  EXPECT_NE(out.find("not launched by the autoscaler"), std::string::npos) << out;
+  // An on-prem node drains too: it leaves by itself once idle (STOPPED, not failed).
+  EXPECT_EQ(Cli({"drain", onprem_id_, "--wait", "--timeout", "30", "--address", address_,
+                 "--token-file", token_file_},
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("left the cluster (stopped: drained)"), std::string::npos) << out;
 }
 
 TEST_F(AutoscalerTest, BadArgumentsAreOneLineAndExit2) {

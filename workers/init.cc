@@ -131,9 +131,13 @@ Duration HeadWait() {
 
 Result<NodeRecord> FindLocalNode(ControlClient& head) {
   CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head.GetClusterStatus());
-  for (auto& n : view.nodes) {
-    if (n.state != NodeState::kAlive || n.core_socket.empty()) continue;
-    if (access(n.core_socket.c_str(), R_OK | W_OK) == 0) return n;
+  // A draining node only if no other runs here: a driver attached to it would keep it up.
+  for (bool draining_too : {false, true}) {
+    for (auto& n : view.nodes) {
+      if (n.state != NodeState::kAlive || n.core_socket.empty()) continue;
+      if (n.draining && !draining_too) continue;
+      if (access(n.core_socket.c_str(), R_OK | W_OK) == 0) return n;
+    }
   }
   return Status::NotFound("no node of the cluster at " + head.head().ToString() +
                           " runs on this machine: start one with `cumulus start --address " +

@@ -228,6 +228,14 @@ Status Monitor::RunRound() {
       (void)head_->KvDelete(kAutoscalerNamespace, key);
     }
   }
+  // A node marked DRAINING on the head (`cumulus drain`, or this monitor) is draining in the
+  // books too.
+  for (auto& n : view.nodes) {
+    auto id = n.labels.find(kInstanceIdLabel);
+    if (!n.draining || n.state != NodeState::kAlive || id == n.labels.end()) continue;
+    auto it = books_.instances.find(id->second);
+    if (it != books_.instances.end()) it->second.draining = true;
+  }
 
   std::map<std::string, double> prices;
   for (auto& t : options_.config.node_types) prices[t.name] = t.price_per_hour;
@@ -264,6 +272,12 @@ Status Monitor::RunRound() {
     if (it == books_.instances.end() || it->second.draining) continue;
     CUMULUS_LOG(INFO) << "autoscaler: draining " << d.node << " (" << d.why << ")";
     it->second.draining = true;
+    // The head marks it too, so placement gives it no new work (the books alone would not).
+    if (auto id = NodeId::FromHex(d.node); id.ok()) {
+      Status marked = head_->DrainNode(*id, "autoscaler: " + d.why);
+      if (!marked.ok())
+        CUMULUS_LOG(WARN) << "autoscaler: cannot mark " << d.node << " draining: " << marked;
+    }
   }
   for (auto& t : decision_.terminations) {
     auto in = built.instance_of.find(t.node);

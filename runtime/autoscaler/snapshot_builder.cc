@@ -63,6 +63,12 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     node.free = n.available;
     node.labels = n.labels;
     node.busy = !(n.available == n.total);
+    if (n.draining) {
+      // Marked DRAINING on the head: it takes no new work (no capacity for demand), and while
+      // it says it waits (for tasks, actors or objects others may read) it is not terminated.
+      node.free = ResourceSet();
+      node.holds_sole_copy = n.drain_note.rfind("waiting for", 0) == 0;
+    }
     if (node.busy) {
       idle_since->erase(hex);
       node.idle_since = -1;
@@ -78,7 +84,7 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
         built.instance_of[hex] = instance->second;
         built.registered.insert(instance->second);
         auto in = books.instances.find(instance->second);
-        if (in != books.instances.end() && in->second.draining)
+        if ((in != books.instances.end() && in->second.draining) || n.draining)
           node.state = autoscale::NodeState::kDraining;
       }
     }

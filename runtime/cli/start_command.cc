@@ -438,6 +438,8 @@ int StartNode(const Flags& flags) {
     std::fprintf(stderr, "cumulus: %s\n", st.message().c_str());
     return 1;
   }
+  // A drained node (cumulus drain) stops itself the way `cumulus stop` does: it leaves as STOPPED.
+  node.on_drained = [] { kill(getpid(), SIGTERM); };
   auto serve = [&](ReadyFn ready) -> int {
     sigset_t stop = BlockStopSignals();
     auto daemon = NodeDaemon::Start(node);

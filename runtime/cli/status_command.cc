@@ -102,6 +102,9 @@ std::string JsonNode(const NodeRecord& n, const std::map<std::string, NodeDisk>&
          ",\"object_store\":" + JsonString(n.object_store_address) +
          ",\"pid\":" + std::to_string(n.pid) +
          (n.state == NodeState::kDead ? ",\"death_reason\":" + JsonString(n.death_reason) : "") +
+         (n.draining && n.state != NodeState::kDead
+              ? ",\"draining\":true,\"drain_note\":" + JsonString(n.drain_note)
+              : "") +
          (disk != disks.end() ? ",\"disk\":" + JsonDisk(disk->second) : "") + "}";
 }
 
@@ -293,17 +296,22 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   if (!list)
     std::printf("Cluster %s (head %s): %zu alive node(s), %zu in all\n", view->cluster_id.c_str(),
                 address.ToString().c_str(), alive, view->nodes.size());
-  std::printf("%-32s  %-15s  %-7s  %-24s  %s\n", "NODE", "ADDRESS", "STATE", "LABELS",
+  std::printf("%-32s  %-15s  %-8s  %-24s  %s\n", "NODE", "ADDRESS", "STATE", "LABELS",
               "RESOURCES (used/total)");
   for (auto& n : view->nodes) {
     std::string labels = LabelsToString(n.labels);
-    std::printf("%-32s  %-15s  %-7s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
+    std::printf("%-32s  %-15s  %-8s  %-24s  %s\n", n.id.Hex().c_str(), n.address.c_str(),
                 NodeStateName(n), labels.empty() ? "-" : labels.c_str(),
                 n.state == NodeState::kAlive ? UsedOfTotal(n.available, n.total).c_str()
                                              : n.death_reason.c_str());
   }
   if (!list) {
     std::printf("Total (alive nodes): %s\n", UsedOfTotal(available, total).c_str());
+    for (auto& n : view->nodes) {
+      if (n.state == NodeState::kDead || !n.draining) continue;
+      std::printf("Draining %s: %s\n", n.id.Hex().substr(0, 8).c_str(),
+                  n.drain_note.empty() ? "asked to drain" : n.drain_note.c_str());
+    }
     std::printf("Disk (reported every 2 s; the data dir's parts, and free on its filesystem):\n");
     for (auto& n : view->nodes) {
       auto d = disks.find(n.id.Hex());

@@ -5,7 +5,8 @@
 // head ("autoscaler" among what `cumulus stop` stops). With --address it adds the monitor to a
 // head that runs already. `down` stops the monitor, terminates every node it launched (its books
 // in the head's KV and the providers' lists), then stops what `cumulus start`/`up` started here.
-// `drain NODE` marks a launched node draining: the monitor terminates it once nothing runs on it.
+// `drain NODE` asks the head to mark a node DRAINING (no new work; it leaves once it runs and
+// holds nothing); a launched node is also drained in the monitor's books, which terminate it.
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -35,7 +36,7 @@ constexpr const char* kUpHelp = R"(Usage:
   cumulus up FILE [--insecure] [--address HOST:PORT --token-file F] [--round-ms N]
                   [--metrics-port N] [--block]
   cumulus down [--address HOST:PORT] [--token-file FILE]
-  cumulus drain NODE [--address HOST:PORT] [--token-file FILE]
+  cumulus drain NODE [--wait [--timeout S]] [--address HOST:PORT] [--token-file FILE]
 
 up reads the cluster file FILE (docs/cluster_file.md), starts its head (control store only, no
 node) and its on-prem nodes with host 'localhost' on this machine, and the autoscaler: a monitor
@@ -54,9 +55,28 @@ monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does a
 
 down stops the autoscaler, terminates every node it launched, then stops the head and the nodes
 started on this machine (as 'cumulus stop').
-drain NODE (a node id or its prefix) marks a node the autoscaler launched as draining: it is
-terminated once nothing runs on it. Draining does not yet stop new work from being placed on
-the node, and on-prem nodes are not drained.
+drain NODE: see 'cumulus drain --help'.
+)";
+
+constexpr const char* kDrainHelp = R"(Usage:
+  cumulus drain NODE [--wait [--timeout S]] [--address HOST:PORT] [--token-file FILE]
+
+Drains NODE (a node id or a prefix of it; any alive node, on-prem or launched by the autoscaler).
+The head marks it DRAINING, which every node learns with its next heartbeat:
+  - no new task, actor or placement-group bundle is placed on it; work that only it could run
+    waits as pending demand (an autoscaler may launch a node for it) instead of failing;
+  - work submitted to it is forwarded to other nodes (what waits for room there keeps it up
+    meanwhile); what runs or is queued on its workers, and work in placement-group bundles it
+    holds, finishes there;
+  - once it runs nothing (no tasks, actors, busy workers, bundles or connected drivers) and its
+    object store holds no object, it leaves by itself: 'cumulus status' shows it STOPPED. Its
+    objects are not handed to another node yet: it waits until their owners free them, and
+    'cumulus status' says what it waits for ("waiting for 2 objects").
+A node that also runs the head stops taking work but does not leave. The autoscaler terminates
+a launched node's instance once the node no longer waits for anything (or is gone). The mark is kept by the head (it survives a restart).
+  --wait       wait until the node left; exit 0 when it did, 1 if it died or time ran out
+  --timeout S  how long --wait waits (default 600, 1 to 86400)
+An unknown or ambiguous NODE is one line on stderr and exit status 2.
 )";
 
 bool IsLoopbackOrPrivate(const std::string& host) {
@@ -317,15 +337,17 @@ int DownCommand(const std::vector<std::string>& args) {
 int DrainCommand(const std::vector<std::string>& args) {
   for (auto& a : args) {
     if (a == "-h" || a == "--help") {
-      std::fputs(kUpHelp, stdout);
+      std::fputs(kDrainHelp, stdout);
       return 0;
     }
   }
   if (args.empty() || args[0].rfind("--", 0) == 0)
     return UsageError("drain needs a node id: cumulus drain NODE", "cumulus drain --help");
-  Flags flags({"address", "token-file"}, {});
+  Flags flags({"address", "token-file", "timeout"}, {"wait"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus drain --help");
+  auto timeout_s = ParseInteger("--timeout", flags.Get("timeout", "600"), {1, 86400, "seconds"});
+  if (!timeout_s.ok()) return UsageError(timeout_s.status().message(), "cumulus drain --help");
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   auto view = (*head)->GetClusterStatus();
@@ -333,23 +355,69 @@ int DrainCommand(const std::vector<std::string>& args) {
   const NodeRecord* found = nullptr;
   for (auto& n : view->nodes) {
     if (n.state != NodeState::kAlive || n.id.Hex().rfind(args[0], 0) != 0) continue;
-    if (found) return Fail(Status::InvalidArgument("'" + args[0] + "' names more than one node"));
+    if (found) {
+      std::fprintf(stderr,
+                   "cumulus: '%s' names more than one alive node; give more of its id "
+                   "('cumulus status' lists them)\n",
+                   args[0].c_str());
+      return 2;
+    }
     found = &n;
   }
-  if (!found) return Fail(Status::NotFound("no alive node's id starts with '" + args[0] + "'"));
-  auto type = found->labels.find(kNodeTypeLabel);
-  if (type == found->labels.end()) {
-    return Fail(
-        Status::InvalidArgument("node " + found->id.Hex() +
-                                " was not launched by the autoscaler; draining on-prem nodes is "
-                                "not supported yet ('cumulus "
-                                "stop' on its machine stops it; its tasks are retried elsewhere)"));
+  if (!found) {
+    std::fprintf(stderr,
+                 "cumulus: no alive node's id starts with '%s' ('cumulus status' lists them)\n",
+                 args[0].c_str());
+    return 2;
   }
-  auto put = (*head)->KvPut(kAutoscalerNamespace, kDrainPrefix + found->id.Hex(), "1");
-  if (!put.ok()) return Fail(put.status());
-  std::printf("Draining node %s (type %s): it is terminated once nothing runs on it.\n",
-              found->id.Hex().c_str(), type->second.c_str());
-  return 0;
+  NodeId id = found->id;
+  Status marked = (*head)->DrainNode(id, "cumulus drain");
+  if (!marked.ok()) return Fail(marked);
+  // A node the autoscaler launched is drained in its books too (it terminates it once it left).
+  auto type = found->labels.find(kNodeTypeLabel);
+  if (type != found->labels.end())
+    (void)(*head)->KvPut(kAutoscalerNamespace, kDrainPrefix + id.Hex(), "1");
+  std::printf(
+      "Draining node %s: it takes no new work, finishes what it runs, and leaves once it "
+      "runs nothing and holds no object.\n",
+      id.Hex().c_str());
+  if (!flags.Has("wait")) return 0;
+
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*timeout_s);
+  auto started = std::chrono::steady_clock::now();
+  std::string last_note;
+  while (true) {
+    auto now_view = (*head)->GetClusterStatus();
+    if (!now_view.ok()) return Fail(now_view.status());
+    const NodeRecord* n = nullptr;
+    for (auto& r : now_view->nodes) {
+      if (r.id == id) n = &r;
+    }
+    if (!n) return Fail(Status::NotFound("the head no longer lists node " + id.Hex()));
+    if (n->state == NodeState::kDead) {
+      double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (n->left) {
+        std::printf("Node %s left the cluster (%s) after %.1f s: STOPPED.\n", id.Hex().c_str(),
+                    n->death_reason.c_str(), secs);
+        return 0;
+      }
+      return Fail(Status::Unavailable("node " + id.Hex() + " died while draining (" +
+                                      n->death_reason + ")"));
+    }
+    if (n->drain_note != last_note && !n->drain_note.empty()) {
+      last_note = n->drain_note;
+      std::printf("  %s\n", last_note.c_str());
+      std::fflush(stdout);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Fail(Status::TimedOut("node " + id.Hex() + " did not leave within " +
+                                   std::to_string(*timeout_s) + " s (" +
+                                   (last_note.empty() ? "draining" : last_note) +
+                                   "); it stays DRAINING: wait again, or 'cumulus stop' it"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling the head's view
+  }
 }
 
 }  // namespace cumulus::cli

@@ -278,6 +278,22 @@ void TaskRouter::Impl::Housekeeping(TimePoint now) {
   }
   memory_.Tick(now, leases_.workers(), tasks_);
   if (groups_.Due(now)) schedule_dirty_ = true;
+  SnapshotWork();
+}
+
+// For a drain (read by the node daemon's thread): what still runs or is served here.
+void TaskRouter::Impl::SnapshotWork() {
+  NodeWork w;
+  w.draining = remote_.self_draining();
+  w.tasks = tasks_.size();
+  for (auto& [id, worker] : leases_.workers().workers()) {
+    w.actors += worker.is_actor;
+    w.busy_workers += !worker.assigned.empty();
+  }
+  w.bundles = leases_.bundles().size();
+  for (auto& [id, c] : conns_) w.drivers += !c.closed && c.role == Role::kDriver;
+  std::lock_guard<std::mutex> lock(shared_mu_);
+  shared_work_ = w;
 }
 
 // For `cumulus list tasks` (read by the node's reporter thread).
@@ -354,6 +370,24 @@ std::vector<TaskStateRow> TaskRouter::Tasks(size_t limit, size_t* total) const {
 RouterMetrics TaskRouter::Metrics() const {
   std::lock_guard<std::mutex> lock(impl_->shared_mu_);
   return impl_->shared_metrics_;
+}
+
+NodeWork TaskRouter::Work() const {
+  std::lock_guard<std::mutex> lock(impl_->shared_mu_);
+  return impl_->shared_work_;
+}
+
+std::string NodeWork::ToString() const {
+  std::string out;
+  auto add = [&](size_t n, const char* one, const char* many) {
+    if (n) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  add(tasks, "task", "tasks");
+  add(actors, "actor", "actors");
+  add(busy_workers, "busy worker", "busy workers");
+  add(bundles, "bundle", "bundles");
+  add(drivers, "driver", "drivers");
+  return out;
 }
 
 std::vector<int64_t> TaskRouter::WorkerStartupMicros() const {

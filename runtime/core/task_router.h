@@ -88,6 +88,20 @@ struct RouterMetrics {
   uint64_t oom_kills = 0;        // tasks the memory monitor killed
 };
 
+// What a node still runs or serves, for a drain: it may leave only when idle() and its store
+// holds nothing others may read (the node daemon checks that part).
+struct NodeWork {
+  bool draining = false;    // the head's view marks this node DRAINING
+  size_t tasks = 0;         // held: queued, running here, or forwarded and not answered yet
+  size_t actors = 0;        // workers hosting an actor
+  size_t busy_workers = 0;  // workers with tasks assigned
+  size_t bundles = 0;       // placement-group bundles held here
+  size_t drivers = 0;       // drivers connected to this node
+  bool idle() const { return !tasks && !actors && !busy_workers && !bundles && !drivers; }
+  // "2 tasks, 1 actor" (what is not zero), "" when idle.
+  std::string ToString() const;
+};
+
 class TaskRouter {
  public:
   static Result<std::unique_ptr<TaskRouter>> Start(const TaskRouterOptions& options);
@@ -108,6 +122,8 @@ class TaskRouter {
   std::vector<TaskStateRow> Tasks(size_t limit, size_t* total) const;
   // The counts above as last published (at most a second old); thread-safe.
   RouterMetrics Metrics() const;
+  // What the node runs or serves (refreshed on the router's loop every 50 ms).
+  NodeWork Work() const;
 
   class Impl;
 

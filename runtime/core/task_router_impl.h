@@ -75,6 +75,7 @@ class TaskRouter::Impl : public NodeContext {
   void WorkerExited(const WorkerId& id);
   void Housekeeping(TimePoint now);
   void SnapshotTasks();
+  void SnapshotWork();
 
   // ---- task_router_protocol.cc: the core protocol ---------------------------------------------
   void OnFrame(uint64_t id, FrameWords words);
@@ -169,6 +170,7 @@ class TaskRouter::Impl : public NodeContext {
   size_t shared_tasks_total_ = 0;
   RouterMetrics shared_metrics_;
   RouterMetrics counters_;  // the loop's own: its counters since start (copied into shared_)
+  NodeWork shared_work_;
 
   friend class TaskRouter;
 };

@@ -30,6 +30,7 @@ ClusterSnapshot TaskRouter::Impl::Snapshot(TimePoint now, bool include_unreachab
   self.total = options_.total;
   self.available = leases_.available();
   self.labels = options_.labels;
+  self.draining = remote_.self_draining();  // its new work goes elsewhere
   return remote_.Snapshot(self, now, include_unreachable);
 }
 

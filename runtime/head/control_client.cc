@@ -105,7 +105,7 @@ Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
 
 Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& available,
                                       const DemandList& pending_demand, ViewCursor* view,
-                                      bool* view_changed) {
+                                      bool* view_changed, const std::string& drain_note) {
   if (view_changed) *view_changed = false;
   std::lock_guard<std::mutex> lock(mu_);
   Call call(this, options_.request_timeout);
@@ -119,6 +119,7 @@ Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& avail
     ++i;
   }
   EncodeDemand(pending_demand, hb.initPendingDemand(static_cast<unsigned>(pending_demand.size())));
+  hb.setDrainNote(drain_note);
   if (view) {
     hb.setWantView(true);
     hb.setViewEpoch(view->epoch);
@@ -210,6 +211,15 @@ Result<std::string> ControlClient::KvGet(const std::string& ns, const std::strin
     return Status();
   }));
   return value;
+}
+
+Status ControlClient::DrainNode(const NodeId& id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Call call(this, options_.request_timeout);
+  auto d = call.request().initDrainNode();
+  d.setNodeId(capnp::Data::Reader(id.data(), NodeId::kSize));
+  d.setReason(reason);
+  return call.Run([](proto::ControlReply::Reader) { return Status(); });
 }
 
 Status ControlClient::Leave(const NodeId& id, const std::string& reason) {

@@ -51,15 +51,20 @@ class ControlClient {
   // Registers (or re-registers) a node; returns the heartbeat interval the head wants.
   Result<Duration> RegisterNode(const NodeRecord& node);
   // False if the head does not know the node (it must register again).
+  // `drain_note`: what this node, if draining, still waits for (shown by `cumulus status`).
   // With `view`, the ack also brings what changed in the cluster since `view` was last brought
   // up to date, and applies it (*view_changed says whether anything did).
   Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available,
                          const DemandList& pending_demand = {}, ViewCursor* view = nullptr,
-                         bool* view_changed = nullptr);
+                         bool* view_changed = nullptr, const std::string& drain_note = "");
   Result<ClusterView> GetClusterStatus();
   // The node stops on purpose (`reason`): the head records it as STOPPED at once, not as a node
   // that failed. OK also if the head did not know it (or it was dead already).
   Status Leave(const NodeId& id, const std::string& reason);
+  // Marks an alive node DRAINING (`reason`: who asks, for the head's log): placement gives it no
+  // new work and it leaves once it runs and holds nothing. NotFound if the head does not know
+  // the node, InvalidArgument if it is dead already; OK if it was draining already.
+  Status DrainNode(const NodeId& id, const std::string& reason);
 
   // Returns whether the key existed before.
   Result<bool> KvPut(const std::string& ns, const std::string& key, const std::string& value,

@@ -65,6 +65,7 @@ class HeadServer::Loop {
   void HandleRegister(Conn& c, uint64_t request_id, proto::NodeInfo::Reader info);
   void HandleHeartbeat(Conn& c, uint64_t request_id, proto::Heartbeat::Reader hb);
   void HandleLeaving(Conn& c, uint64_t request_id, proto::Leaving::Reader l);
+  void HandleDrain(Conn& c, uint64_t request_id, proto::DrainNode::Reader d);
   void HandleStatus(Conn& c, uint64_t request_id);
 
   // head_kv.cc: the key-value store.

@@ -92,6 +92,8 @@ void HeadServer::Loop::Handle(Conn& c, const kj::Array<capnp::word>& words) {
         return HandleKvList(c, request_id, req.getKvList());
       case proto::ControlRequest::LEAVING:
         return HandleLeaving(c, request_id, req.getLeaving());
+      case proto::ControlRequest::DRAIN_NODE:
+        return HandleDrain(c, request_id, req.getDrainNode());
       default:
         SendError(c, request_id, Status::InvalidArgument("unknown control request"), false);
         return;
@@ -149,8 +151,10 @@ void HeadServer::Loop::HandleHeartbeat(Conn& c, uint64_t request_id, proto::Hear
   if (raw.size() == NodeId::kSize) {
     NodeId id = NodeId::FromBinary(
         std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
+    std::string note = hb.getDrainNote();
+    if (note.size() > 200) note.resize(200);
     known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()),
-                                  DecodeDemand(hb.getPendingDemand()));
+                                  DecodeDemand(hb.getPendingDemand()), note);
     if (known && !c.node) {
       c.node = id;
       node_conn_[id] = c.id;
@@ -197,6 +201,27 @@ void HeadServer::Loop::HandleLeaving(Conn& c, uint64_t request_id, proto::Leavin
   if (membership_.Left(id, why)) {
     Persist(id);
     CUMULUS_LOG(INFO) << "node " << id << " left the cluster (stopped: " << why << ")";
+  }
+  ReplyOk(c, request_id);
+}
+
+void HeadServer::Loop::HandleDrain(Conn& c, uint64_t request_id, proto::DrainNode::Reader d) {
+  auto raw = d.getNodeId();
+  if (raw.size() != NodeId::kSize) {
+    return SendError(c, request_id, Status::InvalidArgument("node id must be 16 bytes"), false);
+  }
+  NodeId id =
+      NodeId::FromBinary(std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()));
+  const NodeRecord* before = membership_.Find(id);
+  bool was_draining = before && before->draining;
+  Status st = membership_.Drain(id);
+  if (!st.ok()) return SendError(c, request_id, st, false);
+  if (!was_draining) {
+    Persist(id);  // survives a head restart: the record is read back with its mark
+    std::string why = d.getReason();
+    if (why.size() > 200) why.resize(200);
+    CUMULUS_LOG(INFO) << "node " << id << " is draining (asked by " << c.role
+                      << (why.empty() ? "" : ": " + why) << ")";
   }
   ReplyOk(c, request_id);
 }

@@ -15,7 +15,9 @@ const char* NodeStateName(NodeState state) {
 }
 
 const char* NodeStateName(const NodeRecord& node) {
-  return node.state == NodeState::kDead && node.left ? "STOPPED" : NodeStateName(node.state);
+  if (node.state == NodeState::kDead && node.left) return "STOPPED";
+  if (node.state == NodeState::kAlive && node.draining) return "DRAINING";
+  return NodeStateName(node.state);
 }
 
 Status Membership::Register(NodeRecord node) {
@@ -31,6 +33,10 @@ Status Membership::Register(NodeRecord node) {
   node.death_micros = 0;
   node.death_reason.clear();
   node.left = false;
+  // Draining is the head's decision, not the node's: a node registering again keeps it (and
+  // what it last said it waits for, until its next heartbeat).
+  node.draining = it != nodes_.end() && it->second.draining && it->second.state != NodeState::kDead;
+  node.drain_note = node.draining ? it->second.drain_note : "";
   uint64_t old_version = it != nodes_.end() ? it->second.view_version : 0;
   NodeRecord& stored = nodes_[node.id] = node;
   stored.view_version = old_version;
@@ -40,14 +46,16 @@ Status Membership::Register(NodeRecord node) {
 }
 
 bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available,
-                           DemandList pending_demand) {
+                           DemandList pending_demand, const std::string& drain_note) {
   auto live = liveness_.find(id);
   if (live == liveness_.end()) return false;
   live->second.last_heartbeat = clock_.Now();
   live->second.disconnected_at.reset();
   NodeRecord& node = nodes_.at(id);
   bool changed = node.state != NodeState::kAlive || !(node.available == available) ||
-                 node.pending_demand != pending_demand;
+                 node.pending_demand != pending_demand ||
+                 (node.draining && node.drain_note != drain_note);
+  if (node.draining) node.drain_note = drain_note;
   node.state = NodeState::kAlive;
   node.available = available;
   node.pending_demand = std::move(pending_demand);
@@ -68,6 +76,21 @@ bool Membership::Left(const NodeId& id, const std::string& why) {
   Changed(node);
   liveness_.erase(live);
   return true;
+}
+
+Status Membership::Drain(const NodeId& id) {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return Status::NotFound("the head knows no node " + id.Hex());
+  NodeRecord& node = it->second;
+  if (node.state == NodeState::kDead) {
+    return Status::InvalidArgument("node " + id.Hex() + " is " + NodeStateName(node) +
+                                   " already: there is nothing to drain");
+  }
+  if (node.draining) return Status();
+  node.draining = true;
+  node.drain_note = "asked to drain";
+  Changed(node);
+  return Status();
 }
 
 void Membership::Disconnected(const NodeId& id) {

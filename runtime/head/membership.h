@@ -45,6 +45,10 @@ struct NodeRecord {
   int64_t death_micros = 0;
   std::string death_reason;
   bool left = false;  // DEAD because it said it was leaving (stopped on purpose), not a failure
+  // DRAINING: placement gives it no new work; it leaves (left) once it runs and holds nothing.
+  // Kept by the head across the node's re-registrations and the head's restarts.
+  bool draining = false;
+  std::string drain_note;     // what a draining node still waits for, from its heartbeats
   std::string core_address;   // host:port where other nodes send tasks
   std::string core_socket;    // Unix socket where drivers on that machine connect
   DemandList pending_demand;  // shape, how many wait, their label selector
@@ -57,7 +61,8 @@ struct MembershipOptions {
 };
 
 const char* NodeStateName(NodeState state);  // "ALIVE", "DEAD", "RECOVERING"
-// As a user sees it: "STOPPED" for a node that left on purpose, else NodeStateName(node.state).
+// As a user sees it: "STOPPED" for a node that left on purpose, "DRAINING" for an alive node
+// marked draining, else NodeStateName(node.state).
 const char* NodeStateName(const NodeRecord& node);
 
 class Membership {
@@ -68,7 +73,11 @@ class Membership {
   // dead: the node must rejoin with a new id.
   Status Register(NodeRecord node);
   // Records a heartbeat. False if the node is unknown or dead (it should register again).
-  bool Heartbeat(const NodeId& id, const ResourceSet& available, DemandList pending_demand = {});
+  bool Heartbeat(const NodeId& id, const ResourceSet& available, DemandList pending_demand = {},
+                 const std::string& drain_note = "");
+  // Marks an alive (or recovering) node DRAINING. NotFound if unknown, InvalidArgument if it is
+  // dead. Marking a draining node again is OK (no change).
+  Status Drain(const NodeId& id);
   // The node said it is leaving (stopped on purpose, `why`): DEAD at once, with `left` set and the
   // reason "stopped: `why`". False if the node is unknown or already dead.
   bool Left(const NodeId& id, const std::string& why);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/head/node_codec.h"
+
 namespace cumulus {
 namespace {
 
@@ -163,6 +165,37 @@ TEST_F(MembershipTest, TheViewVersionMovesOnlyWhenTheViewChanges) {
   ASSERT_EQ(changed.size(), 1u) << "a changed twice: listed once, as it is now";
   EXPECT_EQ(changed[0]->state, NodeState::kDead);
   EXPECT_EQ(m_.ChangedSince(0).size(), 2u);
+}
+
+// The head marks a node DRAINING; the mark stays when the node registers again (it reconnected,
+// or the head restarted and read the record back) and the node's heartbeats say what it waits for.
+TEST_F(MembershipTest, DrainMarkIsKeptAcrossRegistrationAndRecovery) {
+  NodeRecord n = NewNode();
+  ASSERT_TRUE(m_.Register(n).ok());
+  EXPECT_EQ(m_.Drain(NodeId::FromRandom()).code(), StatusCode::kNotFound);
+  uint64_t before = m_.version();
+  ASSERT_TRUE(m_.Drain(n.id).ok());
+  EXPECT_GT(m_.version(), before) << "nodes learn the mark through the view's versions";
+  EXPECT_STREQ(NodeStateName(*m_.Find(n.id)), "DRAINING");
+  ASSERT_TRUE(m_.Drain(n.id).ok()) << "draining again is not an error";
+  ASSERT_TRUE(m_.Heartbeat(n.id, n.total, {}, "waiting for 1 task"));
+  EXPECT_EQ(m_.Find(n.id)->drain_note, "waiting for 1 task");
+  ASSERT_TRUE(m_.Register(n).ok());  // n (as the node sends it) has no mark
+  EXPECT_TRUE(m_.Find(n.id)->draining);
+
+  // A restarted head reads the record back (as stored) and keeps the mark when it registers.
+  auto stored = NodeFromBytes(NodeToBytes(*m_.Find(n.id)));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_TRUE(stored->draining);
+  EXPECT_EQ(stored->drain_note, "waiting for 1 task");
+  Membership after{MembershipOptions{seconds(10), seconds(2)}, clock_};
+  after.Recover(*stored);
+  ASSERT_TRUE(after.Register(n).ok());
+  EXPECT_TRUE(after.Find(n.id)->draining);
+
+  ASSERT_TRUE(m_.Left(n.id, "drained"));
+  EXPECT_STREQ(NodeStateName(*m_.Find(n.id)), "STOPPED");
+  EXPECT_EQ(m_.Drain(n.id).code(), StatusCode::kInvalidArgument) << "it is gone already";
 }
 
 }  // namespace

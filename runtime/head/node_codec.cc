@@ -84,6 +84,8 @@ void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
   out.setLastHeartbeatMicros(node.last_heartbeat_micros);
   out.setDeathReason(node.death_reason);
   out.setLeft(node.left);
+  out.setDraining(node.draining);
+  out.setDrainNote(node.drain_note);
   out.setDeathMicros(node.death_micros);
   out.setPid(node.pid);
   out.setCoreAddress(node.core_address);
@@ -115,6 +117,8 @@ Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
   node.last_heartbeat_micros = in.getLastHeartbeatMicros();
   node.death_reason = in.getDeathReason();
   node.left = in.getLeft();
+  node.draining = in.getDraining();
+  node.drain_note = in.getDrainNote();
   node.death_micros = in.getDeathMicros();
   node.pid = in.getPid();
   node.core_address = in.getCoreAddress();

@@ -83,7 +83,9 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   // Small tasks of one shape queue behind a busy worker of theirs rather than wait here; not
   // where an autoscaler may launch nodes: they wait here, seen as pending demand, and go to
   // the new node (a task behind a worker would stay on this node).
-  return !options_.wait_for_nodes && !t.actor_creation &&
+  // A draining node queues nothing new behind its workers: it waits to go elsewhere.
+  bool draining = !snap.nodes.empty() && snap.nodes[0].draining;
+  return !options_.wait_for_nodes && !draining && !t.actor_creation &&
          t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t);
 }
 

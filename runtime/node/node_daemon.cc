@@ -288,8 +288,7 @@ void NodeDaemon::Leave() {
   o.connect_timeout = std::chrono::seconds(2);
   o.request_timeout = std::chrono::seconds(2);
   auto client = ControlClient::Connect(options_.head, options_.token, o);
-  Status st = client.ok() ? (*client)->Leave(record_.id, "cumulus stop, SIGTERM or SIGINT")
-                          : client.status();
+  Status st = client.ok() ? (*client)->Leave(record_.id, leave_reason_) : client.status();
   if (st.ok()) {
     CUMULUS_LOG(INFO) << "node " << record_.id << ": told the head it is stopping";
   } else {
@@ -324,6 +323,32 @@ void NodeDaemon::Cleanup() {
     std::error_code ec;
     std::filesystem::remove_all(store_dir_, ec);
   }
+}
+
+// A draining node says what it still waits for; once nothing is left, it asks its process to
+// stop it (on_drained). Objects count as something others may still read: their owners are not
+// told of another copy yet, so a node holding any waits for them to be freed.
+std::string NodeDaemon::DrainNote() {
+  if (!router_ || !store_) return "";
+  NodeWork work = router_->Work();
+  if (!work.draining) return "";
+  size_t objects = 0;
+  (void)store_->List(0, &objects);
+  std::string waiting = work.ToString();
+  if (objects) {
+    waiting += (waiting.empty() ? "" : ", ") + std::to_string(objects) +
+               (objects == 1 ? " object" : " objects");
+  }
+  if (!waiting.empty()) return "waiting for " + waiting;
+  if (!options_.on_drained) return "idle; stays up (this process also runs the head or a driver)";
+  if (!drained_) {
+    drained_ = true;
+    leave_reason_ = "drained";
+    CUMULUS_LOG(INFO) << "node " << record_.id << ": drained (nothing runs, no object held); "
+                      << "leaving the cluster";
+    options_.on_drained();
+  }
+  return "leaving";
 }
 
 NodeId NodeDaemon::node_id() const {
@@ -431,10 +456,12 @@ void NodeDaemon::Run() {
       continue;
     }
     if (router_) record_.available = router_->Available();
+    std::string drain_note = DrainNote();
+    if (drained_) return;  // the process stops the daemon now (on_drained)
     bool view_changed = false;
     auto known = client_->Heartbeat(record_.id, record_.available,
                                     router_ ? router_->PendingDemand() : DemandList(), &view_,
-                                    &view_changed);
+                                    &view_changed, drain_note);
     if (!known.ok()) {
       CutOff(known.status().ToString());
       SetClient(nullptr);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,11 @@ struct NodeDaemonOptions {
   // CUMULUS_TIMELINE=0 turns it off, CUMULUS_TIMELINE_EVENTS=N sets it (runtime/core/timeline.h).
   size_t timeline_events = kDefaultTimelineEvents;
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
+  // Called once (on the daemon's thread; must not block) when the head marked this node DRAINING
+  // and it runs and serves nothing and its store holds no object: the owner of the process
+  // should then destroy the daemon (it tells the head it left: STOPPED, not failed). Unset (the
+  // head's own node, embedded nodes): a drained node only stops taking work.
+  std::function<void()> on_drained;
 };
 
 class NodeDaemon {
@@ -82,6 +88,7 @@ class NodeDaemon {
   void Run();
   void OnJobEnded(const JobId& job);  // from the router's thread
   void OnFailure(const std::string& what);
+  std::string DrainNote();  // on the daemon's thread: what a draining node waits for ("" if none)
 
   NodeDaemonOptions options_;
   std::unique_ptr<ObjectStore> store_;
@@ -105,6 +112,8 @@ class NodeDaemon {
   std::optional<TimePoint> cut_off_since_;
   TimePoint next_cut_off_report_{};
   std::string head_error_;
+  bool drained_ = false;                                          // on_drained was called
+  std::string leave_reason_ = "cumulus stop, SIGTERM or SIGINT";  // set before on_drained
   std::thread thread_;
 };
 

@@ -6,13 +6,17 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
   std::vector<NodeId> newly_dead;
   nodes_.clear();
   for (auto& n : nodes) {
-    if (n.id == self) continue;
+    if (n.id == self) {
+      self_draining_ = n.draining && n.state == NodeState::kAlive;
+      continue;
+    }
     NodeView v;
     v.id = n.id;
     v.total = n.total;
     v.available = n.available;
     v.labels = n.labels;
     v.alive = n.state == NodeState::kAlive;
+    v.draining = n.draining;
     nodes_[n.id] = v;
     core_addresses_[n.id] = n.core_address;
     if (n.state == NodeState::kDead && !past_ids_.count(n.id)) newly_dead.push_back(n.id);

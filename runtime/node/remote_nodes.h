@@ -43,6 +43,9 @@ class RemoteNodes {
   // host:port of a node's core channel, or "".
   std::string CoreAddress(const NodeId& node) const;
   std::vector<NodeId> AliveNodes() const;
+  // Whether the head's view marks this node itself DRAINING (as of the last Update that had
+  // its record; a node stays draining once marked, even if a later view lacks its record).
+  bool self_draining() const { return self_draining_; }
 
  private:
   std::map<NodeId, NodeView> nodes_;
@@ -50,6 +53,7 @@ class RemoteNodes {
   std::map<NodeId, TimePoint> unreachable_until_;
   std::set<NodeId> announced_dead_;  // dead nodes already announced to local processes
   std::set<NodeId> past_ids_;        // ids this node had before it rejoined
+  bool self_draining_ = false;
 };
 
 }  // namespace cumulus

@@ -20,6 +20,7 @@ struct ControlRequest {
     kvWait @8 :KvWait;               # answered when the key exists, or TimedOut
     kvList @9 :KvList;               # keys of a namespace with a prefix, in key order
     leaving @10 :Leaving;            # a node stops on purpose: recorded as STOPPED, not failed
+    drainNode @11 :DrainNode;        # mark an alive node DRAINING (answered NotFound if unknown)
   }
 }
 
@@ -37,6 +38,12 @@ struct Heartbeat {
   wantView @3 :Bool;
   viewEpoch @4 :Int64;             # the head instance it came from (0: none yet)
   viewVersion @5 :UInt64;
+  drainNote @6 :Text;              # a draining node: what it still waits for ("" when idle)
+}
+
+struct DrainNode {
+  nodeId @0 :Data;
+  reason @1 :Text;                 # who asked ("cumulus drain", "autoscaler: idle")
 }
 
 struct Leaving {

@@ -37,6 +37,8 @@ struct NodeInfo {
   pendingDemand @15 :List(Demand);  # work queued on this node that cannot run yet
   coreSocket @16 :Text;             # Unix socket for drivers on the node's machine
   left @17 :Bool;                   # DEAD because it said it was leaving (shown as STOPPED)
+  draining @18 :Bool;               # takes no new work; leaves once it runs and holds nothing
+  drainNote @19 :Text;              # what a draining node still waits for (from its heartbeat)
 }
 
 struct Demand {

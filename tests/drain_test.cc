@@ -1,0 +1,171 @@
+// `cumulus drain NODE` with real processes: a head (no node of its own), node A and node B. A
+// draining node takes no new task, actor or bundle, finishes what it runs, waits while its store
+// holds an object a driver still references, then leaves by itself (STOPPED, not failed).
+#include <signal.h>
+
+#include "cluster_fixture.h"
+
+namespace cumulus {
+namespace {
+
+class DrainTest : public ClusterTest {
+ protected:
+  // drain_driver ships its program (tens of MiB with debug info) through the object store.
+  DrainTest() { node_store_memory_ = "160M"; }
+
+  void StartCluster() {
+    head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"});
+    a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_);
+    b_ = StartNode("b", {"--resources", "CPU=2,special=1", "--labels", "name=b"}, &b_id_);
+  }
+  int Drain(const std::vector<std::string>& extra, std::string* out) {
+    std::vector<std::string> args = {"drain"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--address", address_, "--token-file", token_file_});
+    return Cli(args, out);
+  }
+  std::string Status(bool json = false) {
+    std::string out;
+    std::vector<std::string> args = {"status", "--address", address_, "--token-file", token_file_};
+    if (json) args.push_back("--json");
+    Cli(args, &out);
+    return out;
+  }
+  NodeRecord Record(const std::string& hex) {
+    ClusterView v = View();
+    const NodeRecord* n = Find(v, hex);
+    return n ? *n : NodeRecord{};
+  }
+  // Every node has heartbeated (and so received the view with the drain mark) since now: the
+  // head's count of heartbeats grew by three rounds of all nodes.
+  bool EveryNodeHeardSinceNow() {
+    ClusterView start = View();
+    uint64_t want = start.heartbeats_received + 3 * start.nodes.size();
+    return WaitUntil([&] { return View().heartbeats_received >= want; }, 10s);
+  }
+  // Reads the driver's lines into `log` until it says PHASE `phase`; false if it did not in time.
+  static bool WaitForPhase(Subprocess& driver, const std::string& phase, std::string* log,
+                           std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      auto line = driver.WaitForLine("", std::max(left, std::chrono::milliseconds(1)));
+      if (!line) return false;
+      *log += *line + "\n";
+      if (*line == "PHASE " + phase) return true;
+    }
+  }
+  bool Exists(const std::string& name) {
+    return access((dir_.path() + "/" + name).c_str(), F_OK) == 0;
+  }
+
+  std::unique_ptr<Subprocess> head_, a_, b_;
+  std::string a_id_, b_id_;
+};
+
+TEST_F(DrainTest, DrainedNodeTakesNoNewWorkFinishesWaitsForItsObjectThenLeaves) {
+  StartCluster();
+  auto driver = StartDriver("drain_driver", {"--a=" + a_id_, "--b=" + b_id_}, CoreSocket(a_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "submitted", &log, 60s)) << log << driver->ReadAll(5s);
+  ASSERT_TRUE(WaitUntil([&] { return Exists("started"); }, 60s)) << "the long task did not start";
+
+  std::string out;
+  auto drained_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(Drain({b_id_.substr(0, 10)}, &out), 0) << out;
+  EXPECT_NE(out.find("Draining node " + b_id_), std::string::npos) << out;
+  EXPECT_TRUE(Record(b_id_).draining);
+  // B says what it waits for once its heartbeat brought the mark back; then A has it too.
+  ASSERT_TRUE(WaitUntil([&] { return Record(b_id_).drain_note.rfind("waiting for", 0) == 0; }, 10s))
+      << Status();
+  ASSERT_TRUE(EveryNodeHeardSinceNow());
+  std::string text = Status(), json = Status(true);
+  EXPECT_NE(text.find("DRAINING"), std::string::npos) << text;
+  EXPECT_NE(text.find("Draining " + b_id_.substr(0, 8) + ": waiting for"), std::string::npos)
+      << text;
+  EXPECT_NE(json.find("\"state\":\"DRAINING\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"draining\":true"), std::string::npos) << json;
+  Touch("drained");
+
+  ASSERT_TRUE(WaitForPhase(*driver, "placed", &log, 120s)) << log << driver->ReadAll(5s);
+  EXPECT_EQ(Record(b_id_).state, NodeState::kAlive) << "B left while its task ran";
+  Touch("release");
+  ASSERT_TRUE(WaitForPhase(*driver, "holding", &log, 60s)) << log << driver->ReadAll(5s);
+  // Its task is done, but the driver still holds the object B stores: B waits for it.
+  ASSERT_TRUE(WaitUntil([&] { return Record(b_id_).drain_note == "waiting for 1 object"; }, 10s))
+      << Status();
+  EXPECT_EQ(Record(b_id_).state, NodeState::kAlive);
+  EXPECT_NE(Status().find("waiting for 1 object"), std::string::npos);
+
+  auto dropped_at = std::chrono::steady_clock::now();
+  Touch("drop");
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  auto left = WaitForState(b_id_, NodeState::kDead, 20s);
+  ASSERT_TRUE(left) << Status();
+  auto now = std::chrono::steady_clock::now();
+  std::printf("drain_test: B left %lld ms after its object was dropped, %lld ms after the drain\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - dropped_at).count()),
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - drained_at).count()));
+  NodeRecord b = Record(b_id_);
+  EXPECT_TRUE(b.left) << b.death_reason;
+  EXPECT_NE(b.death_reason.find("drained"), std::string::npos) << b.death_reason;
+  EXPECT_NE(Status().find("STOPPED"), std::string::npos);
+  auto exit = b_->Wait(20s);  // its process stopped by itself
+  ASSERT_TRUE(exit);
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
+
+  Touch("end");
+  std::string driver_out = log + driver->ReadAll(60s);
+  ExpectChecks(driver_out, {"big_on_b", "tasks_on_a", "actor_on_a", "group_on_a", "only_b_waits",
+                            "long_ran_on_b"});
+  json = Status(true);
+  EXPECT_NE(json.find("\"recent_failures\":[]"), std::string::npos) << json;
+}
+
+// An idle node drains at once; --wait returns when it left. Unknown and ambiguous names are one
+// line and exit status 2.
+TEST_F(DrainTest, WaitReturnsWhenAnIdleNodeLeftAndBadNamesExit2) {
+  StartCluster();
+  std::string out;
+  EXPECT_EQ(Drain({"zzzz"}, &out), 2) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_NE(out.find("no alive node's id starts with 'zzzz'"), std::string::npos) << out;
+  EXPECT_EQ(Drain({""}, &out), 2) << out;  // names both nodes
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_NE(out.find("more than one"), std::string::npos) << out;
+
+  ASSERT_EQ(Drain({a_id_, "--wait", "--timeout", "30"}, &out), 0) << out;
+  EXPECT_NE(out.find("left the cluster (stopped: drained)"), std::string::npos) << out;
+  EXPECT_EQ(Record(a_id_).state, NodeState::kDead);
+  EXPECT_TRUE(Record(a_id_).left);
+  EXPECT_EQ(Record(b_id_).state, NodeState::kAlive);
+  // A node that left cannot be drained again: it is no longer alive.
+  EXPECT_EQ(Drain({a_id_}, &out), 2) << out;
+}
+
+// The mark is the head's: it survives a head restart (the record is persisted) and the node
+// keeps it when it registers again.
+TEST_F(DrainTest, DrainMarkSurvivesAHeadRestart) {
+  head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"});
+  std::string port = address_.substr(address_.rfind(':') + 1);
+  // B holds something the whole time, so that it does not leave: a driver attached to it.
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_);
+  auto driver = StartDriver("drain_driver", {"--a=none", "--b=" + b_id_}, CoreSocket(b_id_));
+  ASSERT_TRUE(driver->WaitForLine("PHASE submitted", 60s)) << driver->ReadAll(5s);
+  std::string out;
+  ASSERT_EQ(Drain({b_id_}, &out), 0) << out;
+  head_->Kill(SIGKILL);
+  head_.reset();
+  head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"}, std::stoi(port));
+  ASSERT_TRUE(WaitForState(b_id_, NodeState::kAlive, 20s)) << Status();
+  NodeRecord b = Record(b_id_);
+  EXPECT_TRUE(b.draining);
+  EXPECT_NE(Status().find("DRAINING"), std::string::npos);
+  driver->Kill(SIGKILL);
+}
+
+}  // namespace
+}  // namespace cumulus
