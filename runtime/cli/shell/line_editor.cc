@@ -3,6 +3,8 @@
 
 #include <histedit.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,22 +39,42 @@ char* Prompt(EditLine* el) {
 }
 
 // Reads one character for libedit. Ctrl-C (SIGINT, which only sets a flag) ends the read with an
-// error, so el_gets returns and the shell drops the line.
+// error, so el_gets returns and the shell drops the line. SIGINT is blocked except inside ppoll,
+// which unblocks it atomically while it waits: a Ctrl-C that lands while libedit is busy between
+// reads (typed together with other keys) is seen at the next read instead of leaving it blocked.
 int GetChar(EditLine*, wchar_t* c) {
+  sigset_t sigint, outside;
+  sigemptyset(&sigint);
+  sigaddset(&sigint, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigint, &outside);
+  sigset_t waiting = outside;
+  sigdelset(&waiting, SIGINT);
+  int result = -1;
   while (true) {
+    if (Interrupted()) break;
+    struct pollfd p {};
+    p.fd = STDIN_FILENO;
+    p.events = POLLIN;
+    int ready = ppoll(&p, 1, nullptr, &waiting);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
     unsigned char byte;
     ssize_t n = read(STDIN_FILENO, &byte, 1);
     if (n == 1) {
       *c = static_cast<wchar_t>(byte);
-      return 1;
+      result = 1;
+      break;
     }
-    if (n == 0) return 0;
-    if (errno == EINTR) {
-      if (Interrupted()) return -1;
-      continue;
+    if (n == 0) {
+      result = 0;
+      break;
     }
-    return -1;
+    if (errno != EINTR && errno != EAGAIN) break;
   }
+  pthread_sigmask(SIG_SETMASK, &outside, nullptr);
+  return result;
 }
 
 // What the completion key binding calls: the completer's own state is reached through a static,
