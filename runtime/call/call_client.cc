@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
 #include "runtime/object_store/object_store.h"
@@ -12,26 +13,6 @@
 namespace cumulus {
 
 namespace {
-
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-std::string HelloFrame(const std::string& token) {
-  capnp::MallocMessageBuilder message;
-  auto h = message.initRoot<proto::CoreMessage>().initHello();
-  h.setPid(getpid());
-  h.initCaller().setToken(token);
-  return EncodeFrame(message);
-}
 
 Result<std::string> SubmitFrame(const CallRequest& r, const TaskId& task) {
   capnp::MallocMessageBuilder message;
@@ -58,11 +39,6 @@ Result<std::string> SubmitFrame(const CallRequest& r, const TaskId& task) {
     EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
   }
   return EncodeFrame(message);
-}
-
-Status Send(int fd, const std::string& frame) {
-  return SendAll(fd, reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
-                 std::chrono::seconds(10));
 }
 
 std::string FreeFrame(const ObjectId& object, const NodeId& node) {
@@ -104,24 +80,22 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
   TaskId task = to_node ? TaskId::ForNormalTask(request.job) : TaskId::ForActorTask(request.actor);
   CUMULUS_ASSIGN_OR_RETURN(std::string submit, SubmitFrame(request, task));
   std::string where = (to_node ? "node " : "actor ") + target.address.ToString();
-  auto fd = ConnectTcp(target.address, std::chrono::seconds(5));
-  if (!fd.ok()) {
-    return Status::Unavailable("cannot reach the " + where + ": " + fd.status().message());
+  auto conn = CallerConnection::Open(target.address, target.token,
+                                     SystemClock::Get().Now() + std::chrono::seconds(5));
+  if (!conn.ok()) {
+    return Status::Unavailable("cannot reach the " + where + ": " + conn.status().message());
   }
-  Socket socket(*fd);
-  Status sent = Send(socket.fd(), HelloFrame(target.token));
-  if (sent.ok()) sent = Send(socket.fd(), submit);
+  Status sent = conn->SendEncoded(submit);
   if (!sent.ok()) return Status::Unavailable("cannot send to the " + where + ": " + sent.message());
-  FrameDecoder decoder(kMaxCoreFrameBytes);
   while (true) {
-    auto words = ReadFrame(socket.fd(), decoder, deadline);
+    auto words = conn->Next(deadline);
     if (!words.ok()) {
+      if (words.status().code() == StatusCode::kUnauthenticated) return words.status();
       if (words.status().code() == StatusCode::kTimedOut) {
         if (to_node) {
           capnp::MallocMessageBuilder message;
           message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
-          (void)WriteFrame(socket.fd(), message,
-                           SystemClock::Get().Now() + std::chrono::seconds(2));
+          (void)conn->Send(message, SystemClock::Get().Now() + std::chrono::seconds(2));
         }
         return Status::TimedOut(request.function + " did not finish within the timeout" +
                                 (to_node ? " (it was cancelled)" : " (the call may still run)"));
@@ -132,7 +106,6 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
     }
     capnp::FlatArrayMessageReader reader(*words, CoreReaderOptions(words->size() * 8));
     auto msg = reader.getRoot<proto::CoreMessage>();
-    if (msg.isHelloAck()) continue;
     if (!msg.isTaskResult()) continue;
     auto result = msg.getTaskResult();
     if (IdFrom<TaskId>(result.getTaskId()) != task) continue;
@@ -154,19 +127,15 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
     NodeId holder = IdFrom<NodeId>(loc.getNodeId());
     auto bytes = PullResult(loc.getTransferAddress(), target.token, object, loc.getSize());
     if (to_node) {
-      (void)Send(socket.fd(), FreeFrame(object, holder));
+      (void)conn->SendEncoded(FreeFrame(object, holder));
     } else if (target.node_address) {
       auto node = target.node_address(holder);
-      auto nfd =
-          node.ok() ? ConnectTcp(*node, std::chrono::seconds(5)) : Result<int>(node.status());
-      if (nfd.ok()) {
-        Socket ns(*nfd);
-        if (Send(ns.fd(), HelloFrame(target.token)).ok()) {
-          (void)Send(ns.fd(), FreeFrame(object, holder));
-          // Wait for the node's ack: the free is read before this connection closes.
-          FrameDecoder d(kMaxCoreFrameBytes);
-          (void)ReadFrame(ns.fd(), d, SystemClock::Get().Now() + std::chrono::seconds(5));
-        }
+      TimePoint within = SystemClock::Get().Now() + std::chrono::seconds(5);
+      auto holder_conn = node.ok() ? CallerConnection::Open(*node, target.token, within)
+                                   : Result<CallerConnection>(node.status());
+      if (holder_conn.ok() && holder_conn->SendEncoded(FreeFrame(object, holder)).ok()) {
+        // The free is in the node's hands before this connection closes.
+        (void)holder_conn->Acknowledged(within);
       }
     }
     if (!bytes.ok()) {

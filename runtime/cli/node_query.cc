@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/net/frame.h"
 #include "runtime/net/tcp.h"
@@ -29,45 +30,24 @@ OneAnswer AskNode(const NodeRecord& node, const std::string& token, const StateQ
     out.status = address.status();
     return out;
   }
-  auto fd = ConnectTcp(*address, deadline - SystemClock::Get().Now());
-  if (!fd.ok()) {
-    out.status = fd.status();
-    return out;
-  }
   auto result = [&]() -> Status {
-    {
-      capnp::MallocMessageBuilder hello;
-      auto h = hello.initRoot<proto::CoreMessage>().initHello();
-      h.setPid(getpid());
-      h.initCaller().setToken(token);
-      CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, hello, deadline));
-      capnp::MallocMessageBuilder query;
-      EncodeStateQuery(q, query.initRoot<proto::CoreMessage>().initStateQuery());
-      CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, query, deadline));
+    CUMULUS_ASSIGN_OR_RETURN(auto node_conn, CallerConnection::Open(*address, token, deadline));
+    capnp::MallocMessageBuilder query;
+    EncodeStateQuery(q, query.initRoot<proto::CoreMessage>().initStateQuery());
+    CUMULUS_RETURN_IF_ERROR(node_conn.Send(query, deadline));
+    CUMULUS_ASSIGN_OR_RETURN(auto words, node_conn.Next(deadline));
+    capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
+    auto msg = reader.getRoot<proto::CoreMessage>();
+    if (!msg.isStateReply()) return Status::Internal("the node answered something else");
+    auto reply = msg.getStateReply();
+    if (reply.getCode() != 0) {
+      return Status(static_cast<StatusCode>(reply.getCode()), reply.getMessage());
     }
-    FrameDecoder decoder(kMaxCoreFrameBytes);
-    while (true) {
-      CUMULUS_ASSIGN_OR_RETURN(auto words, ReadFrame(*fd, decoder, deadline));
-      capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
-      auto msg = reader.getRoot<proto::CoreMessage>();
-      if (msg.isHelloAck()) {
-        if (msg.getHelloAck().getCode() != 0) {
-          return Status::Unauthenticated(msg.getHelloAck().getMessage());
-        }
-        continue;
-      }
-      if (!msg.isStateReply()) return Status::Internal("the node answered something else");
-      auto reply = msg.getStateReply();
-      if (reply.getCode() != 0) {
-        return Status(static_cast<StatusCode>(reply.getCode()), reply.getMessage());
-      }
-      out.rows = DecodeStateRows(reply);
-      out.more = reply.getMore();
-      out.matched = reply.getMatched();
-      return Status();
-    }
+    out.rows = DecodeStateRows(reply);
+    out.more = reply.getMore();
+    out.matched = reply.getMatched();
+    return Status();
   }();
-  close(*fd);
   out.status = result;
   return out;
 }

@@ -13,6 +13,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
+#include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/net/frame.h"
 #include "runtime/net/tcp.h"
@@ -62,32 +63,13 @@ Answer AskNode(const std::string& address, const std::string& token, const JobId
     return a;
   }
   TimePoint deadline = SystemClock::Get().Now() + timeout;
-  auto fd = ConnectTcp(*hp, timeout);
-  if (!fd.ok()) {
-    a.status = fd.status();
-    return a;
-  }
   auto run = [&]() -> Status {
-    capnp::MallocMessageBuilder hello;
-    auto h = hello.initRoot<proto::CoreMessage>().initHello();
-    h.setPid(getpid());
-    h.initCaller().setToken(token);
-    CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, hello, deadline));
+    CUMULUS_ASSIGN_OR_RETURN(auto node_conn, CallerConnection::Open(*hp, token, deadline));
     capnp::MallocMessageBuilder request;
     auto r = request.initRoot<proto::CoreMessage>().initTimelineRequest();
     if (!job.IsNil()) r.setJobId(DataOf(job));
-    CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, request, deadline));
-    FrameDecoder decoder(kMaxCoreFrameBytes);
-    kj::Array<capnp::word> words;
-    while (true) {  // the node acknowledges the hello first
-      CUMULUS_ASSIGN_OR_RETURN(words, ReadFrame(*fd, decoder, deadline));
-      capnp::FlatArrayMessageReader ack(words, CoreReaderOptions(words.size() * 8));
-      auto first = ack.getRoot<proto::CoreMessage>();
-      if (!first.isHelloAck()) break;
-      if (first.getHelloAck().getCode() != 0) {
-        return Status::Unauthenticated(first.getHelloAck().getMessage());
-      }
-    }
+    CUMULUS_RETURN_IF_ERROR(node_conn.Send(request, deadline));
+    CUMULUS_ASSIGN_OR_RETURN(auto words, node_conn.Next(deadline));
     capnp::FlatArrayMessageReader reader(words, CoreReaderOptions(words.size() * 8));
     auto msg = reader.getRoot<proto::CoreMessage>();
     if (!msg.isTimelineEvents()) {
@@ -110,7 +92,6 @@ Answer AskNode(const std::string& address, const std::string& token, const JobId
     a.status =
         Status::Internal(std::string("its answer is malformed: ") + e.getDescription().cStr());
   }
-  close(*fd);
   if (!a.status.ok() && a.status.code() == StatusCode::kUnavailable) {
     a.status = Status::Unavailable(a.status.message() +
                                    " (a node refuses a wrong token: check --token-file)");
