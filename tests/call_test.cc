@@ -138,6 +138,18 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   EXPECT_EQ(Call({job, "Square", "5"}, &out), 0) << out;
   EXPECT_EQ(out, "25\n");
 
+  // `cumulus kill`: the actor's worker exits (it has no restarts); a job is not an actor.
+  auto kill = [&](const std::string& what, std::string* o) {
+    return Cli({"kill", what, "--address", address_, "--token-file", token_file_}, o);
+  };
+  EXPECT_EQ(kill(job, &out), 2) << out;
+  EXPECT_NE(out.find("is a job, not an actor"), std::string::npos) << out;
+  EXPECT_EQ(kill("counter", &out), 0) << out;
+  EXPECT_NE(out.find("killed actor 'counter'"), std::string::npos) << out;
+  EXPECT_NE(Call({"counter", "Increment", "1"}, &out), 0) << out;
+  EXPECT_EQ(kill("counter", &out), 1) << out;
+  EXPECT_NE(out.find("cannot be reached"), std::string::npos) << out;
+
   // After the job ends, its functions cannot be called.
   driver->CloseStdin();
   ASSERT_TRUE(driver->Wait(30s));

@@ -282,6 +282,40 @@ TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   EXPECT_TRUE(WIFEXITED(t.Exit()));
 }
 
+// A running job's function called, and its named actor completed by name and killed, from the
+// shell on a terminal (tests/call_driver.cc holds the job and the actor "counter").
+TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
+  head_store_memory_ = "256M";  // the driver's program is shipped through the store
+  auto head = StartHead({"--resources", "CPU=2"});
+  auto driver = StartDriver("call_driver", {}, CoreSocket(HeadNodeId()));
+  auto ready = driver->WaitForLine("READY", 60s);
+  ASSERT_TRUE(ready) << driver->ReadAll(1s);
+  std::string job = Field(*ready, "job");
+  Terminal t(Auth(), History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+  t.Mark();
+  t.Type("call " + job + " Square 7\n");
+  EXPECT_TRUE(t.WaitFor("49")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Mark();
+  t.Type("kill cou\t");
+  ASSERT_TRUE(t.WaitFor("kill counter ")) << t.Since();
+  t.Type("\n");
+  ASSERT_TRUE(t.WaitFor("[y/N]")) << t.Since();
+  t.Type("y\n");
+  EXPECT_TRUE(t.WaitFor("killed actor 'counter'")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Mark();
+  t.Type("call counter Increment 1\n");
+  EXPECT_TRUE(t.WaitFor("cumulus: ")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Type("exit\n");
+  EXPECT_TRUE(WIFEXITED(t.Exit()));
+  driver->CloseStdin();
+  EXPECT_TRUE(driver->Wait(30s));
+}
+
 TEST_F(ShellTest, ALostHeadIsOneLineAndTheNextCommandSaysItReconnected) {
   auto head = StartHead({"--no-node"});
   int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());

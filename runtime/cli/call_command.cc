@@ -4,6 +4,11 @@
 // and read the result's; the call itself is a real task of the job (through a node) or a real
 // call of the actor (straight to its worker), made as a `caller` with the cluster token
 // (runtime/call/call_client.h).
+//
+// cumulus kill ACTOR: the same lookup of a named actor, then a `killActor` to its worker, which
+// exits at once.
+#include <capnp/message.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -18,6 +23,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
+#include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "scheduler/resources.h"
 
@@ -419,6 +425,73 @@ int CallCommand(const std::vector<std::string>& args) {
   auto json = BytesToJson(*bytes, e.result, e.result_fingerprint);
   if (!json.ok()) return Failed(json.status().WithContext("the result of " + e.name));
   std::printf("%s\n", json->c_str());
+  return 0;
+}
+
+namespace {
+
+constexpr const char* kKillHelp = R"(Usage:
+  cumulus kill ACTOR [--address HOST:PORT] [--token-file FILE]
+
+Kills a named actor (its name, or a prefix of its id): its worker process exits at once, and
+calls it was running fail. As with a crash, an actor created with restarts left
+(SetMaxRestarts) is started again by its owner; one without is dead for good. Exit status: 0
+killed, 1 it could not be reached or did not exit within 10 s, 2 bad usage or not an actor.
+)";
+
+}  // namespace
+
+int KillCommand(const std::vector<std::string>& args) {
+  for (auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kKillHelp, stdout);
+      return 0;
+    }
+  }
+  if (args.empty() || args[0].rfind("-", 0) == 0) {
+    return UsageError("kill needs an actor: cumulus kill ACTOR", "cumulus kill --help");
+  }
+  const std::string& what = args[0];
+  Flags flags({"address", "token-file"}, {});
+  if (Status st = flags.Parse({args.begin() + 1, args.end()}); !st.ok()) {
+    return UsageError(st.message(), "cumulus kill --help");
+  }
+  auto head = ConnectHead(flags);
+  if (!head.ok()) return Failed(head.status());
+  auto target = Resolve(**head, what);
+  if (!target.ok()) {
+    return target.status().code() == StatusCode::kInvalidArgument
+               ? BadCall(target.status().message())
+               : Failed(target.status());
+  }
+  if (target->actor.IsNil()) {
+    return BadCall("'" + what + "' is a job, not an actor: to stop a job, cumulus cancel " + what);
+  }
+  if (target->actor_address.empty()) {
+    return Failed(Status::Unavailable("actor '" + target->actor_name +
+                                      "' has not started yet (no address): try again"));
+  }
+  auto address = ParseHostPort(target->actor_address);
+  if (!address.ok()) return Failed(address.status());
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (!token.ok()) return Failed(token.status());
+  TimePoint deadline = SystemClock::Get().Now() + std::chrono::seconds(10);
+  auto conn = CallerConnection::Open(*address, *token, deadline);
+  if (!conn.ok()) {
+    return Failed(Status::Unavailable("actor '" + target->actor_name + "' cannot be reached at " +
+                                      address->ToString() +
+                                      " (it is not running?): " + conn.status().message()));
+  }
+  capnp::MallocMessageBuilder kill;
+  kill.initRoot<proto::CoreMessage>().setKillActor(DataOf(target->actor));
+  Status sent = conn->Send(kill, deadline);
+  // The worker exits on it: the connection closes, and nothing else comes.
+  auto after = sent.ok() ? conn->Next(deadline) : Result<kj::Array<capnp::word>>(sent);
+  if (after.ok() || after.status().code() == StatusCode::kTimedOut) {
+    return Failed(Status::TimedOut("actor '" + target->actor_name + "' did not exit within 10 s"));
+  }
+  if (after.status().code() == StatusCode::kUnauthenticated) return Failed(after.status());
+  std::printf("killed actor '%s' (%s)\n", target->actor_name.c_str(), target->actor.Hex().c_str());
   return 0;
 }
 

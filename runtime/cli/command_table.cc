@@ -45,6 +45,8 @@ const std::vector<Command>& Commands() {
       {"timeline", "a Chrome trace of tasks and actor calls per worker, for Perfetto (-o FILE)",
        TimelineCommand, false, true, false, "--address --token-file --output --timeout --help",
        "job"},
+      {"kill", "kill a named actor (its worker exits; an actor with restarts left comes back)",
+       KillCommand, true, true, false, "--address --token-file --help", "actor"},
       {"stop", "stop what 'cumulus start' started on this machine", StopCommand, true, false, false,
        "--help"},
       {"up", "start a cluster and its autoscaler from a cluster file (bursting)", UpCommand, false,

@@ -24,6 +24,7 @@ int TrialsCommand(const std::vector<std::string>& args);
 int DescribeCommand(const std::vector<std::string>& args);
 int TopCommand(const std::vector<std::string>& args);
 int CallCommand(const std::vector<std::string>& args);
+int KillCommand(const std::vector<std::string>& args);
 int TimelineCommand(const std::vector<std::string>& args);
 // `cumulus list jobs|placement-groups|actors` (nodes: ListCommand itself).
 int ListStateCommand(const std::string& what, const std::vector<std::string>& args);
