@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -34,8 +36,8 @@ class FaultTest : public ClusterTest {
     if (!head_wait_ms.empty()) env.push_back({"CUMULUS_HEAD_WAIT_MS", head_wait_ms});
     return StartDriver("fault_driver", std::move(args), socket, env);
   }
-  // Sends `sig` to `pid` and every process under it (children first found through /proc).
-  static void SignalTree(pid_t pid, int sig) {
+  // `pid` and every process under it (children found through /proc), `pid` first.
+  static std::vector<pid_t> Tree(pid_t pid) {
     std::vector<pid_t> tree = {pid};
     for (size_t i = 0; i < tree.size(); ++i) {
       for (auto& e : std::filesystem::directory_iterator("/proc")) {
@@ -53,7 +55,53 @@ class FaultTest : public ClusterTest {
         if (ppid == tree[i]) tree.push_back(child);
       }
     }
-    for (pid_t p : tree) kill(p, sig);
+    return tree;
+  }
+  // Sends `sig` to `pid` and every process under it.
+  static void SignalTree(pid_t pid, int sig) {
+    for (pid_t p : Tree(pid)) kill(p, sig);
+  }
+  // Whether no thread of `pid` can run: each is stopped (T, or t under a tracer) or exiting (Z,
+  // X); a process that is gone counts too.
+  static bool AllThreadsStopped(pid_t pid) {
+    std::error_code error;
+    std::filesystem::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", error);
+    if (error) return true;
+    for (auto& e : tasks) {
+      std::ifstream stat(e.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size()) continue;  // gone meanwhile
+      if (std::string("TtZX").find(line[paren + 2]) == std::string::npos) return false;
+    }
+    return true;
+  }
+  // SIGSTOPs `pid` and every process under it, and returns once none of their threads can run.
+  // kill() returns before that: a process-directed SIGSTOP wakes one thread, which stops the
+  // others when it next runs, and until then the process still answers (fault_test saw a hung
+  // head answer a request sent 1 ms after kill() had returned). A process forked meanwhile is
+  // found and stopped too. False if they are not all stopped within `timeout`.
+  static bool StopTree(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::vector<pid_t> signalled;
+    while (true) {
+      std::vector<pid_t> tree = Tree(pid);
+      bool grew = false;
+      for (pid_t p : tree) {
+        if (std::find(signalled.begin(), signalled.end(), p) != signalled.end()) continue;
+        kill(p, SIGSTOP);
+        signalled.push_back(p);
+        grew = true;
+      }
+      if (!grew) return true;  // all stopped (below), and none of them can fork any more
+      bool stopped = WaitUntil(
+          [&] {
+            return std::all_of(tree.begin(), tree.end(),
+                               [](pid_t p) { return AllThreadsStopped(p); });
+          },
+          timeout);
+      if (!stopped) return false;
+    }
   }
 };
 
@@ -126,11 +174,11 @@ TEST_F(FaultTest, HungNodeIsDeclaredDeadAndItsActorsRestartElsewhere) {
   ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
   // The whole machine freezes: the node and the workers it started (thawed again at the end,
   // whatever happens, so that the test can clean up).
-  SignalTree(victim->pid(), SIGSTOP);
   struct Thaw {
     pid_t pid;
     ~Thaw() { SignalTree(pid, SIGCONT); }
   } thaw{victim->pid()};
+  ASSERT_TRUE(StopTree(victim->pid())) << "the node and its workers did not all stop";
   Touch("stopped");
   ExpectChecks(driver->ReadAll(120s), {"actor_on_victim", "hung_node_actor_restarted_elsewhere"});
   EXPECT_TRUE(WaitForState(a, NodeState::kDead, 15s));
@@ -209,13 +257,13 @@ TEST_F(FaultTest, HeadHungCallsThatNeedItFailAfterTheWait) {
   ASSERT_FALSE(a.empty());
   auto driver = Driver({"--scenario=head_gone"}, CoreSocket(a), "", "2000");
   ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
-  // It accepts connections (the kernel does) and answers nothing; thawed at the end, whatever
-  // happens, so that the test can clean up.
-  SignalTree(head->pid(), SIGSTOP);
+  // It accepts connections (the kernel does) and answers nothing once all its threads have
+  // stopped; thawed at the end, whatever happens, so that the test can clean up.
   struct Thaw {
     pid_t pid;
     ~Thaw() { SignalTree(pid, SIGCONT); }
   } thaw{head->pid()};
+  ASSERT_TRUE(StopTree(head->pid())) << "the head did not stop";
   Touch("head_gone");
   ExpectChecks(driver->ReadAll(60s),
                {"named_actor_while_the_head_is_up", "get_actor_fails_after_the_wait",
