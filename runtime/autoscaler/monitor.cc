@@ -91,20 +91,25 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(2 * config->boot_time_s)));
   NodeTypeConfig type_config = *config;
   LaunchSpec spec = options_.launch;
-  auto launched = [this, type, count] {
+  // Once per call, whether its answer or its timeout comes first (a late answer is applied too).
+  auto settled = std::make_shared<bool>(false);
+  auto launched = [this, type, count, settled] {
+    if (*settled) return;
+    *settled = true;
     if ((in_flight_launches_[type] -= count) <= 0) {
       in_flight_launches_.erase(type);
       in_flight_since_.erase(type);
     }
   };
   Spawn(
-      [this, provider, type_config, spec, count, timeout, asked,
-       launched]() -> std::function<void()> {
+      [this, provider, type_config, spec, count, timeout, asked, launched,
+       settled]() -> std::function<void()> {
         auto ids = provider->Launch(type_config, count, spec, In(timeout));
-        return [this, ids, type_config, provider, count, asked, launched] {
+        return [this, ids, type_config, provider, count, asked, launched, settled] {
+          bool late = *settled;  // already counted failed when its timer went off
           launched();
           if (!ids.ok()) {
-            RecordFailure(type_config.name, count, ids.status().message());
+            if (!late) RecordFailure(type_config.name, count, ids.status().message());
             return;
           }
           for (auto& id : *ids) {
@@ -115,7 +120,7 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
       },
       timeout,
       [this, type, count, launched] {
-        // A node it did start after all is adopted when it registers (RunRound).
+        // Counted failed now; if it answers later, the instances it made go in the books then.
         launched();
         RecordFailure(type, count, "the provider's launch call did not return by its deadline");
       });
@@ -144,11 +149,10 @@ void Monitor::Terminate(const std::string& instance, bool launch_timed_out) {
         };
       },
       timeout,
-      [this, instance] {
-        // Tried again next round while the books still hold it.
-        terminating_.erase(instance);
+      [instance] {
+        // Not started again while this call still runs: its answer ends it.
         CUMULUS_LOG(WARN) << "autoscaler: terminating " << instance
-                          << " did not return by its deadline";
+                          << " did not return by its deadline; waiting for it";
       });
 }
 
@@ -176,10 +180,10 @@ Status Monitor::RunRound() {
           };
         },
         timeout,
-        [this, provider_name] {
-          listing_.erase(provider_name);
+        [provider_name] {
+          // Not started again while this call still runs: its answer ends it.
           CUMULUS_LOG(WARN) << "autoscaler: listing provider " << provider_name
-                            << " did not return by its deadline";
+                            << " did not return by its deadline; waiting for it";
         });
   }
 

@@ -5,9 +5,11 @@
 // drains and terminations through the providers. It publishes what `cumulus status` shows.
 //
 // Concurrency (monitor_loop.cc): Run makes the monitor a CAF actor. Provider calls are slow (a
-// launch may take minutes) and may hang, so each runs in a CAF actor of its own, asked by a
-// request with a timeout (the provider's own deadline plus a grace): its answer, or the timeout,
-// comes back to the monitor's actor as a message and is applied there, between rounds. Rounds
+// launch may take minutes) and may hang, so each runs in a CAF actor of its own, with a timer
+// (the provider's own deadline plus a grace): its answer, or the timer first, comes back to the
+// monitor's actor as a message and is applied there, between rounds. A launch past its timer
+// counts as failed; its answer, when it comes, still puts the instances it made in the books. A
+// list or terminate call is not started again while one is still running. Rounds
 // are timer messages. So the monitor's state is touched by one actor only and nothing waits on
 // a provider. The loop itself only waits on the head (each call under the client's request
 // timeout). Launches in flight count as launching capacity, so nothing is launched twice while a

@@ -84,11 +84,11 @@ TEST(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) 
   auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
 
+  auto reader = ControlClient::Connect(address, ho.token);
+  ASSERT_TRUE(reader.ok()) << reader.status();
   std::atomic<bool> stop{false};
   Status ran;
   std::thread loop([&] { ran = (*monitor)->Run(stop); });
-  auto reader = ControlClient::Connect(address, ho.token);
-  ASSERT_TRUE(reader.ok()) << reader.status();
   auto failed_by_deadline = [&] {
     auto text = (*reader)->KvGet(kAutoscalerNamespace, kBooksKey);
     if (!text.ok()) return false;
