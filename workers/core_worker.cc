@@ -369,6 +369,9 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
     }
     case proto::CoreMessage::KILL_ACTOR: {
       if (!c.caller) return false;
+      // Only for the actor hosted here: a stale address may now be another actor's worker.
+      ActorId target = IdFrom<ActorId>(msg.getKillActor());
+      if (!target.IsNil() && (!executor_ || target != executor_->actor_id())) return false;
       CUMULUS_LOG(DEBUG) << "actor: killed by a caller";
       std::fflush(stdout);
       std::fflush(stderr);
