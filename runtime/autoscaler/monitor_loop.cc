@@ -91,7 +91,7 @@ Status MonitorLoop::Run(Monitor& m, const std::atomic<bool>& stop) {
   // (threads of their own), because all of them block (on the head, on a provider).
   cfg.set("scheduler.max-threads", 2);
   cfg.set("scheduler.policy", caf::atom("sharing"));
-  // Set on the two ways out (stop, `cumulus down`, a lost head); an actor that ends otherwise
+  // Set on the ways out (stop, `cumulus down`, a lost head); an actor that ends otherwise
   // (an exception in a round) is not a clean stop.
   auto result =
       std::make_shared<Status>(Status::Internal("the autoscaler's monitor ended unexpectedly"));
