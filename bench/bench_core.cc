@@ -294,6 +294,17 @@ int main(int argc, char** argv) {
   cumulus::NodeId b_id = (*node_b)->node_id();
   if (cumulus::CurrentNodeId() == b_id) std::swap(*node_a, *node_b), b_id = (*node_b)->node_id();
 
+  // The cluster down and its directory gone, in the order they were started.
+  auto teardown = [&] {
+    cumulus::Shutdown();
+    node_b->reset();
+    node_a->reset();
+    head->reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return 0;
+  };
+
   // Warm the worker pool.
   cumulus::Get(cumulus::Task(Noop).Remote(1));
   if (only_tasks_async) {
@@ -306,13 +317,7 @@ int main(int argc, char** argv) {
     async_run(quick ? 5000 : 20000);  // warm: the workers of a burst are started
     std::printf("TASKS_ASYNC %.1f\n", Rate(reps, quick ? 5000 : 20000, async_run));
     std::fflush(stdout);
-    cumulus::Shutdown();
-    node_b->reset();
-    node_a->reset();
-    head->reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    return 0;
+    return teardown();
   }
 
   double rtt_us = RawTcpRttMicros(quick ? 2000 : 10000);
@@ -507,11 +512,5 @@ int main(int argc, char** argv) {
         "an idle pooled worker becomes the actor");
   }
 
-  cumulus::Shutdown();
-  node_b->reset();
-  node_a->reset();
-  head->reset();
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return 0;
+  return teardown();
 }

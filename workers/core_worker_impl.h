@@ -183,9 +183,9 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   std::unordered_map<uint64_t, Peer> peers_;
   uint32_t put_index_ = 0;
 
-  ExecutionQueue execution_;                // workers: what the node and callers sent, run in order
+  ExecutionQueue execution_;  // workers: what the node and callers sent, run in order
   std::unique_ptr<TimelineBatch> timeline_;  // workers: their events on the way to the node
-  std::unique_ptr<TaskExecutor> executor_;  // workers: runs what the node and callers send
+  std::unique_ptr<TaskExecutor> executor_;   // workers: runs what the node and callers send
 };
 
 }  // namespace cumulus

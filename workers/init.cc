@@ -18,10 +18,10 @@
 #include "runtime/call/function_catalog.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/core/messages.h"
+#include "runtime/core/timeline.h"
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
 #include "runtime/node/node_daemon.h"
-#include "runtime/core/timeline.h"
 #include "workers/core_worker.h"
 
 namespace cumulus {
