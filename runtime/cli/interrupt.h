@@ -34,6 +34,10 @@ class InterruptScope {
 // Whether Ctrl-C came since the last ClearInterrupt(). Async-signal-safe.
 bool Interrupted();
 void ClearInterrupt();
+// A descriptor that turns readable when Ctrl-C comes (after CatchInterrupts; -1 before): a thread
+// that waits in poll includes it, so it wakes even when the signal was delivered to another
+// thread. ClearInterrupt() drains it.
+int InterruptWakeFd();
 // Sleeps `d`, in short steps; false if interrupted before it passed.
 bool SleepUnlessInterrupted(std::chrono::milliseconds d);
 

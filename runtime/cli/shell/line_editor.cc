@@ -39,9 +39,11 @@ char* Prompt(EditLine* el) {
 }
 
 // Reads one character for libedit. Ctrl-C (SIGINT, which only sets a flag) ends the read with an
-// error, so el_gets returns and the shell drops the line. SIGINT is blocked except inside ppoll,
-// which unblocks it atomically while it waits: a Ctrl-C that lands while libedit is busy between
-// reads (typed together with other keys) is seen at the next read instead of leaving it blocked.
+// error, so el_gets returns and the shell drops the line. The wait watches the interrupt's wake
+// pipe beside the terminal: the signal may be delivered to any thread (a completion fetch), and a
+// key typed after the Ctrl-C must not be read before it. SIGINT is also blocked except inside
+// ppoll, which unblocks it atomically while it waits, so one that lands on this thread between
+// reads is seen at the next read.
 int GetChar(EditLine*, wchar_t* c) {
   sigset_t sigint, outside;
   sigemptyset(&sigint);
@@ -52,14 +54,18 @@ int GetChar(EditLine*, wchar_t* c) {
   int result = -1;
   while (true) {
     if (Interrupted()) break;
-    struct pollfd p {};
-    p.fd = STDIN_FILENO;
-    p.events = POLLIN;
-    int ready = ppoll(&p, 1, nullptr, &waiting);
+    struct pollfd p[2]{};
+    p[0].fd = STDIN_FILENO;
+    p[0].events = POLLIN;
+    p[1].fd = InterruptWakeFd();  // -1: poll ignores it
+    p[1].events = POLLIN;
+    int ready = ppoll(p, 2, nullptr, &waiting);
     if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    if (Interrupted()) break;  // Ctrl-C before whatever key came with it
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     unsigned char byte;
     ssize_t n = read(STDIN_FILENO, &byte, 1);
     if (n == 1) {

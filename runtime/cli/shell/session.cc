@@ -1,6 +1,7 @@
 // One shell session: see session.h.
 #include "runtime/cli/shell/session.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -193,9 +194,17 @@ bool Session::Confirm(const std::vector<std::string>& words) {
   std::string answer;
   char c;
   ClearInterrupt();
-  while (true) {
+  while (!Interrupted()) {
+    // The wake pipe beside stdin: a Ctrl-C delivered to another thread still ends the question.
+    pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {InterruptWakeFd(), POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (Interrupted()) break;
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     ssize_t n = read(STDIN_FILENO, &c, 1);
-    if (n < 0 && errno == EINTR && !Interrupted()) continue;
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || c == '\n') break;
     answer += c;
   }
