@@ -268,6 +268,11 @@ TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
     EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
     EXPECT_EQ(t.Since().find("[y/N]"), std::string::npos) << t.Since();
     t.Mark();
+    t.Type("stop trial exp/t0001\n");
+    ASSERT_TRUE(t.WaitFor("read-only")) << t.Since();
+    EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+    EXPECT_EQ(t.Since().find("[y/N]"), std::string::npos) << t.Since();
+    t.Mark();
     t.Type("list nodes\n");
     EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
     EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
@@ -293,6 +298,16 @@ TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   ASSERT_TRUE(t.WaitFor("[y/N]")) << t.Since();
   t.Type("y\n");
   EXPECT_TRUE(t.WaitFor("no job 12345678")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  // Stopping a trial (a sub-form of stop with a row of its own, completed with Tab) asks too;
+  // "n" does nothing.
+  t.Mark();
+  t.Type("stop tr\t");
+  ASSERT_TRUE(t.WaitFor("stop trial ")) << t.Since();
+  t.Type("exp/t0001\n");
+  ASSERT_TRUE(t.WaitFor("Run 'stop trial exp/t0001'? [y/N]")) << t.Since();
+  t.Type("n\n");
+  EXPECT_TRUE(t.WaitFor("Not done.")) << t.Since();
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
   t.Type("quit\n");
   EXPECT_TRUE(WIFEXITED(t.Exit()));
@@ -388,6 +403,16 @@ TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
   EXPECT_NE(out.find("read-only"), std::string::npos) << out;
+  rc = Script("stop trial exp/t0001\n", read_only, &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_NE(out.find("read-only"), std::string::npos) << out;
+  // `stop trial` reaches the shell's head (its address passed on), never stops the cluster.
+  rc = Script("stop trial nope/t0001\nstop trial nope\n", Auth(), &out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("no experiment named 'nope'"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\n"), 2) << out;
+  EXPECT_EQ(Script("status\n", Auth(), &out), 0) << out;
 
   // No failure: exit status 0.
   EXPECT_EQ(Script("status\nexit\nfrobnicate\n", Auth(), &out), 0) << out;

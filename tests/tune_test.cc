@@ -1,11 +1,12 @@
 // The tuner with real processes (`cumulus start` head and nodes on loopback, tune_driver.cc): an
 // ASHA experiment over a head and two nodes, the driver SIGKILLed and the experiment restored
 // from its journal, a node SIGKILLed under a running trial, a gang trial, a function trainable,
-// and bad input (docs/tune.md).
+// a trial stopped with `cumulus stop trial`, and bad input (docs/tune.md).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -16,6 +17,7 @@
 #include "cluster_fixture.h"
 #include "runtime/tune/experiment_state.h"
 #include "runtime/tune/journal.h"
+#include "runtime/tune/stop_requests.h"
 #include "scheduler/tune/trial_scheduler.h"
 
 namespace cumulus {
@@ -221,6 +223,147 @@ TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
   for (auto& [id, t] : at_kill.trials()) {
     EXPECT_EQ(final_state.trials().at(id).config, t.config) << "trial " << id;
   }
+}
+
+// `cumulus stop trial`: one trial of a running experiment stopped from the command line (within
+// a bounded time, the others going on), the journal and `cumulus trials` saying so, bad input
+// one line each; then a stop asked while the driver is dead, applied by Tuner::Restore, which
+// runs neither stopped trial again.
+TEST_F(TuneTest, StopTrialFromTheCommandLine) {
+  auto head = StartHead({"--resources", "CPU=3"});
+  auto driver = Driver({"--scenario=run", "--name=stopper", "--samples=3", "--iters=80",
+                        "--step-ms=100", "--concurrent=3", "--scheduler=fifo"});
+  std::vector<std::string> conn = {"--address", address_, "--token-file", token_file_};
+  auto cli = [&](std::vector<std::string> args, std::string* text) {
+    args.insert(args.end(), conn.begin(), conn.end());
+    return Cli(args, text);
+  };
+  auto reports_of = [](const tune::Journal::Loaded& j, uint64_t trial, size_t from = 0) {
+    size_t n = 0;
+    for (size_t i = from; i < j.entries.size(); ++i)
+      n += j.entries[i].kind == JournalEntry::Kind::kReport && j.entries[i].trial == trial;
+    return n;
+  };
+  ASSERT_TRUE(WaitForReports("stopper", 6, 60s)) << driver->ReadAll(1s);
+  auto j = Load("stopper");
+  ASSERT_TRUE(j.ok()) << j.status();
+  int victim_pid = 0;  // t0001's worker (the trainable reports its pid)
+  for (auto& e : j->entries) {
+    auto pid = e.metrics.find("pid");
+    if (e.kind == JournalEntry::Kind::kReport && e.trial == 1 && pid != e.metrics.end())
+      victim_pid = int(pid->second);
+  }
+  ASSERT_GT(victim_pid, 0);
+
+  std::string text;
+  auto asked = std::chrono::steady_clock::now();
+  ASSERT_EQ(cli({"stop", "trial", "stopper/t0001"}, &text), 0) << text;
+  auto returned = std::chrono::steady_clock::now();
+  EXPECT_NE(text.find("Stopped stopper/t0001 in "), std::string::npos) << text;
+  // Its worker process goes with it: the actor was killed, not left to train unseen.
+  auto gone = [](int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    size_t paren = line.rfind(')');
+    return line.empty() ||
+           (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z');
+  };
+  auto deadline = returned + 10s;
+  while (!gone(victim_pid) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);  // a process's exit has no descriptor to wait on
+  auto exited = std::chrono::steady_clock::now();
+  EXPECT_TRUE(gone(victim_pid)) << "t0001's worker (pid " << victim_pid << ") still runs";
+  std::printf(
+      "LATENCY stop trial: command %.0f ms (asked to journaled: %s), worker exit %.0f ms "
+      "after the command returned\n",
+      std::chrono::duration<double, std::milli>(returned - asked).count(),
+      text.substr(0, text.find('\n')).c_str(),
+      std::chrono::duration<double, std::milli>(exited - returned).count());
+
+  j = Load("stopper");
+  ASSERT_TRUE(j.ok()) << j.status();
+  size_t ended_at = 0;
+  for (size_t i = 0; i < j->entries.size(); ++i) {
+    const JournalEntry& e = j->entries[i];
+    if (e.kind == JournalEntry::Kind::kTrialEnded && e.trial == 1) ended_at = i;
+  }
+  ASSERT_GT(ended_at, 0u) << "no end of t0001 in the journal";
+  EXPECT_EQ(j->entries[ended_at].state, uint8_t(tune::TrialState::kStoppedEarly));
+  EXPECT_EQ(j->entries[ended_at].reason.rfind(tune::kStoppedByUserReason, 0), 0u)
+      << j->entries[ended_at].reason;
+  EXPECT_EQ(reports_of(*j, 1, ended_at), 0u) << "t0001 reported after it was stopped";
+
+  ASSERT_EQ(cli({"trials", "stopper", "--json"}, &text), 0) << text;
+  EXPECT_NE(text.find("\"STOPPED\""), std::string::npos) << text;
+  EXPECT_NE(text.find("stopped by user"), std::string::npos) << text;
+
+  // Bad input: one line each; usage errors exit 2, and none of them stops the cluster.
+  EXPECT_EQ(cli({"stop", "trial", "stopper", "t1"}, &text), 1) << text;  // EXP TRIAL, ended
+  EXPECT_NE(text.find("trial stopper/t0001 has already ended: STOPPED (stopped by user"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(cli({"stop", "trial", "nope/t0001"}, &text), 1) << text;
+  EXPECT_NE(text.find("no experiment named 'nope'"), std::string::npos) << text;
+  EXPECT_EQ(cli({"stop", "trial", "stopper/t0099"}, &text), 1) << text;
+  EXPECT_NE(text.find("experiment stopper has no trial t0099"), std::string::npos) << text;
+  const std::vector<std::vector<std::string>> usage_errors = {
+      {"stop", "trial"},
+      {"stop", "trial", "stopper"},
+      {"stop", "trial", "stopper/x7"},
+      {"stop", "trial", "bad!name/t0001"},
+      {"stop", "trial", "stopper/t0002", "--timeout", "soon"},
+      {"stop", "trials"},
+      {"stop", "stopper/t0002"}};
+  for (const std::vector<std::string>& bad : usage_errors) {
+    std::string line;
+    for (auto& w : bad) line += w + " ";
+    EXPECT_EQ(cli(bad, &text), 2) << line << ": " << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << line << ": " << text;
+  }
+  ASSERT_EQ(cli({"stop", "--help"}, &text), 0);
+  EXPECT_NE(text.find("cumulus stop trial EXPERIMENT/TRIAL"), std::string::npos) << text;
+  ASSERT_EQ(cli({"status"}, &text), 0) << "the cluster did not survive: " << text;
+
+  // The driver dies with t0002 and t0003 running; a stop asked now stands until the restore.
+  j = Load("stopper");
+  ASSERT_TRUE(j.ok()) << j.status();
+  {
+    tune::ExperimentState at(j->spec);
+    for (auto& e : j->entries) ASSERT_TRUE(at.Apply(e).ok());
+    ASSERT_EQ(at.trials().at(2).state, tune::TrialState::kRunning) << "too slow a machine?";
+  }
+  driver->Kill(SIGKILL);
+  (void)driver->Wait(10s);
+  EXPECT_EQ(cli({"stop", "trial", "stopper/t0002", "--timeout", "0.5"}, &text), 1) << text;
+  EXPECT_NE(text.find("was not stopped within"), std::string::npos) << text;
+  auto killed_at = Load("stopper");
+  ASSERT_TRUE(killed_at.ok());
+  size_t before = killed_at->entries.size();
+  size_t t1_reports = reports_of(*killed_at, 1);
+
+  auto restored = Driver({"--scenario=restore", "--name=stopper", "--step-ms=100"});
+  std::string out = Finish(*restored);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 3u) << out;
+  EXPECT_NE(trials["t0001"].find("state=STOPPED"), std::string::npos) << out;
+  EXPECT_NE(trials["t0001"].find("reason=stopped by user"), std::string::npos) << out;
+  EXPECT_NE(trials["t0002"].find("state=STOPPED"), std::string::npos) << out;
+  EXPECT_NE(trials["t0002"].find("reason=stopped by user"), std::string::npos) << out;
+  EXPECT_NE(trials["t0003"].find("state=FINISHED"), std::string::npos) << out;
+  EXPECT_NE(trials["t0003"].find("iterations=80 "), std::string::npos) << out;
+  // The progress view says so, and counts them.
+  EXPECT_NE(out.find("[stopper] t0002 stopped by user"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 stopped early (2 by user)"), std::string::npos) << out;
+  auto after = Load("stopper");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(reports_of(*after, 1), t1_reports) << "t0001 ran again after the restore";
+  EXPECT_EQ(reports_of(*after, 2, before), 0u) << "t0002 ran again after the restore";
+  // No request is left behind.
+  auto c = Client();
+  auto left = c->KvList(tune::kStopRequestsNamespace, "stopper/");
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_TRUE(left->entries.empty());
 }
 
 TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {

@@ -47,8 +47,11 @@ const std::vector<Command>& Commands() {
        "job"},
       {"kill", "kill a named actor (its worker exits; an actor with restarts left comes back)",
        KillCommand, true, true, false, "--address --token-file --help", "actor"},
-      {"stop", "stop what 'cumulus start' started on this machine", StopCommand, true, false, false,
-       "--help"},
+      {"stop", "stop what 'cumulus start' started here;  stop trial EXP/T: stop one trial",
+       StopCommand, true, false, false, "--help", "stop"},
+      // Stops one trial, never the cluster: needs the head (the shell passes its address).
+      {"stop trial", nullptr, StopTrialCommand, true, true, false,
+       "--address --token-file --no-wait --timeout --help", "experiment"},
       {"up", "start a cluster and its autoscaler from a cluster file (bursting)", UpCommand, false,
        false, true, "--address --token-file --round-ms --insecure --block --metrics-port --help"},
       {"down", "terminate the autoscaler's nodes, then stop;  drain NODE: retire a node",
@@ -69,6 +72,18 @@ const Command* FindCommand(const std::string& name) {
     if (name == c.name) return &c;
   }
   return nullptr;
+}
+
+const Command* FindCommand(const std::string& name, const std::vector<std::string>& args,
+                           size_t* used) {
+  if (!args.empty()) {
+    if (const Command* sub = FindCommand(name + " " + args[0])) {
+      *used = 2;
+      return sub;
+    }
+  }
+  *used = 1;
+  return FindCommand(name);
 }
 
 std::string MainHelp() {

@@ -33,10 +33,16 @@ struct Command {
   bool changes_state = false;
 };
 
-// Every subcommand, in the order `cumulus --help` lists them.
+// Every subcommand, in the order `cumulus --help` lists them. A row named "NAME SUB" (two
+// words: "stop trial") is a sub-form of NAME with its own run, flags and shell properties;
+// NAME's own run hands `NAME SUB ...` to it too, so a one-shot `cumulus` needs no lookup.
 const std::vector<Command>& Commands();
 // The row of `name`, or nullptr.
 const Command* FindCommand(const std::string& name);
+// The row a command line names: "NAME SUB" when `args` (the words after NAME) start with SUB
+// and the table has that sub-form (`*used` = 2), else NAME's row (`*used` = 1), else nullptr.
+const Command* FindCommand(const std::string& name, const std::vector<std::string>& args,
+                           size_t* used);
 // `cumulus --help`'s text.
 std::string MainHelp();
 

@@ -12,6 +12,8 @@ int StartCommand(const std::vector<std::string>& args);
 int StatusCommand(const std::vector<std::string>& args);
 int ListCommand(const std::vector<std::string>& args);
 int StopCommand(const std::vector<std::string>& args);
+// `cumulus stop trial EXPERIMENT/TRIAL` (StopCommand hands `stop trial ...` to it).
+int StopTrialCommand(const std::vector<std::string>& args);
 int UpCommand(const std::vector<std::string>& args);
 int DownCommand(const std::vector<std::string>& args);
 int DrainCommand(const std::vector<std::string>& args);

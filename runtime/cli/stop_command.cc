@@ -1,4 +1,5 @@
-// cumulus stop: stops the heads and nodes that `cumulus start` left running on this machine.
+// cumulus stop: stops the heads and nodes that `cumulus start` left running on this machine;
+// `cumulus stop trial ...` (stop_trial_command.cc) stops one tuning trial instead.
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,9 +20,22 @@ namespace {
 
 constexpr const char* kStopHelp = R"(Usage:
   cumulus stop
+  cumulus stop trial EXPERIMENT/TRIAL [--no-wait] [--timeout S] [--address A] [--token-file F]
 
-Stops the heads and nodes that 'cumulus start' started on this machine (SIGTERM, then SIGKILL
-after 10 s).
+cumulus stop
+  Stops the heads and nodes that 'cumulus start' started on this machine (SIGTERM, then SIGKILL
+  after 10 s). It takes no arguments: any other word is refused, and stops nothing.
+
+cumulus stop trial EXPERIMENT/TRIAL      (also: EXPERIMENT TRIAL; TRIAL as t0003, t3 or 3)
+  Stops one trial of a running tuning experiment: its tuner kills the trial's actors (a gang's
+  placement group too), frees its resources and journals it as STOPPED, "stopped by user"; the
+  scheduler counts it as stopped early, and Tuner::Restore does not run it again. The other
+  trials go on. The tuner looks for requests every 250 ms; the command waits until the journal
+  says the trial ended (--timeout, default 10 s; --no-wait: return once asked). A request made
+  while the experiment's driver is not running stands until Tuner::Restore continues it.
+  Exit status: 0 stopped (or it ended by itself meanwhile); 1 no such experiment or trial, the
+  trial already ended (its state is named), or not stopped in time; 2 bad arguments.
+  See 'cumulus trials EXPERIMENT' for the trials and their states.
 )";
 
 // Gone, or a zombie waiting to be reaped.
@@ -49,7 +63,12 @@ int StopCommand(const std::vector<std::string>& args) {
       std::fputs(kStopHelp, stdout);
       return 0;
     }
-    return UsageError("stop takes no arguments", "cumulus stop --help");
+    if (args[0] == "trial")
+      return StopTrialCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+    // Never the cluster by accident: `stop` with words it does not know stops nothing.
+    return UsageError(
+        "'stop' takes no arguments, or 'trial EXPERIMENT/TRIAL' (got '" + args[0] + "')",
+        "cumulus stop --help");
   }
   auto processes = StartedProcesses();
   if (processes.empty()) {

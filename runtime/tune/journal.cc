@@ -54,6 +54,10 @@ int64_t NowMicros() {
 
 Result<ExperimentSpec> ReadSpec(std::string_view bytes);
 
+std::string JournalEntryKey(const std::string& name, uint64_t sequence) {
+  return EntryKey(name, sequence);
+}
+
 Status CheckExperimentName(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 100;
   for (char c : name) {

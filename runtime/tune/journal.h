@@ -101,6 +101,9 @@ constexpr uint8_t kActionFinished = 100;
 // kReport's action when the time budget was spent: the trial stops (not completed).
 constexpr uint8_t kActionBudgetStop = 101;
 
+// The key of an experiment's entry `sequence` (from 1) in kJournalNamespace.
+std::string JournalEntryKey(const std::string& name, uint64_t sequence);
+
 std::string EncodeSpec(const ExperimentSpec& spec);
 Result<ExperimentSpec> DecodeSpec(std::string_view bytes);
 std::string EncodeEntry(const JournalEntry& entry);

@@ -469,6 +469,7 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
       }
       fresh_.clear();
     }
+    CUMULUS_RETURN_IF_ERROR(ApplyStopRequests());
     CUMULUS_RETURN_IF_ERROR(FillSlots());
     CUMULUS_RETURN_IF_ERROR(CheckPendingTimeouts());
     if (live_.empty() && restart_.empty()) break;
@@ -506,6 +507,8 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     int64_t wait_ms =
         reserving || !restart_.empty() ? 100 : progress_options_.progress_interval.count();
     if (spec_.pending_timeout_seconds > 0) wait_ms = std::min<int64_t>(wait_ms, 1000);
+    // Stop requests are looked for at least this often, however long the trials' steps take.
+    wait_ms = std::min<int64_t>(wait_ms, kStopPollInterval.count());
     std::vector<bool> ready;
     if (!ids.empty()) {
       ready = rt.Wait(ids, 1, std::max<int64_t>(wait_ms, 10));
@@ -524,6 +527,9 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     }
     Progress(false);
   }
+  // A last look: requests that came since (none is left behind in the control store).
+  stops_checked_ = Clock::time_point();
+  CUMULUS_RETURN_IF_ERROR(ApplyStopRequests());
   // Paused trials the scheduler never resumed, once nothing else can run.
   std::vector<uint64_t> paused;
   for (auto& [id, t] : state_.trials()) {

@@ -4,8 +4,10 @@
 // restored controller replays the journal into fresh policies and continues where it stopped.
 //
 // The loop's events all come from one place, the runtime's Wait over the trials' outstanding
-// calls (plus the placement groups of gangs being reserved, on threads of their own), so it is
-// a plain loop rather than a set of CAF actors: see docs/tune.md, "How it runs".
+// calls (plus the placement groups of gangs being reserved, on threads of their own, and the
+// stop requests of `cumulus stop trial`, looked for in the head's control store at least every
+// kStopPollInterval), so it is a plain loop rather than a set of CAF actors: see docs/tune.md,
+// "How it runs".
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "cumulus/tune.h"
 #include "runtime/tune/experiment_state.h"
 #include "runtime/tune/journal.h"
+#include "runtime/tune/stop_requests.h"
 #include "runtime/tune/trial_host.h"
 #include "scheduler/tune/searcher.h"
 #include "scheduler/tune/trial_scheduler.h"
@@ -78,6 +81,9 @@ class Tuner::Impl {
   Status ApplyDecision(uint64_t id, const JournalEntry& report);
   void Kill(uint64_t id);
   Status CheckPendingTimeouts();
+  // Ends the trials that `cumulus stop trial` asked to stop (stop_requests.h): looks at most
+  // every kStopPollInterval, and at once on the loop's first turn (a restored experiment).
+  Status ApplyStopRequests();
   size_t Capacity();
   void Progress(bool final);
   std::vector<std::pair<int64_t, double>> ReplayableCutoffs() const;
@@ -106,6 +112,7 @@ class Tuner::Impl {
   Clock::time_point started_;
   size_t capacity_ = 1;
   Clock::time_point capacity_checked_;
+  Clock::time_point stops_checked_;  // the last look for stop requests (epoch: never)
   Clock::time_point last_progress_;
   std::string last_progress_line_;
   size_t progress_lines_ = 0;

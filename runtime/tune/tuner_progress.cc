@@ -18,14 +18,20 @@ void Tuner::Impl::Progress(bool final) {
   last_progress_ = now;
   ExperimentTable trials = state_.ToTable(ReplayableCutoffs());
   size_t counts[6] = {0, 0, 0, 0, 0, 0};
-  for (auto& t : trials.trials) ++counts[static_cast<int>(t.state)];
+  size_t by_user = 0;  // of the stopped: by `cumulus stop trial`
+  for (auto& t : trials.trials) {
+    ++counts[static_cast<int>(t.state)];
+    by_user += t.state == TrialState::kStoppedEarly && t.reason.rfind(kStoppedByUserReason, 0) == 0;
+  }
+  std::string stopped = std::to_string(counts[3]) + " stopped early";
+  if (by_user > 0) stopped += " (" + std::to_string(by_user) + " by user)";
   double elapsed = std::chrono::duration<double>(now - started_).count();
   char head[512];
   std::snprintf(head, sizeof(head),
-                "[%s %.0f s] %zu running, %zu pending, %zu paused, %zu stopped early, %zu "
-                "finished, %zu failed; compute %.1f trial-s",
-                spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], counts[3], counts[4],
-                counts[5], trials.compute_seconds);
+                "[%s %.0f s] %zu running, %zu pending, %zu paused, %s, %zu finished, %zu "
+                "failed; compute %.1f trial-s",
+                spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], stopped.c_str(),
+                counts[4], counts[5], trials.compute_seconds);
   std::string line = head;
   if (const TrialRow* best = BestTrial(trials)) {
     // Only the parameters that differ between trials: constants (a data path, say) are noise.

@@ -325,6 +325,52 @@ TEST(TrialSchedulers, TheSameCallsGiveTheSameDecisions) {
   }
 }
 
+// A trial stopped from outside (`cumulus stop trial`) ends without reaching its next rung, or
+// before its first report, or while paused: every scheduler takes it as an early stop and never
+// resumes it or names it again.
+TEST(TrialSchedulers, ATrialStoppedFromOutsideIsNeverResumed) {
+  for (SchedulerKind kind : {SchedulerKind::kFifo, SchedulerKind::kAsha, SchedulerKind::kHyperBand,
+                             SchedulerKind::kMedian, SchedulerKind::kPbt, SchedulerKind::kBound}) {
+    SchedulerOptions o = Options(kind, 9);
+    o.bound_min_finished = 1;
+    o.pbt_mutations.Uniform("lr", 0.001, 1);
+    auto s = MakeTrialScheduler(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    Rng rng(3);
+    for (TrialId id = 1; id <= 12; ++id) (*s)->OnTrialAdd(id, Config().Set("lr", 0.5));
+    (*s)->OnTrialEnd(1, false);  // stopped before it ever ran
+    std::set<TrialId> stopped = {1};
+    for (TrialId id = 2; id <= 12; ++id) {
+      for (int64_t t = 1; t <= 9; ++t) {
+        Decision d = (*s)->OnReport({id, t, rng.Uniform01() * t});
+        // Trials 2 and 3 are stopped by the user at iteration 2 (3 even if paused there).
+        if ((id == 2 || id == 3) && t == 2) {
+          (*s)->OnTrialEnd(id, false);
+          stopped.insert(id);
+          break;
+        }
+        if (d.action == Action::kStop || d.action == Action::kPause || t == 9) {
+          if (d.action != Action::kPause) (*s)->OnTrialEnd(id, t == 9);
+          break;
+        }
+      }
+    }
+    for (int round = 0; round < 12; ++round) {
+      TrialScheduler::NextRun next = (*s)->ChooseTrialToRun(false);
+      if (next.resume) {
+        EXPECT_EQ(stopped.count(*next.resume), 0u)
+            << SchedulerKindName(kind) << " resumed stopped trial " << *next.resume;
+        (*s)->OnTrialEnd(*next.resume, false);
+      }
+      for (auto& [id, why] : next.stop)
+        EXPECT_EQ(stopped.count(id), 0u)
+            << SchedulerKindName(kind) << " stopped " << id << " again";
+      if (!next.resume && next.stop.empty()) break;
+    }
+    (void)(*s)->Cutoffs();
+  }
+}
+
 TEST(TrialSchedulers, BadOptionsAreOneClearError) {
   SchedulerOptions o = Options(SchedulerKind::kAsha);
   o.reduction_factor = 1;

@@ -84,11 +84,17 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   }
   if (before.empty()) {
     std::vector<std::string> names = BuiltinNames();
-    for (const Command& c : Commands()) names.push_back(c.name);
+    for (const Command& c : Commands()) {
+      if (std::string(c.name).find(' ') == std::string::npos) names.push_back(c.name);
+    }
     return Matching(names, partial);
   }
-  const std::string& name = before[0];
-  const Command* command = FindCommand(name);
+  const std::string name = before[0];
+  // A sub-form ("stop trial"): its own flags and first word; the SUB word is not positional.
+  size_t used = 1;
+  const Command* command =
+      FindCommand(name, std::vector<std::string>(before.begin() + 1, before.end()), &used);
+  if (used == 2) before.erase(before.begin() + 1);
   if (!command)
     return partial.rfind("-", 0) == 0 ? Matching(BuiltinFlags(name), partial)
                                       : std::vector<std::string>{};
@@ -105,11 +111,11 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   }
   if (previous.rfind("--", 0) == 0 && previous.find('=') == std::string::npos) {
     static const std::vector<std::string> kValued = {
-        "--address",      "--token-file",  "--limit",  "--name",   "--resources",
-        "--working-dir",  "--grace",       "--trial",  "--plot",   "--width",
-        "--port",         "--data-dir",    "--labels", "--socket", "--dir",
-        "--interval",     "--round-ms",    "--memory", "--after",  "--sort",
-        "--metrics-port", "--metrics-host"};
+        "--address",      "--token-file",   "--limit",  "--name",   "--resources",
+        "--working-dir",  "--grace",        "--trial",  "--plot",   "--width",
+        "--port",         "--data-dir",     "--labels", "--socket", "--dir",
+        "--interval",     "--round-ms",     "--memory", "--after",  "--sort",
+        "--metrics-port", "--metrics-host", "--timeout"};
     if (std::find(kValued.begin(), kValued.end(), previous) != kValued.end()) return {};
   }
   if (partial.rfind("-", 0) == 0) return Matching(Split(command->flags), partial);
@@ -126,6 +132,7 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
     }
     if (first == "describe") return Matching({"node", "actor", "task", "job", "object"}, partial);
     if (first == "store") return Matching({"serve", "stats"}, partial);
+    if (first == "stop") return Matching({"trial"}, partial);
     return Ids(first, partial);
   }
   // describe KIND ID: the ids of that kind.

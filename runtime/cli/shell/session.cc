@@ -101,7 +101,11 @@ int Session::Run(const std::vector<std::string>& words, bool confirm) {
     if (words[1] == "watch" || words[1] == "top") return Watch({words[1], "--help"}, words[1]);
     return Run({words[1], "--help"}, false);
   }
-  const Command* command = FindCommand(name);
+  // A sub-form ("stop trial ...") has its own row: stopping a trial needs the head and asks
+  // first, while plain "stop" stops this machine's processes.
+  size_t used = 1;
+  const Command* command =
+      FindCommand(name, std::vector<std::string>(words.begin() + 1, words.end()), &used);
   if (!command) {
     Complain("unknown command '" + name + "' (type 'help' for the commands)");
     return 2;
@@ -110,14 +114,16 @@ int Session::Run(const std::vector<std::string>& words, bool confirm) {
     Complain("this is the shell already ('exit' leaves it)");
     return 2;
   }
-  std::vector<std::string> args(words.begin() + 1, words.end());
+  std::vector<std::string> args(words.begin() + static_cast<long>(used), words.end());
   if (command->changes_state && options_.read_only && !WantsHelp(args)) {
-    Complain("'" + name + "' changes the cluster and this shell is read-only (--read-only)");
+    Complain("'" + std::string(command->name) +
+             "' changes the cluster and this shell is read-only (--read-only)");
     return 1;
   }
   if (command->destructive && !WantsHelp(args)) {
     if (options_.read_only) {
-      Complain("'" + name + "' changes the cluster and this shell is read-only (--read-only)");
+      Complain("'" + std::string(command->name) +
+               "' changes the cluster and this shell is read-only (--read-only)");
       return 1;
     }
     if (confirm && options_.interactive && !Confirm(words)) {
