@@ -75,8 +75,9 @@ The head marks it DRAINING, which every node learns with its next heartbeat:
     can take them (none is alive and not draining, or its store is full), it keeps them and
     stays DRAINING, and 'cumulus status' says why ("waiting for 2 objects: no other alive node
     that is not draining can take them"); it tries again once one can.
-A node that also runs the head stops taking work but does not leave (nor hand its objects on). The autoscaler terminates
-a launched node's instance once the node no longer waits for anything (or is gone). The mark is kept by the head (it survives a restart).
+A node that also runs the head stops taking work but does not leave (nor hand its objects on).
+The autoscaler terminates a launched node's instance once the node no longer waits for anything
+(or is gone). The mark is kept by the head (it survives a restart).
   --wait       wait until the node left; exit 0 when it did, 1 if it died or time ran out
   --timeout S  how long --wait waits (default 600, 1 to 86400)
 An unknown or ambiguous NODE is one line on stderr and exit status 2.
