@@ -4,6 +4,8 @@
 //   cross-process get latency (1 KiB, 1 GiB)  another process's Get of a sealed object (zero-copy)
 //   spill throughput (1 MiB, 64 MiB)          vs raw RocksDB Put of the same values, same options
 //   restore throughput (1 MiB, 64 MiB)        vs raw RocksDB Get of the same keys
+//   --drain: a draining node's handoff (1 GiB in 64 MiB objects: the taker pulls each, the head
+//            records each move, the copies go) vs the taker pulling the same objects directly
 //
 // Every figure is the median of several runs. --quick runs fewer, smaller repetitions.
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
@@ -24,7 +27,9 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/base/temp_dir.h"
+#include "runtime/head/head_server.h"
 #include "runtime/net/tcp.h"
+#include "runtime/node/object_handoff.h"
 #include "runtime/object_store/object_store.h"
 #include "runtime/object_store/spill_store.h"
 #include "runtime/object_store/store_client.h"
@@ -278,6 +283,80 @@ void BenchTransfer(uint64_t size, int runs) {
                     o / t, ">= 0.8"});
 }
 
+// A draining node's handoff of `total` bytes in `object`-sized objects (ObjectHandoff: the taker
+// pulls each over the object channel, an in-process head records each move, the copies are
+// deleted) against the anchor: the taker pulling the same objects from the same node directly.
+// Runs alternate which side goes first; the objects are put again (not timed) before each.
+void BenchDrain(uint64_t total, uint64_t object, int runs) {
+  TempDir dir("bench-drain");
+  const std::string token = "bench-token-bench-token-bench-token";
+  HeadOptions ho;
+  ho.port = 0;
+  ho.data_dir = dir.path() + "/head";
+  ho.token = token;
+  std::filesystem::create_directories(ho.data_dir);
+  auto head = HeadServer::Start(ho);
+  Check(head.status(), "head");
+  auto a = OpenStore(dir.path() + "/a", total + (64 << 20));
+  auto b = OpenStore(dir.path() + "/b", total + (64 << 20));
+  auto server_a = ObjectTransferServer::Start(a.get(), "127.0.0.1", 0, token);
+  auto server_b = ObjectTransferServer::Start(b.get(), "127.0.0.1", 0, token);
+  Check(server_a.status(), "transfer server a");
+  Check(server_b.status(), "transfer server b");
+  HostPort from{"127.0.0.1", (*server_a)->port()};
+  NodeRecord taker;
+  taker.id = NodeId::FromRandom();
+  taker.object_store_address = "127.0.0.1:" + std::to_string((*server_b)->port());
+  auto src = Bytes(object);
+  const size_t count = total / object;
+  std::vector<ObjectId> ids;
+  auto fill = [&] {
+    ids.clear();
+    for (size_t i = 0; i < count; ++i) {
+      ids.push_back(NewId());
+      Check(a->Put(ids.back(), src.data(), object), "put");
+    }
+  };
+  auto clear_b = [&] {
+    for (auto& id : ids) Check(b->Delete(id), "delete");
+  };
+  std::vector<double> ours, anchor;
+  for (int r = 0; r <= runs; ++r) {  // round 0 warms both sides' memory
+    double handoff_s = 0, pull_s = 0;
+    for (int side = 0; side < 2; ++side) {
+      fill();
+      bool handoff = (side == 0) == (r % 2 == 0);
+      auto t0 = Steady::now();
+      if (handoff) {
+        ObjectHandoffOptions o;
+        o.store = a.get();
+        o.self = NodeId::FromRandom();
+        o.self_transfer = from.ToString();
+        o.head = HostPort{"127.0.0.1", (*head)->port()};
+        o.token = token;
+        ObjectHandoff h(o);
+        h.Step({taker}, count);
+        while (h.running()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        handoff_s = Seconds(t0, Steady::now());
+        if (h.objects_moved() != count || h.Step({taker}, 0) != "") {
+          Check(Status::Internal("the handoff did not move every object"), "handoff");
+        }
+      } else {
+        for (auto& id : ids) Check(PullObject(from, token, id, PullInto(*b)), "pull");
+        pull_s = Seconds(t0, Steady::now());
+        for (auto& id : ids) Check(a->Delete(id), "delete");
+      }
+      clear_b();
+    }
+    if (r == 0) continue;
+    ours.push_back(total / handoff_s);
+    anchor.push_back(total / pull_s);
+  }
+  double o = Median(ours), t = Median(anchor);
+  g_rows.push_back(
+      {"drain handoff", SizeName(total), Gbps(o), "direct pulls", Gbps(t), o / t, ">= 0.8"});
+}
+
 // The other process of the get benchmark: prints the median Get latency of each object.
 int GetClient(const std::string& socket, const std::vector<std::string>& ids_hex, int iterations) {
   auto client = StoreClient::Connect(socket, {"bench", 10'000});
@@ -339,23 +418,30 @@ void BenchCrossProcessGet(int iterations) {
 
 }  // namespace
 
+void BenchAll(bool quick, int runs);
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "--get-client" && args.size() == 5) {
     return GetClient(args[1], {args[2], args[3]}, std::stoi(args[4]));
   }
-  bool quick = false;
+  bool quick = false, drain = false;
   for (auto& a : args) {
     if (a == "--quick")
       quick = true;
+    else if (a == "--drain")
+      drain = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: bench_object_store [--quick]\n");
+      std::printf(
+          "usage: bench_object_store [--quick] [--drain]\n"
+          "  --drain  only a draining node's handoff of 1 GiB (--quick: 256 MiB) of 64 MiB\n"
+          "           objects, against direct pulls of the same objects\n");
       return 0;
     } else {
-      std::fprintf(
-          stderr,
-          "bench_object_store: unknown argument '%s'; usage: bench_object_store [--quick]\n",
-          a.c_str());
+      std::fprintf(stderr,
+                   "bench_object_store: unknown argument '%s'; usage: bench_object_store "
+                   "[--quick] [--drain]\n",
+                   a.c_str());
       return 2;
     }
   }
@@ -363,18 +449,16 @@ int main(int argc, char** argv) {
   SetLogLevel(LogLevel::kWarn);
   const int runs = quick ? 3 : 7;
   auto start = Steady::now();
-  BenchPut(1 << 10, quick ? 2000 : 20000, runs);
-  BenchPut(1 << 20, quick ? 100 : 400, runs);
-  BenchPut(64 << 20, quick ? 4 : 8, runs);
-  BenchCrossProcessGet(quick ? 200 : 2000);
-  BenchSpillRestore(1 << 20, quick ? 32 : 256, runs);
-  BenchSpillRestore(64 << 20, quick ? 2 : 8, runs);
-  BenchTransfer(quick ? (64u << 20) : (256u << 20), runs);
-
+  if (drain) {
+    BenchDrain(quick ? (256u << 20) : (1u << 30), 64u << 20, runs);
+  } else {
+    BenchAll(quick, runs);
+  }
+  std::string flags = std::string(quick ? " --quick" : "") + (drain ? " --drain" : "");
   std::printf(
       "\nbench_object_store: node object store vs its anchors (median of %d runs; %.1f s)\n", runs,
       Seconds(start, Steady::now()));
-  std::printf("reproduce: build/bin/bench_object_store%s\n\n", quick ? " --quick" : "");
+  std::printf("reproduce: build/bin/bench_object_store%s\n\n", flags.c_str());
   std::printf("%-27s %-7s %-12s %-16s %-12s %-7s %s\n", "metric", "size", "cumulus", "anchor",
               "anchor value", "ratio", "target");
   for (auto& r : g_rows) {
@@ -384,4 +468,14 @@ int main(int argc, char** argv) {
                 r.ours.c_str(), r.anchor_name.c_str(), r.anchor.c_str(), ratio, r.target.c_str());
   }
   return 0;
+}
+
+void BenchAll(bool quick, int runs) {
+  BenchPut(1 << 10, quick ? 2000 : 20000, runs);
+  BenchPut(1 << 20, quick ? 100 : 400, runs);
+  BenchPut(64 << 20, quick ? 4 : 8, runs);
+  BenchCrossProcessGet(quick ? 200 : 2000);
+  BenchSpillRestore(1 << 20, quick ? 32 : 256, runs);
+  BenchSpillRestore(64 << 20, quick ? 2 : 8, runs);
+  BenchTransfer(quick ? (64u << 20) : (256u << 20), runs);
 }

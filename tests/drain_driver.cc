@@ -5,7 +5,8 @@
 //   it submits tasks (SPREAD), an actor and a SPREAD placement group: all land on A
 //   (tasks_on_a, actor_on_a, group_on_a); a task needing special=1, which only B has, waits
 //   instead of failing (only_b_waits); after `release` the long task ends on B (long_ran_on_b);
-//   it says PHASE holding, waits for `drop`, drops its reference to the object on B, says
+//   it says PHASE holding, waits for `drop` (B has handed the object to A and left), reads it
+//   again (big_after_handoff), drops its reference, says
 //   PHASE dropped, and waits for `end`.
 #include <cumulus/cumulus.h>
 #include <unistd.h>
@@ -131,7 +132,12 @@ int main(int argc, char** argv) {
   std::printf("PHASE holding\n");
   std::fflush(stdout);
   driver::Check("drop", WaitForFile(dir + "/drop"), "no 'drop' file");
-  big.reset();  // the owner frees its object on B
+  if (!a.empty() && a != "none") {  // B drained and handed the object to A
+    auto again = cumulus::TryGet(*big, seconds(60));
+    driver::Check("big_after_handoff", again.ok() && *again == driver::Blob(200000, 7),
+                  again.ok() ? "wrong bytes" : again.status().ToString());
+  }
+  big.reset();  // the owner frees its object where it lives
   std::printf("PHASE dropped\n");
   std::fflush(stdout);
   driver::Check("end", WaitForFile(dir + "/end"), "no 'end' file");

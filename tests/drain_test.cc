@@ -1,7 +1,10 @@
 // `cumulus drain NODE` with real processes: a head (no node of its own), node A and node B. A
-// draining node takes no new task, actor or bundle, finishes what it runs, waits while its store
-// holds an object a driver still references, then leaves by itself (STOPPED, not failed).
+// draining node takes no new task, actor or bundle, finishes what it runs, hands the objects its
+// store holds to another node (or, when none can take them, keeps them and says why), then
+// leaves by itself (STOPPED, not failed); the owners read and free the objects where they went.
 #include <signal.h>
+
+#include <sstream>
 
 #include "cluster_fixture.h"
 
@@ -56,6 +59,14 @@ class DrainTest : public ClusterTest {
       if (*line == "PHASE " + phase) return true;
     }
   }
+  // Objects in the store at `socket` that are on its disk only (spilled); -1 if it cannot say.
+  int SpilledObjects(const std::string& socket) {
+    std::string out;
+    if (Cli({"object-store", "stats", "--socket", socket, "--json"}, &out) != 0) return -1;
+    const std::string key = "\"objects_on_disk_only\":";
+    size_t at = out.find(key);
+    return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size());
+  }
   bool Exists(const std::string& name) {
     return access((dir_.path() + "/" + name).c_str(), F_OK) == 0;
   }
@@ -64,7 +75,7 @@ class DrainTest : public ClusterTest {
   std::string a_id_, b_id_;
 };
 
-TEST_F(DrainTest, DrainedNodeTakesNoNewWorkFinishesWaitsForItsObjectThenLeaves) {
+TEST_F(DrainTest, DrainedNodeTakesNoNewWorkFinishesHandsItsObjectOnThenLeaves) {
   StartCluster();
   auto driver = StartDriver("drain_driver", {"--a=" + a_id_, "--b=" + b_id_}, CoreSocket(a_id_));
   std::string log;
@@ -91,24 +102,20 @@ TEST_F(DrainTest, DrainedNodeTakesNoNewWorkFinishesWaitsForItsObjectThenLeaves) 
   ASSERT_TRUE(WaitForPhase(*driver, "placed", &log, 120s)) << log << driver->ReadAll(5s);
   EXPECT_EQ(Record(b_id_).state, NodeState::kAlive) << "B left while its task ran";
   Touch("release");
+  auto done_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(WaitForPhase(*driver, "holding", &log, 60s)) << log << driver->ReadAll(5s);
-  // Its task is done, but the driver still holds the object B stores: B waits for it.
-  ASSERT_TRUE(WaitUntil([&] { return Record(b_id_).drain_note == "waiting for 1 object"; }, 10s))
-      << Status();
-  EXPECT_EQ(Record(b_id_).state, NodeState::kAlive);
-  EXPECT_NE(Status().find("waiting for 1 object"), std::string::npos);
-
-  auto dropped_at = std::chrono::steady_clock::now();
-  Touch("drop");
-  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  // Its task is done; the driver still holds the object B stores: B hands it to A (which has a
+  // copy already, pulled by the driver's read) and leaves without waiting for it to be dropped.
   auto left = WaitForState(b_id_, NodeState::kDead, 20s);
   ASSERT_TRUE(left) << Status();
   auto now = std::chrono::steady_clock::now();
-  std::printf("drain_test: B left %lld ms after its object was dropped, %lld ms after the drain\n",
+  std::printf("drain_test: B left %lld ms after its task ended, %lld ms after the drain\n",
               static_cast<long long>(
-                  std::chrono::duration_cast<std::chrono::milliseconds>(now - dropped_at).count()),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - done_at).count()),
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(now - drained_at).count()));
+  Touch("drop");  // the driver reads the object again (from A), then drops it
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
   NodeRecord b = Record(b_id_);
   EXPECT_TRUE(b.left) << b.death_reason;
   EXPECT_NE(b.death_reason.find("drained"), std::string::npos) << b.death_reason;
@@ -120,9 +127,102 @@ TEST_F(DrainTest, DrainedNodeTakesNoNewWorkFinishesWaitsForItsObjectThenLeaves) 
   Touch("end");
   std::string driver_out = log + driver->ReadAll(60s);
   ExpectChecks(driver_out, {"big_on_b", "tasks_on_a", "actor_on_a", "group_on_a", "only_b_waits",
-                            "long_ran_on_b"});
+                            "long_ran_on_b", "big_after_handoff"});
   json = Status(true);
   EXPECT_NE(json.find("\"recent_failures\":[]"), std::string::npos) << json;
+}
+
+// Handoff: a drained node that runs nothing gives its objects to another node, then leaves.
+std::vector<std::string> MadeIds(const std::string& line) {  // "MADE <hex> <hex> ..."
+  std::vector<std::string> ids;
+  std::istringstream in(line.substr(line.find("MADE") + 4));
+  for (std::string id; in >> id;) ids.push_back(id);
+  return ids;
+}
+
+TEST_F(DrainTest, DrainedNodeHandsItsObjectsToAnotherNodeAndLeavesNothingLost) {
+  head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"});
+  std::string ready_a, ready_b;
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_, &ready_a);
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_, &ready_b);
+  std::string store_a = Field(ready_a, "store_socket"), store_b = Field(ready_b, "store_socket");
+  // Five results of 40 MiB made on A, whose store holds 160 MiB: at least one is spilled.
+  auto driver = StartDriver("handoff_driver", {"--count=5", "--bytes=41943040"}, CoreSocket(b_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 90s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+  ASSERT_EQ(ids.size(), 5u) << *made;
+  for (auto& id : ids) {
+    EXPECT_EQ(Holds(store_a, id), true) << id;
+    EXPECT_EQ(Holds(store_b, id), false) << id << ": the driver read it before the drain";
+  }
+  EXPECT_GE(SpilledObjects(store_a), 1) << "no object of A was spilled";
+
+  std::string out;
+  auto drained_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  auto left = WaitForState(a_id_, NodeState::kDead, 20s);
+  ASSERT_TRUE(left) << Status();
+  std::printf("drain_test: A handed 5 x 40 MiB to B and left %lld ms after the drain\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - drained_at)
+                                         .count()));
+  NodeRecord a = Record(a_id_);
+  EXPECT_TRUE(a.left) << a.death_reason;
+  EXPECT_NE(a.death_reason.find("drained"), std::string::npos) << a.death_reason;
+  for (auto& id : ids) EXPECT_EQ(Holds(store_b, id), true) << id << " is not on B";
+
+  Touch("read");
+  ASSERT_TRUE(WaitForPhase(*driver, "read", &log, 60s)) << log << driver->ReadAll(5s);
+  // The owner frees them where they live now.
+  Touch("drop");
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        for (auto& id : ids) {
+          if (Holds(store_b, id) != false) return false;
+        }
+        return true;
+      },
+      10s))
+      << "B still holds objects its owner dropped";
+  Touch("end");
+  ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
+}
+
+// No node can take the objects (the only other node drains too): the node stays, holding them,
+// and says why; once a node joins, it hands them over and leaves.
+TEST_F(DrainTest, NodeWithNoTakerForItsObjectsStaysAndSaysWhyUntilOneJoins) {
+  head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"});
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_);
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_);
+  auto driver = StartDriver("handoff_driver", {"--count=2", "--bytes=2097152"}, CoreSocket(b_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 90s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+  std::string out;
+  ASSERT_EQ(Drain({b_id_}, &out), 0) << out;  // B stays: the driver is attached to it
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  const std::string why =
+      "waiting for 2 objects: no other alive node that is not draining can take them";
+  ASSERT_TRUE(WaitUntil([&] { return Record(a_id_).drain_note == why; }, 10s)) << Status();
+  EXPECT_NE(Status().find(why), std::string::npos);
+  EXPECT_EQ(Record(a_id_).state, NodeState::kAlive);
+
+  std::string c_id, ready_c;
+  auto c = StartNode("c", {"--resources", "CPU=2", "--labels", "name=c"}, &c_id, &ready_c);
+  ASSERT_TRUE(WaitForState(a_id_, NodeState::kDead, 20s)) << Status();
+  EXPECT_TRUE(Record(a_id_).left);
+  for (auto& id : ids) EXPECT_EQ(Holds(Field(ready_c, "store_socket"), id), true) << id;
+  Touch("read");
+  ASSERT_TRUE(WaitForPhase(*driver, "read", &log, 60s)) << log << driver->ReadAll(5s);
+  Touch("drop");
+  Touch("end");
+  ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
 }
 
 // An idle node drains at once; --wait returns when it left. Unknown and ambiguous names are one

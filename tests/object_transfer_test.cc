@@ -99,6 +99,41 @@ TEST_F(TransferFixture, WrongTokenAndUnknownObjectsAreClearErrors) {
   EXPECT_EQ(a.store->Stats()->pinned_objects, 0u);
 }
 
+// A draining node's handoff request: B pulls A's objects when asked (one it has already is no
+// error), an object A no longer has is reported, not fatal; a wrong token is refused.
+TEST_F(TransferFixture, FetchMakesAnotherNodeTakeObjectsOverTheOrdinaryPull) {
+  auto head = StartHead({});
+  NodeProcess a = Node("a", "64M"), b = Node("b", "64M");
+  ASSERT_TRUE(a.store && b.store);
+  std::vector<ObjectId> ids = {NewId(), NewId(), NewId()};
+  std::vector<std::vector<uint8_t>> data;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    data.push_back(Random(3 << 20, 20 + i));
+    ASSERT_TRUE(a.store->Put(ids[i], data[i].data(), data[i].size()).ok());
+  }
+  ASSERT_TRUE(b.store->Put(ids[2], data[2].data(), data[2].size()).ok());  // B has this one
+  ObjectId missing = NewId();
+  std::vector<ObjectId> asked = ids;
+  asked.push_back(missing);
+  std::vector<ObjectId> gone;
+  size_t progressed = 0;
+  Status st = FetchObjects(
+      b.transfer, token_, asked, a.transfer.ToString(), {}, [&](size_t n) { progressed = n; },
+      &gone);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(progressed, asked.size());
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0], missing);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto got = b.store->Get(ids[i]);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(std::vector<uint8_t>(got->data(), got->data() + got->size()), data[i]);
+  }
+  Status bad = FetchObjects(b.transfer, std::string(64, '0'), ids, a.transfer.ToString());
+  EXPECT_EQ(bad.code(), StatusCode::kUnauthenticated) << bad;
+  EXPECT_EQ(a.store->Stats()->pinned_objects, 0u);
+}
+
 // A sender that announces `size` bytes, sends `send` of them, then closes the connection.
 void FakeSender(int listen_fd, uint64_t size, uint64_t send_bytes) {
   fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);

@@ -383,6 +383,15 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
       return true;
     case proto::CoreMessage::JOB_FINISHED:
       return true;
+    case proto::CoreMessage::OBJECTS_MOVED: {
+      // A draining node handed its objects on: those owned here are read and freed there now.
+      if (tag != node_conn_) return false;
+      auto m = msg.getObjectsMoved();
+      NodeId from = IdFrom<NodeId>(m.getFrom()), to = IdFrom<NodeId>(m.getTo());
+      std::string transfer = m.getTransferAddress();
+      for (auto id : m.getObjects()) refs_.Moved(IdFrom<ObjectId>(id), from, to, transfer);
+      return true;
+    }
     case proto::CoreMessage::NODE_DIED: {
       if (tag != node_conn_) return false;
       for (uint64_t conn : tasks_.actors().NodeDied(IdFrom<NodeId>(msg.getNodeDied()))) {

@@ -55,6 +55,9 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
 
   Result<internal::Payload> Get(const ObjectId& id, int64_t timeout_ms) override;
   static bool IsLoss(const Status& st);
+  // A copy on `tried` could not be read: if a draining node handed `id` on (the head's
+  // kObjectMovesNamespace), follow it. REQUIRES: `lock` holds mu_ (released during the call).
+  bool FollowMove(const ObjectId& id, const NodeId& tried, std::unique_lock<std::mutex>& lock);
   Result<internal::Payload> GetOnce(const ObjectId& id, int64_t timeout_ms, TimePoint deadline,
                                     std::unique_lock<std::mutex>& lock, NodeId* tried);
   Result<ObjectId> Put(std::string bytes) override;

@@ -55,8 +55,24 @@ Result<internal::Payload> CoreWorkerImpl::Get(const ObjectId& id, int64_t timeou
     if (got.ok() || round > ReferenceTable::kMaxRebuilds || !IsLoss(got.status())) return got;
     const ObjectEntry* e = refs_.Find(id);
     if (!e || e->state != ObjectEntry::kReady || !e->stored) return got;
+    // Its node drained and handed it on (told meanwhile, or recorded at the head): read it there.
+    if (e->node != tried || FollowMove(id, tried, lock)) continue;
     tasks_.Rebuild(id, tried, got.status().message());
   }
+}
+
+bool CoreWorkerImpl::FollowMove(const ObjectId& id, const NodeId& tried,
+                                std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  auto moved = head_->TryCall(
+      [&](ControlClient& head) { return head.KvGet(kObjectMovesNamespace, ObjectMoveKey(id)); });
+  lock.lock();
+  if (!moved.ok()) return false;
+  size_t space = moved->find(' ');
+  if (space == std::string::npos) return false;
+  auto to = NodeId::FromHex(moved->substr(0, space));
+  if (!to.ok() || *to == tried) return false;
+  return refs_.Moved(id, tried, *to, moved->substr(space + 1));
 }
 
 // A read of a stored object failed because its copy is gone (or its node cannot be reached).

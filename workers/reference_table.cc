@@ -139,6 +139,15 @@ ReferenceTable::RebuildPlan ReferenceTable::PlanRebuild(const ObjectId& id,
   return plan;
 }
 
+bool ReferenceTable::Moved(const ObjectId& id, const NodeId& from, const NodeId& to,
+                           const std::string& transfer) {
+  ObjectEntry* e = Find(id);
+  if (!e || e->state != ObjectEntry::kReady || !e->stored || e->node != from) return false;
+  e->node = to;
+  e->transfer = transfer;
+  return true;
+}
+
 ReferenceTable::Frees ReferenceTable::TakeFrees() {
   Frees out;
   std::swap(out, frees_);

@@ -73,6 +73,9 @@ class ReferenceTable {
   // `e` is sealed in the store of `node` (object channel at `transfer`).
   static void SetStored(ObjectEntry& e, const NodeId& node, const std::string& transfer,
                         uint64_t size);
+  // A draining node `from` handed its copy of `id` to `to` (object channel `transfer`): if this
+  // process owns `id` and knew it there, it now reads and frees it on `to`. Returns whether it did.
+  bool Moved(const ObjectId& id, const NodeId& from, const NodeId& to, const std::string& transfer);
   // `e` (stored, made by a normal task from `held` arguments) keeps how it was made, unless its
   // chain of tasks is too long; the hold on the arguments passes to the lineage.
   void RecordLineage(ObjectEntry& e, const std::string& function,

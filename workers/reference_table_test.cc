@@ -144,5 +144,24 @@ TEST_F(ReferenceTableTest, FreeAllHandsOutEveryStoredObjectAndLocalCopy) {
   (void)a;
 }
 
+// A draining node handed an object on: its owner follows it (later frees go to the new node);
+// a report about a node it did not know the object on changes nothing.
+TEST_F(ReferenceTableTest, AMovedObjectIsReadAndFreedWhereItWent) {
+  ObjectId id = Stored(node_);
+  NodeId to = NodeId::FromRandom(), other = NodeId::FromRandom();
+  EXPECT_FALSE(table_.Moved(id, other, to, "127.0.0.1:2")) << "it was not on that node";
+  EXPECT_FALSE(table_.Moved(NewResult(), node_, to, "127.0.0.1:2")) << "not owned here";
+  ASSERT_TRUE(table_.Moved(id, node_, to, "127.0.0.1:2"));
+  EXPECT_EQ(table_.Find(id)->node, to);
+  EXPECT_EQ(table_.Find(id)->transfer, "127.0.0.1:2");
+  EXPECT_EQ(table_.PlanRebuild(id, node_, "node left", "").kind,
+            ReferenceTable::RebuildPlan::kUnderway)
+      << "a failed read of the old copy is not a loss";
+  table_.RemoveRef(id);
+  auto frees = table_.TakeFrees();
+  ASSERT_EQ(frees.remote.size(), 1u);
+  EXPECT_EQ(frees.remote[0], id.Binary() + to.Binary());
+}
+
 }  // namespace
 }  // namespace cumulus

@@ -68,12 +68,16 @@ The head marks it DRAINING, which every node learns with its next heartbeat:
   - work submitted to it is forwarded to other nodes (what waits for room there keeps it up
     meanwhile); what runs or is queued on its workers, and work in placement-group bundles it
     holds, finishes there;
-  - once it runs nothing (no tasks, actors, busy workers, bundles or connected drivers) and its
-    object store holds no object, it leaves by itself: 'cumulus status' shows it STOPPED. Its
-    objects are not handed to another node yet: it waits until their owners free them, and
-    'cumulus status' says what it waits for ("waiting for 2 objects").
-A node that also runs the head stops taking work but does not leave. The autoscaler terminates
-a launched node's instance once the node no longer waits for anything (or is gone). The mark is kept by the head (it survives a restart).
+  - once it runs nothing (no tasks, actors, busy workers, bundles or connected drivers), it
+    hands the objects its store holds (spilled ones too) to another alive node that is not
+    draining: that node pulls each, their owners read and free them there from then on, and
+    nothing is lost. Then it leaves by itself: 'cumulus status' shows it STOPPED. If no node
+    can take them (none is alive and not draining, or its store is full), it keeps them and
+    stays DRAINING, and 'cumulus status' says why ("waiting for 2 objects: no other alive node
+    that is not draining can take them"); it tries again once one can.
+A node that also runs the head stops taking work but does not leave (nor hand its objects on).
+The autoscaler terminates a launched node's instance once the node no longer waits for anything
+(or is gone). The mark is kept by the head (it survives a restart).
   --wait       wait until the node left; exit 0 when it did, 1 if it died or time ran out
   --timeout S  how long --wait waits (default 600, 1 to 86400)
 An unknown or ambiguous NODE is one line on stderr and exit status 2.
@@ -378,8 +382,8 @@ int DrainCommand(const std::vector<std::string>& args) {
   if (type != found->labels.end())
     (void)(*head)->KvPut(kAutoscalerNamespace, kDrainPrefix + id.Hex(), "1");
   std::printf(
-      "Draining node %s: it takes no new work, finishes what it runs, and leaves once it "
-      "runs nothing and holds no object.\n",
+      "Draining node %s: it takes no new work, finishes what it runs, hands its objects to "
+      "another node, then leaves.\n",
       id.Hex().c_str());
   if (!flags.Has("wait")) return 0;
 

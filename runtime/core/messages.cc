@@ -117,4 +117,6 @@ bool IsTerminalJobState(const std::string& state) {
   return state == "SUCCEEDED" || state == "FAILED" || state == "STOPPED";
 }
 
+std::string ObjectMoveKey(const ObjectId& id) { return id.Task().Job().Hex() + "/" + id.Hex(); }
+
 }  // namespace cumulus

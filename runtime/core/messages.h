@@ -84,6 +84,12 @@ constexpr const char* kJobQueueNamespace = "job_queue";
 constexpr const char* kJobLogsNamespace = "job_logs";
 bool IsTerminalJobState(const std::string& state);
 constexpr const char* kNodeStateNamespace = "node_state";
+// Objects a draining node handed to another (runtime/node/object_handoff.h): key
+// "<job hex>/<object hex>", value "<node hex> <host:port of its object channel>". An owner whose
+// read from the old node fails looks here; the node of the job's driver deletes the job's
+// entries when the driver goes away.
+constexpr const char* kObjectMovesNamespace = "object_moves";
+std::string ObjectMoveKey(const ObjectId& id);
 constexpr size_t kMaxReportedRows = 1000;
 // Recent failures on each node: keys "<16-digit micros>-<node hex 8>", value one line.
 constexpr const char* kFailuresNamespace = "failures";

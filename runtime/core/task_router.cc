@@ -168,6 +168,28 @@ void TaskRouter::Impl::DropDeadPeers() {
   }
 }
 
+void TaskRouter::Impl::TellLocalProcesses(const std::string& frame) {
+  for (auto& [cid, c] : conns_) {
+    if (!c.closed && (c.role == Role::kDriver || c.role == Role::kWorker)) Send(cid, frame);
+  }
+}
+
+void TaskRouter::Impl::AnnounceMoves(const NodeId& to, const std::string& transfer,
+                                     const std::vector<ObjectId>& ids) {
+  capnp::MallocMessageBuilder message;
+  auto m = message.initRoot<proto::CoreMessage>().initObjectsMoved();
+  m.setFrom(DataOf(node_id_));
+  m.setTo(DataOf(to));
+  m.setTransferAddress(transfer);
+  auto list = m.initObjects(static_cast<unsigned>(ids.size()));
+  for (unsigned i = 0; i < ids.size(); ++i) list.set(i, DataOf(ids[i]));
+  std::string frame = EncodeFrame(message);
+  TellLocalProcesses(frame);
+  for (const NodeId& node : remote_.AliveNodes()) {
+    if (uint64_t peer = PeerConn(node)) Send(peer, frame);
+  }
+}
+
 void TaskRouter::Impl::Schedule() {
   schedule_dirty_ = false;
   auto pending = scheduler_.Schedule(clock_.Now());
@@ -375,6 +397,12 @@ RouterMetrics TaskRouter::Metrics() const {
 NodeWork TaskRouter::Work() const {
   std::lock_guard<std::mutex> lock(impl_->shared_mu_);
   return impl_->shared_work_;
+}
+
+void TaskRouter::AnnounceMoves(const NodeId& to, const std::string& transfer,
+                               const std::vector<ObjectId>& ids) {
+  impl_->loop_->Post(
+      [impl = impl_.get(), to, transfer, ids] { impl->AnnounceMoves(to, transfer, ids); });
 }
 
 std::string NodeWork::ToString() const {

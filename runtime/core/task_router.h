@@ -124,6 +124,12 @@ class TaskRouter {
   RouterMetrics Metrics() const;
   // What the node runs or serves (refreshed on the router's loop every 50 ms).
   NodeWork Work() const;
+  // A draining node handed `ids` to node `to` (object channel `transfer`): the owners among the
+  // drivers and workers of every alive node are told (objectsMoved), so that they read and free
+  // them there. Thread-safe; the messages go out from the router's loop, in order before any
+  // message sent later on the same connections.
+  void AnnounceMoves(const NodeId& to, const std::string& transfer,
+                     const std::vector<ObjectId>& ids);
 
   class Impl;
 

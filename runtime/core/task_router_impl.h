@@ -88,6 +88,11 @@ class TaskRouter::Impl : public NodeContext {
   void HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
+  // Sends `frame` to every driver and worker connected here.
+  void TellLocalProcesses(const std::string& frame);
+  // This node handed `ids` to node `to`: tells its own processes and every other alive node.
+  void AnnounceMoves(const NodeId& to, const std::string& transfer,
+                     const std::vector<ObjectId>& ids);
   // The timeline (task_router_timeline.cc): a worker's batch, a client's request, and the node's
   // own event for a task a worker of its answered.
   void HandleTimelineEvents(Conn& c, proto::TimelineEvents::Reader batch);

@@ -84,6 +84,10 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
     }
     case proto::CoreMessage::WORKER_BLOCKED:
       return HandleBlocked(c, msg.getWorkerBlocked());
+    case proto::CoreMessage::OBJECTS_MOVED:
+      // Another node handed objects on: the owners among this node's processes follow them.
+      if (c.role != Role::kPeer) return Close(id, "only a node may say where objects moved");
+      return TellLocalProcesses(FrameOfWords(words));
     case proto::CoreMessage::TIMELINE_EVENTS:
       return HandleTimelineEvents(c, msg.getTimelineEvents());
     case proto::CoreMessage::CREATE_GROUP:

@@ -175,9 +175,10 @@ void JobSupervisor::Impl::ShipLoop() {
   }
 }
 
-// The job's collective groups are over: their rendezvous entries and declarations go.
+// The job's collective groups are over: their rendezvous entries and declarations go, and so do
+// the records of its objects that draining nodes handed on.
 Status JobSupervisor::Impl::DeleteCollectiveEntries(ControlClient& head, const JobId& job) {
-  for (const char* ns : {kCollectiveNamespace, kCollectiveGroupsNamespace}) {
+  for (const char* ns : {kCollectiveNamespace, kCollectiveGroupsNamespace, kObjectMovesNamespace}) {
     while (true) {
       CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList(ns, job.Hex() + "/", "", 1000,
                                                       /*keys_only=*/true));

@@ -314,6 +314,7 @@ void NodeDaemon::Cleanup() {
     supervisor = std::move(supervisor_);
   }
   supervisor.reset();  // stops the drivers it started, before their node goes
+  handoff_.reset();    // waits for a round in flight (it uses the router and the store)
   client_.reset();
   router_.reset();  // kills the workers before their store goes
   transfer_server_.reset();
@@ -326,8 +327,9 @@ void NodeDaemon::Cleanup() {
 }
 
 // A draining node says what it still waits for; once nothing is left, it asks its process to
-// stop it (on_drained). Objects count as something others may still read: their owners are not
-// told of another copy yet, so a node holding any waits for them to be freed.
+// stop it (on_drained). Objects count as something others may still read: once the node runs
+// nothing, it hands them to another node (ObjectHandoff), whose note this is meanwhile; if no
+// node can take them, it keeps them, and says why.
 std::string NodeDaemon::DrainNote() {
   if (!router_ || !store_) return "";
   NodeWork work = router_->Work();
@@ -335,11 +337,36 @@ std::string NodeDaemon::DrainNote() {
   size_t objects = 0;
   (void)store_->List(0, &objects);
   std::string waiting = work.ToString();
-  if (objects) {
-    waiting += (waiting.empty() ? "" : ", ") + std::to_string(objects) +
-               (objects == 1 ? " object" : " objects");
+  if (!waiting.empty()) {
+    if (objects) {
+      waiting += ", " + std::to_string(objects) + (objects == 1 ? " object" : " objects");
+    }
+    return "waiting for " + waiting;
   }
-  if (!waiting.empty()) return "waiting for " + waiting;
+  if (objects && !options_.on_drained) {  // it stays anyway: its objects stay with it
+    return "waiting for " + std::to_string(objects) + (objects == 1 ? " object" : " objects");
+  }
+  if (objects || (handoff_ && handoff_->running())) {
+    if (!handoff_) {
+      ObjectHandoffOptions o;
+      o.store = store_.get();
+      o.self = record_.id;
+      o.self_transfer = record_.object_store_address;
+      o.head = options_.head;
+      o.token = options_.token;
+      o.clock = options_.clock;
+      TaskRouter* router = router_.get();
+      o.on_moved = [router](const NodeId& to, const std::string& transfer,
+                            const std::vector<ObjectId>& ids) {
+        router->AnnounceMoves(to, transfer, ids);
+      };
+      handoff_ = std::make_unique<ObjectHandoff>(std::move(o));
+    }
+    std::vector<NodeRecord> nodes;
+    nodes.reserve(view_.nodes.size());
+    for (auto& [id, n] : view_.nodes) nodes.push_back(n);
+    return handoff_->Step(nodes, objects);
+  }
   if (!options_.on_drained) return "idle; stays up (this process also runs the head or a driver)";
   if (!drained_) {
     drained_ = true;

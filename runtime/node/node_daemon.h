@@ -19,6 +19,7 @@
 #include "runtime/head/control_client.h"
 #include "runtime/net/tcp.h"
 #include "runtime/node/job_supervisor.h"
+#include "runtime/node/object_handoff.h"
 #include "runtime/object_store/object_store.h"
 #include "runtime/object_store/store_server.h"
 #include "runtime/transfer/object_transfer.h"
@@ -48,7 +49,8 @@ struct NodeDaemonOptions {
   size_t timeline_events = kDefaultTimelineEvents;
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
   // Called once (on the daemon's thread; must not block) when the head marked this node DRAINING
-  // and it runs and serves nothing and its store holds no object: the owner of the process
+  // and it runs and serves nothing and its store holds no object (a draining node that runs
+  // nothing hands its objects to another node first: ObjectHandoff): the owner of the process
   // should then destroy the daemon (it tells the head it left: STOPPED, not failed). Unset (the
   // head's own node, embedded nodes): a drained node only stops taking work.
   std::function<void()> on_drained;
@@ -95,6 +97,7 @@ class NodeDaemon {
   std::unique_ptr<StoreServer> store_server_;
   std::unique_ptr<ObjectTransferServer> transfer_server_;
   std::unique_ptr<TaskRouter> router_;
+  std::unique_ptr<ObjectHandoff> handoff_;     // made when a drained node first holds objects
   std::unique_ptr<JobSupervisor> supervisor_;  // set under mu_ (the router's thread reads it)
   std::string store_socket_;
   std::string store_dir_;

@@ -104,7 +104,18 @@ struct CoreMessage {
     timelineRequest @17 :TimelineRequest;  # client->node, over TCP after a caller hello
     timelineEvents @18 :TimelineEvents;    # worker->node: a batch of its events;
                                            # node->client: the answer to timelineRequest
+    objectsMoved @19 :ObjectsMoved;        # a draining node -> every node -> its drivers and
+                                           # workers: these objects are held elsewhere now
   }
+}
+
+# A draining node handed its copies of `objects` to node `to` (runtime/node/object_handoff.h):
+# their owners read and free them there from now on.
+struct ObjectsMoved {
+  from @0 :Data;                      # 16-byte node id that held them
+  to @1 :Data;                        # 16-byte node id that holds them now
+  transferAddress @2 :Text;           # host:port of `to`'s object channel
+  objects @3 :List(Data);             # 28-byte object ids
 }
 
 # `cumulus list|describe|top` ask each alive node for rows of what it holds: the node filters

@@ -8,7 +8,16 @@ struct TransferRequest {
   union {
     hello @0 :Text;      # the cluster token
     pull @1 :Data;       # object id (28 bytes)
+    fetch @2 :Fetch;     # pull this object from another node into this node's store
   }
+}
+
+# A draining node hands its objects to this one: this node pulls `object` from the node whose
+# object channel is `from` (the ordinary pull), then answers with a reply (size: the bytes now
+# held; AlreadyExists is not an error: this node had a copy).
+struct Fetch {
+  object @0 :Data;       # object id (28 bytes)
+  from @1 :Text;         # host:port of the node that has it
 }
 
 struct TransferReply {

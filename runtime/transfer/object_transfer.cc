@@ -155,6 +155,10 @@ void ObjectTransferServer::Serve(int fd) {
         if (!Reply(fd, Status(), 0).ok()) break;
         continue;
       }
+      if (req.which() == proto::TransferRequest::FETCH) {
+        if (!ServeFetch(fd, req.getFetch()).ok()) break;
+        continue;
+      }
       if (req.which() != proto::TransferRequest::PULL) {
         Status ignored = Reply(fd, Status::InvalidArgument("unknown transfer request"), 0);
         (void)ignored;
@@ -199,6 +203,20 @@ void ObjectTransferServer::Serve(int fd) {
   if (!authed) unauthenticated_--;
   store_->ReleaseClient(client);
   FinishConnection(fd);
+}
+
+// A draining node asks this one to take an object: pull it from that node (the ordinary pull,
+// restored there first if it was spilled) into this store, then answer. A copy already here is
+// success. The reply says what happened; only a broken connection ends the conversation.
+Status ObjectTransferServer::ServeFetch(int fd, proto::Fetch::Reader fetch) {
+  auto id = store_protocol::ParseObjectId(fetch.getObject());
+  if (!id.ok()) return Reply(fd, id.status(), 0);
+  auto from = ParseHostPort(fetch.getFrom().cStr());
+  if (!from.ok()) return Reply(fd, from.status(), 0);
+  Status st = store_->Contains(*id) ? Status() : PullObject(*from, token_, *id, PullInto(*store_));
+  if (st.code() == StatusCode::kAlreadyExists) st = Status();  // another pull brought it meanwhile
+  if (st.ok()) fetched_++;
+  return Reply(fd, st, 0);
 }
 
 void ObjectTransferServer::FinishConnection(int fd) {
@@ -260,6 +278,43 @@ Status PullObject(const HostPort& from, const std::string& token, const ObjectId
     Status ignored = target.abort(id);
     (void)ignored;
     return st.WithContext(where);
+  }
+  return Status();
+}
+
+Status FetchObjects(const HostPort& to, const std::string& token, const std::vector<ObjectId>& ids,
+                    const std::string& from, const FetchOptions& options,
+                    const std::function<void(size_t)>& progress, std::vector<ObjectId>* gone) {
+  std::string where = "asking " + to.ToString() + " to take objects from " + from;
+  auto fd = ConnectTcp(to, options.connect_timeout);
+  if (!fd.ok()) return fd.status().WithContext(where);
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{*fd};
+  FrameDecoder decoder(64u << 10);
+  {
+    capnp::MallocMessageBuilder m;
+    m.initRoot<proto::TransferRequest>().setHello(token);
+    CUMULUS_RETURN_IF_ERROR(
+        WriteFrame(*fd, m, SystemClock::Get().Now() + options.connect_timeout).WithContext(where));
+    CUMULUS_RETURN_IF_ERROR(
+        ReadReply(*fd, decoder, options.connect_timeout, nullptr).WithContext(where));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    capnp::MallocMessageBuilder m;
+    auto f = m.initRoot<proto::TransferRequest>().initFetch();
+    f.setObject(store_protocol::IdBytes(ids[i]));
+    f.setFrom(from);
+    CUMULUS_RETURN_IF_ERROR(
+        WriteFrame(*fd, m, SystemClock::Get().Now() + options.object_timeout).WithContext(where));
+    Status st = ReadReply(*fd, decoder, options.object_timeout, nullptr);
+    if (st.code() == StatusCode::kNotFound && gone) {
+      gone->push_back(ids[i]);  // freed at the sender meanwhile: nothing to hand over
+    } else if (!st.ok()) {
+      return st.WithContext("object " + ids[i].Hex() + ": " + where);
+    }
+    if (progress) progress(i + 1);
   }
   return Status();
 }

@@ -25,6 +25,7 @@
 #include "cumulus/status.h"
 #include "runtime/net/tcp.h"
 #include "runtime/object_store/object_store.h"
+#include "runtime/proto/transfer.capnp.h"
 
 namespace cumulus {
 
@@ -39,12 +40,14 @@ class ObjectTransferServer {
 
   uint16_t port() const { return port_; }
   uint64_t bytes_sent() const { return bytes_sent_.load(); }
+  uint64_t objects_fetched() const { return fetched_.load(); }  // taken from draining nodes
 
  private:
   ObjectTransferServer() = default;
   void AcceptLoop();
   void Serve(int fd);
   void FinishConnection(int fd);
+  Status ServeFetch(int fd, proto::Fetch::Reader fetch);  // an error: the connection broke
 
   ObjectStore* store_ = nullptr;
   std::string token_;
@@ -52,6 +55,7 @@ class ObjectTransferServer {
   int wake_[2] = {-1, -1};
   uint16_t port_ = 0;
   std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> fetched_{0};
   std::atomic<uint64_t> next_client_{1ull << 40};  // pins are held under these client ids
   std::mutex mu_;
   std::vector<int> conn_fds_;
@@ -84,5 +88,24 @@ struct PullOptions {
 // object is aborted: the target never holds a sealed, incomplete object.
 Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
                   const PullTarget& target, const PullOptions& options = {});
+
+struct FetchOptions {
+  Duration connect_timeout = std::chrono::seconds(5);
+  // One object, from the request to the answer: the receiving node pulls it meanwhile (a pull
+  // slower than 10 MB/s is cut off by the sender, so this bounds a stuck one).
+  Duration object_timeout = std::chrono::minutes(10);
+};
+
+// Asks the node whose object channel is `to` to take each of `ids` from the node at `from`
+// (host:port of the caller's own channel): it pulls them one after another over the ordinary
+// pull and answers each. OK once every one is held there; the first refusal (its store is
+// full: ResourceExhausted; the object is gone here: NotFound) or broken connection is the
+// error, naming the object. `progress` (optional) is called with how many are done. With
+// `gone`, an object the sender no longer has (NotFound: freed meanwhile) is put there instead of
+// being an error.
+Status FetchObjects(const HostPort& to, const std::string& token, const std::vector<ObjectId>& ids,
+                    const std::string& from, const FetchOptions& options = {},
+                    const std::function<void(size_t)>& progress = nullptr,
+                    std::vector<ObjectId>* gone = nullptr);
 
 }  // namespace cumulus

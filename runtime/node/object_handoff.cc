@@ -1,0 +1,129 @@
+#include "runtime/node/object_handoff.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/base/logging.h"
+#include "runtime/core/messages.h"
+#include "runtime/head/control_client.h"
+#include "runtime/transfer/object_transfer.h"
+
+namespace cumulus {
+
+namespace {
+
+std::string Objects(size_t n) { return std::to_string(n) + (n == 1 ? " object" : " objects"); }
+
+std::string MiB(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+ObjectHandoff::~ObjectHandoff() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ObjectHandoff::Step(const std::vector<NodeRecord>& nodes, size_t objects) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_) return note_;
+  if (thread_.joinable()) thread_.join();  // the last round ended
+  if (objects == 0) return "";
+  if (!note_.empty() && options_.clock->Now() < retry_at_) return note_;
+  // Takers: alive nodes that are not draining and have an object channel, in id order (so that
+  // a rotation after a failure visits each in turn).
+  std::vector<const NodeRecord*> takers;
+  for (const NodeRecord& n : nodes) {
+    if (n.id != options_.self && n.state == NodeState::kAlive && !n.draining &&
+        !n.object_store_address.empty()) {
+      takers.push_back(&n);
+    }
+  }
+  if (takers.empty()) {
+    note_.clear();
+    return "waiting for " + Objects(objects) +
+           ": no other alive node that is not draining can take them";
+  }
+  std::sort(takers.begin(), takers.end(),
+            [](const NodeRecord* a, const NodeRecord* b) { return a->id < b->id; });
+  NodeRecord to = *takers[next_candidate_ % takers.size()];
+  running_ = true;
+  note_ = "waiting for " + Objects(objects) + ": handing them to node " + to.id.Hex().substr(0, 8);
+  thread_ = std::thread([this, to] { Round(to); });
+  return note_;
+}
+
+void ObjectHandoff::Round(NodeRecord to) {
+  std::vector<ObjectId> ids;
+  uint64_t bytes = 0;
+  options_.store->ForEachSealed([&](const ObjectStore::Listed& l) {
+    ids.push_back(l.id);
+    bytes += l.size;
+  });
+  // "waiting for" first: the autoscaler reads a note so (a node that holds the only copy).
+  std::string head = "waiting for " + Objects(ids.size()) + ": handing them (" + MiB(bytes) +
+                     ") to node " + to.id.Hex().substr(0, 8);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    note_ = head;
+  }
+  TimePoint start = options_.clock->Now();
+  std::vector<ObjectId> gone;
+  Status st;
+  auto hp = ParseHostPort(to.object_store_address);
+  if (!hp.ok()) {
+    st = hp.status();
+  } else {
+    st = FetchObjects(
+        *hp, options_.token, ids, options_.self_transfer, FetchOptions(),
+        [&](size_t done) {
+          std::lock_guard<std::mutex> lock(mu_);
+          note_ = head + ": " + std::to_string(done) + " done";
+        },
+        &gone);
+  }
+  std::vector<ObjectId> moved;
+  for (const ObjectId& id : ids) {
+    if (std::find(gone.begin(), gone.end(), id) == gone.end()) moved.push_back(id);
+  }
+  // The head learns each move before this copy goes: an owner whose read here fails finds it.
+  if (st.ok() && !moved.empty()) {
+    ControlClientOptions o;
+    o.role = "node";
+    o.request_timeout = std::chrono::seconds(3);
+    auto client = ControlClient::Connect(options_.head, options_.token, o);
+    st = client.status();
+    std::string value = to.id.Hex() + " " + to.object_store_address;
+    for (size_t i = 0; st.ok() && i < moved.size(); ++i) {
+      st = (*client)->KvPut(kObjectMovesNamespace, ObjectMoveKey(moved[i]), value).status();
+    }
+    if (!st.ok()) st = st.WithContext("recording the moves at the head");
+  }
+  if (st.ok()) {
+    if (options_.on_moved && !moved.empty())
+      options_.on_moved(to.id, to.object_store_address, moved);
+    for (const ObjectId& id : moved) (void)options_.store->Delete(id);
+    moved_ += moved.size();
+    double s = std::chrono::duration<double>(options_.clock->Now() - start).count();
+    CUMULUS_LOG(INFO) << "node " << options_.self << ": handed " << Objects(moved.size()) << " ("
+                      << MiB(bytes) << ") to node " << to.id << " in " << s << " s";
+  } else {
+    CUMULUS_LOG(WARN) << "node " << options_.self << ": handing objects to node " << to.id
+                      << " failed: " << st << "; keeping them and trying again";
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = false;
+  if (st.ok()) {
+    note_.clear();
+    next_candidate_ = 0;
+  } else {
+    note_ = "waiting for " + Objects(ids.size()) + ": handing them to node " +
+            to.id.Hex().substr(0, 8) + " failed (" + st.message() + "); trying again";
+    retry_at_ = options_.clock->Now() + options_.retry_after;
+    ++next_candidate_;
+  }
+}
+
+}  // namespace cumulus
