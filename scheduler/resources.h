@@ -68,16 +68,26 @@ using Labels = std::map<std::string, std::string>;
 
 // Work that waits on a node for resources: `count` tasks or actors (or placement-group bundles) of
 // one `shape`, with the label selector they were given ("" for none; LabelSelector::ToString's
-// text). Reported in heartbeats, read by the autoscaler's monitor.
+// text), who they are for (`purpose`: "trial asha/7", set by the caller with SetPurpose; "" for
+// none) and why they wait (`reason`: the placement's words). Reported in heartbeats, read by the
+// autoscaler's monitor and `cumulus status`.
 struct PendingDemand {
   PendingDemand() = default;
-  PendingDemand(ResourceSet s, uint32_t c, std::string sel = "")
-      : shape(std::move(s)), count(c), selector(std::move(sel)) {}
+  PendingDemand(ResourceSet s, uint32_t c, std::string sel = "", std::string p = "",
+                std::string r = "")
+      : shape(std::move(s)),
+        count(c),
+        selector(std::move(sel)),
+        purpose(std::move(p)),
+        reason(std::move(r)) {}
   ResourceSet shape;
   uint32_t count = 0;
   std::string selector;
+  std::string purpose;
+  std::string reason;
   bool operator==(const PendingDemand& o) const {
-    return shape == o.shape && count == o.count && selector == o.selector;
+    return shape == o.shape && count == o.count && selector == o.selector && purpose == o.purpose &&
+           reason == o.reason;
   }
   bool operator!=(const PendingDemand& o) const { return !(*this == o); }
 };

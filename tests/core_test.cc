@@ -95,8 +95,9 @@ TEST_F(CoreTest, WorkThatFitsTheClusterButNotNowIsPendingDemand) {
   bool seen = WaitUntil(
       [&] {
         Cli({"status", "--json", "--address", address_, "--token-file", token_file_}, &status);
-        return status.find("\"pending_demand\":[{\"resources\":\"special=1\",\"count\":1}]") !=
-               std::string::npos;
+        return status.find(
+                   "\"pending_demand\":[{\"resources\":\"special=1\",\"count\":1,"
+                   "\"purpose\":\"\",\"reason\":\"") != std::string::npos;
       },
       10s);
   EXPECT_TRUE(seen) << status;

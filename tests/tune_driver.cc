@@ -2,7 +2,7 @@
 // curve of its config, so the test knows what each trial must report.
 //
 //   tune_driver --scenario=run|restore|gang|function|bad --name=EXP [--samples=N] [--iters=N]
-//               [--step-ms=MS] [--scheduler=S] [--gang=N] [--dir=D]
+//               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
 //
 // It prints "RESULT ..." lines and then DONE.
 #include <cmath>
@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
   o.seed = 7;
   o.max_concurrent_trials = std::stoi(Flag(argc, argv, "concurrent", "0"));
   o.gang_size = std::stoi(Flag(argc, argv, "gang", "1"));
+  if (std::string cpus = Flag(argc, argv, "cpus", ""); !cpus.empty())
+    o.resources_per_trial = {{"CPU", std::stod(cpus)}};
   o.progress = "lines";
   o.max_failures = 2;
   int64_t step_ms = std::stoll(Flag(argc, argv, "step-ms", "50"));

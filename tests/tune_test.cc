@@ -441,6 +441,49 @@ TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
   }
 }
 
+// A trial that fits the cluster but not what is free now waits, and `cumulus status` names it
+// (EXP/TRIAL) in the pending demand, with why it waits; the autoscaler reads the same records.
+TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  // Two trials of CPU=2 at once on a cluster of CPU=2: one runs (~5 s), the other waits for it.
+  // (Without --concurrent the tuner starts only as many trials as the cluster's nodes hold.)
+  auto driver = Driver({"--scenario=run", "--name=pend", "--samples=2", "--iters=100",
+                        "--scheduler=fifo", "--step-ms=50", "--cpus=2", "--concurrent=2"});
+  std::string json, seen;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (seen.empty() && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(Cli({"status", "--json"}, &json), 0) << json;
+    for (const char* id : {"pend/t0001", "pend/t0002"}) {
+      std::string want = std::string("\"purpose\":\"trial ") + id + "\"";
+      if (json.find(want) != std::string::npos) seen = id;
+    }
+    if (seen.empty()) std::this_thread::sleep_for(100ms);  // polling the head's view
+  }
+  if (seen.empty()) driver->Kill(SIGKILL);
+  ASSERT_FALSE(seen.empty()) << "no pending demand named a trial; last status:\n"
+                             << json << "\nthe driver's output:\n"
+                             << driver->ReadAll(5s);
+  // Its shape and why it waits come with it.
+  EXPECT_NE(json.find("{\"resources\":\"CPU=2\",\"count\":1,\"purpose\":\"trial " + seen +
+                      "\",\"reason\":\"waiting for CPU=2: 1 node(s) could run it, none has it "
+                      "free now\"}"),
+            std::string::npos)
+      << json;
+  std::string text;
+  ASSERT_EQ(Cli({"status"}, &text), 0) << text;
+  // (The trial may have started meanwhile: the text is checked only while it still waits.)
+  if (text.find("Pending demand: none") == std::string::npos) {
+    EXPECT_NE(text.find("1 x {CPU=2} for trial " + seen + " (waiting for CPU=2"), std::string::npos)
+        << text;
+  }
+  std::string out = Finish(*driver, 60s);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 2u) << out;
+  for (auto& [id, line] : trials) EXPECT_NE(line.find("state=FINISHED"), std::string::npos) << line;
+  // The tuner's own progress lines said which trial waited (one line a second, ~5 s of wait).
+  EXPECT_NE(out.find("not placed yet: " + seen.substr(5)), std::string::npos) << out;
+}
+
 TEST_F(TuneTest, FunctionTrainableAndBadInput) {
   auto head = StartHead({"--resources", "CPU=2"});
   auto driver = Driver({"--scenario=function", "--name=fn", "--samples=2", "--iters=9"});

@@ -76,8 +76,8 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
 
   Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
       const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-      int64_t timeout_ms) override {
-    return groups_.Create(bundles, strategy, timeout_ms);
+      int64_t timeout_ms, const std::string& purpose) override {
+    return groups_.Create(bundles, strategy, timeout_ms, purpose);
   }
   Status RemovePlacementGroup(const PlacementGroupId& id) override { return groups_.Remove(id); }
 

@@ -337,10 +337,11 @@ bool WasRestarted() {
 
 Result<PlacementGroup> CreatePlacementGroup(
     const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, const std::string& purpose) {
   auto* r = internal::CurrentRuntime();
   if (!r) return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
-  CUMULUS_ASSIGN_OR_RETURN(auto made, r->CreatePlacementGroup(bundles, strategy, timeout.count()));
+  CUMULUS_ASSIGN_OR_RETURN(auto made,
+                           r->CreatePlacementGroup(bundles, strategy, timeout.count(), purpose));
   return PlacementGroup(made.first, std::move(made.second));
 }
 

@@ -26,7 +26,7 @@ std::string RemoveFrame(const PlacementGroupId& id) {
 
 Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::Create(
     const std::vector<std::map<std::string, double>>& bundles,
-    PlacementGroupStrategy group_strategy, int64_t timeout_ms) {
+    PlacementGroupStrategy group_strategy, int64_t timeout_ms, const std::string& purpose) {
   static const char* kNames[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
   int strategy = static_cast<int>(group_strategy);
   if (strategy < 0 || strategy > 3) {
@@ -34,6 +34,7 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
   }
   if (bundles.empty())
     return Status::InvalidArgument("a placement group needs at least one bundle");
+  CUMULUS_RETURN_IF_ERROR(CheckPurpose(purpose));
   std::vector<ResourceSet> sets;
   std::string shapes;
   for (size_t i = 0; i < bundles.size(); ++i) {
@@ -61,6 +62,7 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
   req.setGroupId(DataOf(id));
   req.setJobId(DataOf(job_));
   req.setStrategy(static_cast<uint8_t>(strategy));
+  req.setPurpose(purpose);
   auto list = req.initBundles(static_cast<unsigned>(sets.size()));
   for (unsigned i = 0; i < sets.size(); ++i) {
     list[i].setIndex(i);

@@ -34,10 +34,11 @@ class PlacementGroupClient {
   // Reserves `bundles` with `strategy`; waits up to `timeout_ms` (< 0: forever) for the node's
   // answer. InvalidArgument for a bad request (no bundles, a negative, infinite or NaN amount, a
   // fraction of more than one GPU), TimedOut when the cluster cannot hold it now, Infeasible when
-  // it never can, Unavailable when the node is lost.
+  // it never can, Unavailable when the node is lost. `purpose` goes with the bundles' pending
+  // demand (InvalidArgument past kMaxPurposeBytes).
   Result<std::pair<PlacementGroupId, std::vector<NodeId>>> Create(
       const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-      int64_t timeout_ms);
+      int64_t timeout_ms, const std::string& purpose = "");
   Status Remove(const PlacementGroupId& id);
 
   void OnReply(proto::GroupReply::Reader reply);

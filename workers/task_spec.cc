@@ -30,6 +30,10 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
   spec.setMaxRestarts(options.max_restarts);
   spec.setName(options.name);
   spec.setDetached(options.detached);
+  if (!t.actor_call && !options.purpose.empty()) {
+    if (Status st = CheckPurpose(options.purpose); !st.ok()) return st.WithContext(t.function);
+    spec.setPurpose(options.purpose);
+  }
   auto args = spec.initArgs(static_cast<unsigned>(targs.size()));
   for (unsigned i = 0; i < targs.size(); ++i) {
     auto& a = targs[i];

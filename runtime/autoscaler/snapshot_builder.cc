@@ -92,8 +92,9 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
 
     for (auto& d : view.demand_settled ? n.pending_demand : DemandList{}) {
       autoscale::DemandItem item;
-      item.id = "node " + hex.substr(0, 8) + " {" + d.shape.ToString() + "}" +
-                (d.selector.empty() ? "" : " on " + d.selector);
+      // Named for who waits when the work said (a trial), else for the node it waits on.
+      item.id = (d.purpose.empty() ? "node " + hex.substr(0, 8) : d.purpose) + " {" +
+                d.shape.ToString() + "}" + (d.selector.empty() ? "" : " on " + d.selector);
       item.bundles = {d.shape};
       auto selector = ParseLabelSelector(d.selector);
       if (selector.ok()) item.labels = *selector;

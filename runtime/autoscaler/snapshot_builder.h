@@ -11,6 +11,8 @@
 //     "asking/TYPE/N"), so no demand launches twice.
 //   - Each ALIVE node's pending demand (shape, count, selector) is one DemandItem, unless
 //     `demand_settled` is false (heartbeats may still report work that is moving to a new node).
+//     Its id names who waits: the demand's purpose ("trial asha/7 {CPU=4}") when it has one,
+//     else the node it waits on ("node 3f2a9c01 {CPU=4}").
 // What the head does not report yet and is taken as false: holds_sole_copy (the only copy of a
 // live object on a node); a node idle by its resources is drained even if it holds one.
 #pragma once

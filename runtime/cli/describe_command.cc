@@ -64,12 +64,14 @@ Status One(const std::vector<Row>& rows, const std::string& key, const std::stri
 }
 
 // What the autoscaler says of the demand `node`'s pending task of shape `demand` is part of,
-// from its status (one line), or "" when no autoscaler runs.
+// from its status (one line), or "" when no autoscaler runs. The demand item is named for the
+// task's purpose when it has one (runtime/autoscaler/snapshot_builder.h), else for its node.
 std::string AutoscalerVerdict(ControlClient& head, const std::string& node,
-                              const std::string& demand) {
+                              const std::string& demand, const std::string& purpose) {
   auto json = head.KvGet(kAutoscalerNamespace, kStatusJsonKey);
   if (!json.ok()) return "";
-  std::string want = "\"id\":" + JsonString("node " + node.substr(0, 8) + " {" + demand + "}");
+  std::string who = purpose.empty() ? "node " + node.substr(0, 8) : purpose;
+  std::string want = "\"id\":" + JsonString(who + " {" + demand + "}");
   want.pop_back();  // (the id may go on with " on SELECTOR")
   size_t at = json->find(want);
   if (at == std::string::npos) return "no verdict yet (its demand is not in the last pass)";
@@ -104,7 +106,7 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   std::string pending = Get(main, "pending");
   std::string verdict;
   if (main["state"] == "QUEUED" && pending.rfind("placing", 0) != 0) {
-    verdict = AutoscalerVerdict(head, main["node"], main["demand"]);
+    verdict = AutoscalerVerdict(head, main["node"], main["demand"], main["purpose"]);
     main["autoscaler"] = verdict;
   }
   if (json) {
@@ -121,6 +123,7 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   }
   std::printf("\n  needs:      %s%s\n", Get(main, "demand").c_str(),
               main["labels"].empty() ? "" : (" on nodes with " + main["labels"]).c_str());
+  if (!main["purpose"].empty()) std::printf("  for:        %s\n", main["purpose"].c_str());
   if (main["state"] == "QUEUED" || main["state"] == "RETRY_WAIT") {
     std::printf("  pending:    %s\n", pending.c_str());
     if (!verdict.empty()) {

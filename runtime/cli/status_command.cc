@@ -30,7 +30,9 @@ constexpr const char* kStatusHelp = R"(Usage:
 
 status shows the nodes, their state (ALIVE; RECOVERING: after a head restart, not heard from yet;
 DEAD, with why; STOPPED: stopped on purpose by 'cumulus stop' or a signal, not a failure), their
-resources, the demand that waits (resource shapes, how many, their label selector), what the
+resources, the demand that waits (resource shapes, how many, their label selector, who it is
+for when the work says -- "for trial asha/7" -- and why it waits; --json: "pending_demand" with
+"resources", "count", "purpose" and "reason"), what the
 autoscaler started by 'cumulus up' does (per node type: running, launching, idle, draining,
 failed launches, cost so far and per hour; for each pending demand why a node is or is not
 launched for it), the recent failures, and each
@@ -250,14 +252,24 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
   }
   ResourceSet total, available;
   size_t alive = 0;
-  std::map<std::string, uint64_t> pending;  // resource shape -> tasks and actors waiting for it
+  // (resource shape and selector, purpose) -> tasks, actors and bundles waiting for it, and why
+  // (the first node's words).
+  struct Waiting {
+    uint64_t count = 0;
+    std::string reason;
+  };
+  std::map<std::pair<std::string, std::string>, Waiting> pending;
   for (auto& n : view->nodes) {
     if (n.state != NodeState::kAlive) continue;
     ++alive;
     total.Add(n.total);
     available.Add(n.available);
-    for (auto& d : n.pending_demand)
-      pending[d.shape.ToString() + (d.selector.empty() ? "" : " on " + d.selector)] += d.count;
+    for (auto& d : n.pending_demand) {
+      Waiting& w = pending[{d.shape.ToString() + (d.selector.empty() ? "" : " on " + d.selector),
+                            d.purpose}];
+      w.count += d.count;
+      if (w.reason.empty()) w.reason = d.reason;
+    }
   }
   std::map<std::string, NodeDisk> disks = NodeDisks(flags);
   if (flags.Has("json")) {
@@ -274,9 +286,10 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
              ",\"resources_total\":" + JsonResources(total) +
              ",\"resources_available\":" + JsonResources(available) + ",\"pending_demand\":[";
       bool first = true;
-      for (auto& [shape, count] : pending) {
-        out += std::string(first ? "" : ",") + "{\"resources\":" + JsonString(shape) +
-               ",\"count\":" + std::to_string(count) + "}";
+      for (auto& [key, w] : pending) {
+        out += std::string(first ? "" : ",") + "{\"resources\":" + JsonString(key.first) +
+               ",\"count\":" + std::to_string(w.count) + ",\"purpose\":" + JsonString(key.second) +
+               ",\"reason\":" + JsonString(w.reason) + "}";
         first = false;
       }
       out += "],\"recent_failures\":[";
@@ -326,9 +339,12 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
       std::printf("Pending demand: none\n");
     } else {
       std::printf("Pending demand (waiting for resources):\n");
-      for (auto& [shape, count] : pending) {
-        std::printf("  %6llu x {%s}\n", static_cast<unsigned long long>(count),
-                    shape.empty() ? "no resources" : shape.c_str());
+      for (auto& [key, w] : pending) {
+        const std::string& shape = key.first;
+        std::printf("  %6llu x {%s}%s%s\n", static_cast<unsigned long long>(w.count),
+                    shape.empty() ? "no resources" : shape.c_str(),
+                    key.second.empty() ? "" : (" for " + key.second).c_str(),
+                    w.reason.empty() ? "" : (" (" + w.reason + ")").c_str());
       }
     }
     std::string autoscaler = AutoscalerStatus(flags, "status.txt");

@@ -64,13 +64,28 @@ TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec) {
     r.placement_group.assign(reinterpret_cast<const char*>(pg.begin()), pg.size());
     r.bundle_index = spec.getBundleIndex();
   }
+  r.purpose = spec.getPurpose().cStr();
   return r;
+}
+
+Status CheckPurpose(const std::string& purpose) {
+  if (purpose.size() > kMaxPurposeBytes) {
+    return Status::InvalidArgument("a purpose of " + std::to_string(purpose.size()) +
+                                   " bytes is too long (at most " +
+                                   std::to_string(kMaxPurposeBytes) + ")");
+  }
+  for (char c : purpose) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Status::InvalidArgument("a purpose must not hold control characters");
+  }
+  return Status::OK();
 }
 
 Status CheckTaskSpecNumbers(proto::TaskSpec::Reader spec) {
   for (auto a : spec.getResources()) {
     CUMULUS_RETURN_IF_ERROR(ResourceSet::CheckAmount(a.getName().cStr(), a.getAmount()));
   }
+  CUMULUS_RETURN_IF_ERROR(CheckPurpose(spec.getPurpose().cStr()));
   CUMULUS_RETURN_IF_ERROR(CheckInteger("maxRetries", spec.getMaxRetries(), {-1, INT32_MAX}));
   return CheckInteger("maxRestarts", spec.getMaxRestarts(), {-1, INT32_MAX});
 }

@@ -52,6 +52,7 @@ struct TaskRequirements {
   PlacementRequest placement;
   std::string placement_group;  // binary id
   int bundle_index = -1;
+  std::string purpose;  // who it is for ("trial asha/7"), reported with its pending demand
 };
 TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec);
 // The numbers of a spec from a driver, worker or peer, checked as the API checks them before it
@@ -59,6 +60,11 @@ TaskRequirements RequirementsOf(proto::TaskSpec::Reader spec);
 // negative or an absurd one is refused, not dropped, or a GPU task would run without its GPU),
 // maxRetries and maxRestarts from -1 (forever). InvalidArgument says which.
 Status CheckTaskSpecNumbers(proto::TaskSpec::Reader spec);
+// The longest purpose (SetPurpose, CreatePlacementGroup) a task, actor or group may carry: it
+// travels in every heartbeat while the work waits.
+constexpr size_t kMaxPurposeBytes = 200;
+// InvalidArgument for a purpose longer than kMaxPurposeBytes or with a control character.
+Status CheckPurpose(const std::string& purpose);
 
 constexpr const char* kJobsNamespace = "jobs";
 constexpr const char* kJobEndsNamespace = "job_ends";

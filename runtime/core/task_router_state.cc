@@ -96,6 +96,7 @@ std::vector<StateRowFields> TaskRouter::Impl::TaskRows(const StateQuerySpec& q, 
       if (!q.detail) return row;
       row["demand"] = task.req.placement.demand.ToString();
       row["labels"] = task.req.placement.labels.ToString();
+      if (!task.req.purpose.empty()) row["purpose"] = task.req.purpose;
       row["max_retries"] = std::to_string(task.max_retries);
       if (task.actor_creation) row["actor"] = task.actor;
       if (task.state == RoutedTask::kForwarded) row["forwarded_to"] = task.forwarded_to.Hex();

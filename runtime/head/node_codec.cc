@@ -29,13 +29,16 @@ void EncodeDemand(const DemandList& demand, capnp::List<proto::Demand>::Builder 
                   out[i].initResources(static_cast<unsigned>(demand[i].shape.units().size())));
     out[i].setCount(demand[i].count);
     out[i].setSelector(demand[i].selector);
+    out[i].setPurpose(demand[i].purpose);
+    out[i].setReason(demand[i].reason);
   }
 }
 
 DemandList DecodeDemand(capnp::List<proto::Demand>::Reader in) {
   DemandList out;
   for (auto d : in)
-    out.emplace_back(DecodeResources(d.getResources()), d.getCount(), d.getSelector().cStr());
+    out.emplace_back(DecodeResources(d.getResources()), d.getCount(), d.getSelector().cStr(),
+                     d.getPurpose().cStr(), d.getReason().cStr());
   return out;
 }
 

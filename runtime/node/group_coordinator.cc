@@ -95,6 +95,8 @@ void GroupCoordinator::Create(uint64_t origin, const JobId& job, proto::GroupReq
   op.job = job;
   op.strategy = static_cast<GroupStrategy>(req.getStrategy());
   op.origin = origin;
+  op.purpose = req.getPurpose().cStr();
+  if (Status st = CheckPurpose(op.purpose); !st.ok()) return refuse(st);
   for (auto b : req.getBundles()) {
     auto amounts = DecodeRequestedResources(b.getResources());
     if (!amounts.ok()) {
@@ -151,7 +153,8 @@ void GroupCoordinator::Schedule(TimePoint now, DemandList& pending) {
       continue;
     }
     if (d.kind == PlacementDecision::kWait) {
-      for (auto& b : op.bundles) pending.emplace_back(b, 1);
+      if (!d.reason.empty()) op.wait_reason = d.reason;
+      for (auto& b : op.bundles) pending.emplace_back(b, 1, "", op.purpose, op.wait_reason);
       ++it;
       continue;
     }

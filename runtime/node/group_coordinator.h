@@ -79,7 +79,9 @@ class GroupCoordinator {
     std::string refused;        // why a node said no, this round
     uint32_t round = 0;         // tries so far; replies of older ones are stale
     TimePoint retry_at{};
-    bool removed = false;  // removed while nodes were still answering
+    bool removed = false;     // removed while nodes were still answering
+    std::string purpose;      // who it is for (createGroup), shown with its pending demand
+    std::string wait_reason;  // why the last placement left it waiting
   };
 
   // A record lookup under way (by Locate).

@@ -41,7 +41,7 @@ DemandList LocalScheduler::Schedule(TimePoint now) {
       snap.nodes[0].available = leases_.available();
       if (!PlaceOne(*t, snap, now)) {
         pending.emplace_back(t->req.placement.demand, static_cast<uint32_t>(queue.size()),
-                             t->req.placement.labels.ToString());
+                             t->req.placement.labels.ToString(), t->req.purpose, t->wait_reason);
         break;
       }
       queue.pop_front();
@@ -59,12 +59,17 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   if (d.kind == PlacementDecision::kInfeasible && node_.RefreshView(now, false)) {
     // The view may predate a node that joined: ask the head before saying "never". The task
     // waits for the answer, which schedules again.
+    t.wait_reason = "asking the head for a fresh view of the nodes";
     return false;
   }
   if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
     d = PlaceOrWait(snap, node_.Snapshot(now, true), req);
   }
-  if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes) return false;
+  t.wait_reason = d.kind == PlacementDecision::kPlace ? "" : d.reason;
+  if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes) {
+    t.wait_reason = "no node that has joined can run it (" + d.reason + ")";
+    return false;
+  }
   if (d.kind == PlacementDecision::kInfeasible) {
     FailTask(t.id, Status::Infeasible(t.What() + " can never run: " + d.reason));
     return true;

@@ -11,6 +11,9 @@ std::string SchedulingClass(const TaskRequirements& req, bool actor_creation) {
   if (!req.placement_group.empty()) {
     key += "|pg:" + req.placement_group + ":" + std::to_string(req.bundle_index);
   }
+  // Work with a purpose (a trial's actor) is a class of its own, so that its pending demand
+  // (the head of a class's queue, with the queue's length) names it.
+  if (!req.purpose.empty()) key += "|for:" + req.purpose;
   return key;
 }
 

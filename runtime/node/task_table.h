@@ -55,6 +55,7 @@ struct RoutedTask {
   TimePoint assigned_at{};            // when it was handed to its worker
   std::string actor;                  // an actor creation's actor id (hex)
   std::vector<TaskAttempt> attempts;  // earlier runs, at most kMaxTaskAttemptsKept
+  std::string wait_reason;            // why the last scheduling pass left it queued
 
   // Remembers an earlier run that ended (`cause`), dropping the oldest beyond the bound.
   void AddAttempt(TaskAttempt a) {

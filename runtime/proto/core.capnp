@@ -64,6 +64,7 @@ struct GroupRequest {                # driver -> node: reserve a gang
   bundles @2 :List(Bundle);
   strategy @3 :UInt8;                # 0 PACK, 1 SPREAD, 2 STRICT_PACK, 3 STRICT_SPREAD
   round @4 :UInt32;                  # reserveBundles: which try of the group this is (from 1)
+  purpose @5 :Text;                  # createGroup: who it is for, shown with its pending demand
 }
 
 struct GroupReply {                  # node -> driver (the group), node -> node (its bundles)

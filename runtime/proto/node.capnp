@@ -45,4 +45,7 @@ struct Demand {
   resources @0 :List(ResourceAmount);   # one task's or actor's shape
   count @1 :UInt32;                     # how many wait with that shape
   selector @2 :Text;                    # their label selector ("" for none)
+  purpose @3 :Text;                     # who they are for: "trial asha/7" ("" for none)
+  reason @4 :Text;                      # why they wait, from the node's placement
+                                        # ("waiting for CPU=4: 1 node(s) could run it, ...")
 }

@@ -48,6 +48,8 @@ struct TaskSpec {
   detached @21 :Bool;                        # actor creation: outlives its job
   labelIn @22 :List(LabelValues);            # selector terms key in (v1,v2,...)
   labelNotIn @23 :List(LabelValues);         # selector terms key notin (v1,v2,...)
+  purpose @24 :Text;                         # who it is for, shown with its pending demand
+                                             # ("trial asha/7"; "" for none)
 }
 
 struct LabelValues {

@@ -122,8 +122,9 @@ Status Tuner::Impl::StartTrial(uint64_t id) {
     auto timeout = spec_.pending_timeout_seconds > 0
                        ? std::chrono::milliseconds(spec_.pending_timeout_seconds * 1000)
                        : std::chrono::milliseconds(int64_t{7} * 24 * 3600 * 1000);
-    live.reserving = std::async(std::launch::async, [bundles, strategy, timeout] {
-      return CreatePlacementGroup(bundles, strategy, timeout);
+    std::string purpose = TrialPurpose(id);
+    live.reserving = std::async(std::launch::async, [bundles, strategy, timeout, purpose] {
+      return CreatePlacementGroup(bundles, strategy, timeout, purpose);
     });
     return Status::OK();
   }
@@ -153,6 +154,7 @@ Status Tuner::Impl::CreateActors(uint64_t id, Live& live, const PlacementGroup* 
   for (int rank = 0; rank < spec_.gang_size; ++rank) {
     ts.rank = rank;
     auto creator = Actor(MakeTrialHost);
+    creator.SetPurpose(TrialPurpose(id));
     if (group) {
       creator.SetPlacementGroup(*group, rank);
     } else {

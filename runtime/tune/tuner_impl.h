@@ -72,6 +72,11 @@ class Tuner::Impl {
 
   Status FillSlots();
   Status StartTrial(uint64_t id);
+  // "trial EXP/TRIAL": the purpose a trial's actors and placement group carry, so that their
+  // pending demand (`cumulus status`, the autoscaler's reasons) names the trial.
+  std::string TrialPurpose(uint64_t id) const {
+    return "trial " + spec_.name + "/" + TrialName(id);
+  }
   Status CreateActors(uint64_t id, Live& live, const PlacementGroup* group);
   void SubmitStep(uint64_t id, Live& live);
   Status HandleWhere(uint64_t id, Live& live);

@@ -5,11 +5,19 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "runtime/tune/trial_text.h"
 #include "runtime/tune/tuner_impl.h"
 
 namespace cumulus::tune {
+
+namespace {
+// A trial whose actors are not up this long after it started is shown as waiting to be placed
+// (an actor's worker starts in well under this on an idle node).
+constexpr auto kNotPlacedAfter = std::chrono::seconds(2);
+}  // namespace
 
 void Tuner::Impl::Progress(bool final) {
   if (progress_options_.progress == "off") return;
@@ -17,6 +25,20 @@ void Tuner::Impl::Progress(bool final) {
   if (!final && now - last_progress_ < progress_options_.progress_interval) return;
   last_progress_ = now;
   ExperimentTable trials = state_.ToTable(ReplayableCutoffs());
+  // Trials started a while ago whose actors are not placed yet (most often: waiting for
+  // resources): say so. The head's pending demand names them "trial EXP/TRIAL" with the node's
+  // reason (`cumulus status`); asking the head here would cost a call per line.
+  std::vector<std::string> waiting;
+  for (auto& row : trials.trials) {
+    if (row.state != TrialState::kPending) continue;
+    auto live = std::find_if(live_.begin(), live_.end(),
+                             [&](auto& l) { return TrialName(l.first) == row.id; });
+    if (live == live_.end() || live->second.placed || now - live->second.since < kNotPlacedAfter)
+      continue;
+    waiting.push_back(row.id);
+    if (row.reason.empty() || row.reason == "resuming")
+      row.reason = "not placed yet: waiting for resources? (cumulus status: pending demand)";
+  }
   size_t counts[6] = {0, 0, 0, 0, 0, 0};
   size_t by_user = 0;  // of the stopped: by `cumulus stop trial`
   for (auto& t : trials.trials) {
@@ -33,6 +55,11 @@ void Tuner::Impl::Progress(bool final) {
                 spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], stopped.c_str(),
                 counts[4], counts[5], trials.compute_seconds);
   std::string line = head;
+  if (!waiting.empty()) {
+    line += "; not placed yet: " + waiting[0];
+    for (size_t i = 1; i < std::min<size_t>(waiting.size(), 3); ++i) line += ", " + waiting[i];
+    if (waiting.size() > 3) line += " and " + std::to_string(waiting.size() - 3) + " more";
+  }
   if (const TrialRow* best = BestTrial(trials)) {
     // Only the parameters that differ between trials: constants (a data path, say) are noise.
     std::string shown;

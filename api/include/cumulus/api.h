@@ -263,10 +263,12 @@ class PlacementGroup {
 // as many; STRICT_PACK needs one node for all, STRICT_SPREAD a different node for each.
 // Infeasible at once if the cluster can never hold them; TimedOut (and nothing stays reserved)
 // if they do not fit within `timeout` -- the bundles show as pending demand meanwhile. The group
-// lives until RemovePlacementGroup or the end of the job that made it.
+// lives until RemovePlacementGroup or the end of the job that made it. `purpose` (as SetPurpose:
+// "trial asha/7", at most 200 characters) is shown with the bundles' pending demand.
 Result<PlacementGroup> CreatePlacementGroup(
     const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-    std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(30000),
+    const std::string& purpose = "");
 // Releases the group's bundles on every node; the tasks and actors running in them are stopped.
 Status RemovePlacementGroup(const PlacementGroup& group);
 
@@ -304,6 +306,13 @@ class OptionSetters {
     options_.strategy = Strategy::kNodeAffinity;
     options_.affinity_node = node;
     options_.affinity_soft = soft;
+    return self();
+  }
+  // Who the task or actor is for, in a few words ("trial asha/7"): while it waits for resources,
+  // its pending demand carries them (`cumulus status`, the autoscaler's reasons), so the
+  // operator sees what waits, not only a shape. At most 200 characters. Actor methods ignore it.
+  Self& SetPurpose(std::string purpose) {
+    options_.purpose = std::move(purpose);
     return self();
   }
   // Run inside bundle `index` of `group` (its resources come from the reservation).

@@ -37,6 +37,7 @@ struct CallOptions {
   bool affinity_soft = false;
   PlacementGroupId placement_group;  // nil: none
   int bundle_index = -1;
+  std::string purpose;  // tasks and actor creations: shown with their pending demand
 };
 
 // A read-only view of an object's bytes, valid while the Payload lives.
@@ -73,7 +74,7 @@ class Runtime {
   // The group's binary id and the node of each bundle.
   virtual Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
       const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-      int64_t timeout_ms) = 0;
+      int64_t timeout_ms, const std::string& purpose) = 0;
   virtual Status RemovePlacementGroup(const PlacementGroupId& id) = 0;
   virtual NodeId node_id() const = 0;
   // Actor workers: this instance was built again after its predecessor died.
