@@ -35,6 +35,16 @@ struct PeerHello {
 
 struct CallerHello {
   token @0 :Text;            # the cluster token
+  outside @1 :Bool;          # a process outside every job (`cumulus call`): the stored results
+                             # an actor's worker answers it with are its own to free, and are
+                             # freed when it leaves
+}
+
+# node or actor's worker -> caller: a request it refused, in one line (the connection stays open;
+# a refused hello is a helloAck with a code instead).
+struct CoreRefusal {
+  code @0 :UInt16;           # cumulus::StatusCode
+  message @1 :Text;
 }
 
 struct CoreHelloAck {
@@ -104,6 +114,7 @@ struct CoreMessage {
     timelineRequest @17 :TimelineRequest;  # client->node, over TCP after a caller hello
     timelineEvents @18 :TimelineEvents;    # worker->node: a batch of its events;
                                            # node->client: the answer to timelineRequest
+    refused @19 :CoreRefusal;         # node or actor's worker -> caller: a request refused
   }
 }
 
