@@ -4,9 +4,13 @@
 // refuses, it refuses in one line.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include "cluster_fixture.h"
 #include "runtime/call/function_catalog.h"
+#include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
+#include "runtime/head/node_codec.h"
 
 namespace cumulus {
 namespace {
@@ -155,6 +159,153 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   ASSERT_TRUE(driver->Wait(30s));
   ASSERT_TRUE(WaitUntil([&] { return client->KvGet(kJobEndsNamespace, job).ok(); }, 30s));
   ExpectOneLineError({job, "Square", "7"}, 1, "has finished");
+}
+
+// A caller (what `cumulus call` is to a node) may free only the stored results of its own tasks;
+// one that leaves (killed mid-call) leaves nothing behind: its unfinished task is cancelled and
+// the results it did not free are freed. A wrong token is refused with a line that says so, by
+// the node and by an actor's worker.
+TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string node_id, node_ready;
+  auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
+  std::vector<std::string> stores = {
+      dir_.path() + "/head/node-" + std::to_string(head->pid()) + "/store.sock",
+      Field(node_ready, "store_socket")};
+  auto stored = [&] {
+    int n = 0;
+    for (auto& s : stores) n += std::max(0, StoredObjects(s));
+    return n;
+  };
+  auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
+  std::optional<std::string> ready;
+  while (auto line = driver->WaitForLine("", 60s)) {
+    if (line->rfind("READY", 0) == 0) {
+      ready = line;
+      break;
+    }
+  }
+  ASSERT_TRUE(ready);
+  std::string job = Field(*ready, "job");
+  auto job_id = JobId::FromHex(job);
+  ASSERT_TRUE(job_id.ok()) << *ready;
+  ClusterView v = View();
+  const NodeRecord* n = Find(v, node_id);
+  ASSERT_NE(n, nullptr);
+  auto at = ParseHostPort(n->core_address);
+  ASSERT_TRUE(at.ok());
+  auto deadline = [] { return SystemClock::Get().Now() + 20s; };
+  // Bytes(200000) as a task of the job: its result is stored on the node that ran it.
+  auto submit_bytes = [&](CallerConnection& c) {
+    TaskId task = TaskId::ForNormalTask(*job_id);
+    capnp::MallocMessageBuilder message;
+    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+    spec.setTaskId(DataOf(task));
+    spec.setJobId(DataOf(*job_id));
+    spec.setFunctionName("Bytes");
+    spec.setNumReturns(1);
+    std::string arg = Serialize<uint32_t>(200000);
+    spec.initArgs(1)[0].setInline(
+        capnp::Data::Reader(reinterpret_cast<const uint8_t*>(arg.data()), arg.size()));
+    ResourceSet demand;
+    demand.Set("CPU", 1);
+    EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
+    EXPECT_TRUE(c.Send(message, deadline()).ok());
+    return task;
+  };
+  auto free_frame = [](const std::string& entry) {
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().initFreeObjects(1).set(
+        0, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(entry.data()), entry.size()));
+    return EncodeFrame(message);
+  };
+  int objects = stored();
+
+  // Caller A reads a stored result and does not free it.
+  std::string entry;
+  {
+    auto a = CallerConnection::Open(*at, token_, deadline());
+    ASSERT_TRUE(a.ok()) << a.status();
+    TaskId task = submit_bytes(*a);
+    while (entry.empty()) {
+      auto words = a->Next(deadline());
+      ASSERT_TRUE(words.ok()) << words.status();
+      capnp::FlatArrayMessageReader reader(*words, CoreReaderOptions(words->size() * 8));
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (!msg.isTaskResult() || IdFrom<TaskId>(msg.getTaskResult().getTaskId()) != task) continue;
+      ASSERT_EQ(msg.getTaskResult().getCode(), 0) << msg.getTaskResult().getMessage().cStr();
+      auto entries = StoredReturnEntries(msg.getTaskResult());
+      ASSERT_EQ(entries.size(), 1u);
+      entry = entries[0];
+    }
+    EXPECT_EQ(stored(), objects + 1);
+    // Caller B may not free it: refused in a reply, and it stays.
+    auto b = CallerConnection::Open(*at, token_, deadline());
+    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_TRUE(b->SendEncoded(free_frame(entry)).ok());
+    auto refused = b->Next(deadline());
+    ASSERT_FALSE(refused.ok()) << "someone else's object was freed without a word";
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+    EXPECT_NE(refused.status().message().find(
+                  "refused to free 1 object(s) (" +
+                  ObjectId::FromBinary(std::string_view(entry.data(), ObjectId::kSize)).Hex() +
+                  "): a caller may free only the stored results of the tasks it submitted"),
+              std::string::npos)
+        << refused.status();
+    EXPECT_EQ(stored(), objects + 1);
+  }
+  // A left without freeing: the node freed it.
+  EXPECT_TRUE(WaitUntil([&] { return stored() == objects; }, 10s))
+      << objects << " objects before, " << stored() << " after";
+
+  // `cumulus call` killed while its task runs: the task is cancelled (else it would run 60 s).
+  auto sleeping = [&] {
+    std::string out;
+    if (Cli({"list", "tasks", "--filter", "function=Sleep", "--json", "--address", address_,
+             "--token-file", token_file_},
+            &out) != 0) {
+      return -1;
+    }
+    return Count(out, "\"function\":\"Sleep\"");
+  };
+  Subprocess call(
+      {kCumulus, "call", job, "Sleep", "60", "--address", address_, "--token-file", token_file_},
+      /*merge_stderr=*/true);
+  ASSERT_TRUE(WaitUntil([&] { return sleeping() == 1; }, 20s)) << sleeping();
+  call.Kill(SIGKILL);
+  EXPECT_TRUE(WaitUntil([&] { return sleeping() == 0; }, 15s))
+      << "the task of a caller that left still runs";
+  std::string out;
+  EXPECT_EQ(Call({job, "Square", "6"}, &out), 0) << out;  // the job goes on
+  EXPECT_EQ(out, "36\n");
+
+  // A wrong token: the node and the actor's worker say they refused it.
+  auto refused_by = [&](const HostPort& where) -> Status {
+    auto c = CallerConnection::Open(where, "not-the-token", deadline());
+    if (!c.ok()) return c.status();
+    return c->Next(deadline()).status();
+  };
+  Status node_said = refused_by(*at);
+  EXPECT_EQ(node_said.code(), StatusCode::kUnauthenticated) << node_said;
+  EXPECT_EQ(node_said.message(),
+            "node " + node_id.substr(0, 8) +
+                " refused the cluster token: pass the head's token with --token-file or "
+                "CUMULUS_TOKEN");
+  auto client = Client();
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->KvGet(kActorsNamespace, "counter/address").ok(); }, 30s));
+  auto actor_at = ParseHostPort(*client->KvGet(kActorsNamespace, "counter/address"));
+  ASSERT_TRUE(actor_at.ok());
+  Status worker_said = refused_by(*actor_at);
+  EXPECT_EQ(worker_said.code(), StatusCode::kUnauthenticated) << worker_said;
+  EXPECT_NE(worker_said.message().find("the actor's worker on node "), std::string::npos)
+      << worker_said;
+  EXPECT_NE(worker_said.message().find(" refused the cluster token: pass the head's token"),
+            std::string::npos)
+      << worker_said;
+  driver->CloseStdin();
+  EXPECT_TRUE(driver->Wait(30s));
 }
 
 }  // namespace

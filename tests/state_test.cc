@@ -3,6 +3,7 @@
 // row per node in `top` (tests/state_driver.cc makes the work).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <set>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/node/state_rows.h"
 
@@ -230,6 +232,36 @@ TEST_F(StateTest, NodesAnswerStateQueriesOnlyWithTheClusterToken) {
   EXPECT_EQ(*good, 1u);
   auto bad = ask("not-the-token");
   EXPECT_FALSE(bad.ok()) << "a wrong token was answered";
+
+  // Refused with a line that names the node and says what to do (the head's words), through the
+  // connection `cumulus list|describe|top|timeline` use; no more than that.
+  auto at = ParseHostPort(v.nodes[0].core_address);
+  ASSERT_TRUE(at.ok());
+  TimePoint deadline = SystemClock::Get().Now() + 10s;
+  auto conn = CallerConnection::Open(*at, "not-the-token", deadline);
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  capnp::MallocMessageBuilder query;
+  EncodeStateQuery({"node", {}, "", 1, false},
+                   query.initRoot<proto::CoreMessage>().initStateQuery());
+  (void)conn->Send(query, deadline);
+  auto answer = conn->Next(deadline);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().code(), StatusCode::kUnauthenticated) << answer.status();
+  EXPECT_EQ(answer.status().message(),
+            "node " + v.nodes[0].id.Hex().substr(0, 8) +
+                " refused the cluster token: pass the head's token with --token-file or "
+                "CUMULUS_TOKEN");
+  // `cumulus list tasks` with a wrong token: one line (the head refuses it first).
+  std::string bad_file = dir_.path() + "/bad-token";
+  std::ofstream(bad_file) << "not-the-token\n";
+  ASSERT_EQ(chmod(bad_file.c_str(), 0600), 0);
+  std::string out;
+  EXPECT_NE(Cli({"list", "tasks", "--address", address_, "--token-file", bad_file}, &out), 0);
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_NE(out.find("the cluster token is wrong: pass the head's token with --token-file or "
+                     "CUMULUS_TOKEN"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace

@@ -147,6 +147,14 @@ void CoreChannel::Close(uint64_t conn, std::string why) {
   loop_->Post([this, conn, why] { loop_->Close(conn, why); });
 }
 
+void CoreChannel::Refuse(uint64_t conn, std::string frame, std::string why) {
+  // (Only for a caller not yet authenticated: nothing else was sent to it.)
+  loop_->Post([this, conn, frame = std::move(frame), why]() mutable {
+    loop_->Send(conn, std::move(frame));
+    loop_->CloseAfterFlush(conn, why);
+  });
+}
+
 void CoreChannel::SendAndWait(uint64_t conn, std::string frame, Duration timeout) {
   auto written = std::make_shared<std::promise<void>>();
   auto done = written->get_future();

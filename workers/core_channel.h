@@ -60,6 +60,8 @@ class CoreChannel {
   void Send(uint64_t conn, std::string frame);
   // Closes `conn` on the loop's thread (what is not written yet is dropped); on_close follows.
   void Close(uint64_t conn, std::string why);
+  // Sends `frame` (a refusal), then closes `conn` once it is written; on_close follows.
+  void Refuse(uint64_t conn, std::string frame, std::string why);
   // Sends `frame` and waits up to `timeout` until it is written (before the process exits).
   void SendAndWait(uint64_t conn, std::string frame, Duration timeout);
 

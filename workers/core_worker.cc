@@ -229,6 +229,10 @@ void CoreWorkerImpl::RunWorkerLoop() {
     (void)SendToNode(std::move(frame));  // (a node that went away keeps no timeline)
   };
   auto reply = [this](uint64_t conn, std::string frame, bool exit_after) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (conn != node_conn_) NoteAnswer(conn, frame);  // before a free of it can come
+    }
     if (!exit_after) {
       channel_->Send(conn, std::move(frame));
       return;
@@ -349,8 +353,18 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
   Peer& c = peers_[tag];
   if (c.caller && !channel_->IsAuthenticated(tag)) {
     if (!msg.isHello() || !msg.getHello().isCaller()) return false;
-    if (!TokensEqual(msg.getHello().getCaller().getToken(), options_.token)) return false;
+    auto caller = msg.getHello().getCaller();
+    if (!TokensEqual(caller.getToken(), options_.token)) {
+      // Said, then closed: the caller prints why (not how close the token was).
+      channel_->Refuse(
+          tag,
+          HelloRefusalFrame("the actor's worker on node " + node_id_.Hex().substr(0, 8) +
+                            " refused the cluster token"),
+          "refused a caller: wrong cluster token");
+      return true;
+    }
     channel_->Authenticated(tag, kMaxCoreFrameBytes);
+    c.outside = caller.getOutside();
     return true;
   }
   switch (msg.which()) {
@@ -360,6 +374,7 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
     case proto::CoreMessage::SUBMIT_TASK: {
       if (!is_worker_ || (tag != node_conn_ && !c.caller)) return false;
       TaskId id = IdFrom<TaskId>(msg.getSubmitTask().getTaskId());
+      if (c.outside) c.unanswered++;
       if (!execution_.Push({std::move(words), tag, tag == node_conn_})) {
         // Sent before the node heard that the running task blocked: it would wait behind the
         // task it may be waiting for. Hand it straight back.
@@ -377,6 +392,9 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
       std::fflush(stderr);
       _exit(0);
     }
+    case proto::CoreMessage::FREE_OBJECTS:
+      if (c.caller) HandleCallerFree(tag, c, msg.getFreeObjects());
+      return true;
     case proto::CoreMessage::GROUP_REPLY:
       if (tag != node_conn_) return false;
       groups_.OnReply(msg.getGroupReply());
@@ -421,6 +439,65 @@ void CoreWorkerImpl::OnClose(uint64_t tag, const std::string& why) {
     return;
   }
   if (!c.actor.IsNil()) tasks_.actors().ConnectionClosed(tag, c.actor, why);
+  if (c.outside) {
+    // Nobody reads them now: the results it did not free, and those of calls still running.
+    std::vector<ObjectId> ids;
+    for (const std::string& e : c.freeable) {
+      ids.push_back(ObjectId::FromBinary(std::string_view(e.data(), ObjectId::kSize)));
+    }
+    if (!ids.empty()) DeleteLocalCopies(std::move(ids));
+    if (c.unanswered > 0) left_unanswered_[tag] = c.unanswered;
+  }
+}
+
+// REQUIRES: mu_.
+void CoreWorkerImpl::NoteAnswer(uint64_t conn, const std::string& frame) {
+  auto peer = peers_.find(conn);
+  bool left = peer == peers_.end() && left_unanswered_.count(conn) > 0;
+  if (!left && (peer == peers_.end() || !peer->second.outside)) return;
+  std::vector<std::string> stored;
+  FrameDecoder decoder(kMaxCoreFrameBytes);
+  decoder.Append(frame.data(), frame.size());
+  auto words = decoder.Next();
+  if (words.ok() && words->has_value()) {
+    capnp::FlatArrayMessageReader reader(**words, CoreReaderOptions((*words)->size() * 8));
+    auto msg = reader.getRoot<proto::CoreMessage>();
+    if (msg.isTaskResult()) stored = StoredReturnEntries(msg.getTaskResult());
+  }
+  if (!left) {
+    Peer& c = peer->second;
+    c.unanswered = std::max(0, c.unanswered - 1);
+    for (auto& e : stored) c.freeable.insert(std::move(e));
+    return;
+  }
+  std::vector<ObjectId> ids;
+  for (const std::string& e : stored) {
+    ids.push_back(ObjectId::FromBinary(std::string_view(e.data(), ObjectId::kSize)));
+  }
+  if (!ids.empty()) DeleteLocalCopies(std::move(ids));
+  if (--left_unanswered_[conn] <= 0) left_unanswered_.erase(conn);
+}
+
+// REQUIRES: mu_.
+void CoreWorkerImpl::HandleCallerFree(uint64_t tag, Peer& c,
+                                      capnp::List<capnp::Data>::Reader entries) {
+  std::vector<ObjectId> ids;
+  size_t refused = 0;
+  std::string first;
+  for (auto e : entries) {
+    std::string entry(reinterpret_cast<const char*>(e.begin()), e.size());
+    if (c.freeable.erase(entry) > 0) {
+      ids.push_back(ObjectId::FromBinary(std::string_view(entry.data(), ObjectId::kSize)));
+    } else if (refused++ == 0 && entry.size() >= ObjectId::kSize) {
+      first = ObjectId::FromBinary(std::string_view(entry.data(), ObjectId::kSize)).Hex();
+    }
+  }
+  if (!ids.empty()) DeleteLocalCopies(std::move(ids));
+  if (refused == 0) return;
+  channel_->Send(tag, RefusalFrame(Status::InvalidArgument(
+                          "the actor's worker refused to free " + std::to_string(refused) +
+                          " object(s)" + (first.empty() ? "" : " (" + first + ")") +
+                          ": a caller may free only the stored results of its own calls")));
 }
 
 // REQUIRES: mu_ (held by the Get/Wait that blocks).

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -116,6 +117,11 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   struct Peer {
     ActorId actor;        // caller side: the actor at the other end
     bool caller = false;  // worker side: an actor caller (authenticates with its hello)
+    // Worker side, a caller outside every job (`cumulus call`): its calls not answered yet, and
+    // the stored results it was answered with and has not freed (freeObjects entries).
+    bool outside = false;
+    int unanswered = 0;
+    std::unordered_set<std::string> freeable;
   };
 
   class BlockedGuard;  // core_worker_objects.cc
@@ -154,6 +160,12 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   std::string NodeLostMessage() const;
   void NotifyBlocked(bool blocked);
   static std::string BlockedFrame(bool blocked, const std::vector<TaskId>& returned);
+  // The actor's answer `frame` to `conn`, before it is sent (the execution thread): an outside
+  // caller's stored results become its own to free, or are freed if it left. REQUIRES: mu_.
+  void NoteAnswer(uint64_t conn, const std::string& frame);
+  // An outside caller's freeObjects: only of the results it was answered with (this node's
+  // store); the rest is refused in one `refused` reply. REQUIRES: mu_.
+  void HandleCallerFree(uint64_t tag, Peer& c, capnp::List<capnp::Data>::Reader entries);
 
   CoreWorkerOptions options_;
   bool is_worker_ = false;
@@ -184,6 +196,9 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
   ReferenceTable refs_{100};                       // the objects this process owns
   TaskManager tasks_{options_.job, refs_, *this};  // what it submitted
   std::unordered_map<uint64_t, Peer> peers_;
+  // Outside callers that left before all their calls answered, and how many did not: the stored
+  // results of those answers are freed when they come.
+  std::unordered_map<uint64_t, int> left_unanswered_;
   uint32_t put_index_ = 0;
 
   ExecutionQueue execution_;  // workers: what the node and callers sent, run in order

@@ -32,7 +32,29 @@ Monitor::Monitor(MonitorOptions options, std::unique_ptr<ControlClient> head,
                  std::map<std::string, std::unique_ptr<NodeProvider>> providers)
     : options_(std::move(options)), head_(std::move(head)), providers_(std::move(providers)) {}
 
-Monitor::~Monitor() = default;
+Monitor::~Monitor() { FinishLateCalls(); }
+
+void Monitor::ApplyLate(const std::function<void()>& apply) {
+  std::set<std::string> before;
+  for (auto& [id, in] : books_.instances) before.insert(id);
+  apply();
+  if (!down_asked_) return;
+  for (auto it = books_.instances.begin(); it != books_.instances.end();) {
+    if (before.count(it->first)) {
+      ++it;
+      continue;
+    }
+    // Made by a launch that answered after `cumulus down`: not left running.
+    auto p = providers_.find(it->second.provider);
+    if (p != providers_.end()) {
+      Status st = p->second->Terminate(it->first, In(options_.terminate_timeout));
+      CUMULUS_LOG(INFO) << "autoscaler: terminated " << it->first
+                        << ", launched by a call that answered after 'cumulus down'"
+                        << (st.ok() ? std::string() : ": " + st.message());
+    }
+    it = books_.instances.erase(it);
+  }
+}
 
 void Monitor::Spawn(ProviderCall call, Duration deadline, std::function<void()> timed_out) {
   // Outside Run there is no actor to answer to: the call runs here (TerminateAll's case).

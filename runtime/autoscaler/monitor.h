@@ -45,6 +45,10 @@ struct MonitorOptions {
   // A provider call whose answer has not come this long after its deadline is given up on (a
   // launch counts as failed; the provider broke its contract).
   Duration provider_grace = std::chrono::seconds(10);
+  // When the monitor stops (`cumulus down`, SIGTERM), Run waits at most this long for provider
+  // calls still running: `down` does not wait for a launch that takes minutes. What such a launch
+  // makes is terminated when it answers (FinishLateCalls), or found by `down` in List().
+  Duration stop_wait = std::chrono::seconds(3);
   autoscale::Options policy;  // the policy's knobs (backoff, timeouts, caps)
   // After a node joins (or the monitor starts), pending demand is not acted on for this long: a
   // node's heartbeat may still report work it is about to send to the new node, which would
@@ -66,8 +70,16 @@ class Monitor {
   // Reads the books back from the head (a restarted monitor continues where the last one was).
   Status Recover();
   // Rounds until `stop` is set or the head's KV says "down"; returns why it stopped. Provider
-  // calls still in flight are waited for (each ends by its own deadline) before it returns.
+  // calls still in flight are waited for at most `stop_wait` (their answers applied as they
+  // come); those still running then are FinishLateCalls'.
   Status Run(const std::atomic<bool>& stop);
+  // After Run: waits for the provider calls still running when it returned (each ends by its own
+  // deadline, unless the provider breaks its contract) and applies their answers. After `cumulus
+  // down` the instances a late launch made are terminated; after a plain stop they go in the
+  // books. The destructor runs it too.
+  void FinishLateCalls();
+  // How many provider calls are still running (after Run returned).
+  int late_calls() const;
   // Terminates every instance the books and the providers know of, waiting up to `timeout` for
   // them to end; clears the books. For `cumulus down`.
   Status TerminateAll(Duration timeout);
@@ -79,6 +91,9 @@ class Monitor {
   Monitor(MonitorOptions options, std::unique_ptr<ControlClient> head,
           std::map<std::string, std::unique_ptr<NodeProvider>> providers);
   friend class MonitorLoop;
+  // Applies answers that came after the monitor's actor ended (Run, FinishLateCalls): after
+  // `cumulus down` (down_asked_) a launch's instances are terminated rather than kept.
+  void ApplyLate(const std::function<void()>& apply);
   // A slow provider call: runs in an actor of its own; the function it returns (or `timed_out`,
   // if no answer comes within `deadline` plus a grace) is applied on the monitor's actor.
   using ProviderCall = std::function<std::function<void()>()>;
@@ -107,6 +122,11 @@ class Monitor {
   std::set<std::string> alive_;                          // node hexes alive last round
   int64_t capacity_changed_ = 0;   // when a node last joined (micros; 0: not yet)
   std::set<std::string> listing_;  // providers with a List() in flight
+  bool down_asked_ = false;        // the head's KV said "down"
+
+  // The provider calls still running when Run returned and the actor system they run in
+  // (monitor_loop.cc; type-erased: no CAF type in this header).
+  std::shared_ptr<void> late_calls_;
 
   // Set by MonitorLoop while Run runs: starts a provider call (Spawn).
   std::function<void(ProviderCall, Duration, std::function<void()>)> start_call_;

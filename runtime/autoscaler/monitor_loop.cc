@@ -6,21 +6,18 @@
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "runtime/autoscaler/monitor.h"
 #include "runtime/base/logging.h"
 
 namespace cumulus::monitor_loop {
-
-// What a provider call hands back: the change to apply to the monitor's state, on its actor.
-struct Answer {
-  std::function<void()> apply;
-};
 
 using tick_atom = caf::atom_constant<caf::atom("tick")>;      // a round is due
 using poll_atom = caf::atom_constant<caf::atom("poll")>;      // look at the stop flag
@@ -32,9 +29,25 @@ using late_atom = caf::atom_constant<caf::atom("late")>;      // a call is past 
 // safely) is looked at.
 constexpr std::chrono::milliseconds kStopPoll{100};
 
-}  // namespace cumulus::monitor_loop
+// The provider calls in flight, shared by the monitor's actor, the calls' actors and whoever
+// applies answers after the monitor's actor ended (Run, then Monitor::FinishLateCalls).
+struct Calls {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;            // calls whose provider call has not returned
+  bool monitor_done = false;  // the monitor's actor has ended: answers are applied off it
+  std::deque<std::pair<uint64_t, std::function<void()>>> answers;  // not applied yet
+};
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cumulus::monitor_loop::Answer)
+// Outlives Run while calls still run: the actor system they run in (its destructor waits for
+// them), its config, and the calls.
+struct LateCalls {
+  std::shared_ptr<Calls> calls = std::make_shared<Calls>();
+  std::unique_ptr<caf::actor_system_config> cfg;
+  std::unique_ptr<caf::actor_system> system;
+};
+
+}  // namespace cumulus::monitor_loop
 
 namespace cumulus {
 
@@ -43,17 +56,49 @@ using namespace monitor_loop;
 class MonitorLoop {
  public:
   static Status Run(Monitor& monitor, const std::atomic<bool>& stop);
+  static void FinishLateCalls(Monitor& m);
+  static int LateCalls(const Monitor& m);
 
  private:
   // An actor for one provider call. Detached (a thread of its own): the call blocks for as long
-  // as a launch takes. It sends its answer, `id`, to `monitor` as an ordinary message (so an
-  // answer that comes after the monitor gave up waiting is still applied) and ends.
+  // as a launch takes. It queues its answer, `id`, and tells `monitor` with an ordinary message
+  // (so an answer that comes after the monitor gave up waiting is still applied; one that comes
+  // after the monitor's actor ended is applied by whoever waits for the calls), and ends.
   static caf::behavior CallActor(caf::event_based_actor* self, Monitor::ProviderCall call,
-                                 caf::actor monitor, uint64_t id) {
-    return {[self, call, monitor, id](call_atom) {
-      self->send(monitor, answer_atom::value, id, Answer{call()});
+                                 caf::actor monitor, uint64_t id, std::shared_ptr<Calls> calls) {
+    return {[self, call, monitor, id, calls](call_atom) {
+      std::function<void()> apply = call();
+      {
+        std::lock_guard<std::mutex> lock(calls->mu);
+        calls->answers.emplace_back(id, std::move(apply));
+        calls->running--;
+      }
+      calls->cv.notify_all();
+      self->send(monitor, answer_atom::value);
       self->quit();
     }};
+  }
+
+  // Off the monitor's actor, once it ended: applies the answers that came, waiting for more
+  // until no call runs or `until`. True if no call runs.
+  static bool ApplyLateAnswers(Monitor& m, Calls& calls, TimePoint until) {
+    std::unique_lock<std::mutex> lock(calls.mu);
+    while (true) {
+      while (!calls.answers.empty()) {
+        auto apply = std::move(calls.answers.front().second);
+        calls.answers.pop_front();
+        lock.unlock();
+        m.ApplyLate(apply);
+        lock.lock();
+      }
+      if (calls.running == 0) return true;
+      auto more = [&] { return !calls.answers.empty() || calls.running == 0; };
+      if (until == TimePoint::max()) {
+        calls.cv.wait(lock, more);  // (a deadline this far would overflow the wait's clock)
+      } else if (!calls.cv.wait_until(lock, until, more)) {
+        return false;
+      }
+    }
   }
 
   // One round and what follows it: reconnecting to a restarted head, `cumulus down`. Returns
@@ -78,6 +123,7 @@ class MonitorLoop {
     }
     auto command = m.head_->KvGet(kAutoscalerNamespace, kCommandKey);
     if (command.ok() && *command == "down") {
+      m.down_asked_ = true;
       *result = Status::Cancelled("'cumulus down' asked to stop");
       return false;
     }
@@ -86,71 +132,130 @@ class MonitorLoop {
 };
 
 Status MonitorLoop::Run(Monitor& m, const std::atomic<bool>& stop) {
-  caf::actor_system_config cfg;
+  FinishLateCalls(m);  // (a Run before this one left some)
+  auto late = std::make_shared<monitor_loop::LateCalls>();
+  std::shared_ptr<Calls> calls = late->calls;
+  late->cfg = std::make_unique<caf::actor_system_config>();
   // Two scheduler threads are plenty: the monitor and the provider calls are detached actors
   // (threads of their own), because all of them block (on the head, on a provider).
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("scheduler.policy", caf::atom("sharing"));
+  late->cfg->set("scheduler.max-threads", 2);
+  late->cfg->set("scheduler.policy", caf::atom("sharing"));
   // Set on the ways out (stop, `cumulus down`, a lost head); an actor that ends otherwise
   // (an exception in a round) is not a clean stop.
   auto result =
       std::make_shared<Status>(Status::Internal("the autoscaler's monitor ended unexpectedly"));
+  late->system = std::make_unique<caf::actor_system>(*late->cfg);
+  late->system->spawn<caf::detached>(
+      [&m, &stop, result, calls](caf::event_based_actor* self) -> caf::behavior {
+        // However it ends, the answers still to come are applied off it from then on.
+        self->attach_functor([calls] {
+          {
+            std::lock_guard<std::mutex> lock(calls->mu);
+            calls->monitor_done = true;
+          }
+          calls->cv.notify_all();
+        });
+        Duration grace = m.options_.provider_grace;
+        // Calls not answered yet, by id: what to do if one is past its deadline + grace.
+        auto waiting = std::make_shared<std::map<uint64_t, std::function<void()>>>();
+        auto next_id = std::make_shared<uint64_t>(0);
+        m.start_call_ = [self, grace, waiting, next_id, calls](Monitor::ProviderCall call,
+                                                               Duration deadline,
+                                                               std::function<void()> timed_out) {
+          uint64_t id = ++*next_id;
+          (*waiting)[id] = std::move(timed_out);
+          {
+            std::lock_guard<std::mutex> lock(calls->mu);
+            calls->running++;
+          }
+          auto worker = self->home_system().spawn<caf::detached>(
+              CallActor, std::move(call), caf::actor_cast<caf::actor>(self), id, calls);
+          self->send(worker, call_atom::value);
+          self->delayed_send(self, deadline + grace, late_atom::value, id);
+        };
+        self->send(self, tick_atom::value);
+        self->delayed_send(self, kStopPoll, poll_atom::value);
+        return {
+            [self, &m, result](tick_atom) {
+              if (!Round(m, result.get())) {
+                self->quit();
+                return;
+              }
+              self->delayed_send(self, m.options_.round, tick_atom::value);
+            },
+            [self, &stop, result](poll_atom) {
+              if (stop.load()) {
+                *result = Status::Cancelled("stopped");
+                self->quit();
+                return;
+              }
+              self->delayed_send(self, kStopPoll, poll_atom::value);
+            },
+            [waiting, calls](answer_atom) {
+              std::deque<std::pair<uint64_t, std::function<void()>>> ready;
+              {
+                std::lock_guard<std::mutex> lock(calls->mu);
+                ready.swap(calls->answers);
+              }
+              for (auto& [id, apply] : ready) {
+                waiting->erase(id);
+                apply();  // also when late: a launch's instances still go in the books
+              }
+            },
+            [waiting](late_atom, uint64_t id) {
+              auto it = waiting->find(id);
+              if (it == waiting->end()) return;  // answered in time
+              auto timed_out = std::move(it->second);
+              waiting->erase(it);
+              timed_out();
+            },
+        };
+      });
   {
-    caf::actor_system system{cfg};
-    system.spawn<caf::detached>([&m, &stop, result](caf::event_based_actor* self) -> caf::behavior {
-      Duration grace = m.options_.provider_grace;
-      // Calls not answered yet, by id: what to do if one is past its deadline + grace.
-      auto waiting = std::make_shared<std::map<uint64_t, std::function<void()>>>();
-      auto next_id = std::make_shared<uint64_t>(0);
-      m.start_call_ = [self, grace, waiting, next_id](Monitor::ProviderCall call, Duration deadline,
-                                                      std::function<void()> timed_out) {
-        uint64_t id = ++*next_id;
-        (*waiting)[id] = std::move(timed_out);
-        auto worker = self->home_system().spawn<caf::detached>(
-            CallActor, std::move(call), caf::actor_cast<caf::actor>(self), id);
-        self->send(worker, call_atom::value);
-        self->delayed_send(self, deadline + grace, late_atom::value, id);
-      };
-      self->send(self, tick_atom::value);
-      self->delayed_send(self, kStopPoll, poll_atom::value);
-      return {
-          [self, &m, result](tick_atom) {
-            if (!Round(m, result.get())) {
-              self->quit();
-              return;
-            }
-            self->delayed_send(self, m.options_.round, tick_atom::value);
-          },
-          [self, &stop, result](poll_atom) {
-            if (stop.load()) {
-              *result = Status::Cancelled("stopped");
-              self->quit();
-              return;
-            }
-            self->delayed_send(self, kStopPoll, poll_atom::value);
-          },
-          [waiting](answer_atom, uint64_t id, Answer& answer) {
-            waiting->erase(id);
-            answer.apply();  // also when late: a launch's instances still go in the books
-          },
-          [waiting](late_atom, uint64_t id) {
-            auto it = waiting->find(id);
-            if (it == waiting->end()) return;  // answered in time
-            auto timed_out = std::move(it->second);
-            waiting->erase(it);
-            timed_out();
-          },
-      };
-    });
-    // The monitor's actor has ended; provider calls still running end by their own deadlines
-    // (their answers have no one to go to now: a node launched meanwhile is adopted when it
-    // registers, and `cumulus down` lists the providers' instances itself).
-    system.await_all_actors_done();
+    std::unique_lock<std::mutex> lock(calls->mu);
+    calls->cv.wait(lock, [&] { return calls->monitor_done; });
   }
   m.start_call_ = nullptr;
+  // The monitor's actor has ended. Provider calls still running are waited for a short while
+  // only (`cumulus down` must not wait for a launch that takes minutes); what answers meanwhile
+  // is applied here, and what answers later by FinishLateCalls (the books on a plain stop; after
+  // `down`, a late launch's instances are terminated).
+  bool all_done = ApplyLateAnswers(m, *calls, SystemClock::Get().Now() + m.options_.stop_wait);
+  if (!m.down_asked_) (void)m.SaveBooks();
+  if (all_done) {
+    late->system.reset();  // every actor has ended or is ending
+  } else {
+    int running;
+    {
+      std::lock_guard<std::mutex> lock(calls->mu);
+      running = calls->running;
+    }
+    CUMULUS_LOG(INFO) << "autoscaler: stopping with " << running
+                      << " provider call(s) still running; what a launch makes is "
+                      << (m.down_asked_ ? "terminated" : "kept in the books") << " when it answers";
+    m.late_calls_ = late;
+  }
   return *result;
 }
 
+void MonitorLoop::FinishLateCalls(Monitor& m) {
+  if (!m.late_calls_) return;
+  auto late = std::static_pointer_cast<monitor_loop::LateCalls>(m.late_calls_);
+  m.late_calls_.reset();
+  ApplyLateAnswers(m, *late->calls, TimePoint::max());
+  if (!m.down_asked_) (void)m.SaveBooks();
+  late->system.reset();
+}
+
+int MonitorLoop::LateCalls(const Monitor& m) {
+  if (!m.late_calls_) return 0;
+  auto late = std::static_pointer_cast<monitor_loop::LateCalls>(m.late_calls_);
+  std::lock_guard<std::mutex> lock(late->calls->mu);
+  return late->calls->running;
+}
+
 Status Monitor::Run(const std::atomic<bool>& stop) { return MonitorLoop::Run(*this, stop); }
+void Monitor::FinishLateCalls() { MonitorLoop::FinishLateCalls(*this); }
+int Monitor::late_calls() const { return MonitorLoop::LateCalls(*this); }
 
 }  // namespace cumulus

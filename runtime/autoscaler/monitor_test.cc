@@ -18,19 +18,30 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Launch blocks until Release(), whatever its deadline.
+// Launch blocks until Release(), whatever its deadline; then it fails, or (`launches_late`)
+// answers with one instance per call ("late-N").
 class StuckProvider : public NodeProvider {
  public:
+  explicit StuckProvider(bool launches_late = false) : launches_late_(launches_late) {}
   const std::string& name() const override { return name_; }
   Result<std::vector<std::string>> Launch(const NodeTypeConfig&, int, const LaunchSpec&,
                                           TimePoint) override {
     std::unique_lock<std::mutex> lock(mu_);
-    ++launches_;
+    int n = ++launches_;
     released_cv_.wait(lock, [&] { return released_; });
+    if (launches_late_) return std::vector<std::string>{"late-" + std::to_string(n)};
     return Status::Unavailable("released by the test");
   }
   Result<std::vector<Instance>> List(TimePoint) override { return std::vector<Instance>{}; }
-  Status Terminate(const std::string&, TimePoint) override { return Status(); }
+  Status Terminate(const std::string& id, TimePoint) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    terminated_.push_back(id);
+    return Status();
+  }
+  std::vector<std::string> terminated() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return terminated_;
+  }
 
   int launches() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -44,6 +55,8 @@ class StuckProvider : public NodeProvider {
 
  private:
   std::string name_ = "stuck";
+  bool launches_late_ = false;
+  std::vector<std::string> terminated_;
   std::mutex mu_;
   std::condition_variable released_cv_;
   bool released_ = false;
@@ -107,6 +120,69 @@ TEST(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) 
   stop = true;
   loop.join();
   EXPECT_EQ(ran.code(), StatusCode::kCancelled) << ran;
+}
+
+// `cumulus down` while a launch is in flight (the provider takes as long as it likes): the
+// monitor stops within its stop_wait, not when the launch answers; when the launch does answer,
+// the instance it made is terminated, not left running.
+TEST(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
+  TempDir dir;
+  HeadOptions ho;
+  ho.port = 0;
+  ho.data_dir = dir.path() + "/head";
+  ho.token = *CreateOrLoadToken(dir.path() + "/token");
+  auto head = HeadServer::Start(ho);
+  ASSERT_TRUE(head.ok()) << head.status();
+  HostPort address{"127.0.0.1", (*head)->port()};
+  auto client = ControlClient::Connect(address, ho.token);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  MonitorOptions o;
+  NodeTypeConfig type;
+  type.name = "cpu";
+  type.provider = "stuck";
+  type.resources = *ResourceSet::Parse("CPU=1");
+  type.labels = {{"site", "cloud"}};
+  type.boot_time_s = 0;
+  type.min_count = 1;  // the policy launches one with no demand at all
+  o.config.node_types = {type};
+  o.round = 50ms;
+  o.demand_settle = 0ms;
+  o.min_launch_timeout = 600s;  // the launch is within its deadline the whole test
+  o.stop_wait = 200ms;
+  auto stuck = std::make_unique<StuckProvider>(/*launches_late=*/true);
+  StuckProvider* provider = stuck.get();
+  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+  providers["stuck"] = std::move(stuck);
+  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  ASSERT_TRUE(monitor.ok()) << monitor.status();
+
+  auto commander = ControlClient::Connect(address, ho.token);
+  ASSERT_TRUE(commander.ok()) << commander.status();
+  std::atomic<bool> stop{false};
+  std::atomic<bool> returned{false};
+  Status ran;
+  std::thread loop([&] {
+    ran = (*monitor)->Run(stop);
+    returned = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return provider->launches() >= 1; }, 20000ms));
+  ASSERT_TRUE((*commander)->KvPut(kAutoscalerNamespace, kCommandKey, "down").ok());
+  // Run returns while the launch still blocks.
+  bool stopped = WaitUntil([&] { return returned.load(); }, 10000ms);
+  EXPECT_TRUE(stopped) << "Run waited for the launch in flight";
+  if (!stopped) provider->Release();
+  loop.join();
+  EXPECT_EQ(ran.code(), StatusCode::kCancelled) << ran;
+  EXPECT_NE(ran.message().find("cumulus down"), std::string::npos) << ran;
+  EXPECT_EQ((*monitor)->late_calls(), 1);
+  EXPECT_TRUE(provider->terminated().empty());
+  // The launch answers now: what it made is terminated, and not in the books.
+  provider->Release();
+  (*monitor)->FinishLateCalls();
+  EXPECT_EQ((*monitor)->late_calls(), 0);
+  EXPECT_EQ(provider->terminated(), std::vector<std::string>{"late-1"});
+  EXPECT_EQ((*monitor)->books().instances.count("late-1"), 0u);
 }
 
 }  // namespace

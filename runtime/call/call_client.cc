@@ -126,18 +126,9 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
     auto loc = ret.getStored();
     NodeId holder = IdFrom<NodeId>(loc.getNodeId());
     auto bytes = PullResult(loc.getTransferAddress(), target.token, object, loc.getSize());
-    if (to_node) {
-      (void)conn->SendEncoded(FreeFrame(object, holder));
-    } else if (target.node_address) {
-      auto node = target.node_address(holder);
-      TimePoint within = SystemClock::Get().Now() + std::chrono::seconds(5);
-      auto holder_conn = node.ok() ? CallerConnection::Open(*node, target.token, within)
-                                   : Result<CallerConnection>(node.status());
-      if (holder_conn.ok() && holder_conn->SendEncoded(FreeFrame(object, holder)).ok()) {
-        // The free is in the node's hands before this connection closes.
-        (void)holder_conn->Acknowledged(within);
-      }
-    }
+    // Freed by whoever answered: the node (the task's result, wherever it ran) or the actor's
+    // worker (its node's store). Either frees it anyway when this connection closes.
+    (void)conn->SendEncoded(FreeFrame(object, holder));
     if (!bytes.ok()) {
       return Status(bytes.status().code(), "the result of " + request.function + " (" +
                                                std::to_string(loc.getSize()) +

@@ -5,10 +5,11 @@
 // worker for a method call -- sends one submitTask with the arguments inline, and waits.
 //
 // A result too large to travel inline is pulled from the store that holds it over the object
-// channel, then freed there (through a node: `free_via`).
+// channel, then freed by whoever answered (the node or the actor's worker), on the same
+// connection; a caller that leaves without freeing (Ctrl-C) has it freed when its connection
+// closes, and a node cancels the tasks it left unfinished.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,9 +35,6 @@ struct CallTarget {
   HostPort address;  // the node's core address (tasks) or the actor's address (method calls)
   std::string token;
   Duration timeout = std::chrono::seconds(60);
-  // Method calls: the core address of a node, to free a stored result there (unset: left to the
-  // end of the job).
-  std::function<Result<HostPort>(const NodeId&)> node_address;
 };
 
 // The serialized result, or the task's error (its code and one line). TimedOut when no answer

@@ -411,14 +411,6 @@ int CallCommand(const std::vector<std::string>& args) {
     auto address = ParseHostPort(target->actor_address);
     if (!address.ok()) return Failed(address.status());
     where.address = *address;
-    ControlClient* h = head->get();
-    where.node_address = [h](const NodeId& id) -> Result<HostPort> {
-      CUMULUS_ASSIGN_OR_RETURN(ClusterView view, h->GetClusterStatus());
-      for (auto& n : view.nodes) {
-        if (n.id == id && !n.core_address.empty()) return ParseHostPort(n.core_address);
-      }
-      return Status::NotFound("node " + id.Hex() + " is not in the cluster");
-    };
   }
   auto bytes = RunCall(request, where);
   if (!bytes.ok()) return Failed(bytes.status());

@@ -28,7 +28,10 @@ int ListFromNodes(const std::string& what, const Flags& flags, ControlClient& he
   auto view = head.GetClusterStatus();
   if (!view.ok()) return Fail(view.status());
   auto answers = QueryNodes(view->nodes, *token, q);
-  if (!answers.ok()) return UsageError(answers.status().message(), help);
+  if (!answers.ok()) {
+    if (answers.status().code() != StatusCode::kInvalidArgument) return Fail(answers.status());
+    return UsageError(answers.status().message(), help);
+  }
   std::vector<Row>& rows = answers->rows;
   size_t total = answers->matched;
   if (rows.size() > q.limit) rows.resize(q.limit);

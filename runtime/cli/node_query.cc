@@ -83,11 +83,16 @@ Result<NodeAnswers> QueryNodes(const std::vector<NodeRecord>& view, const std::s
   for (auto& t : threads) t.join();
   NodeAnswers out;
   out.asked = alive.size();
-  Status refused;  // a node's own refusal of the query (every node would say the same)
+  // A node's own refusal of the query or of the token (every node would say the same): one line
+  // when no node answered.
+  Status refused;
   for (size_t i = 0; i < alive.size(); ++i) {
     OneAnswer& a = answers[i];
     if (!a.status.ok()) {
-      if (a.status.code() == StatusCode::kInvalidArgument) refused = a.status;
+      if (a.status.code() == StatusCode::kInvalidArgument ||
+          a.status.code() == StatusCode::kUnauthenticated) {
+        refused = a.status;
+      }
       out.unanswered[alive[i]->id.Hex().substr(0, 8)] = a.status.message();
       continue;
     }

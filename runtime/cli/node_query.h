@@ -32,8 +32,9 @@ struct NodeAnswers {
   std::string UnansweredLine() const;
 };
 
-// Sends `q` to every alive node of `view` in parallel with `token`; a node's error (a bad filter)
-// comes back as that error when every node answers with it.
+// Sends `q` to every alive node of `view` in parallel with `token`; a node's refusal (a bad
+// filter: InvalidArgument; the token: Unauthenticated) comes back as that error when no node
+// answered.
 Result<NodeAnswers> QueryNodes(const std::vector<NodeRecord>& view, const std::string& token,
                                const StateQuerySpec& q, const NodeQueryOptions& options = {});
 

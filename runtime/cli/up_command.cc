@@ -179,6 +179,9 @@ int RunMonitor(Monitor& monitor, const Flags& head_flags) {
   if (auto marker = ConnectHead(head_flags); marker.ok())
     (void)(*marker)->KvPut(kAutoscalerNamespace, kCommandKey, "stopped");
   ForgetProcess(getpid());
+  // `down` goes on now; a launch still running is waited for here, so that what it makes is
+  // terminated (after `down`) or kept in the books (after a plain stop) when it answers.
+  monitor.FinishLateCalls();
   return why.code() == StatusCode::kCancelled ? 0 : 1;
 }
 

@@ -28,7 +28,9 @@ Result<CallerConnection> CallerConnection::Open(const HostPort& at, const std::s
   capnp::MallocMessageBuilder hello;
   auto h = hello.initRoot<proto::CoreMessage>().initHello();
   h.setPid(getpid());
-  h.initCaller().setToken(token);
+  auto caller = h.initCaller();
+  caller.setToken(token);
+  caller.setOutside(true);
   CUMULUS_RETURN_IF_ERROR(c.Send(hello, deadline));
   return c;
 }
@@ -49,10 +51,16 @@ Result<kj::Array<capnp::word>> CallerConnection::Read(TimePoint deadline, bool* 
   *was_ack = msg.isHelloAck();
   if (*was_ack) {
     if (msg.getHelloAck().getCode() != 0) {
+      // The head's words for the same refusal (runtime/head/head_requests.cc).
       return Status::Unauthenticated(std::string(msg.getHelloAck().getMessage()) +
-                                     " (check --token-file)");
+                                     ": pass the head's token with --token-file or CUMULUS_TOKEN");
     }
     acknowledged_ = true;
+  }
+  if (msg.isRefused()) {
+    auto r = msg.getRefused();
+    return Status(r.getCode() == 0 ? StatusCode::kInternal : static_cast<StatusCode>(r.getCode()),
+                  r.getMessage());
   }
   return words;
 }

@@ -24,6 +24,36 @@ std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words) {
   return out;
 }
 
+std::string HelloRefusalFrame(const std::string& message) {
+  capnp::MallocMessageBuilder builder;
+  auto ack = builder.initRoot<proto::CoreMessage>().initHelloAck();
+  ack.setCode(static_cast<uint16_t>(StatusCode::kUnauthenticated));
+  ack.setMessage(message);
+  return EncodeFrame(builder);
+}
+
+std::string RefusalFrame(const Status& st) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<proto::CoreMessage>().initRefused();
+  r.setCode(static_cast<uint16_t>(st.code()));
+  r.setMessage(st.message());
+  return EncodeFrame(builder);
+}
+
+std::vector<std::string> StoredReturnEntries(proto::TaskResult::Reader result) {
+  std::vector<std::string> out;
+  for (auto ret : result.getReturns()) {
+    if (!ret.isStored()) continue;
+    auto object = ret.getObjectId();
+    auto node = ret.getStored().getNodeId();
+    if (object.size() != ObjectId::kSize || node.size() != NodeId::kSize) continue;
+    std::string entry(reinterpret_cast<const char*>(object.begin()), object.size());
+    entry.append(reinterpret_cast<const char*>(node.begin()), node.size());
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 capnp::ReaderOptions CoreReaderOptions(size_t words) {
   capnp::ReaderOptions options;
   options.traversalLimitInWords = words + 64;

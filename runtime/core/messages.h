@@ -47,6 +47,16 @@ capnp::ReaderOptions CoreReaderOptions(size_t words);
 // Frame header + the flat words of an already encoded message (to pass a frame on unchanged).
 std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words);
 
+// What a node or an actor's worker answers a caller (runtime/core/caller_connection.h) when it
+// refuses its hello: a helloAck with code Unauthenticated and `message` (the connection closes
+// after it). And when it refuses one request: `refused` with st's code and message (the
+// connection stays open).
+std::string HelloRefusalFrame(const std::string& message);
+std::string RefusalFrame(const Status& st);
+// The stored returns of `result`, each as a freeObjects entry: the object's id, then the id of
+// the node whose store holds it.
+std::vector<std::string> StoredReturnEntries(proto::TaskResult::Reader result);
+
 // The placement request a task spec asks for.
 struct TaskRequirements {
   PlacementRequest placement;

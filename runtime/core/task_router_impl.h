@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -48,7 +49,8 @@ class TaskRouter::Impl : public NodeContext {
  private:
   // kCaller: a process outside every job over TCP with the cluster token (`cumulus list|describe|
   // top|call|timeline`): it may ask about state and for the timeline, submit normal tasks of a job,
-  // cancel them, and free stored objects (the results it has read).
+  // cancel them, and free the stored results of its own tasks (others' objects are refused). When
+  // it leaves, its unfinished tasks are cancelled and the results it did not free are freed.
   enum class Role { kUnknown, kDriver, kWorker, kPeer, kCaller };
 
   // What this node knows of a connection (its socket is the event loop's).
@@ -59,6 +61,10 @@ class TaskRouter::Impl : public NodeContext {
     JobId job;        // drivers
     WorkerId worker;  // workers
     NodeId peer;      // peers
+    // Callers: the tasks it submitted that have not answered it (some may have ended otherwise),
+    // and the stored results it was answered with and has not freed (freeObjects entries).
+    std::unordered_set<TaskId> tasks;
+    std::unordered_set<std::string> freeable;
   };
 
   void Send(uint64_t conn, std::string frame) { loop_->Send(conn, std::move(frame)); }
@@ -86,6 +92,14 @@ class TaskRouter::Impl : public NodeContext {
   void HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reader spec, const FrameWords& words);
   void HandleResult(Conn& c, proto::TaskResult::Reader result, const FrameWords& words);
   void HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries);
+  // A caller's free: only of what `freeable` holds; the rest is refused in one `refused` reply.
+  void HandleCallerFree(uint64_t id, Conn& c, capnp::List<capnp::Data>::Reader entries);
+  // Deletes stored objects (freeObjects entries): here, or through the node holding each (a
+  // peer's entries are all this node's own: `here_only`).
+  void FreeEntries(const std::vector<std::string>& entries, bool here_only);
+  // A caller left: its unfinished tasks are cancelled (their results freed when they answer),
+  // and the results it did not free are freed.
+  void CallerLeft(uint64_t id, Conn& c);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
   // Sends `frame` to every driver and worker connected here.

@@ -38,6 +38,7 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
             IdFrom<JobId>(spec.getJobId()).IsNil()) {
           return Close(id, "a caller may submit only normal tasks of a job");
         }
+        c.tasks.insert(IdFrom<TaskId>(spec.getTaskId()));
         return HandleSubmit(id, c, spec, words);
       }
       case proto::CoreMessage::CANCEL_TASK: {
@@ -47,7 +48,7 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
         return;
       }
       case proto::CoreMessage::FREE_OBJECTS:
-        return HandleFree(c, msg.getFreeObjects());
+        return HandleCallerFree(id, c, msg.getFreeObjects());
       case proto::CoreMessage::STATE_QUERY:
         return HandleStateQuery(id, msg.getStateQuery());
       case proto::CoreMessage::TIMELINE_REQUEST:
@@ -123,7 +124,15 @@ void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reade
   if (c.tcp) {
     // Over TCP only other nodes and callers (`cumulus list|describe|top|call|timeline`), and only
     // with the cluster token.
-    if (h.isCaller() && TokensEqual(h.getCaller().getToken(), options_.token)) {
+    if (h.isCaller()) {
+      if (!TokensEqual(h.getCaller().getToken(), options_.token)) {
+        // Said, then closed: the caller prints why (not how close the token was).
+        std::string who = node_id_.IsNil() ? "the node at " + core_address()
+                                           : "node " + node_id_.Hex().substr(0, 8);
+        Send(id, HelloRefusalFrame(who + " refused the cluster token"));
+        loop_->CloseAfterFlush(id, "refused a caller: wrong cluster token");
+        return;
+      }
       c.role = Role::kCaller;
       loop_->Authenticated(id, kMaxCoreFrameBytes);
       return SendHelloAck(id);
@@ -235,23 +244,72 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
   } else {
     return;
   }
-  Send(t->origin, FrameOfWords(words));
+  if (t->free_results) {
+    FreeEntries(StoredReturnEntries(result), /*here_only=*/false);
+  } else {
+    auto origin = conns_.find(t->origin);
+    if (origin != conns_.end() && origin->second.role == Role::kCaller) {
+      origin->second.tasks.erase(id);
+      for (auto& e : StoredReturnEntries(result)) origin->second.freeable.insert(std::move(e));
+    }
+    Send(t->origin, FrameOfWords(words));
+  }
   tasks_.Erase(id);
   schedule_dirty_ = true;
 }
 
 void TaskRouter::Impl::HandleFree(Conn& c, capnp::List<capnp::Data>::Reader entries) {
+  std::vector<std::string> list;
+  list.reserve(entries.size());
+  for (auto e : entries) list.emplace_back(reinterpret_cast<const char*>(e.begin()), e.size());
+  FreeEntries(list, /*here_only=*/c.role == Role::kPeer);
+}
+
+void TaskRouter::Impl::HandleCallerFree(uint64_t id, Conn& c,
+                                        capnp::List<capnp::Data>::Reader entries) {
+  std::vector<std::string> allowed;
+  size_t refused = 0;
+  std::string first;
+  for (auto e : entries) {
+    std::string entry(reinterpret_cast<const char*>(e.begin()), e.size());
+    if (c.freeable.erase(entry) > 0) {
+      allowed.push_back(std::move(entry));
+    } else if (refused++ == 0 && entry.size() >= ObjectId::kSize) {
+      first = ObjectId::FromBinary(std::string_view(entry.data(), ObjectId::kSize)).Hex();
+    }
+  }
+  FreeEntries(allowed, /*here_only=*/false);
+  if (refused == 0) return;
+  Send(id, RefusalFrame(Status::InvalidArgument(
+               "node " + node_id_.Hex().substr(0, 8) + " refused to free " +
+               std::to_string(refused) + " object(s)" + (first.empty() ? "" : " (" + first + ")") +
+               ": a caller may free only the stored results of the tasks it submitted")));
+}
+
+void TaskRouter::Impl::CallerLeft(uint64_t id, Conn& c) {
+  for (const TaskId& task : c.tasks) {
+    RoutedTask* t = tasks_.Find(task);
+    if (!t || t->origin != id) continue;  // answered or ended otherwise, or not its own
+    t->free_results = true;
+    HandleCancel(task);
+  }
+  c.tasks.clear();
+  FreeEntries(std::vector<std::string>(c.freeable.begin(), c.freeable.end()), false);
+  c.freeable.clear();
+}
+
+void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool here_only) {
   // Each entry: 28-byte object id + 16-byte node id of the store holding it.
   std::map<NodeId, std::vector<std::string>> remote;
-  for (auto e : entries) {
+  for (const std::string& e : entries) {
     if (e.size() != ObjectId::kSize + NodeId::kSize) continue;
-    const char* p = reinterpret_cast<const char*>(e.begin());
+    const char* p = e.data();
     ObjectId obj = ObjectId::FromBinary(std::string_view(p, ObjectId::kSize));
     NodeId node = NodeId::FromBinary(std::string_view(p + ObjectId::kSize, NodeId::kSize));
-    if (node == node_id_ || c.role == Role::kPeer) {
+    if (node == node_id_ || here_only) {
       (void)options_.store->Delete(obj);
     } else {
-      remote[node].emplace_back(p, e.size());
+      remote[node].push_back(e);
     }
   }
   for (auto& [node, list] : remote) {
@@ -335,6 +393,8 @@ void TaskRouter::Impl::OnClose(uint64_t id, const std::string& why) {
     }
     peers_.erase(p);
     PeerLost(c.peer, why);
+  } else if (c.role == Role::kCaller) {
+    CallerLeft(id, c);
   } else if (c.role == Role::kUnknown && c.tcp) {
     CUMULUS_LOG(DEBUG) << "node: closed a core connection: " << why;
   }

@@ -65,6 +65,8 @@ struct RoutedTask {
   // For the timeline: when it arrived here, when it was handed to its worker (wall micros).
   int64_t arrived_us = 0;
   int64_t dispatched_us = 0;
+  // Nobody will read its result (its caller left): what it stored is freed when it answers.
+  bool free_results = false;
 
   std::string What() const { return (actor_creation ? "actor " : "task ") + function; }
 };

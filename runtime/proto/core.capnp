@@ -35,6 +35,16 @@ struct PeerHello {
 
 struct CallerHello {
   token @0 :Text;            # the cluster token
+  outside @1 :Bool;          # a process outside every job (`cumulus call`): the stored results
+                             # an actor's worker answers it with are its own to free, and are
+                             # freed when it leaves
+}
+
+# node or actor's worker -> caller: a request it refused, in one line (the connection stays open;
+# a refused hello is a helloAck with a code instead).
+struct CoreRefusal {
+  code @0 :UInt16;           # cumulus::StatusCode
+  message @1 :Text;
 }
 
 struct CoreHelloAck {
@@ -107,6 +117,7 @@ struct CoreMessage {
                                            # node->client: the answer to timelineRequest
     objectsMoved @19 :ObjectsMoved;        # a draining node -> every node -> its drivers and
                                            # workers: these objects are held elsewhere now
+    refused @20 :CoreRefusal;              # node or actor's worker -> caller: a request refused
   }
 }
 
