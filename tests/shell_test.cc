@@ -2,9 +2,6 @@
 // types (Tab completion of commands and live ids, status, a live view left with a key, Ctrl-C out
 // of logs --follow, confirmation and --read-only, history across sessions), and through a pipe,
 // as a script (plain output, the exit status of the last failure, one line per bad line).
-#include <fcntl.h>
-#include <poll.h>
-#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,137 +14,12 @@
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "pty_terminal.h"
 #include "runtime/core/messages.h"
 #include "runtime/core/records.h"
 
 namespace cumulus {
 namespace {
-
-// What a terminal would show, roughly: the output with escape sequences and carriage returns
-// taken out (enough to find text in).
-std::string Plain(const std::string& raw) {
-  std::string out;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    char c = raw[i];
-    if (c == '\x1b' && i + 1 < raw.size()) {
-      char k = raw[++i];
-      if (k == '[') {  // CSI: parameters, then a final byte
-        while (i + 1 < raw.size() && !(raw[i + 1] >= 0x40 && raw[i + 1] <= 0x7e)) ++i;
-        ++i;
-      } else if (k == ']') {  // OSC: to BEL or ESC-backslash
-        while (i + 1 < raw.size() && raw[i + 1] != '\x07' && raw[i + 1] != '\x1b') ++i;
-        ++i;
-      }
-      continue;
-    }
-    if (c == '\r' || c == '\x07' || c == '\b') continue;
-    out += c;
-  }
-  return out;
-}
-
-// `cumulus shell ARGS...` on a pseudo-terminal of 120x40.
-class Terminal {
- public:
-  Terminal(const std::vector<std::string>& args, const std::string& history) {
-    winsize ws{};
-    ws.ws_row = 40;
-    ws.ws_col = 120;
-    pid_ = forkpty(&fd_, nullptr, nullptr, &ws);
-    if (pid_ == 0) {
-      setenv("TERM", "xterm", 1);
-      setenv("CUMULUS_HISTORY", history.c_str(), 1);
-      std::vector<std::string> argv = {kCumulus, "shell"};
-      argv.insert(argv.end(), args.begin(), args.end());
-      std::vector<char*> raw;
-      for (auto& a : argv) raw.push_back(a.data());
-      raw.push_back(nullptr);
-      execv(raw[0], raw.data());
-      _exit(127);
-    }
-  }
-  ~Terminal() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (fd_ >= 0) close(fd_);
-  }
-  bool started() const { return pid_ > 0 && fd_ >= 0; }
-
-  void Type(const std::string& keys) {
-    ASSERT_EQ(write(fd_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
-  }
-  // From now on, WaitFor looks only at what comes after this.
-  void Mark() {
-    for (pollfd p{fd_, POLLIN, 0}; poll(&p, 1, 0) > 0 && Drain(std::chrono::milliseconds(0));) {
-    }
-    mark_ = screen_.size();
-  }
-  // Waits until `text` shows after the mark; true if it did before the deadline.
-  bool WaitFor(const std::string& text, std::chrono::milliseconds timeout = 30s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      if (Plain(screen_.substr(mark_)).find(text) != std::string::npos) return true;
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !Drain(left)) {
-        return Plain(screen_.substr(mark_)).find(text) != std::string::npos;
-      }
-    }
-  }
-  // Waits until `first` and then `then` show after the mark, in that order (a prompt that only
-  // counts once it follows the "^C" the shell prints, not one redrawn with the line before it).
-  bool WaitForInOrder(const std::string& first, const std::string& then,
-                      std::chrono::milliseconds timeout = 30s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      std::string shown = Plain(screen_.substr(mark_));
-      size_t at = shown.find(first);
-      if (at != std::string::npos && shown.find(then, at + first.size()) != std::string::npos) {
-        return true;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !Drain(left)) return false;
-    }
-  }
-  // Everything shown after the mark, escape codes taken out.
-  std::string Since() { return Plain(screen_.substr(mark_)); }
-  std::string Raw() { return screen_; }
-  // Waits for the shell to exit; its wait status, or -1.
-  int Exit(std::chrono::milliseconds timeout = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return status;
-      }
-      Drain(std::chrono::milliseconds(100));  // a full pty would block its writes
-    }
-    return -1;
-  }
-
- private:
-  // Reads what is there (waiting up to `wait` for something); false once the pty is closed.
-  bool Drain(std::chrono::milliseconds wait) {
-    pollfd p{fd_, POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(wait.count()));
-    if (n <= 0) return n == 0;
-    char buf[4096];
-    ssize_t got = read(fd_, buf, sizeof(buf));
-    if (got <= 0) return false;
-    screen_.append(buf, static_cast<size_t>(got));
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  bool exited_ = false;
-  std::string screen_;
-  size_t mark_ = 0;
-};
 
 class ShellTest : public ClusterTest {
  protected:
@@ -235,7 +107,7 @@ TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
   ASSERT_TRUE(t.WaitFor("hello from the pretend job")) << t.Since();
   t.Mark();
   t.Type("\x03");
-  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  ASSERT_TRUE(t.WaitForInOrder({"^C", "cumulus> "})) << t.Since();
   t.Mark();
   t.Type("status\n");
   EXPECT_TRUE(t.WaitFor("ALIVE")) << t.Since();
@@ -244,7 +116,8 @@ TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
   // Ctrl-C at the prompt drops the line; Ctrl-D leaves.
   t.Mark();
   t.Type("list nod\x03");
-  ASSERT_TRUE(t.WaitForInOrder("^C", "cumulus> ")) << t.Since();
+  // The shell prints ^C once it dropped the line, then a new prompt: Ctrl-D waits for both.
+  ASSERT_TRUE(t.WaitForInOrder({"^C", "cumulus> "})) << t.Since();
   t.Type("\x04");
   int status = t.Exit();
   EXPECT_TRUE(WIFEXITED(status)) << status << "\n" << t.Since();

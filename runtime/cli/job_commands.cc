@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -53,7 +54,7 @@ constexpr const char* kJobsHelp = R"(Usage:
   cumulus jobs [--address A] [--token-file F] [--filter KEY=VALUE]... [--limit N] [--after JOB]
                [--json]
   cumulus logs JOB [--address A] [--token-file F] [--follow]
-  cumulus logs JOB --trial [EXPERIMENT/]TRIAL [--address A] [--token-file F]
+  cumulus logs JOB --trial [EXPERIMENT/]TRIAL [--address A] [--token-file F] [--follow]
   cumulus cancel JOB [--address A] [--token-file F] [--grace SECONDS]
 
 jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNING, SUCCEEDED,
@@ -62,8 +63,9 @@ jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNIN
         --limit shows at most N (default 100), after every record is filtered; --after JOB
         continues after that job (the last line says which, when more matched).
 logs    Prints the output of the job's driver and of its workers, in the order it was written.
-        --follow keeps printing until the job ends. --trial prints only that tuning trial's
-        stdout and stderr (kept apart from every other trial's; see 'cumulus trials').
+        --follow keeps printing until the job ends (Ctrl-C stops following). --trial prints
+        only that tuning trial's stdout and stderr (kept apart from every other trial's; see
+        'cumulus trials'), with --follow as it comes.
 cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL if it has not ended after
         --grace seconds (default 5, at most 3600); everything it started (tasks, actors,
         objects) goes with it. Prints which signal ended it.
@@ -196,39 +198,112 @@ Result<bool> JobOver(ControlClient& head, const JobId& job, std::string* state) 
   return false;
 }
 
-// A tuning trial's output (kTrialLogsNamespace, keys JOB/EXPERIMENT/TRIAL/MICROS-RANK-SEQ):
-// `trial` is TRIAL (any experiment of the job) or EXPERIMENT/TRIAL.
-int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial) {
+// What `logs --trial` printed so far (as LogCursor, per experiment): a trial's entries are keyed
+// JOB/EXPERIMENT/TRIAL/MICROS-RANK-SEQ (kTrialLogsNamespace, runtime/tune/journal.h).
+struct TrialLogCursor {
+  std::set<std::string> printed;
+  std::map<std::string, int64_t> newest_micros;  // per experiment
+  std::string printing;                          // the experiment whose output is being printed
+};
+
+// The experiments of `job` that have trial output: one KvList of one key per experiment, each
+// skipping past the one before (experiment names are letters, digits, '-', '_', '.').
+Status TrialLogExperiments(ControlClient& head, const JobId& job, std::set<std::string>* out) {
+  const std::string prefix = job.Hex() + "/";
+  std::string after;
+  while (true) {
+    CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList("tune_logs", prefix, after, 1));
+    if (page.entries.empty()) return Status();
+    const std::string& k = page.entries[0].first;
+    size_t slash = k.find('/', prefix.size());
+    if (slash == std::string::npos) {
+      after = k;
+      continue;
+    }
+    out->insert(k.substr(prefix.size(), slash - prefix.size()));
+    after = k.substr(0, slash + 1) + "\xff";
+  }
+}
+
+// Prints the entries of trial `trial` of `job` not printed yet (of `experiment`, or of each
+// experiment with a header naming it); returns how many. Each experiment is read from a minute
+// before its newest entry printed (entries are keyed by their node's clock, and may come late).
+Result<size_t> PrintTrialLogs(ControlClient& head, const JobId& job, const std::string& experiment,
+                              const std::string& trial, TrialLogCursor* cursor,
+                              std::set<std::string>* experiments) {
+  if (experiment.empty()) {
+    CUMULUS_RETURN_IF_ERROR(TrialLogExperiments(head, job, experiments));
+  } else {
+    experiments->insert(experiment);
+  }
+  size_t n = 0;
+  for (const std::string& e : *experiments) {
+    const std::string prefix = job.Hex() + "/" + e + "/" + trial + "/";
+    std::string after;
+    if (int64_t newest = cursor->newest_micros[e]; newest > 60000000) {
+      char key[32];
+      std::snprintf(key, sizeof(key), "%016lld", static_cast<long long>(newest - 60000000));
+      after = prefix + key;
+    }
+    while (true) {
+      CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList("tune_logs", prefix, after, 200));
+      for (auto& [k, v] : page.entries) {
+        after = k;
+        if (!cursor->printed.insert(k).second) continue;
+        // Without EXPERIMENT/ given, each experiment's part of the output is headed by its
+        // name, so two experiments' trials of one id are never mixed.
+        if (experiment.empty() && cursor->printing != e) {
+          std::printf("==> %s/%s <==\n", e.c_str(), trial.c_str());
+          cursor->printing = e;
+        }
+        std::fwrite(v.data(), 1, v.size(), stdout);
+        ++n;
+        std::string_view micros = std::string_view(k).substr(prefix.size());
+        auto at = ParseInteger("a trial log entry's time", micros.substr(0, micros.find('-')),
+                               {0, INT64_MAX, "microseconds"});
+        if (at.ok()) cursor->newest_micros[e] = std::max(cursor->newest_micros[e], *at);
+      }
+      std::fflush(stdout);
+      if (!page.more || page.entries.empty()) break;
+    }
+  }
+  return n;
+}
+
+// A tuning trial's output: `trial` is TRIAL (any experiment of the job) or EXPERIMENT/TRIAL; with
+// `follow`, until the job ends or Ctrl-C (kInterruptedExit).
+int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial, bool follow) {
   std::string want_experiment, want_trial = trial;
   if (auto slash = trial.find('/'); slash != std::string::npos) {
     want_experiment = trial.substr(0, slash);
     want_trial = trial.substr(slash + 1);
   }
-  if (want_trial.empty()) {
+  if (want_trial.empty() || want_trial.find('/') != std::string::npos) {
     return UsageError("--trial needs a trial id such as t0003", "cumulus logs --help");
   }
-  std::string prefix = job.Hex() + "/" + (want_experiment.empty() ? "" : want_experiment + "/");
-  size_t chunks = 0;
+  TrialLogCursor cursor;
   std::set<std::string> experiments;
-  std::string printing;  // the experiment whose output is being printed
-  Status st = ForEachKv(head, "tune_logs", prefix, [&](const std::string& k, const std::string& v) {
-    // k: JOB/EXPERIMENT/TRIAL/...
-    size_t a = k.find('/'), b = k.find('/', a + 1), c = k.find('/', b + 1);
-    if (a == std::string::npos || b == std::string::npos || c == std::string::npos) return;
-    std::string experiment = k.substr(a + 1, b - a - 1);
-    experiments.insert(experiment);
-    if (k.compare(b + 1, c - b - 1, want_trial) != 0) return;
-    // Keys come grouped by experiment: without EXPERIMENT/ given, each experiment's part of the
-    // output is headed by its name, so two experiments' trials of one id are never mixed.
-    if (want_experiment.empty() && experiment != printing) {
-      std::printf("==> %s/%s <==\n", experiment.c_str(), want_trial.c_str());
-      printing = experiment;
+  size_t chunks = 0;
+  std::string state;
+  while (true) {
+    if (follow && Interrupted()) return kInterruptedExit;
+    Result<bool> over = false;
+    if (follow) over = JobOver(head, job, &state);  // before reading, as FollowLogs
+    if (!over.ok()) return Fail(over.status());
+    auto n = PrintTrialLogs(head, job, want_experiment, want_trial, &cursor, &experiments);
+    if (!n.ok()) return Fail(n.status());
+    chunks += *n;
+    if (!follow) break;
+    if (*over) {
+      // Trials ship their output every half second: take what was still on its way.
+      if (!SleepUnlessInterrupted(std::chrono::milliseconds(1200))) return kInterruptedExit;
+      n = PrintTrialLogs(head, job, want_experiment, want_trial, &cursor, &experiments);
+      if (!n.ok()) return Fail(n.status());
+      std::fprintf(stderr, "cumulus: job %s %s\n", job.Hex().c_str(), state.c_str());
+      return state == "SUCCEEDED" || state == "FINISHED" ? 0 : 1;
     }
-    std::fwrite(v.data(), 1, v.size(), stdout);
-    ++chunks;
-  });
-  if (!st.ok()) return Fail(st);
-  std::fflush(stdout);
+    if (!SleepUnlessInterrupted(std::chrono::milliseconds(250))) return kInterruptedExit;
+  }
   if (chunks == 0) {
     std::fprintf(stderr, "cumulus: job %s has no output of trial %s%s\n", job.Hex().c_str(),
                  trial.c_str(),
@@ -441,13 +516,9 @@ int LogsCommand(const std::vector<std::string>& args) {
   Flags flags({"address", "token-file", "trial"}, {"follow"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus logs --help");
-  if (flags.Has("trial") && flags.Has("follow")) {
-    return UsageError("--trial prints what the trial wrote so far; it cannot --follow",
-                      "cumulus logs --help");
-  }
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
-  if (flags.Has("trial")) return TrialLogs(**head, *job, flags.Get("trial"));
+  if (flags.Has("trial")) return TrialLogs(**head, *job, flags.Get("trial"), flags.Has("follow"));
   return FollowLogs(**head, *job, flags.Has("follow"));
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/autoscaler/cluster_config.h"
 #include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/head_connection.h"
@@ -26,7 +27,7 @@ One snapshot of every alive node, a row each, asked of the nodes themselves:
   GPUS     GPUs allocated / the node's GPUs;  GPU%: their mean use (NVML; '-' without it)
   STORE    object store bytes in shared memory;  SPILL: bytes spilled to disk only
   TASKS    tasks running on its workers;  ACTORS: actors alive there
-  SITE/TYPE  the node's labels site and node_type
+  SITE/TYPE  the node's label site, and the node type the autoscaler launched it as
 --sort orders the rows (default: node id; the others largest first). --json prints every field
 of each node. A node that does not answer within 5 s is named on stderr; the others are shown.
 )";
@@ -100,7 +101,9 @@ int TopCommand(const std::vector<std::string>& args) {
   std::vector<Row>& rows = answers->rows;
   for (Row& r : rows) {
     r["site"] = Label(r["labels"], "site");
-    r["node_type"] = Label(r["labels"], "node_type");
+    // A launched node carries its type as cumulus.node_type (runtime/autoscaler/cluster_config.h).
+    r["node_type"] = Label(r["labels"], kNodeTypeLabel);
+    if (r["node_type"].empty()) r["node_type"] = Label(r["labels"], "node_type");
   }
   auto by = [&](const std::string& key) {
     std::stable_sort(rows.begin(), rows.end(),
