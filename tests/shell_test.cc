@@ -123,6 +123,27 @@ TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
   EXPECT_TRUE(WIFEXITED(status)) << status << "\n" << t.Since();
 }
 
+// Ctrl-C typed with the keys before it, at the very first prompt, many times over: the line is
+// dropped and a Ctrl-D after it ends the shell. libedit draws the prompt before it switches the
+// terminal to its editing mode; keys typed in between were taken in line mode, and a Ctrl-D there
+// became an end-of-file mark that the switch hid: under load, most runs of this test left the
+// shell waiting for ever. No cluster needed: the shell starts when the head does not answer.
+TEST_F(ShellTest, CtrlCAtTheFirstPromptDropsTheLineEveryTime) {
+  const std::string token = dir_.path() + "/some-token";
+  std::ofstream(token) << std::string(64, 'x');
+  for (int i = 0; i < 20; ++i) {
+    Terminal t({"--address", "127.0.0.1:1", "--token-file", token}, History());
+    ASSERT_TRUE(t.started());
+    ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+    t.Mark();
+    t.Type("list nod\x03");
+    ASSERT_TRUE(t.WaitForInOrder({"^C", "cumulus> "})) << "start " << i << ": " << t.Since();
+    t.Type("\x04");
+    int status = t.Exit(10s);
+    ASSERT_TRUE(WIFEXITED(status)) << "start " << i << ": " << status << "\n" << t.Since();
+  }
+}
+
 TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   auto head = StartHead({"--resources", "CPU=1"});
   {
