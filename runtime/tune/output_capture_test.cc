@@ -47,8 +47,9 @@ TEST(OutputCaptureTest, AFlushWakesTheThreadInsteadOfWaitingForItsTimeout) {
   EXPECT_EQ(shipped.Get(), "");
 }
 
-// What was written to stdout and stderr (through stdio and straight to the descriptors) before a
-// Flush has been shipped when it returns, in the order written.
+// What was written to stdout and stderr (straight to the descriptors and through stdio) before a
+// Flush has been shipped when it returns, in the order written. (stdio's stdout is written last
+// in each round: whether it is buffered or not, it comes after the raw writes.)
 TEST(OutputCaptureTest, OutputWrittenBeforeAFlushIsShippedWhenItReturns) {
   Shipped shipped;
   OutputCapture::Options o;
@@ -59,13 +60,13 @@ TEST(OutputCaptureTest, OutputWrittenBeforeAFlushIsShippedWhenItReturns) {
   ASSERT_NE(capture, nullptr);
   std::string expected;
   for (int i = 0; i < 20; ++i) {
-    std::string a = "out " + std::to_string(i) + "\n";
-    std::string b = "err " + std::to_string(i) + "\n";
-    std::string c = "raw " + std::to_string(i) + "\n";
-    std::printf("%s", a.c_str());
-    std::fprintf(stderr, "%s", b.c_str());
-    ASSERT_EQ(write(1, c.data(), c.size()), static_cast<ssize_t>(c.size()));
-    expected += a + b + c;
+    std::string err = "err " + std::to_string(i) + "\n";
+    std::string raw = "raw " + std::to_string(i) + "\n";
+    std::string out = "out " + std::to_string(i) + "\n";
+    ASSERT_EQ(write(2, err.data(), err.size()), static_cast<ssize_t>(err.size()));
+    ASSERT_EQ(write(1, raw.data(), raw.size()), static_cast<ssize_t>(raw.size()));
+    std::fputs(out.c_str(), stdout);
+    expected += err + raw + out;
     ASSERT_TRUE(capture->Flush()) << "flush " << i;
     ASSERT_EQ(shipped.Get(), expected) << "after flush " << i;
   }
@@ -73,21 +74,25 @@ TEST(OutputCaptureTest, OutputWrittenBeforeAFlushIsShippedWhenItReturns) {
   EXPECT_EQ(shipped.Get(), expected);
 }
 
-// Output never flushed is shipped when the capture ends, and fds 1 and 2 are given back.
+// Output never flushed is shipped when the capture ends (what stdio still holds too), and fds 1
+// and 2 are given back.
 TEST(OutputCaptureTest, TheEndShipsWhatIsLeft) {
   Shipped shipped;
   OutputCapture::Options o;
   o.ship_interval = std::chrono::hours(1);
   auto capture = Capture(shipped, o);
   ASSERT_NE(capture, nullptr);
-  std::printf("left at the end\n");
-  std::fprintf(stderr, "and on stderr\n");
+  const std::string out = "raw out\n", err = "raw err\n";
+  ASSERT_EQ(write(1, out.data(), out.size()), static_cast<ssize_t>(out.size()));
+  ASSERT_EQ(write(2, err.data(), err.size()), static_cast<ssize_t>(err.size()));
+  std::fputs("in stdio's buffer", stdout);  // no newline: out when the capture ends
   capture.reset();
-  EXPECT_EQ(shipped.Get(), "left at the end\nand on stderr\n");
+  const std::string expected = out + err + "in stdio's buffer";
+  EXPECT_EQ(shipped.Get(), expected);
   size_t chunks = shipped.chunks;
-  std::printf("not captured any more\n");
+  std::printf("\nnot captured any more\n");
   std::fflush(stdout);
-  EXPECT_EQ(shipped.Get(), "left at the end\nand on stderr\n");
+  EXPECT_EQ(shipped.Get(), expected);
   EXPECT_EQ(shipped.chunks, chunks);
 }
 
