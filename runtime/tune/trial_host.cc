@@ -1,10 +1,6 @@
 #include "runtime/tune/trial_host.h"
 
-#include <poll.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +11,7 @@
 #include "cumulus/collective.h"
 #include "cumulus/cumulus.h"
 #include "runtime/tune/journal.h"
+#include "runtime/tune/output_capture.h"
 #include "workers/core_worker.h"
 
 namespace cumulus::tune {
@@ -78,128 +75,6 @@ std::string TrainFunctionName(TrainFunction f) {
   auto it = r.function_names.find(f);
   return it == r.function_names.end() ? std::string() : it->second;
 }
-
-// ---- the trial's output ---------------------------------------------------------------------
-
-// Takes over fds 1 and 2 with a pipe; a thread copies what comes to the original stdout and ships
-// it to the head every half second (or every 64 KiB).
-class TrialHost::OutputCapture {
- public:
-  // Ships what the trial printed so far and returns when it is in the head's store: called at the
-  // end of every iteration, so that a trial stopped (its process killed) right after its report
-  // has lost none of its output.
-  void Flush() {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::unique_lock<std::mutex> lock(mu_);
-    uint64_t want = ++flush_requested_;
-    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return flush_done_ >= want || ended_; });
-  }
-
-  static std::unique_ptr<OutputCapture> Start(std::string key, int rank) {
-    CoreWorker* rt = CurrentCoreWorker();
-    if (rt == nullptr || key.empty()) return nullptr;
-    int fds[2];
-    if (pipe(fds) != 0) return nullptr;
-    std::fflush(stdout);
-    std::fflush(stderr);
-    auto c = std::unique_ptr<OutputCapture>(new OutputCapture());
-    c->key_ = std::move(key);
-    c->rank_ = rank;
-    c->saved_out_ = dup(1);
-    c->saved_err_ = dup(2);
-    c->read_ = fds[0];
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    setvbuf(stdout, nullptr, _IOLBF, 0);
-    c->thread_ = std::thread([p = c.get(), rt] { p->Run(rt); });
-    return c;
-  }
-
-  ~OutputCapture() {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    dup2(saved_out_, 1);  // the pipe's last write ends close: the thread reads to the end
-    dup2(saved_err_, 2);
-    if (thread_.joinable()) thread_.join();
-    close(read_);
-    close(saved_out_);
-    close(saved_err_);
-  }
-
- private:
-  OutputCapture() = default;
-
-  void Run(CoreWorker* rt) {
-    std::string pending;
-    auto last_ship = std::chrono::steady_clock::now();
-    char buf[1 << 14];
-    while (true) {
-      uint64_t flush_wanted;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        flush_wanted = flush_requested_;
-      }
-      bool flushing = flush_wanted > flush_done_seen_;
-      pollfd p{read_, POLLIN, 0};
-      int ready = poll(&p, 1, flushing ? 0 : 50);
-      bool eof = false;
-      if (ready > 0) {
-        ssize_t n = read(read_, buf, sizeof(buf));
-        if (n > 0) {
-          (void)!write(saved_out_, buf, static_cast<size_t>(n));
-          pending.append(buf, static_cast<size_t>(n));
-        } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-          eof = true;  // every write end is closed (or the pipe failed): nothing more comes
-        }
-      }
-      bool drained = ready == 0;  // nothing more to read right now
-      auto now = std::chrono::steady_clock::now();
-      if (!pending.empty() && (eof || (flushing && drained) || pending.size() >= (64u << 10) ||
-                               now - last_ship >= std::chrono::milliseconds(500))) {
-        Ship(rt, pending);
-        pending.clear();
-        last_ship = now;
-      }
-      if (flushing && (drained || eof)) {
-        flush_done_seen_ = flush_wanted;
-        std::lock_guard<std::mutex> lock(mu_);
-        flush_done_ = flush_wanted;
-        cv_.notify_all();
-      }
-      if (eof) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ended_ = true;
-        cv_.notify_all();
-        return;
-      }
-    }
-  }
-
-  void Ship(CoreWorker* rt, const std::string& bytes) {
-    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-    char suffix[64];
-    std::snprintf(suffix, sizeof(suffix), "/%016lld-%d-%06llu", static_cast<long long>(micros),
-                  rank_, static_cast<unsigned long long>(seq_++));
-    // Best effort: a head that does not answer loses this chunk from the trial's log, not from
-    // the job's output (written above).
-    (void)rt->KvPut(kTrialLogsNamespace, key_ + suffix, bytes);
-  }
-
-  std::string key_;
-  int rank_ = 0;
-  uint64_t seq_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t flush_requested_ = 0, flush_done_ = 0;
-  uint64_t flush_done_seen_ = 0;  // the reader thread's own copy
-  bool ended_ = false;
-  int saved_out_ = -1, saved_err_ = -1, read_ = -1;
-  std::thread thread_;
-};
 
 // ---- function trainables --------------------------------------------------------------------
 
@@ -309,8 +184,29 @@ class TrialHost::FunctionRunner : public TrialContext {
 
 // ---- the host -------------------------------------------------------------------------------
 
+namespace {
+// The trial's output, shipped to the head under `key` (JOB/EXPERIMENT/TRIAL) in chunks named by
+// time, rank and sequence; nullptr outside a worker or without a key.
+std::unique_ptr<OutputCapture> StartOutputCapture(const std::string& key, int rank) {
+  CoreWorker* rt = CurrentCoreWorker();
+  if (rt == nullptr || key.empty()) return nullptr;
+  auto seq = std::make_shared<uint64_t>(0);
+  return OutputCapture::Start([rt, key, rank, seq](const std::string& bytes) {
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    char suffix[64];
+    std::snprintf(suffix, sizeof(suffix), "/%016lld-%d-%06llu", static_cast<long long>(micros),
+                  rank, static_cast<unsigned long long>((*seq)++));
+    // Best effort: a head that does not answer loses this chunk from the trial's log, not from
+    // the job's output (the capture copies it to the original stdout).
+    (void)rt->KvPut(kTrialLogsNamespace, key + suffix, bytes);
+  });
+}
+}  // namespace
+
 TrialHost::TrialHost(TrialSpec spec) : spec_(std::move(spec)) {
-  output_ = OutputCapture::Start(spec_.log_key, spec_.rank);
+  output_ = StartOutputCapture(spec_.log_key, spec_.rank);
   info_.experiment = spec_.experiment;
   info_.trial_id = spec_.trial_id;
   info_.rank = spec_.rank;
@@ -385,7 +281,9 @@ StepResult TrialHost::Step(bool checkpoint) {
       out.has_checkpoint = !out.checkpoint.empty();
     }
   }
-  if (output_) output_->Flush();
+  // The trial's output reaches the head before its report does (a trial stopped right after it
+  // loses none): a thread hop, not a wait (OutputCapture).
+  if (output_) (void)output_->Flush();
   out.node = CurrentNodeId().Hex();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

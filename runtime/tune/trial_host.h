@@ -43,6 +43,8 @@ struct StepResult {
   CUMULUS_SERIALIZE(metrics, done, has_checkpoint, checkpoint, node, seconds)
 };
 
+class OutputCapture;  // runtime/tune/output_capture.h
+
 class TrialHost {
  public:
   explicit TrialHost(TrialSpec spec);
@@ -60,7 +62,6 @@ class TrialHost {
   std::string Where();
 
   class FunctionRunner;
-  class OutputCapture;
 
  private:
   void Start();
