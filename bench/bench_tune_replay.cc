@@ -363,6 +363,9 @@ int main(int argc, char** argv) {
   add("median", SchedulerKind::kMedian, "median stopping: grace 1, 3 samples");
   add("bound", SchedulerKind::kBound,
       "ours (the default): promotion, pause, stop below the largest gain seen");
+  add("bound-pred", SchedulerKind::kBound,
+      "bound with the prefix model's reach (bound_predict): fit on finished curves",
+      [](SchedulerOptions& s) { s.bound_predict = true; });
   const std::string kDefault = "bound";
 
   std::vector<std::vector<RunResult>> results(rows.size());

@@ -18,6 +18,8 @@
 // the trials that could still win further, which is what being right costs.
 #include "scheduler/tune/curve_bound.h"
 
+#include "scheduler/tune/final_bound.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -51,7 +53,7 @@ class CurveBound final : public TrialScheduler {
       if (rung != nullptr) rung->recorded[r.trial] = score;
       return d;
     }
-    if (StopReason(r.iteration, score, &d.reason)) {
+    if (StopReason(r.iteration, score, tr.points, &d.reason)) {
       d.action = Action::kStop;
       return d;
     }
@@ -85,7 +87,7 @@ class CurveBound final : public TrialScheduler {
       if (!tr.paused) continue;
       auto last = tr.points.rbegin();
       std::string why;
-      if (StopReason(last->first, last->second, &why)) {
+      if (StopReason(last->first, last->second, tr.points, &why)) {
         tr.paused = false;
         next.stop.emplace_back(id, why);
       }
@@ -107,7 +109,7 @@ class CurveBound final : public TrialScheduler {
     for (const auto& [id, tr] : trials_) {
       if (!tr.paused) continue;
       auto last = tr.points.rbegin();
-      double reach = Reach(last->first, last->second);
+      double reach = Reach(last->first, last->second, &tr.points);
       if (!best || reach > best_reach) best = id, best_reach = reach;
     }
     if (best) {
@@ -154,22 +156,43 @@ class CurveBound final : public TrialScheduler {
   }
 
   // The optimistic final score of a trial at `score` after iteration t (+inf if nothing is known).
-  double Reach(int64_t t, double score) const {
+  // bound_predict: the prefix model's upper bound (final_bound.h), else the largest gain seen.
+  double Reach(int64_t t, double score, const CurvePoints* points = nullptr) const {
+    if (static_cast<int64_t>(finished_.size()) < o_.bound_min_finished) return INFINITY;
     double gain = 0;
-    if (static_cast<int64_t>(finished_.size()) < o_.bound_min_finished || !LargestGain(t, &gain))
+    if (o_.bound_predict && points != nullptr && points->count(t)) {
+      const FinalBoundFit* fit = FitAt(t);
+      if (fit == nullptr) return INFINITY;
+      gain = FinalUpperBound(*fit, *points) - points->at(t);
+    } else if (!LargestGain(t, &gain)) {
       return INFINITY;
+    }
     return score + (1 + o_.bound_slack) * gain + o_.bound_margin;
   }
 
-  bool StopReason(int64_t t, double score, std::string* why) const {
-    double reach = Reach(t, score);
+  // The fit at iteration t over the finished trials, refitted when more have finished.
+  const FinalBoundFit* FitAt(int64_t t) const {
+    auto& [count, fit] = fits_[t];
+    if (count != finished_.size() || count == 0) {
+      std::vector<const CurvePoints*> curves;
+      for (TrialId id : finished_) curves.push_back(&trials_.at(id).points);
+      fit = FitFinalBound(curves, t,
+                          static_cast<size_t>(std::max<int64_t>(o_.bound_min_finished, 3)));
+      count = finished_.size();
+    }
+    return fit ? &*fit : nullptr;
+  }
+
+  bool StopReason(int64_t t, double score, const CurvePoints& points, std::string* why) const {
+    double reach = Reach(t, score, &points);
     if (!(reach < best_final_)) return false;
-    char buf[220];
+    char buf[240];
     std::snprintf(buf, sizeof buf,
-                  "at iteration %lld: %g, and the largest gain any of %zu finished trials made "
-                  "from there would take it to %g at most, short of the best finished result %g",
-                  static_cast<long long>(t), Unscore(score), finished_.size(), Unscore(reach),
-                  Unscore(best_final_));
+                  "at iteration %lld: %g, and %s of %zu finished trials would take it to %g at "
+                  "most, short of the best finished result %g",
+                  static_cast<long long>(t), Unscore(score),
+                  o_.bound_predict ? "the curves" : "the largest gain any", finished_.size(),
+                  Unscore(reach), Unscore(best_final_));
     *why = buf;
     return true;
   }
@@ -193,6 +216,7 @@ class CurveBound final : public TrialScheduler {
   std::vector<Rung> rungs_;
   std::map<TrialId, Trial> trials_;
   std::vector<TrialId> finished_;
+  mutable std::map<int64_t, std::pair<size_t, std::optional<FinalBoundFit>>> fits_;  // by t
   std::set<TrialId> calibration_;  // the first bound_min_finished trials: never paused or stopped
   double best_final_ = 0;
 };

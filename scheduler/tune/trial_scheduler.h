@@ -119,6 +119,10 @@ struct SchedulerOptions {
   double bound_margin = 0;  // added to the largest improvement, in metric units
   double bound_slack = 0;   // the largest improvement is multiplied by 1 + slack
   bool bound_pause = true;  // pause below a rung's top 1/rf instead of running on
+  // false: a trial's reach is its value plus the largest gain any finished trial made from the
+  // same iteration. true: the prefix model's upper bound (final_bound.h): cheaper, but on curves
+  // that cross or drop late it stops more eventual winners (docs/benchmarks.md has the figures).
+  bool bound_predict = false;
 };
 
 // InvalidArgument naming the option: max_t < 1, grace outside [1, max_t], rf <= 1, brackets < 1,
