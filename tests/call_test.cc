@@ -6,6 +6,8 @@
 
 #include <signal.h>
 
+#include <functional>
+
 #include "cluster_fixture.h"
 #include "runtime/call/function_catalog.h"
 #include "runtime/core/caller_connection.h"
@@ -40,6 +42,17 @@ class CallTest : public ClusterTest {
     EXPECT_EQ(out.rfind("cumulus: ", 0), 0u) << out;
     EXPECT_NE(out.find(what), std::string::npos) << "expected '" << what << "' in: " << out;
   }
+  // How many objects the head's own node and the node that printed `node_ready` hold together.
+  std::function<int()> StoredOnBothNodes(pid_t head_pid, const std::string& node_ready) {
+    std::vector<std::string> stores = {
+        dir_.path() + "/head/node-" + std::to_string(head_pid) + "/store.sock",
+        Field(node_ready, "store_socket")};
+    return [this, stores] {
+      int n = 0;
+      for (auto& s : stores) n += std::max(0, StoredObjects(s));
+      return n;
+    };
+  }
 };
 
 TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
@@ -47,14 +60,7 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   std::string node_id, node_ready;
   auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
   // Objects in both stores (a stored result must be freed once the command has read it).
-  std::vector<std::string> stores = {
-      dir_.path() + "/head/node-" + std::to_string(head->pid()) + "/store.sock",
-      Field(node_ready, "store_socket")};
-  auto stored = [&] {
-    int n = 0;
-    for (auto& s : stores) n += std::max(0, StoredObjects(s));
-    return n;
-  };
+  auto stored = StoredOnBothNodes(head->pid(), node_ready);
   auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
   std::optional<std::string> ready;
   std::string before;  // what the driver printed first (shown if it never gets ready)
@@ -169,14 +175,7 @@ TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
   auto head = StartHead({"--resources", "CPU=2"});
   std::string node_id, node_ready;
   auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
-  std::vector<std::string> stores = {
-      dir_.path() + "/head/node-" + std::to_string(head->pid()) + "/store.sock",
-      Field(node_ready, "store_socket")};
-  auto stored = [&] {
-    int n = 0;
-    for (auto& s : stores) n += std::max(0, StoredObjects(s));
-    return n;
-  };
+  auto stored = StoredOnBothNodes(head->pid(), node_ready);
   auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
   std::optional<std::string> ready;
   while (auto line = driver->WaitForLine("", 60s)) {

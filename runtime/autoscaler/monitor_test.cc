@@ -63,29 +63,49 @@ class StuckProvider : public NodeProvider {
   int launches_ = 0;
 };
 
-TEST(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) {
-  TempDir dir;
-  HeadOptions ho;
-  ho.port = 0;
-  ho.data_dir = dir.path() + "/head";
-  ho.token = *CreateOrLoadToken(dir.path() + "/token");
-  auto head = HeadServer::Start(ho);
-  ASSERT_TRUE(head.ok()) << head.status();
-  HostPort address{"127.0.0.1", (*head)->port()};
-  auto client = ControlClient::Connect(address, ho.token);
-  ASSERT_TRUE(client.ok()) << client.status();
+// A real head in this process, a control client for the monitor, and options with one cloud
+// type ("cpu", the "stuck" provider) that the policy launches with no demand at all (min 1).
+class MonitorLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HeadOptions ho;
+    ho.port = 0;
+    ho.data_dir = dir_.path() + "/head";
+    ho.token = *CreateOrLoadToken(dir_.path() + "/token");
+    token_ = ho.token;
+    auto head = HeadServer::Start(ho);
+    ASSERT_TRUE(head.ok()) << head.status();
+    head_ = std::move(*head);
+    address_ = HostPort{"127.0.0.1", head_->port()};
+  }
+  Result<std::unique_ptr<ControlClient>> Connect() {
+    return ControlClient::Connect(address_, token_);
+  }
+  static MonitorOptions StuckTypeOptions() {
+    MonitorOptions o;
+    NodeTypeConfig type;
+    type.name = "cpu";
+    type.provider = "stuck";
+    type.resources = *ResourceSet::Parse("CPU=1");
+    type.labels = {{"site", "cloud"}};
+    type.boot_time_s = 0;
+    type.min_count = 1;
+    o.config.node_types = {type};
+    o.round = 50ms;
+    o.demand_settle = 0ms;
+    return o;
+  }
 
-  MonitorOptions o;
-  NodeTypeConfig type;
-  type.name = "cpu";
-  type.provider = "stuck";
-  type.resources = *ResourceSet::Parse("CPU=1");
-  type.labels = {{"site", "cloud"}};
-  type.boot_time_s = 0;
-  type.min_count = 1;  // the policy launches one with no demand at all
-  o.config.node_types = {type};
-  o.round = 50ms;
-  o.demand_settle = 0ms;
+  TempDir dir_;
+  std::string token_;
+  std::unique_ptr<HeadServer> head_;
+  HostPort address_;
+};
+
+TEST_F(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  MonitorOptions o = StuckTypeOptions();
   o.min_launch_timeout = 200ms;  // the launch call's deadline
   o.provider_grace = 200ms;      // given up on 200 ms after it
   o.policy.backoff_base_micros = 100000;
@@ -97,7 +117,7 @@ TEST(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) 
   auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
 
-  auto reader = ControlClient::Connect(address, ho.token);
+  auto reader = Connect();
   ASSERT_TRUE(reader.ok()) << reader.status();
   std::atomic<bool> stop{false};
   Status ran;
@@ -125,29 +145,10 @@ TEST(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) 
 // `cumulus down` while a launch is in flight (the provider takes as long as it likes): the
 // monitor stops within its stop_wait, not when the launch answers; when the launch does answer,
 // the instance it made is terminated, not left running.
-TEST(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
-  TempDir dir;
-  HeadOptions ho;
-  ho.port = 0;
-  ho.data_dir = dir.path() + "/head";
-  ho.token = *CreateOrLoadToken(dir.path() + "/token");
-  auto head = HeadServer::Start(ho);
-  ASSERT_TRUE(head.ok()) << head.status();
-  HostPort address{"127.0.0.1", (*head)->port()};
-  auto client = ControlClient::Connect(address, ho.token);
+TEST_F(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
+  auto client = Connect();
   ASSERT_TRUE(client.ok()) << client.status();
-
-  MonitorOptions o;
-  NodeTypeConfig type;
-  type.name = "cpu";
-  type.provider = "stuck";
-  type.resources = *ResourceSet::Parse("CPU=1");
-  type.labels = {{"site", "cloud"}};
-  type.boot_time_s = 0;
-  type.min_count = 1;  // the policy launches one with no demand at all
-  o.config.node_types = {type};
-  o.round = 50ms;
-  o.demand_settle = 0ms;
+  MonitorOptions o = StuckTypeOptions();
   o.min_launch_timeout = 600s;  // the launch is within its deadline the whole test
   o.stop_wait = 200ms;
   auto stuck = std::make_unique<StuckProvider>(/*launches_late=*/true);
@@ -157,7 +158,7 @@ TEST(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
   auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
 
-  auto commander = ControlClient::Connect(address, ho.token);
+  auto commander = Connect();
   ASSERT_TRUE(commander.ok()) << commander.status();
   std::atomic<bool> stop{false};
   std::atomic<bool> returned{false};
