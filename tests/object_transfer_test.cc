@@ -115,11 +115,25 @@ TEST_F(TransferFixture, FetchMakesAnotherNodeTakeObjectsOverTheOrdinaryPull) {
   ObjectId missing = NewId();
   std::vector<ObjectId> asked = ids;
   asked.push_back(missing);
+  // A source that is not a node of the cluster: refused, nothing pulled.
+  Status stranger = FetchObjects(b.transfer, token_, ids, "127.0.0.1:1");
+  EXPECT_EQ(stranger.code(), StatusCode::kInvalidArgument) << stranger;
+  EXPECT_NE(stranger.message().find("not the object channel of an alive node"), std::string::npos)
+      << stranger;
   std::vector<ObjectId> gone;
   size_t progressed = 0;
-  Status st = FetchObjects(
-      b.transfer, token_, asked, a.transfer.ToString(), {}, [&](size_t n) { progressed = n; },
-      &gone);
+  Status st;
+  // B takes from A once its view of the cluster has A (its heartbeat after A joined).
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        gone.clear();
+        st = FetchObjects(
+            b.transfer, token_, asked, a.transfer.ToString(), {}, [&](size_t n) { progressed = n; },
+            &gone);
+        return st.code() != StatusCode::kInvalidArgument;
+      },
+      20s))
+      << st;
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(progressed, asked.size());
   ASSERT_EQ(gone.size(), 1u);

@@ -507,6 +507,16 @@ void NodeDaemon::Run() {
     // heartbeat came with its ack. Given to the router when it changed, and every 5 s anyway
     // (the router books what it sends in its copy; this corrects what it guessed).
     TimePoint now = options_.clock->Now();
+    if (view_changed && transfer_server_) {
+      // Whom this node pulls from when asked to take objects: the cluster's alive nodes only.
+      std::set<std::string> sources;
+      for (auto& [id, n] : view_.nodes) {
+        if (n.state == NodeState::kAlive && !n.object_store_address.empty()) {
+          sources.insert(n.object_store_address);
+        }
+      }
+      transfer_server_->SetFetchSources(std::move(sources));
+    }
     if (router_ && view_.epoch != 0 &&  // (no view yet: keep what the router has)
         (view_changed || now - view_pushed_ >= std::chrono::seconds(5))) {
       view_pushed_ = now;

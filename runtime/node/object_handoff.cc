@@ -72,6 +72,7 @@ void ObjectHandoff::Round(NodeRecord to) {
   TimePoint start = options_.clock->Now();
   std::vector<ObjectId> gone;
   Status st;
+  size_t taken = 0;  // how many of `ids` the taker has answered for, in order
   auto hp = ParseHostPort(to.object_store_address);
   if (!hp.ok()) {
     st = hp.status();
@@ -79,17 +80,24 @@ void ObjectHandoff::Round(NodeRecord to) {
     st = FetchObjects(
         *hp, options_.token, ids, options_.self_transfer, FetchOptions(),
         [&](size_t done) {
+          taken = done;
           std::lock_guard<std::mutex> lock(mu_);
           note_ = head + ": " + std::to_string(done) + " done";
         },
         &gone);
   }
+  // What the taker holds now counts as moved even when the round failed partway (its store
+  // full, the connection lost): recorded and announced below like a whole round, so the copies
+  // it took have owners that free them; the rest are tried again.
   std::vector<ObjectId> moved;
-  for (const ObjectId& id : ids) {
-    if (std::find(gone.begin(), gone.end(), id) == gone.end()) moved.push_back(id);
+  for (size_t i = 0; i < taken && i < ids.size(); ++i) {
+    if (std::find(gone.begin(), gone.end(), ids[i]) == gone.end()) moved.push_back(ids[i]);
   }
+  const Status fetched = st;
+  st = Status();
+  size_t handed = 0;
   // The head learns each move before this copy goes: an owner whose read here fails finds it.
-  if (st.ok() && !moved.empty()) {
+  if (!moved.empty()) {
     ControlClientOptions o;
     o.role = "node";
     o.request_timeout = std::chrono::seconds(3);
@@ -106,12 +114,16 @@ void ObjectHandoff::Round(NodeRecord to) {
       options_.on_moved(to.id, to.object_store_address, moved);
     for (const ObjectId& id : moved) (void)options_.store->Delete(id);
     moved_ += moved.size();
+    handed = moved.size();
     double s = std::chrono::duration<double>(options_.clock->Now() - start).count();
-    CUMULUS_LOG(INFO) << "node " << options_.self << ": handed " << Objects(moved.size()) << " ("
-                      << MiB(bytes) << ") to node " << to.id << " in " << s << " s";
-  } else {
+    CUMULUS_LOG(INFO) << "node " << options_.self << ": handed " << Objects(moved.size()) << " of "
+                      << Objects(ids.size()) << " (" << MiB(bytes) << " in all) to node " << to.id
+                      << " in " << s << " s";
+  }
+  if (st.ok()) st = fetched;
+  if (!st.ok()) {
     CUMULUS_LOG(WARN) << "node " << options_.self << ": handing objects to node " << to.id
-                      << " failed: " << st << "; keeping them and trying again";
+                      << " failed: " << st << "; keeping the rest and trying again";
   }
   std::lock_guard<std::mutex> lock(mu_);
   running_ = false;
@@ -119,7 +131,7 @@ void ObjectHandoff::Round(NodeRecord to) {
     note_.clear();
     next_candidate_ = 0;
   } else {
-    note_ = "waiting for " + Objects(ids.size()) + ": handing them to node " +
+    note_ = "waiting for " + Objects(ids.size() - handed) + ": handing them to node " +
             to.id.Hex().substr(0, 8) + " failed (" + st.message() + "); trying again";
     retry_at_ = options_.clock->Now() + options_.retry_after;
     ++next_candidate_;

@@ -211,12 +211,28 @@ void ObjectTransferServer::Serve(int fd) {
 Status ObjectTransferServer::ServeFetch(int fd, proto::Fetch::Reader fetch) {
   auto id = store_protocol::ParseObjectId(fetch.getObject());
   if (!id.ok()) return Reply(fd, id.status(), 0);
-  auto from = ParseHostPort(fetch.getFrom().cStr());
+  std::string source = fetch.getFrom().cStr();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fetch_sources_.count(source)) {
+      return Reply(fd,
+                   Status::InvalidArgument("asked to take an object from " + source +
+                                           ", which is not the object channel of an alive node "
+                                           "of this cluster"),
+                   0);
+    }
+  }
+  auto from = ParseHostPort(source);
   if (!from.ok()) return Reply(fd, from.status(), 0);
   Status st = store_->Contains(*id) ? Status() : PullObject(*from, token_, *id, PullInto(*store_));
   if (st.code() == StatusCode::kAlreadyExists) st = Status();  // another pull brought it meanwhile
   if (st.ok()) fetched_++;
   return Reply(fd, st, 0);
+}
+
+void ObjectTransferServer::SetFetchSources(std::set<std::string> sources) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fetch_sources_ = std::move(sources);
 }
 
 void ObjectTransferServer::FinishConnection(int fd) {
@@ -241,38 +257,51 @@ Status ReadReply(int fd, FrameDecoder& decoder, Duration timeout, uint64_t* size
   }
 }
 
+// A connection to a node's object channel that has said hello with the cluster token (and had
+// it accepted); closed when it goes.
+struct TransferConnection {
+  int fd = -1;
+  FrameDecoder decoder{64u << 10};
+  TransferConnection() = default;
+  TransferConnection(const TransferConnection&) = delete;
+  TransferConnection& operator=(const TransferConnection&) = delete;
+  ~TransferConnection() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+Status OpenTransfer(const HostPort& to, const std::string& token, Duration timeout,
+                    const std::string& where, TransferConnection* c) {
+  auto fd = ConnectTcp(to, timeout);
+  if (!fd.ok()) return fd.status().WithContext(where);
+  c->fd = *fd;
+  capnp::MallocMessageBuilder m;
+  m.initRoot<proto::TransferRequest>().setHello(token);
+  CUMULUS_RETURN_IF_ERROR(
+      WriteFrame(c->fd, m, SystemClock::Get().Now() + timeout).WithContext(where));
+  return ReadReply(c->fd, c->decoder, timeout, nullptr).WithContext(where);
+}
+
 }  // namespace
 
 Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
                   const PullTarget& target, const PullOptions& options) {
   std::string where = "pulling object " + id.Hex() + " from " + from.ToString();
-  auto fd = ConnectTcp(from, options.connect_timeout);
-  if (!fd.ok()) return fd.status().WithContext(where);
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{*fd};
-  FrameDecoder decoder(64u << 10);
-  TimePoint deadline = SystemClock::Get().Now() + options.connect_timeout;
-  {
-    capnp::MallocMessageBuilder m;
-    m.initRoot<proto::TransferRequest>().setHello(token);
-    CUMULUS_RETURN_IF_ERROR(WriteFrame(*fd, m, deadline).WithContext(where));
-    CUMULUS_RETURN_IF_ERROR(
-        ReadReply(*fd, decoder, options.connect_timeout, nullptr).WithContext(where));
-  }
+  TransferConnection c;
+  CUMULUS_RETURN_IF_ERROR(OpenTransfer(from, token, options.connect_timeout, where, &c));
   {
     capnp::MallocMessageBuilder m;
     m.initRoot<proto::TransferRequest>().setPull(store_protocol::IdBytes(id));
     CUMULUS_RETURN_IF_ERROR(
-        WriteFrame(*fd, m, SystemClock::Get().Now() + options.idle_timeout).WithContext(where));
+        WriteFrame(c.fd, m, SystemClock::Get().Now() + options.idle_timeout).WithContext(where));
   }
   uint64_t size = 0;
-  CUMULUS_RETURN_IF_ERROR(ReadReply(*fd, decoder, options.idle_timeout, &size).WithContext(where));
+  CUMULUS_RETURN_IF_ERROR(
+      ReadReply(c.fd, c.decoder, options.idle_timeout, &size).WithContext(where));
   CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buf, target.create(id, size));
   // Bytes that arrived with the reply frame, then the rest straight into shared memory.
-  size_t early = decoder.Take(reinterpret_cast<char*>(buf.data), size);
-  Status st = RecvAll(*fd, buf.data, size, options.idle_timeout, early);
+  size_t early = c.decoder.Take(reinterpret_cast<char*>(buf.data), size);
+  Status st = RecvAll(c.fd, buf.data, size, options.idle_timeout, early);
   if (st.ok()) st = target.seal(id);
   if (!st.ok()) {
     Status ignored = target.abort(id);
@@ -286,29 +315,16 @@ Status FetchObjects(const HostPort& to, const std::string& token, const std::vec
                     const std::string& from, const FetchOptions& options,
                     const std::function<void(size_t)>& progress, std::vector<ObjectId>* gone) {
   std::string where = "asking " + to.ToString() + " to take objects from " + from;
-  auto fd = ConnectTcp(to, options.connect_timeout);
-  if (!fd.ok()) return fd.status().WithContext(where);
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{*fd};
-  FrameDecoder decoder(64u << 10);
-  {
-    capnp::MallocMessageBuilder m;
-    m.initRoot<proto::TransferRequest>().setHello(token);
-    CUMULUS_RETURN_IF_ERROR(
-        WriteFrame(*fd, m, SystemClock::Get().Now() + options.connect_timeout).WithContext(where));
-    CUMULUS_RETURN_IF_ERROR(
-        ReadReply(*fd, decoder, options.connect_timeout, nullptr).WithContext(where));
-  }
+  TransferConnection c;
+  CUMULUS_RETURN_IF_ERROR(OpenTransfer(to, token, options.connect_timeout, where, &c));
   for (size_t i = 0; i < ids.size(); ++i) {
     capnp::MallocMessageBuilder m;
     auto f = m.initRoot<proto::TransferRequest>().initFetch();
     f.setObject(store_protocol::IdBytes(ids[i]));
     f.setFrom(from);
     CUMULUS_RETURN_IF_ERROR(
-        WriteFrame(*fd, m, SystemClock::Get().Now() + options.object_timeout).WithContext(where));
-    Status st = ReadReply(*fd, decoder, options.object_timeout, nullptr);
+        WriteFrame(c.fd, m, SystemClock::Get().Now() + options.object_timeout).WithContext(where));
+    Status st = ReadReply(c.fd, c.decoder, options.object_timeout, nullptr);
     if (st.code() == StatusCode::kNotFound && gone) {
       gone->push_back(ids[i]);  // freed at the sender meanwhile: nothing to hand over
     } else if (!st.ok()) {

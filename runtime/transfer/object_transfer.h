@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +42,10 @@ class ObjectTransferServer {
   uint16_t port() const { return port_; }
   uint64_t bytes_sent() const { return bytes_sent_.load(); }
   uint64_t objects_fetched() const { return fetched_.load(); }  // taken from draining nodes
+  // The object channels (host:port) a `fetch` may name as its source: those of the alive nodes
+  // in the cluster's view, set by the node as its view changes. A fetch naming any other address
+  // is refused, so that the token does not make this node connect wherever a request says.
+  void SetFetchSources(std::set<std::string> sources);
 
  private:
   ObjectTransferServer() = default;
@@ -58,6 +63,7 @@ class ObjectTransferServer {
   std::atomic<uint64_t> fetched_{0};
   std::atomic<uint64_t> next_client_{1ull << 40};  // pins are held under these client ids
   std::mutex mu_;
+  std::set<std::string> fetch_sources_;  // guarded by mu_
   std::vector<int> conn_fds_;
   std::vector<std::thread> conn_threads_;
   std::atomic<bool> stopping_{false};
