@@ -46,7 +46,14 @@ Result<std::vector<StopRequest>> PendingStops(ControlClient& head, const std::st
       r.trial = *id;
       size_t space = value.find(' ');
       r.micros = std::atoll(value.substr(0, space).c_str());
-      if (space != std::string::npos) r.who = value.substr(space + 1);
+      if (space != std::string::npos) {
+        // Shown and journaled as it is read: printable characters only, at most 128 of them (a
+        // value written by something other than the CLI may hold escapes or newlines).
+        for (char c : value.substr(space + 1)) {
+          if (r.who.size() >= 128) break;
+          r.who += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+        }
+      }
       out.push_back(std::move(r));
     }
     if (!page.more || page.entries.empty()) break;

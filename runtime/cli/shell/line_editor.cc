@@ -65,6 +65,13 @@ int GetChar(EditLine*, wchar_t* c) {
       break;
     }
     if (Interrupted()) break;  // Ctrl-C before whatever key came with it
+    if (p[1].revents & POLLIN) {
+      // A wake byte with no Ctrl-C behind it (written after a ClearInterrupt had already reset the
+      // flag): drained, or the wait would return at once for ever.
+      char stale[64];
+      while (read(p[1].fd, stale, sizeof(stale)) > 0) {
+      }
+    }
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     unsigned char byte;
     ssize_t n = read(STDIN_FILENO, &byte, 1);
