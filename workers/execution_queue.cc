@@ -86,13 +86,10 @@ void ExecutionQueue::Run(TaskExecutor& executor, const Reply& reply, TimelineBat
     std::string frame = EncodeFrame(message);
     if (timeline) {
       Record(*timeline, spec, result.asReader(), next, times, pid);
-      int64_t now = TimelineNowMicros();
-      if (next.from_node && (exit_after || timeline->Due(idle, now))) {
-        // Piggybacked: the batch goes in the same write as the result, before it. Not after
-        // every task that leaves the worker idle, which in a stream of short tasks is a
-        // one-event message built, sent and parsed per task; an idle worker's last events go at
-        // most kFlushEveryMicros later (the wait above wakes for them).
-        frame = timeline->TakeFrame(now) + frame;
+      if (next.from_node && (idle || exit_after || timeline->full())) {
+        // Piggybacked: the batch goes in the same write as the result, before it, so the node
+        // has the task's events before its owner sees it done (and may end the job).
+        frame = timeline->TakeFrame(TimelineNowMicros()) + frame;
       } else if (exit_after) {
         to_node(timeline->TakeFrame(TimelineNowMicros()));
       }

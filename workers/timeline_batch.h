@@ -1,9 +1,8 @@
 // TimelineBatch: a worker's timeline events (runtime/core/timeline.h) on their way to its node.
 // The executing thread records one event per task it runs into a fixed buffer (no allocation,
 // no lock) and ships the buffer as one timelineEvents frame to the node (ExecutionQueue::Run):
-// piggybacked in the same write as the result of a task from the node when the buffer is full,
-// or when the worker has nothing queued and the last batch left at least kFlushEveryMicros ago;
-// otherwise (actor calls answer their callers, not the node) on
+// piggybacked in the same write as the result of a task from the node when the buffer is full or
+// the worker has nothing queued; otherwise (actor calls answer their callers, not the node) on
 // its own when the buffer is full, or when the worker is idle and the last batch left at least
 // kFlushEveryMicros ago; what is left goes at most that long after the worker went idle (the
 // queue's wait wakes for it). Never a frame per event.
