@@ -279,9 +279,14 @@ TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
   EXPECT_EQ(out, "36\n");
 
   // A wrong token: the node and the actor's worker say they refused it.
+  // With a request right behind the hello (in the same write, as `cumulus call` sends them):
+  // the refusal must still come before the connection closes.
   auto refused_by = [&](const HostPort& where) -> Status {
     auto c = CallerConnection::Open(where, "not-the-token", deadline());
     if (!c.ok()) return c.status();
+    capnp::MallocMessageBuilder request;
+    request.initRoot<proto::CoreMessage>().initFreeObjects(0);
+    (void)c->Send(request, deadline());  // (the other side may have closed already)
     return c->Next(deadline()).status();
   };
   Status node_said = refused_by(*at);

@@ -351,6 +351,9 @@ void CoreWorkerImpl::OnFrame(uint64_t conn, FrameWords words) {
 // REQUIRES: mu_. False: close the connection.
 bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg, Words& words) {
   Peer& c = peers_[tag];
+  // A caller whose token was refused may have sent its request in the same write as its hello:
+  // that is ignored, so the refusal goes out before the connection closes (not a bare close).
+  if (c.refused) return true;
   if (c.caller && !channel_->IsAuthenticated(tag)) {
     if (!msg.isHello() || !msg.getHello().isCaller()) return false;
     auto caller = msg.getHello().getCaller();
@@ -361,6 +364,7 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
           HelloRefusalFrame("the actor's worker on node " + node_id_.Hex().substr(0, 8) +
                             " refused the cluster token"),
           "refused a caller: wrong cluster token");
+      c.refused = true;
       return true;
     }
     channel_->Authenticated(tag, kMaxCoreFrameBytes);

@@ -115,8 +115,9 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
 
   // What a connection of the loop is, beyond the node's.
   struct Peer {
-    ActorId actor;        // caller side: the actor at the other end
-    bool caller = false;  // worker side: an actor caller (authenticates with its hello)
+    ActorId actor;         // caller side: the actor at the other end
+    bool caller = false;   // worker side: an actor caller (authenticates with its hello)
+    bool refused = false;  // its hello was refused: what it sent after is ignored until it closes
     // Worker side, a caller outside every job (`cumulus call`): its calls not answered yet, and
     // the stored results it was answered with and has not freed (freeObjects entries).
     bool outside = false;
