@@ -31,10 +31,12 @@ cumulus stop trial EXPERIMENT/TRIAL      (also: EXPERIMENT TRIAL; TRIAL as t0003
   placement group too), frees its resources and journals it as STOPPED, "stopped by user"; the
   scheduler counts it as stopped early, and Tuner::Restore does not run it again. The other
   trials go on. The tuner looks for requests every 250 ms; the command waits until the journal
-  says the trial ended (--timeout, default 10 s; --no-wait: return once asked). A request made
-  while the experiment's driver is not running stands until Tuner::Restore continues it.
+  says the trial ended (--timeout S, default 10 s, 0 as --no-wait; --no-wait: return once
+  asked). A request made while the experiment's driver is not running stands until
+  Tuner::Restore continues it. Flags come after EXPERIMENT/TRIAL.
   Exit status: 0 stopped (or it ended by itself meanwhile); 1 no such experiment or trial, the
-  trial already ended (its state is named), or not stopped in time; 2 bad arguments.
+  trial already ended (its state is named), or not stopped in time; 2 bad arguments; 130 Ctrl-C
+  while waiting (the request stands).
   See 'cumulus trials EXPERIMENT' for the trials and their states.
 )";
 
