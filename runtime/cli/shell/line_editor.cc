@@ -90,16 +90,6 @@ int GetChar(EditLine*, wchar_t* c) {
   return result;
 }
 
-// Ctrl-C at the prompt is a key, not a signal: the editing mode has ISIG off (see Create), so
-// the terminal hands the byte to libedit, whose binding ends the read with this mark set. A
-// signal would race with the terminal's own mode switches and with the keys typed after it.
-bool line_interrupted = false;
-
-unsigned char InterruptKey(EditLine*, int) {
-  line_interrupted = true;
-  return CC_EOF;
-}
-
 // What the completion key binding calls: the completer's own state is reached through a static,
 // as libedit's client data holds the prompt's options.
 Completer* active_completer = nullptr;
@@ -182,9 +172,6 @@ Result<std::unique_ptr<LineEditor>> LineEditor::Create(const LineEditorOptions& 
   el_set(impl->el, EL_GETCFN, &GetChar);
   el_set(impl->el, EL_ADDFN, "cumulus-complete", "complete a command, flag or id", &Complete);
   el_set(impl->el, EL_BIND, "^I", "cumulus-complete", nullptr);
-  el_set(impl->el, EL_SETTY, "-d", "-isig", nullptr);  // Ctrl-C: a key while editing
-  el_set(impl->el, EL_ADDFN, "cumulus-interrupt", "drop the line", &InterruptKey);
-  el_set(impl->el, EL_BIND, "^C", "cumulus-interrupt", nullptr);
   el_source(impl->el, nullptr);  // the user's ~/.editrc, if any
   active_completer = completer;
   return std::unique_ptr<LineEditor>(new LineEditor(std::move(impl)));
@@ -192,7 +179,6 @@ Result<std::unique_ptr<LineEditor>> LineEditor::Create(const LineEditorOptions& 
 
 LineEditor::Outcome LineEditor::ReadLine(std::string* line) {
   ClearInterrupt();
-  line_interrupted = false;
   // The terminal goes to the editing mode before el_gets draws the prompt: this libedit draws it
   // first, and keys typed in between were taken in line mode, where a Ctrl-D became an end-of-file
   // mark that the switch to the editing mode then hid (the shell waited with Ctrl-D typed).
@@ -200,7 +186,7 @@ LineEditor::Outcome LineEditor::ReadLine(std::string* line) {
   int count = 0;
   const char* got = el_gets(impl_->el, &count);
   if (!got) {
-    if (line_interrupted || (count < 0 && Interrupted())) {
+    if (count < 0 && Interrupted()) {
       std::fputs("^C\n", stdout);
       std::fflush(stdout);
       return Outcome::kInterrupted;
