@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cluster_fixture.h"
+#include "local_instances.h"
 #include "runtime/autoscaler/local_provider.h"
 
 namespace cumulus {
@@ -65,24 +66,7 @@ class AutoscalerTest : public ClusterTest {
 
   // The provider's instances of this cluster that are pending or running.
   std::vector<Instance> Live() {
-    if (!provider_) {
-      LocalProviderOptions o;
-      o.cumulus_binary = kCumulus;
-      o.state_dir = dir_.path() + "/provider";
-      o.cluster_name = "test";
-      auto p = LocalProvider::Create(o);
-      EXPECT_TRUE(p.ok()) << p.status();
-      if (!p.ok()) return {};
-      provider_ = std::move(*p);
-    }
-    std::vector<Instance> out;
-    auto listed = provider_->List(SystemClock::Get().Now() + 10s);
-    if (!listed.ok()) return out;
-    for (auto& in : *listed) {
-      if (in.state == InstanceState::kPending || in.state == InstanceState::kRunning)
-        out.push_back(in);
-    }
-    return out;
+    return LiveLocalInstances(&provider_, kCumulus, dir_.path() + "/provider", "test");
   }
 
   // Alive nodes the autoscaler launched.

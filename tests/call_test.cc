@@ -42,6 +42,15 @@ class CallTest : public ClusterTest {
     EXPECT_EQ(out.rfind("cumulus: ", 0), 0u) << out;
     EXPECT_NE(out.find(what), std::string::npos) << "expected '" << what << "' in: " << out;
   }
+  // The driver's READY line (nullopt if it ended or said nothing for 60 s); what it printed
+  // before goes to `before`.
+  static std::optional<std::string> WaitForReady(Subprocess& driver, std::string* before) {
+    while (auto line = driver.WaitForLine("", 60s)) {
+      if (line->rfind("READY", 0) == 0) return line;
+      *before += *line + "\n";
+    }
+    return std::nullopt;
+  }
   // How many objects the head's own node and the node that printed `node_ready` hold together.
   std::function<int()> StoredOnBothNodes(pid_t head_pid, const std::string& node_ready) {
     std::vector<std::string> stores = {
@@ -61,16 +70,9 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
   // Objects in both stores (a stored result must be freed once the command has read it).
   auto stored = StoredOnBothNodes(head->pid(), node_ready);
-  auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
-  std::optional<std::string> ready;
   std::string before;  // what the driver printed first (shown if it never gets ready)
-  while (auto line = driver->WaitForLine("", 60s)) {
-    if (line->rfind("READY", 0) == 0) {
-      ready = line;
-      break;
-    }
-    before += *line + "\n";
-  }
+  auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
+  std::optional<std::string> ready = WaitForReady(*driver, &before);
   ASSERT_TRUE(ready) << before;
   std::string job = Field(*ready, "job");
   ASSERT_EQ(job.size(), 8u) << *ready;
@@ -176,15 +178,10 @@ TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
   std::string node_id, node_ready;
   auto node = StartNode("node1", {"--resources", "CPU=2"}, &node_id, &node_ready);
   auto stored = StoredOnBothNodes(head->pid(), node_ready);
+  std::string before;  // what the driver printed first (shown if it never gets ready)
   auto driver = StartDriver("call_driver", {}, CoreSocket(node_id));
-  std::optional<std::string> ready;
-  while (auto line = driver->WaitForLine("", 60s)) {
-    if (line->rfind("READY", 0) == 0) {
-      ready = line;
-      break;
-    }
-  }
-  ASSERT_TRUE(ready);
+  std::optional<std::string> ready = WaitForReady(*driver, &before);
+  ASSERT_TRUE(ready) << before;
   std::string job = Field(*ready, "job");
   auto job_id = JobId::FromHex(job);
   ASSERT_TRUE(job_id.ok()) << *ready;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "local_instances.h"
 #include "pty_terminal.h"
 #include "runtime/autoscaler/local_provider.h"
 
@@ -50,23 +51,7 @@ class ShellSessionTest : public ClusterTest {
 
   // The provider's instances of this cluster that are pending or running.
   std::vector<Instance> Live() {
-    if (!provider_) {
-      LocalProviderOptions o;
-      o.cumulus_binary = kCumulus;
-      o.state_dir = dir_.path() + "/provider";
-      o.cluster_name = "session";
-      auto p = LocalProvider::Create(o);
-      if (!p.ok()) return {};
-      provider_ = std::move(*p);
-    }
-    std::vector<Instance> out;
-    auto listed = provider_->List(SystemClock::Get().Now() + 10s);
-    if (!listed.ok()) return out;
-    for (auto& in : *listed) {
-      if (in.state == InstanceState::kPending || in.state == InstanceState::kRunning)
-        out.push_back(in);
-    }
-    return out;
+    return LiveLocalInstances(&provider_, kCumulus, dir_.path() + "/provider", "session");
   }
 
   void TearDown() override {
