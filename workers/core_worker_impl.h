@@ -77,10 +77,11 @@ class CoreWorkerImpl : public CoreWorker, private OwnerIo {
 
   Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
       const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-      int64_t timeout_ms, const std::string& purpose) override {
-    return groups_.Create(bundles, strategy, timeout_ms, purpose);
+      int64_t timeout_ms, const std::string& purpose, const PlacementGroupId& id) override {
+    return groups_.Create(bundles, strategy, timeout_ms, purpose, id);
   }
   Status RemovePlacementGroup(const PlacementGroupId& id) override { return groups_.Remove(id); }
+  void CancelPlacementGroup(const PlacementGroupId& id) override { groups_.Cancel(id); }
 
   NodeId node_id() const override { return node_id_; }
   bool was_restarted() const override { return executor_ && executor_->was_restarted(); }

@@ -340,8 +340,8 @@ Result<PlacementGroup> CreatePlacementGroup(
     std::chrono::milliseconds timeout, const std::string& purpose) {
   auto* r = internal::CurrentRuntime();
   if (!r) return Status::Unavailable("cumulus is not initialized: call cumulus::Init() first");
-  CUMULUS_ASSIGN_OR_RETURN(auto made,
-                           r->CreatePlacementGroup(bundles, strategy, timeout.count(), purpose));
+  CUMULUS_ASSIGN_OR_RETURN(auto made, r->CreatePlacementGroup(bundles, strategy, timeout.count(),
+                                                              purpose, PlacementGroupId()));
   return PlacementGroup(made.first, std::move(made.second));
 }
 

@@ -1,5 +1,6 @@
 #include "workers/placement_group_client.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/base/numeric.h"
@@ -26,7 +27,8 @@ std::string RemoveFrame(const PlacementGroupId& id) {
 
 Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::Create(
     const std::vector<std::map<std::string, double>>& bundles,
-    PlacementGroupStrategy group_strategy, int64_t timeout_ms, const std::string& purpose) {
+    PlacementGroupStrategy group_strategy, int64_t timeout_ms, const std::string& purpose,
+    PlacementGroupId id) {
   static const char* kNames[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
   int strategy = static_cast<int>(group_strategy);
   if (strategy < 0 || strategy > 3) {
@@ -56,7 +58,7 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
     shapes += (i ? ", " : "") + r.ToString();
     sets.push_back(std::move(r));
   }
-  PlacementGroupId id = PlacementGroupId::FromRandom();
+  if (id.IsNil()) id = PlacementGroupId::FromRandom();
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<proto::CoreMessage>().initCreateGroup();
   req.setGroupId(DataOf(id));
@@ -70,6 +72,11 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    auto early = std::find(cancelled_.begin(), cancelled_.end(), id);
+    if (early != cancelled_.end()) {  // cancelled before it began: nothing was asked
+      cancelled_.erase(early);
+      return Status::Cancelled("placement group [" + shapes + "]: its reservation was cancelled");
+    }
     answers_[id];  // before the request: the answer may come at once
   }
   Status sent = send_(EncodeFrame(message));  // not under mu_: OnReply's caller holds its lock
@@ -79,7 +86,7 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
     answers_.erase(id);
     return sent;
   }
-  auto done = [&] { return answer.done || node_lost_; };
+  auto done = [&] { return answer.done || answer.cancelled || node_lost_; };
   bool answered = true;
   // < 0: no limit; one too far to represent is none either (wait_for would wrap).
   TimePoint deadline = timeout_ms < 0
@@ -101,6 +108,11 @@ Result<std::pair<PlacementGroupId, std::vector<NodeId>>> PlacementGroupClient::C
   answers_.erase(id);
   lock.unlock();
   std::string what = "placement group [" + shapes + "] " + kNames[strategy];
+  if (got.cancelled && !got.done) {
+    // Sent after the request, on the same connection: the node withdraws what it reserved.
+    (void)send_(RemoveFrame(id));
+    return Status::Cancelled(what + ": its reservation was cancelled");
+  }
   if (!answered) {
     // Withdraw it: nothing may stay reserved for a group the caller gave up on.
     (void)send_(RemoveFrame(id));
@@ -122,6 +134,19 @@ Status PlacementGroupClient::Remove(const PlacementGroupId& id) {
     return Status::InvalidArgument("not a placement group id (made by CreatePlacementGroup?)");
   }
   return send_(RemoveFrame(id));
+}
+
+void PlacementGroupClient::Cancel(const PlacementGroupId& id) {
+  if (id.IsNil()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = answers_.find(id);
+  if (it != answers_.end()) {
+    it->second.cancelled = true;  // its Create withdraws the group (after its own request)
+    cv_.notify_all();
+    return;
+  }
+  cancelled_.push_back(id);
+  if (cancelled_.size() > kMaxCancelled) cancelled_.pop_front();
 }
 
 void PlacementGroupClient::OnReply(proto::GroupReply::Reader r) {

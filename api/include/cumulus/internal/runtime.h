@@ -71,11 +71,15 @@ class Runtime {
   virtual Status KillActor(const ActorId& actor) = 0;
   // The actor's id and its class (typeid name).
   virtual Result<std::pair<ActorId, std::string>> GetActor(const std::string& name) = 0;
-  // The group's binary id and the node of each bundle.
+  // The group's binary id and the node of each bundle. `id`: the group's id (nil: a new one),
+  // so that another thread can CancelPlacementGroup it while it is being reserved.
   virtual Result<std::pair<PlacementGroupId, std::vector<NodeId>>> CreatePlacementGroup(
       const std::vector<std::map<std::string, double>>& bundles, PlacementGroupStrategy strategy,
-      int64_t timeout_ms, const std::string& purpose) = 0;
+      int64_t timeout_ms, const std::string& purpose, const PlacementGroupId& id) = 0;
   virtual Status RemovePlacementGroup(const PlacementGroupId& id) = 0;
+  // Gives up on the CreatePlacementGroup under `id` that has not returned (begun, or about to
+  // begin on another thread): it returns Cancelled at once and nothing stays reserved.
+  virtual void CancelPlacementGroup(const PlacementGroupId& id) = 0;
   virtual NodeId node_id() const = 0;
   // Actor workers: this instance was built again after its predecessor died.
   virtual bool was_restarted() const { return false; }
