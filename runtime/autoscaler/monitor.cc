@@ -32,7 +32,7 @@ Monitor::Monitor(MonitorOptions options, std::unique_ptr<ControlClient> head,
                  std::map<std::string, std::unique_ptr<NodeProvider>> providers)
     : options_(std::move(options)), head_(std::move(head)), providers_(std::move(providers)) {}
 
-Monitor::~Monitor() { FinishLateCalls(); }
+Monitor::~Monitor() { (void)FinishLateCalls(options_.destroy_wait); }
 
 void Monitor::ApplyLate(const std::function<void()>& apply) {
   std::set<std::string> before;

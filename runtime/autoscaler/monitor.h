@@ -49,6 +49,9 @@ struct MonitorOptions {
   // calls still running: `down` does not wait for a launch that takes minutes. What such a launch
   // makes is terminated when it answers (FinishLateCalls), or found by `down` in List().
   Duration stop_wait = std::chrono::seconds(3);
+  // The destructor waits at most this long for provider calls still running (FinishLateCalls).
+  // Past it they are given up on: a provider that never returns does not hang its owner.
+  Duration destroy_wait = std::chrono::seconds(3);
   autoscale::Options policy;  // the policy's knobs (backoff, timeouts, caps)
   // After a node joins (or the monitor starts), pending demand is not acted on for this long: a
   // node's heartbeat may still report work it is about to send to the new node, which would
@@ -73,11 +76,14 @@ class Monitor {
   // calls still in flight are waited for at most `stop_wait` (their answers applied as they
   // come); those still running then are FinishLateCalls'.
   Status Run(const std::atomic<bool>& stop);
-  // After Run: waits for the provider calls still running when it returned (each ends by its own
-  // deadline, unless the provider breaks its contract) and applies their answers. After `cumulus
-  // down` the instances a late launch made are terminated; after a plain stop they go in the
-  // books. The destructor runs it too.
-  void FinishLateCalls();
+  // After Run: waits for the provider calls still running when it returned, each until its own
+  // deadline plus provider_grace and at most `limit` in all, and applies their answers. After
+  // `cumulus down` the instances a late launch made are terminated; after a plain stop they go
+  // in the books. True if no call is left. A call still running then (its provider broke its
+  // contract) is given up on: its answer is never applied, the providers are kept alive for it
+  // (leaked, so that a call that returns later touches nothing freed) and this monitor cannot
+  // Run again. The destructor runs it with `destroy_wait`.
+  bool FinishLateCalls(Duration limit = Duration::max());
   // How many provider calls are still running (after Run returned).
   int late_calls() const;
   // Terminates every instance the books and the providers know of, waiting up to `timeout` for
@@ -123,6 +129,7 @@ class Monitor {
   int64_t capacity_changed_ = 0;   // when a node last joined (micros; 0: not yet)
   std::set<std::string> listing_;  // providers with a List() in flight
   bool down_asked_ = false;        // the head's KV said "down"
+  bool gave_up_calls_ = false;     // FinishLateCalls gave up on calls (providers_ went with them)
 
   // The provider calls still running when Run returned and the actor system they run in
   // (monitor_loop.cc; type-erased: no CAF type in this header).

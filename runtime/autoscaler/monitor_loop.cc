@@ -3,6 +3,7 @@
 // actor), timer messages for the rounds, and slow, failure-prone provider calls run by actors of
 // their own, each with a timer (its deadline plus a grace), whose answers arrive as messages. No
 // mutex guards the monitor's state and nothing in the loop waits on a provider.
+#include <algorithm>
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -16,6 +17,7 @@
 
 #include "runtime/autoscaler/monitor.h"
 #include "runtime/base/logging.h"
+#include "runtime/base/numeric.h"
 
 namespace cumulus::monitor_loop {
 
@@ -37,6 +39,16 @@ struct Calls {
   int running = 0;            // calls whose provider call has not returned
   bool monitor_done = false;  // the monitor's actor has ended: answers are applied off it
   std::deque<std::pair<uint64_t, std::function<void()>>> answers;  // not applied yet
+  // When the last call started should have answered (its deadline plus the grace): waiting for
+  // calls longer than this is waiting for a provider that broke its contract.
+  TimePoint answers_due = TimePoint::min();
+
+  // A call starts that should answer within `within`.
+  void Started(Duration within) {
+    std::lock_guard<std::mutex> lock(mu);
+    running++;
+    answers_due = std::max(answers_due, SaturatingAdd(SystemClock::Get().Now(), within));
+  }
 };
 
 // Outlives Run while calls still run: the actor system they run in (its destructor waits for
@@ -56,7 +68,7 @@ using namespace monitor_loop;
 class MonitorLoop {
  public:
   static Status Run(Monitor& monitor, const std::atomic<bool>& stop);
-  static void FinishLateCalls(Monitor& m);
+  static bool FinishLateCalls(Monitor& m, Duration limit);
   static int LateCalls(const Monitor& m);
 
  private:
@@ -132,7 +144,11 @@ class MonitorLoop {
 };
 
 Status MonitorLoop::Run(Monitor& m, const std::atomic<bool>& stop) {
-  FinishLateCalls(m);  // (a Run before this one left some)
+  (void)FinishLateCalls(m, Duration::max());  // (a Run before this one left some)
+  if (m.gave_up_calls_) {
+    return Status::Unavailable(
+        "the autoscaler's monitor gave up on provider calls that never returned: start a new one");
+  }
   auto late = std::make_shared<monitor_loop::LateCalls>();
   std::shared_ptr<Calls> calls = late->calls;
   late->cfg = std::make_unique<caf::actor_system_config>();
@@ -164,10 +180,7 @@ Status MonitorLoop::Run(Monitor& m, const std::atomic<bool>& stop) {
                                                                std::function<void()> timed_out) {
           uint64_t id = ++*next_id;
           (*waiting)[id] = std::move(timed_out);
-          {
-            std::lock_guard<std::mutex> lock(calls->mu);
-            calls->running++;
-          }
+          calls->Started(deadline + grace);
           auto worker = self->home_system().spawn<caf::detached>(
               CallActor, std::move(call), caf::actor_cast<caf::actor>(self), id, calls);
           self->send(worker, call_atom::value);
@@ -238,13 +251,39 @@ Status MonitorLoop::Run(Monitor& m, const std::atomic<bool>& stop) {
   return *result;
 }
 
-void MonitorLoop::FinishLateCalls(Monitor& m) {
-  if (!m.late_calls_) return;
+bool MonitorLoop::FinishLateCalls(Monitor& m, Duration limit) {
+  if (!m.late_calls_) return true;
   auto late = std::static_pointer_cast<monitor_loop::LateCalls>(m.late_calls_);
   m.late_calls_.reset();
-  ApplyLateAnswers(m, *late->calls, TimePoint::max());
+  TimePoint until = SaturatingAdd(SystemClock::Get().Now(), limit);
+  int running;
+  {
+    std::lock_guard<std::mutex> lock(late->calls->mu);
+    until = std::min(until, late->calls->answers_due);
+  }
+  bool all_done = ApplyLateAnswers(m, *late->calls, until);
   if (!m.down_asked_) (void)m.SaveBooks();
-  late->system.reset();
+  if (all_done) {
+    late->system.reset();  // every actor has ended or is ending
+    return true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(late->calls->mu);
+    running = late->calls->running;
+  }
+  // A call still runs past its deadline and grace, or past `limit`: it is given up on. Its
+  // thread blocks in a provider, and the actor system's destructor would wait for it: both stay
+  // alive, with the providers it may still use, for as long as the process lives.
+  CUMULUS_LOG(WARN) << "autoscaler: giving up on " << running
+                    << " provider call(s) that did not return; their answers are dropped";
+  struct GivenUp {
+    std::shared_ptr<monitor_loop::LateCalls> late;
+    std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+  };
+  static_cast<void>(new GivenUp{std::move(late), std::move(m.providers_)});  // never freed
+  m.providers_.clear();
+  m.gave_up_calls_ = true;
+  return false;
 }
 
 int MonitorLoop::LateCalls(const Monitor& m) {
@@ -255,7 +294,7 @@ int MonitorLoop::LateCalls(const Monitor& m) {
 }
 
 Status Monitor::Run(const std::atomic<bool>& stop) { return MonitorLoop::Run(*this, stop); }
-void Monitor::FinishLateCalls() { MonitorLoop::FinishLateCalls(*this); }
+bool Monitor::FinishLateCalls(Duration limit) { return MonitorLoop::FinishLateCalls(*this, limit); }
 int Monitor::late_calls() const { return MonitorLoop::LateCalls(*this); }
 
 }  // namespace cumulus

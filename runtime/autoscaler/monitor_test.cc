@@ -29,6 +29,7 @@ class StuckProvider : public NodeProvider {
     std::unique_lock<std::mutex> lock(mu_);
     int n = ++launches_;
     released_cv_.wait(lock, [&] { return released_; });
+    ++returned_;
     if (launches_late_) return std::vector<std::string>{"late-" + std::to_string(n)};
     return Status::Unavailable("released by the test");
   }
@@ -47,6 +48,10 @@ class StuckProvider : public NodeProvider {
     std::lock_guard<std::mutex> lock(mu_);
     return launches_;
   }
+  int returned() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return returned_;
+  }
   void Release() {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
@@ -61,6 +66,7 @@ class StuckProvider : public NodeProvider {
   std::condition_variable released_cv_;
   bool released_ = false;
   int launches_ = 0;
+  int returned_ = 0;
 };
 
 // A real head in this process, a control client for the monitor, and options with one cloud
@@ -184,6 +190,46 @@ TEST_F(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
   EXPECT_EQ((*monitor)->late_calls(), 0);
   EXPECT_EQ(provider->terminated(), std::vector<std::string>{"late-1"});
   EXPECT_EQ((*monitor)->books().instances.count("late-1"), 0u);
+}
+
+// A provider call that never returns (within any deadline) does not hang the monitor's
+// destructor: it waits destroy_wait, then gives the call up. The provider stays alive for the
+// call, which may still return into it.
+TEST_F(MonitorLoopTest, DestructorDoesNotWaitForAProviderCallThatNeverReturns) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  MonitorOptions o = StuckTypeOptions();
+  o.min_launch_timeout = 600s;  // the call's own deadline is far off
+  o.stop_wait = 100ms;
+  o.destroy_wait = 300ms;
+  auto stuck = std::make_unique<StuckProvider>();
+  StuckProvider* provider = stuck.get();
+  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+  providers["stuck"] = std::move(stuck);
+  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  ASSERT_TRUE(monitor.ok()) << monitor.status();
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { (void)(*monitor)->Run(stop); });
+  ASSERT_TRUE(WaitUntil([&] { return provider->launches() >= 1; }, 20000ms));
+  stop = true;
+  loop.join();
+  ASSERT_EQ((*monitor)->late_calls(), 1);
+
+  std::atomic<bool> destroyed{false};
+  auto began = std::chrono::steady_clock::now();
+  std::thread destroy([&] {
+    monitor->reset();
+    destroyed = true;
+  });
+  bool in_time = WaitUntil([&] { return destroyed.load(); }, 10000ms);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  if (!in_time) provider->Release();  // (the old behaviour: it waits for the call)
+  destroy.join();
+  EXPECT_TRUE(in_time) << "the destructor waited for a provider call that never returns";
+  EXPECT_LT(took, 5.0);
+  // The call returns after all, into a provider that still exists.
+  provider->Release();
+  EXPECT_TRUE(WaitUntil([&] { return provider->returned() == 1; }, 10000ms));
 }
 
 }  // namespace
