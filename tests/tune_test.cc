@@ -484,6 +484,80 @@ TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {
   EXPECT_NE(out.find("not placed yet: " + seen.substr(5)), std::string::npos) << out;
 }
 
+// A gang trial whose placement group cannot be placed yet (the other gang holds the only node)
+// is pending demand named by its trial (the group's purpose) in `cumulus status` and `--json`.
+// `cumulus stop trial` on it does not wait for the reservation (which would last as long as the
+// other trial runs): the reservation is withdrawn, the trial journaled STOPPED, its demand gone.
+TEST_F(TuneTest, WaitingGangIsPendingDemandAndStopsWithoutWaitingForItsGroup) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  auto driver = Driver({"--scenario=gang", "--name=gpend", "--samples=2", "--iters=400", "--gang=2",
+                        "--scheduler=fifo", "--step-ms=50", "--concurrent=2"});
+  std::vector<std::string> conn = {"--address", address_, "--token-file", token_file_};
+  auto cli = [&](std::vector<std::string> args, std::string* text) {
+    args.insert(args.end(), conn.begin(), conn.end());
+    return Cli(args, text);
+  };
+  auto purpose = [](const std::string& id) { return "\"purpose\":\"trial gpend/" + id + "\""; };
+  std::string json, waiting;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (waiting.empty() && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(cli({"status", "--json"}, &json), 0) << json;
+    for (const char* id : {"t0001", "t0002"})
+      if (json.find(purpose(id)) != std::string::npos) waiting = id;
+    if (waiting.empty()) std::this_thread::sleep_for(100ms);  // polling the head's view
+  }
+  if (waiting.empty()) driver->Kill(SIGKILL);
+  ASSERT_FALSE(waiting.empty()) << "no pending demand named a gang trial; last status:\n"
+                                << json << "\nthe driver's output:\n"
+                                << driver->ReadAll(5s);
+  std::string running = waiting == "t0001" ? "t0002" : "t0001";
+  // Its group's bundles, with why they wait; the running trial's are not pending.
+  EXPECT_NE(json.find("{\"resources\":\"CPU=1\",\"count\":2," + purpose(waiting) +
+                      ",\"reason\":\"waiting for room for 2 bundle(s) PACK: it fits the cluster, "
+                      "not what is free now\"}"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find(purpose(running)), std::string::npos) << json;
+  std::string text;
+  ASSERT_EQ(cli({"status"}, &text), 0) << text;
+  EXPECT_NE(text.find("for trial gpend/" + waiting), std::string::npos) << text;
+
+  auto asked = std::chrono::steady_clock::now();
+  ASSERT_EQ(cli({"stop", "trial", "gpend/" + waiting, "--timeout", "5"}, &text), 0) << text;
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_NE(text.find("Stopped gpend/" + waiting + " in "), std::string::npos) << text;
+  EXPECT_LT(took, 5.0) << text;
+  std::printf("LATENCY stop of a gang being reserved: %.0f ms (%s)\n", took * 1000,
+              text.substr(0, text.find('\n')).c_str());
+  // Its demand goes with the reservation (the node's next heartbeat).
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return cli({"status", "--json"}, &json) == 0 &&
+               json.find(purpose(waiting)) == std::string::npos;
+      },
+      10000ms))
+      << json;
+  auto j = Load("gpend");
+  ASSERT_TRUE(j.ok()) << j.status();
+  {
+    tune::ExperimentState at(j->spec);
+    for (auto& e : j->entries) ASSERT_TRUE(at.Apply(e).ok());
+    auto ended = at.trials().at(*tune::ParseTrialId(waiting));
+    EXPECT_EQ(ended.state, tune::TrialState::kStoppedEarly);
+    EXPECT_EQ(ended.reason.rfind(tune::kStoppedByUserReason, 0), 0u) << ended.reason;
+    EXPECT_TRUE(ended.history.empty()) << "it never ran";
+    EXPECT_EQ(at.trials().at(*tune::ParseTrialId(running)).state, tune::TrialState::kRunning)
+        << "the other trial must go on";
+  }
+  // The other one, stopped too, ends the run.
+  ASSERT_EQ(cli({"stop", "trial", "gpend/" + running}, &text), 0) << text;
+  std::string out = Finish(*driver, 60s);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 2u) << out;
+  EXPECT_NE(trials[waiting].find("iterations=0 "), std::string::npos) << out;
+  EXPECT_NE(trials[running].find("state=STOPPED"), std::string::npos) << out;
+}
+
 TEST_F(TuneTest, FunctionTrainableAndBadInput) {
   auto head = StartHead({"--resources", "CPU=2"});
   auto driver = Driver({"--scenario=function", "--name=fn", "--samples=2", "--iters=9"});

@@ -123,8 +123,14 @@ Status Tuner::Impl::StartTrial(uint64_t id) {
                        ? std::chrono::milliseconds(spec_.pending_timeout_seconds * 1000)
                        : std::chrono::milliseconds(int64_t{7} * 24 * 3600 * 1000);
     std::string purpose = TrialPurpose(id);
-    live.reserving = std::async(std::launch::async, [bundles, strategy, timeout, purpose] {
-      return CreatePlacementGroup(bundles, strategy, timeout, purpose);
+    PlacementGroupId group_id = PlacementGroupId::FromRandom();
+    live.reserving_id = group_id;
+    cumulus::internal::Runtime* rt = &cumulus::internal::RuntimeOrThrow();
+    live.reserving = std::async(std::launch::async, [=]() -> Result<PlacementGroup> {
+      CUMULUS_ASSIGN_OR_RETURN(
+          auto made,
+          rt->CreatePlacementGroup(bundles, strategy, timeout.count(), purpose, group_id));
+      return PlacementGroup(made.first, std::move(made.second));
     });
     return Status::OK();
   }
@@ -180,6 +186,14 @@ void Tuner::Impl::SubmitStep(uint64_t id, Live& live) {
 void Tuner::Impl::Kill(uint64_t id) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
+  if (it->second.reserving) {
+    // A gang still being reserved: its reservation is withdrawn, which ends the reserving
+    // thread's wait at once (no round trip); a group it got just before is removed.
+    cumulus::internal::RuntimeOrThrow().CancelPlacementGroup(it->second.reserving_id);
+    auto got = it->second.reserving->get();
+    it->second.reserving.reset();
+    if (got.ok()) (void)RemovePlacementGroup(*got);
+  }
   for (auto& a : it->second.actors) (void)a.Kill();
   if (it->second.group) (void)RemovePlacementGroup(*it->second.group);
   live_.erase(it);

@@ -56,6 +56,7 @@ class Tuner::Impl {
     std::vector<ActorHandle<TrialHost>> actors;
     std::optional<PlacementGroup> group;
     std::optional<std::future<Result<PlacementGroup>>> reserving;
+    PlacementGroupId reserving_id;                // the group being reserved (Kill cancels it)
     std::optional<ObjectRef<std::string>> where;  // rank 0's Where(): answered once placed
     std::vector<ObjectRef<StepResult>> steps;     // in flight, one per rank
     bool placed = false;

@@ -22,10 +22,8 @@ Status Tuner::Impl::ApplyStopRequests() {
                                                 it->second.state == TrialState::kRunning ||
                                                 it->second.state == TrialState::kPaused);
     if (open) {
-      auto live = live_.find(r.trial);
-      // A gang whose placement group is still being reserved is stopped once the reservation
-      // answers (ending it now would block on the reservation's thread).
-      if (live != live_.end() && live->second.reserving) continue;
+      // (A gang whose placement group is still being reserved has its reservation withdrawn
+      // by Kill: the stop does not wait for the reservation.)
       fresh_.erase(std::remove(fresh_.begin(), fresh_.end(), r.trial), fresh_.end());
       restart_.erase(std::remove_if(restart_.begin(), restart_.end(),
                                     [&](auto& x) { return x.first == r.trial; }),
