@@ -1,9 +1,11 @@
 // The autoscaler with real processes: a head, one small on-prem node, `cumulus up --address
 // --block` running the monitor, the local provider launching "cloud" nodes as processes here, and
-// burst_driver asking for work. Short idle timeouts and boot delays keep each test to seconds.
+// burst_driver asking for work (tune_driver: a tuning run's trials). Short idle timeouts and boot
+// delays keep each test to seconds.
 #include <signal.h>
 
 #include <fstream>
+#include <set>
 
 #include "cluster_fixture.h"
 #include "local_instances.h"
@@ -134,6 +136,23 @@ TEST_F(AutoscalerTest, BudgetStopsLaunches) {
   EXPECT_TRUE(Live().empty());
 }
 
+// Demand that waits, with its reason, is news once: the heartbeats that repeat it do not move
+// the view's version (which every node's heartbeat would then fetch as a delta). The reason is
+// part of the demand's equality, so words that changed from one heartbeat to the next would.
+TEST_F(AutoscalerTest, WaitingDemandDoesNotMoveTheViewVersion) {
+  StartCluster(WriteClusterFile("budget:\n  total: 0.0001\n"));
+  auto driver = Driver({"--cpus=3", "--wait_s=30"});
+  ASSERT_TRUE(StatusShows("budget total", 20s)) << Status();
+  ClusterView before = View();
+  ASSERT_FALSE(before.nodes.empty());
+  // Four more heartbeats of the on-prem node (one a second), the demand waiting all along.
+  ASSERT_TRUE(
+      WaitUntil([&] { return View().heartbeats_received >= before.heartbeats_received + 4; }, 20s));
+  ClusterView after = View();
+  EXPECT_EQ(after.view_version, before.view_version) << Status(true);
+  EXPECT_NE(Status().find("CPU=3"), std::string::npos) << "the demand stopped waiting?";
+}
+
 // The cheapest type fails to launch: it is backed off (shown) and the next type runs the work.
 TEST_F(AutoscalerTest, FailingTypeBacksOffAndTheNextIsUsed) {
   StartCluster(WriteClusterFile("", /*flaky_type=*/true));
@@ -228,6 +247,56 @@ TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
             0)
       << out;
   EXPECT_NE(out.find("left the cluster (stopped: drained)"), std::string::npos) << out;
+}
+
+// A tuning run by itself bursts: with max_concurrent_trials = 0 the tuner keeps trials beyond
+// what the on-prem node holds (CPU=2, trials of CPU=1) waiting as pending demand named by trial
+// (max_pending_trials, default 4); the autoscaler launches a cloud node for them, trials run
+// there and finish, and the node goes once idle. (With max_pending_trials = 0 the tuner would
+// start two trials at a time and nothing would be launched.)
+TEST_F(AutoscalerTest, TuningRunsPendingTrialsLaunchACloudNode) {
+  StartCluster(WriteClusterFile());
+  auto driver = StartDriver("tune_driver",
+                            {"--scenario=run", "--name=burst", "--samples=6", "--iters=20",
+                             "--step-ms=200", "--scheduler=fifo"},
+                            CoreSocket(onprem_id_));
+  // The trials that wait are pending demand, by trial id (on the node, and in the verdicts).
+  EXPECT_TRUE(StatusShows("trial burst/t", 20s)) << Status();
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() >= 1; }, 30s))
+      << "no cloud node came up for the pending trials:\n"
+      << Status();
+  std::set<std::string> cloud;
+  for (auto& n : CloudNodes()) cloud.insert(n.id.Hex());
+  std::string out = driver->ReadAll(60s);
+  ASSERT_NE(out.find("RESULT trials=6 finished=6 "), std::string::npos) << out;
+  int on_cloud = 0;
+  for (size_t at = out.find("TRIAL t"); at != std::string::npos; at = out.find("TRIAL t", at + 1)) {
+    std::string line = out.substr(at, out.find('\n', at) - at);
+    for (auto& n : CloudNodes()) cloud.insert(n.id.Hex());
+    on_cloud += cloud.count(Field(line, "node")) > 0;
+  }
+  EXPECT_GE(on_cloud, 1) << "no trial ran on the launched node:\n" << out;
+  // Idle (timeout 2 s): drained, then terminated.
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 30s)) << Status();
+}
+
+// Trials no node has room for and no node type can hold (CPU=8: on-prem CPU=2, cpu-small CPU=4)
+// are refused at once with the reason, although the nodes let such work wait for the
+// autoscaler (--wait-for-nodes); nothing is launched for them.
+TEST_F(AutoscalerTest, TrialsNoNodeTypeCanHoldAreRefused) {
+  StartCluster(WriteClusterFile());
+  auto driver = StartDriver(
+      "tune_driver",
+      {"--scenario=run", "--name=huge", "--samples=2", "--iters=3", "--cpus=8", "--scheduler=fifo"},
+      CoreSocket(onprem_id_));
+  std::string out = driver->ReadAll(30s);
+  ASSERT_NE(out.find("RESULT trials=2 finished=0 stopped=0 failed=2 "), std::string::npos)
+      << out << Status();
+  EXPECT_NE(out.find("reason=its resources can never be had on this cluster: no node has them "
+                     "and the autoscaler can launch none that has (no cloud type can hold"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(Live().empty());
 }
 
 TEST_F(AutoscalerTest, BadArgumentsAreOneLineAndExit2) {

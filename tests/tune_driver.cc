@@ -3,6 +3,7 @@
 //
 //   tune_driver --scenario=run|restore|gang|function|bad --name=EXP [--samples=N] [--iters=N]
 //               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
+//               [--concurrent=N] [--pending=N (max_pending_trials)]
 //
 // It prints "RESULT ..." lines and then DONE.
 #include <cmath>
@@ -126,6 +127,8 @@ int main(int argc, char** argv) {
   o.scheduler.reduction_factor = 3;
   o.seed = 7;
   o.max_concurrent_trials = std::stoi(Flag(argc, argv, "concurrent", "0"));
+  if (std::string pending = Flag(argc, argv, "pending", ""); !pending.empty())
+    o.max_pending_trials = std::stoi(pending);
   o.gang_size = std::stoi(Flag(argc, argv, "gang", "1"));
   if (std::string cpus = Flag(argc, argv, "cpus", ""); !cpus.empty())
     o.resources_per_trial = {{"CPU", std::stod(cpus)}};

@@ -446,7 +446,7 @@ TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
 TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {
   auto head = StartHead({"--resources", "CPU=2"});
   // Two trials of CPU=2 at once on a cluster of CPU=2: one runs (~5 s), the other waits for it.
-  // (Without --concurrent the tuner starts only as many trials as the cluster's nodes hold.)
+  // (Without --concurrent the second would wait too, as one of max_pending_trials.)
   auto driver = Driver({"--scenario=run", "--name=pend", "--samples=2", "--iters=100",
                         "--scheduler=fifo", "--step-ms=50", "--cpus=2", "--concurrent=2"});
   std::string json, seen;

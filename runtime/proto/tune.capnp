@@ -42,6 +42,7 @@ struct ExperimentSpec {
   params @29 :List(Text);      # the space's parameter names, in order
   pbtMutations @30 :List(Text);
   isFunction @31 :Bool;
+  maxPendingTrials @32 :Int32;  # absent in journals from before it: 0
 }
 
 struct JournalEntry {

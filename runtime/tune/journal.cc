@@ -102,6 +102,7 @@ std::string EncodeSpec(const ExperimentSpec& s) {
   b.setCheckpointEvery(s.checkpoint_every);
   b.setMaxFailures(s.max_failures);
   b.setPendingTimeoutSeconds(s.pending_timeout_seconds);
+  b.setMaxPendingTrials(s.max_pending_trials);
   b.setCreatedMicros(s.created_micros);
   SetTexts(b.initParams(static_cast<unsigned>(s.params.size())), s.params);
   return Bytes(m);
@@ -114,7 +115,8 @@ Result<ExperimentSpec> DecodeSpec(std::string_view bytes) {
   const ExperimentSpec& s = *spec;
   if (s.gang_size < 1 || s.gang_size > 1024 || s.max_iterations < 1 || s.num_samples < 1 ||
       s.checkpoint_every < 0 || s.max_failures < 0 || s.max_concurrent_trials < 0 ||
-      s.time_budget_seconds < 0 || s.pending_timeout_seconds < 0 || s.metric.empty()) {
+      s.max_pending_trials < 0 || s.time_budget_seconds < 0 || s.pending_timeout_seconds < 0 ||
+      s.metric.empty()) {
     return Status::InvalidArgument("tuning experiment '" + s.name +
                                    "': its stored spec has values out of range");
   }
@@ -154,6 +156,7 @@ Result<ExperimentSpec> ReadSpec(std::string_view bytes) {
     s.checkpoint_every = b.getCheckpointEvery();
     s.max_failures = b.getMaxFailures();
     s.pending_timeout_seconds = b.getPendingTimeoutSeconds();
+    s.max_pending_trials = b.getMaxPendingTrials();
     s.created_micros = b.getCreatedMicros();
     s.params = Texts(b.getParams());
     return s;

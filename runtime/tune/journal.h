@@ -59,6 +59,7 @@ struct ExperimentSpec {
   int64_t checkpoint_every = 1;
   int32_t max_failures = 3;
   int64_t pending_timeout_seconds = 0;
+  int32_t max_pending_trials = 0;
   int64_t created_micros = 0;
   std::vector<std::string> params;
 };

@@ -45,6 +45,13 @@ size_t Tuner::Impl::Capacity() {
   return capacity_;
 }
 
+size_t Tuner::Impl::Slots() {
+  size_t slots = Capacity();
+  if (spec_.max_concurrent_trials == 0 && spec_.max_pending_trials > 0)
+    slots += static_cast<size_t>(spec_.max_pending_trials);
+  return slots;
+}
+
 Status Tuner::Impl::FillSlots() {
   while (true) {
     auto due = std::find_if(restart_.begin(), restart_.end(),
@@ -59,13 +66,13 @@ Status Tuner::Impl::FillSlots() {
       }
       continue;
     }
-    if (due != restart_.end() && live_.size() < Capacity()) {
+    if (due != restart_.end() && live_.size() < Slots()) {
       uint64_t id = due->first;
       restart_.erase(due);
       CUMULUS_RETURN_IF_ERROR(StartTrial(id));
       continue;
     }
-    if (live_.size() + restart_.size() >= Capacity()) return Status::OK();  // slots kept for them
+    if (live_.size() + restart_.size() >= Slots()) return Status::OK();  // slots kept for them
     if (budget_spent_) return Status::OK();
     if (fresh_.empty() && !state_.searcher_done()) {
       uint64_t id = state_.next_trial();
@@ -119,17 +126,16 @@ Status Tuner::Impl::StartTrial(uint64_t id) {
   if (spec_.gang_size > 1) {
     std::vector<std::map<std::string, double>> bundles(spec_.gang_size, spec_.resources);
     auto strategy = static_cast<PlacementGroupStrategy>(spec_.gang_strategy);
-    auto timeout = spec_.pending_timeout_seconds > 0
-                       ? std::chrono::milliseconds(spec_.pending_timeout_seconds * 1000)
-                       : std::chrono::milliseconds(int64_t{7} * 24 * 3600 * 1000);
+    // No limit of its own: a pending_timeout is CheckPendingTimeouts', which cancels the
+    // reservation (as Kill does when the trial ends while it is reserved).
+    int64_t no_limit = -1;
     std::string purpose = TrialPurpose(id);
     PlacementGroupId group_id = PlacementGroupId::FromRandom();
     live.reserving_id = group_id;
     cumulus::internal::Runtime* rt = &cumulus::internal::RuntimeOrThrow();
     live.reserving = std::async(std::launch::async, [=]() -> Result<PlacementGroup> {
       CUMULUS_ASSIGN_OR_RETURN(
-          auto made,
-          rt->CreatePlacementGroup(bundles, strategy, timeout.count(), purpose, group_id));
+          auto made, rt->CreatePlacementGroup(bundles, strategy, no_limit, purpose, group_id));
       return PlacementGroup(made.first, std::move(made.second));
     });
     return Status::OK();
@@ -432,10 +438,18 @@ Status Tuner::Impl::CheckPendingTimeouts() {
   if (spec_.pending_timeout_seconds <= 0) return Status::OK();
   auto limit = std::chrono::seconds(spec_.pending_timeout_seconds);
   std::vector<uint64_t> late;
+  size_t placed = 0;
+  for (auto& [id, live] : live_) placed += live.placed;
+  // While the experiment's own trials fill what the current nodes hold, the others wait for
+  // them (max_pending_trials), not for resources that may never come: that wait is not counted.
+  bool own_trials_fill = placed >= Capacity();
   for (auto& [id, live] : live_) {
-    // A gang still being reserved ends by its reservation's own timeout (the same limit), which
-    // hands back any group it got.
-    if (!live.placed && !live.reserving && Clock::now() - live.since > limit) late.push_back(id);
+    if (live.placed) continue;
+    if (own_trials_fill) {
+      live.since = Clock::now();
+    } else if (Clock::now() - live.since > limit) {
+      late.push_back(id);
+    }
   }
   for (uint64_t id : late) {
     std::string want;
@@ -488,6 +502,7 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     CUMULUS_RETURN_IF_ERROR(ApplyStopRequests());
     CUMULUS_RETURN_IF_ERROR(FillSlots());
     CUMULUS_RETURN_IF_ERROR(CheckPendingTimeouts());
+    CUMULUS_RETURN_IF_ERROR(RefuseTrialsNoNodeCanHold());
     if (live_.empty() && restart_.empty()) break;
 
     // Gangs whose placement groups were being reserved.

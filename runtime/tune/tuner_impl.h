@@ -60,6 +60,8 @@ class Tuner::Impl {
     std::optional<ObjectRef<std::string>> where;  // rank 0's Where(): answered once placed
     std::vector<ObjectRef<StepResult>> steps;     // in flight, one per rank
     bool placed = false;
+    // Since when it waits for resources; not counted while the experiment's own placed trials
+    // fill what the current nodes hold (CheckPendingTimeouts).
     Clock::time_point since;
     int64_t host_iteration = 0;  // iterations the actors have done (from their checkpoint)
     int attempt = 0;
@@ -90,7 +92,21 @@ class Tuner::Impl {
   // Ends the trials that `cumulus stop trial` asked to stop (stop_requests.h): looks at most
   // every kStopPollInterval, and at once on the loop's first turn (a restored experiment).
   Status ApplyStopRequests();
+  // Ends as FAILED the trials waiting for resources that no node of the cluster has (its totals)
+  // and that the cluster's autoscaler, in its latest verdicts (`cumulus status`), can launch no
+  // node type for: on a cluster whose nodes let such work wait for an autoscaler
+  // (`--wait-for-nodes`) they would wait forever. Looks every kRefusalCheckInterval while a trial
+  // waits; without an autoscaler (or with one that stopped publishing) it does nothing, and the
+  // nodes refuse what none of them can run.
+  Status RefuseTrialsNoNodeCanHold();
+  bool AnyNodeCouldHoldABundle(const ClusterView& view) const;
+  static constexpr std::chrono::seconds kRefusalCheckInterval{1};
+  static constexpr int64_t kFreshVerdictMicros = 30'000'000;  // older verdicts are not believed
+  // Trials the current nodes hold at once (or max_concurrent_trials), looked at every 5 s.
   size_t Capacity();
+  // Trials to keep started (running or waiting for resources): Capacity(), plus up to
+  // max_pending_trials more that wait as pending demand when max_concurrent_trials is 0.
+  size_t Slots();
   void Progress(bool final);
   std::vector<std::pair<int64_t, double>> ReplayableCutoffs() const;
 
@@ -118,7 +134,8 @@ class Tuner::Impl {
   Clock::time_point started_;
   size_t capacity_ = 1;
   Clock::time_point capacity_checked_;
-  Clock::time_point stops_checked_;  // the last look for stop requests (epoch: never)
+  Clock::time_point stops_checked_;     // the last look for stop requests (epoch: never)
+  Clock::time_point refusals_checked_;  // the last RefuseTrialsNoNodeCanHold look (epoch: never)
   Clock::time_point last_progress_;
   std::string last_progress_line_;
   size_t progress_lines_ = 0;

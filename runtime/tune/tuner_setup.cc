@@ -45,6 +45,9 @@ Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace&
   if (o.max_failures < 0) return Bad("max_failures must not be negative");
   if (o.checkpoint_every < 0) return Bad("checkpoint_every must not be negative");
   if (o.max_concurrent_trials < 0) return Bad("max_concurrent_trials must not be negative");
+  if (o.max_pending_trials < 0 || o.max_pending_trials > 10000)
+    return Bad("max_pending_trials must be 0 to 10000, got " +
+               std::to_string(o.max_pending_trials));
   if (o.time_budget.count() < 0) return Bad("time_budget must not be negative");
   if (o.pending_timeout.count() < 0) return Bad("pending_timeout must not be negative");
   if (o.progress != "auto" && o.progress != "table" && o.progress != "lines" &&
@@ -86,6 +89,7 @@ Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace&
   s.stop = o.stop;
   s.time_budget_seconds = o.time_budget.count();
   s.max_concurrent_trials = o.max_concurrent_trials;
+  s.max_pending_trials = o.max_pending_trials;
   s.resources = o.resources_per_trial;
   s.gang_size = o.gang_size;
   s.gang_strategy = static_cast<uint8_t>(o.gang_strategy);

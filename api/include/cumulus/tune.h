@@ -135,6 +135,13 @@ struct TunerOptions {
   std::chrono::seconds time_budget{0};
   // Trials running at once; 0: as many as there are samples (the cluster's capacity decides).
   int max_concurrent_trials = 0;
+  // With max_concurrent_trials = 0: beyond the trials the cluster's current nodes hold, up to
+  // this many more are started and wait for resources. They are the experiment's pending demand
+  // (named "trial EXP/TRIAL" in `cumulus status`), which an autoscaler launches nodes for; the
+  // cap keeps a run of many samples from queueing them all on the cluster. They run as nodes
+  // join or as other trials end, and no pending_timeout applies to them. 0: only as many as the
+  // current nodes hold (a tuning run alone then makes no autoscaler launch anything).
+  int max_pending_trials = 4;
   // Each trial's actor asks for these; a gang trial has `gang_size` actors, one bundle each, in a
   // placement group with `gang_strategy`, joined in a collective group.
   std::map<std::string, double> resources_per_trial = {{"CPU", 1}};
