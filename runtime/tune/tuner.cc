@@ -195,7 +195,8 @@ void Tuner::Impl::Kill(uint64_t id) {
   if (it->second.reserving) {
     // A gang still being reserved: its reservation is withdrawn, which ends the reserving
     // thread's wait at once (no round trip); a group it got just before is removed.
-    cumulus::internal::RuntimeOrThrow().CancelPlacementGroup(it->second.reserving_id);
+    if (it->second.reserving->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      cumulus::internal::RuntimeOrThrow().CancelPlacementGroup(it->second.reserving_id);
     auto got = it->second.reserving->get();
     it->second.reserving.reset();
     if (got.ok()) (void)RemovePlacementGroup(*got);
