@@ -58,8 +58,9 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   PlacementDecision d = PlaceTask(snap, req);
   if (d.kind == PlacementDecision::kInfeasible && node_.RefreshView(now, false)) {
     // The view may predate a node that joined: ask the head before saying "never". The task
-    // waits for the answer, which schedules again.
-    t.wait_reason = "asking the head for a fresh view of the nodes";
+    // waits for the answer, which schedules again. A reason it already had stays (the pending
+    // demand, and with it the view's version, does not flip for one round trip).
+    if (t.wait_reason.empty()) t.wait_reason = "asking the head for a fresh view of the nodes";
     return false;
   }
   if (d.kind == PlacementDecision::kInfeasible) {  // unless a node out of reach would fit
