@@ -31,10 +31,15 @@ int64_t LearnedIdleTimeout(const std::vector<int64_t>& gaps, int64_t boot_micros
 }
 
 int64_t EffectiveIdleTimeout(const NodeType& type, const Snapshot& snapshot,
-                             const LearnOptions& options) {
+                             const LearnOptions& options, bool* learned) {
+  if (learned) *learned = false;
   if (!type.learn_idle_timeout) return type.idle_timeout_micros;
   auto it = snapshot.idle_gaps.find(type.name);
-  if (it == snapshot.idle_gaps.end()) return type.idle_timeout_micros;
+  if (it == snapshot.idle_gaps.end() ||
+      static_cast<int>(it->second.size()) < std::max(1, options.min_gaps)) {
+    return type.idle_timeout_micros;
+  }
+  if (learned) *learned = true;
   return LearnedIdleTimeout(it->second, type.boot_micros, type.idle_timeout_micros, options);
 }
 

@@ -42,9 +42,10 @@ struct LearnOptions {
 int64_t LearnedIdleTimeout(const std::vector<int64_t>& gaps, int64_t boot_micros, int64_t fallback,
                            const LearnOptions& options = {});
 
-// The idle timeout the policy uses for `type` in `snapshot`.
+// The idle timeout the policy uses for `type` in `snapshot`; `*learned` (if given): whether it
+// came from the gaps rather than the type's idle_timeout_micros.
 int64_t EffectiveIdleTimeout(const NodeType& type, const Snapshot& snapshot,
-                             const LearnOptions& options = {});
+                             const LearnOptions& options = {}, bool* learned = nullptr);
 
 class IdleGapRecorder {
  public:

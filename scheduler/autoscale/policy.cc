@@ -121,6 +121,7 @@ class Round {
   std::vector<int> running_, launching_, draining_, idle_, opened_, alive_;
   std::vector<int64_t> backoff_until_;
   std::vector<int64_t> idle_timeout_;  // per type: configured or learned (idle_gaps.h)
+  std::vector<bool> learned_;          // per type: idle_timeout_ came from the gaps
   std::vector<std::string> backoff_why_;
   std::vector<Bin> free_;                             // on-prem nodes, then running cloud nodes
   std::vector<Bin> booting_;                          // launching nodes (not timed out)
@@ -165,7 +166,12 @@ void Round::CountNodes() {
   backoff_until_.assign(n, 0);
   backoff_why_.assign(n, "");
   idle_timeout_.assign(n, 0);
-  for (size_t t = 0; t < n; ++t) idle_timeout_[t] = EffectiveIdleTimeout(s_.types[t], s_);
+  learned_.assign(n, false);
+  for (size_t t = 0; t < n; ++t) {
+    bool learned = false;
+    idle_timeout_[t] = EffectiveIdleTimeout(s_.types[t], s_, {}, &learned);
+    learned_[t] = learned;
+  }
   opened_for_.assign(n, {});
   for (size_t t = 0; t < n; ++t) {
     auto h = s_.launch_history.find(s_.types[t].name);
@@ -493,10 +499,9 @@ void Round::ScaleDown() {
     if (kept[c.type] - 1 < s_.types[c.type].min_count) continue;
     kept[c.type]--;
     drains++;
-    d_.drains.push_back(
-        {c.node->id, "idle for " + Minutes(s_.now - c.node->idle_since) + ", timeout " +
-                         Minutes(idle_timeout_[c.type]) +
-                         (s_.types[c.type].learn_idle_timeout ? " (learned)" : "")});
+    d_.drains.push_back({c.node->id, "idle for " + Minutes(s_.now - c.node->idle_since) +
+                                         ", timeout " + Minutes(idle_timeout_[c.type]) +
+                                         (learned_[c.type] ? " (learned)" : "")});
   }
   if (!d_.drains.empty()) d_.recheck_at = std::min(d_.recheck_at, s_.now + 1);
 }

@@ -456,10 +456,15 @@ TEST_F(PolicyTest, ATypeThatLearnsItsIdleTimeoutUsesTheGapsItWasGiven) {
   d = DecideOk(s_);
   EXPECT_TRUE(d.drains.empty());
   EXPECT_EQ(d.recheck_at, s_.now + 30 * kMicrosPerSecond);
-  // Too few gaps: the configured timeout (5 minutes) holds.
+  // Too few gaps: the configured timeout (5 minutes) holds, and is not called learned.
   s_.idle_gaps["cpu4"] = {kNeverCameBack};
   s_.nodes[0].idle_since = s_.now - 2 * kMin;
   EXPECT_TRUE(DecideOk(s_).drains.empty());
+  s_.nodes[0].idle_since = s_.now - 6 * kMin;
+  d = DecideOk(s_);
+  ASSERT_EQ(d.drains.size(), 1u);
+  EXPECT_EQ(d.drains[0].why, "idle for 6m, timeout 5m");
+  s_.nodes[0].idle_since = s_.now - 2 * kMin;
   s_.types[0].learn_idle_timeout = false;
   s_.idle_gaps["cpu4"] = std::vector<int64_t>(20, kNeverCameBack);
   EXPECT_TRUE(DecideOk(s_).drains.empty()) << "gaps are ignored by a type that does not learn";
