@@ -2,7 +2,10 @@
 // (scheduler/autoscale/policy.h) with a simulated clock, against baseline rules in the same run.
 //
 //   build/bin/bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F] [--tick S]
+//                         [--idle-timeout S] [--learn-idle-timeout] [--launch-after-waiting S|boot]
 //                         [--json]
+// The last three set our policy's node types as the cluster file's keys idle_timeout_s,
+// learn_idle_timeout and launch_after_waiting_s would (defaults: each type's boot time, off, 0).
 //
 // PODS.csv / NODES.csv: the format of the Alibaba GPU cluster traces (../shared/data/cluster_trace:
 // pods name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,...,creation_time,deletion_time,
@@ -75,6 +78,8 @@ struct Args {
   double fraction = -1;  // default: MeanLoadFraction
   int64_t tick = 30;
   int64_t idle_timeout = -1;  // ours: -1 = each type's boot time
+  bool learn = false;         // ours: each type's learn_idle_timeout
+  int64_t launch_after = 0;   // ours: each type's launch_after_waiting; -1 = its boot time
   bool json = false;
 };
 
@@ -84,7 +89,8 @@ Args ParseArgs(int argc, char** argv) {
     Fail(
         "usage: bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F (0..1; "
         "default: the trace's mean GPU load over its GPUs)] [--tick SECONDS (default 30)] "
-        "[--idle-timeout SECONDS (ours; default: each type's boot time)] [--json]");
+        "[--idle-timeout SECONDS (ours; default: each type's boot time)] [--learn-idle-timeout "
+        "(ours)] [--launch-after-waiting SECONDS|boot (ours; default 0)] [--json]");
   };
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
@@ -116,6 +122,16 @@ Args ParseArgs(int argc, char** argv) {
       if (v.empty() || *end || t < 0 || t > 86400)
         Fail("--idle-timeout must be whole seconds from 0 to 86400, got '" + v + "'");
       a.idle_timeout = t;
+    } else if (s == "--learn-idle-timeout") {
+      a.learn = true;
+    } else if (s == "--launch-after-waiting") {
+      std::string v = value();
+      char* end = nullptr;
+      long long t = v == "boot" ? -1 : std::strtoll(v.c_str(), &end, 10);
+      if (v != "boot" && (v.empty() || *end || t < 0 || t > 86400))
+        Fail("--launch-after-waiting must be 'boot' or whole seconds from 0 to 86400, got '" + v +
+             "'");
+      a.launch_after = t;
     } else if (s == "--json") {
       a.json = true;
     } else {
@@ -194,7 +210,11 @@ int main(int argc, char** argv) {
   auto run = [&](const std::string& name, Scaler* s) {
     rows.push_back({name, Simulate(*pods, onprem, types, s, args.tick, countable)});
   };
-  auto ours = MakeOurScaler(args.idle_timeout);
+  OurSettings settings;
+  settings.idle_timeout_s = args.idle_timeout;
+  settings.learn_idle_timeout = args.learn;
+  settings.launch_after_waiting_s = args.launch_after;
+  auto ours = MakeOurScaler(settings);
   auto burst = MakeBurstImmediately();
   auto ray = MakeRayLike();
   auto k8s = MakeK8sEc2Like();
@@ -204,9 +224,16 @@ int main(int argc, char** argv) {
   run("ray-like", ray.get());
   run("k8s-ec2-autoscaler-like", k8s.get());
 
-  std::string command = "build/bin/bench_burst --trace " + args.trace + " --nodes " + args.nodes +
-                        " --onprem-fraction " + Fraction(args.fraction) + " --tick " +
-                        std::to_string(args.tick) + (args.json ? " --json" : "");
+  std::string command =
+      "build/bin/bench_burst --trace " + args.trace + " --nodes " + args.nodes +
+      " --onprem-fraction " + Fraction(args.fraction) + " --tick " + std::to_string(args.tick) +
+      (args.idle_timeout >= 0 ? " --idle-timeout " + std::to_string(args.idle_timeout) : "") +
+      (args.learn ? " --learn-idle-timeout" : "") +
+      (args.launch_after != 0
+           ? " --launch-after-waiting " +
+                 (args.launch_after < 0 ? std::string("boot") : std::to_string(args.launch_after))
+           : "") +
+      (args.json ? " --json" : "");
   if (args.json) {
     std::printf("{\"rows\": [");
     for (size_t i = 0; i < rows.size(); ++i) {

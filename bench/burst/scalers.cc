@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "scheduler/autoscale/idle_gaps.h"
 #include "scheduler/autoscale/policy.h"
 
 namespace cumulus::burst {
@@ -166,8 +167,8 @@ class K8sEc2Like : public Scaler {
 
 class OurScaler : public Scaler {
  public:
-  OurScaler(int64_t idle_timeout_s, int max_drains) : idle_timeout_s_(idle_timeout_s) {
-    options_.max_drains_per_round = max_drains;
+  explicit OurScaler(const OurSettings& settings) : settings_(settings) {
+    options_.max_drains_per_round = settings.max_drains_per_round;
   }
 
   Actions Round(const ClusterView& v) override {
@@ -182,13 +183,19 @@ class OurScaler : public Scaler {
         nt.price_per_hour = t.price_per_hour;
         nt.boot_micros = t.boot_s * kMicrosPerSecond;
         nt.idle_timeout_micros =
-            (idle_timeout_s_ >= 0 ? idle_timeout_s_ : t.boot_s) * kMicrosPerSecond;
+            (settings_.idle_timeout_s >= 0 ? settings_.idle_timeout_s : t.boot_s) *
+            kMicrosPerSecond;
+        nt.learn_idle_timeout = settings_.learn_idle_timeout;
+        nt.launch_after_waiting_micros =
+            (settings_.launch_after_waiting_s >= 0 ? settings_.launch_after_waiting_s : t.boot_s) *
+            kMicrosPerSecond;
         types_.push_back(nt);
       }
     }
     Snapshot s;
     s.now = v.now * kMicrosPerSecond;
     s.types = types_;
+    s.idle_gaps = recorder_.Gaps();
     for (size_t i = 0; i < v.nodes.size(); ++i) {
       const SimNode& n = v.nodes[i];
       if (n.state == SimNode::kGone) continue;
@@ -209,11 +216,12 @@ class OurScaler : public Scaler {
       node.idle_since = n.pods > 0 ? -1 : n.idle_since * kMicrosPerSecond;
       s.nodes.push_back(std::move(node));
     }
-    // Pending pods of one shape and one set of models are one item with a count.
-    std::map<std::pair<Res, std::vector<std::string>>, size_t> items;
+    // Pending pods of one shape, one set of models and one arrival are one item with a count.
+    std::map<std::tuple<Res, std::vector<std::string>, int64_t>, size_t> items;
     for (int pod : v.pending) {
       const Pod& p = v.pods[pod];
-      auto [it, added] = items.emplace(std::make_pair(p.need, p.models), s.demand.size());
+      auto [it, added] =
+          items.emplace(std::make_tuple(p.need, p.models, p.arrival), s.demand.size());
       if (!added) {
         s.demand[it->second].count++;
         continue;
@@ -224,12 +232,13 @@ class OurScaler : public Scaler {
       if (p.need.gpu > 0 && !p.models.empty()) {
         d.labels.in["gpu_model"] = std::set<std::string>(p.models.begin(), p.models.end());
       }
-      d.since = p.arrival * kMicrosPerSecond;
+      d.since = (p.arrival - v.pods.front().arrival) * kMicrosPerSecond;  // on the view's clock
       s.demand.push_back(std::move(d));
     }
     Actions a;
     auto decided = Decide(s, options_);
     if (!decided.ok()) return a;  // cannot happen: the snapshot is built above
+    recorder_.Observe(s, *decided);
     for (const Launch& l : decided->launches) {
       int type =
           static_cast<int>(std::find_if(types_.begin(), types_.end(),
@@ -254,15 +263,16 @@ class OurScaler : public Scaler {
     return out;
   }
 
-  int64_t idle_timeout_s_;
+  OurSettings settings_;
   autoscale::Options options_;
+  autoscale::IdleGapRecorder recorder_;
   std::vector<autoscale::NodeType> types_;
 };
 
 }  // namespace
 
-std::unique_ptr<Scaler> MakeOurScaler(int64_t idle_timeout_s, int max_drains) {
-  return std::make_unique<OurScaler>(idle_timeout_s, max_drains);
+std::unique_ptr<Scaler> MakeOurScaler(const OurSettings& settings) {
+  return std::make_unique<OurScaler>(settings);
 }
 std::unique_ptr<Scaler> MakeBurstImmediately() { return std::make_unique<BurstImmediately>(); }
 std::unique_ptr<Scaler> MakeRayLike() { return std::make_unique<RayLike>(); }

@@ -8,10 +8,19 @@
 
 namespace cumulus::burst {
 
-// Our policy. Each type's idle timeout is `idle_timeout_s`, or with -1 its boot time (keeping an
-// idle node as long as a new one takes to boot costs at most twice the best choice made knowing
-// the future: ski rental).
-std::unique_ptr<Scaler> MakeOurScaler(int64_t idle_timeout_s = -1, int max_drains_per_round = 5);
+// How bench_burst sets up our policy's node types (the cluster file's keys, docs/autoscaler.md).
+struct OurSettings {
+  // Each type's idle_timeout; -1: its boot time (keeping an idle node as long as a new one takes
+  // to boot costs at most twice the best choice made knowing the future: ski rental).
+  int64_t idle_timeout_s = -1;
+  bool learn_idle_timeout = false;  // each type's learn_idle_timeout (the gaps recorded here)
+  // Each type's launch_after_waiting; -1: its boot time.
+  int64_t launch_after_waiting_s = 0;
+  int max_drains_per_round = 5;
+};
+
+// Our policy (scheduler/autoscale/policy.h) with an IdleGapRecorder, as the head's monitor runs it.
+std::unique_ptr<Scaler> MakeOurScaler(const OurSettings& settings = {});
 
 // Launches, for every pending pod no booting node covers, one node of the cheapest type that
 // holds it alone; terminates a node the round after it goes idle.

@@ -5,11 +5,16 @@
 #   long.csv       every pod runs three times as long
 #   spec.csv       GPU pods restricted by gpu_spec (every 3rd: V100M16|V100M32, every 5th: T4)
 #   nodes_cpu.csv  the node list with a CPU-only node (64 CPUs, 256 GiB) after every 10th node
+# and two held out (made after the policy's last change was designed, for checking it only):
+#   odd.csv        the other half: every pod half.csv leaves out
+#   third.csv      every third pod (the 3rd, 6th, 9th, ...)
 # Usage: bench/burst/trace_variants.sh PODS.csv NODES.csv OUT_DIR
 set -euo pipefail
 pods=$1 nodes=$2 out=$3
 mkdir -p "$out"
 awk -F, 'NR == 1 || NR % 2 == 0' "$pods" > "$out/half.csv"
+awk -F, 'NR == 1 || NR % 2 == 1' "$pods" > "$out/odd.csv"
+awk -F, 'NR == 1 || NR % 3 == 1' "$pods" > "$out/third.csv"
 # Columns by name, so any column order works.
 awk -F, -v OFS=, '
   NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
@@ -50,4 +55,4 @@ awk -F, -v OFS=, '
       print line
     }
   }' "$nodes" > "$out/nodes_cpu.csv"
-echo "wrote $out/{half,dense,long,spec}.csv and $out/nodes_cpu.csv"
+echo "wrote $out/{half,dense,long,spec,odd,third}.csv and $out/nodes_cpu.csv"

@@ -313,7 +313,8 @@ class Parser {
           YamlMap m,
           YamlMap::Open(file_, list[i], path,
                         {"name", "provider", "resources", "labels", "gpu_model", "price_per_hour",
-                         "boot_time_s", "min_count", "max_count", "spot", "idle_timeout_s"}));
+                         "boot_time_s", "min_count", "max_count", "spot", "idle_timeout_s",
+                         "learn_idle_timeout", "launch_after_waiting_s"}));
       NodeTypeConfig t;
       if (!m.Has("name")) return YamlError(file_, list[i], index_path + " needs a name");
       CUMULUS_RETURN_IF_ERROR(m.String("name", &t.name));
@@ -379,6 +380,9 @@ class Parser {
       }
       CUMULUS_RETURN_IF_ERROR(m.Bool("spot", &t.spot));
       CUMULUS_RETURN_IF_ERROR(m.Real("idle_timeout_s", {0, 604800, "seconds"}, &t.idle_timeout_s));
+      CUMULUS_RETURN_IF_ERROR(m.Bool("learn_idle_timeout", &t.learn_idle_timeout));
+      CUMULUS_RETURN_IF_ERROR(
+          m.Real("launch_after_waiting_s", {0, 86400, "seconds"}, &t.launch_after_waiting_s));
       out->push_back(std::move(t));
     }
     return Status();

@@ -109,6 +109,12 @@ struct NodeTypeConfig {
   int64_t max_count = 10;       // never more, 1 to 10000
   bool spot = false;            // may be taken away by the cloud at any time
   double idle_timeout_s = 300;  // idle this long: drained and terminated, 0 to 604800
+  // Learn the idle timeout from how soon work came back for this type (ski rental over the
+  // recent idle gaps, scheduler/autoscale/idle_gaps.h); idle_timeout_s until 10 gaps are known.
+  bool learn_idle_timeout = false;
+  // Pending work launches a node of this type only once it has waited this long (on-prem may
+  // free room sooner), 0 to 86400; 0: at once.
+  double launch_after_waiting_s = 0;
 };
 
 struct BudgetConfig {

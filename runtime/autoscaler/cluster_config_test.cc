@@ -54,6 +54,8 @@ node_types:
     max_count: 4
     spot: true
     idle_timeout_s: 600
+    learn_idle_timeout: true
+    launch_after_waiting_s: 90
 budget:
   per_hour: 10
   total: 1000
@@ -124,6 +126,8 @@ TEST(ClusterConfig, ParsesAWholeFile) {
   EXPECT_EQ(cpu.boot_time_s, 300);     // default
   EXPECT_EQ(cpu.idle_timeout_s, 300);  // default
   EXPECT_FALSE(cpu.spot);
+  EXPECT_FALSE(cpu.learn_idle_timeout);      // default
+  EXPECT_EQ(cpu.launch_after_waiting_s, 0);  // default
   const NodeTypeConfig* gpu = c->FindType("a100");
   ASSERT_NE(gpu, nullptr);
   EXPECT_EQ(gpu->labels.at("gpu_model"), "A100");  // from gpu_model
@@ -132,6 +136,8 @@ TEST(ClusterConfig, ParsesAWholeFile) {
   EXPECT_EQ(gpu->max_count, 4);
   EXPECT_TRUE(gpu->spot);
   EXPECT_EQ(gpu->idle_timeout_s, 600);
+  EXPECT_TRUE(gpu->learn_idle_timeout);
+  EXPECT_EQ(gpu->launch_after_waiting_s, 90);
   EXPECT_EQ(c->budget.per_hour, 10);
   EXPECT_EQ(c->budget.total, 1000);
   EXPECT_EQ(c->upscaling_speed, 2);
@@ -153,7 +159,7 @@ TEST(ClusterConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(e.rfind("c.yaml:34:5: unknown key 'node_types[cpu-8].max_cuont'", 0), 0u) << e;
   EXPECT_NE(e.find("max_count"), std::string::npos) << e;
   e = ErrorOf(With("upscaling_speed: 2", "upscaling_sped: 2"));
-  EXPECT_EQ(e.rfind("c.yaml:47:1: unknown key 'upscaling_sped'", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("c.yaml:49:1: unknown key 'upscaling_sped'", 0), 0u) << e;
   // A key of another provider kind.
   e = ErrorOf(With("    partition: gpu\n", "    partition: gpu\n    boot_delay_s: 1\n"));
   EXPECT_NE(e.find("unknown key 'providers.hpc.boot_delay_s'"), std::string::npos) << e;
@@ -165,6 +171,12 @@ TEST(ClusterConfig, ErrorsNameFileLineAndKey) {
             "1e+06, got 'cheap'");
   e = ErrorOf(With("spot: true", "spot: maybe"));
   EXPECT_EQ(e, "c.yaml:42:11: node_types[a100].spot must be true or false, got 'maybe'");
+  e = ErrorOf(With("learn_idle_timeout: true", "learn_idle_timeout: 1h"));
+  EXPECT_EQ(e, "c.yaml:44:25: node_types[a100].learn_idle_timeout must be true or false, got '1h'");
+  e = ErrorOf(With("launch_after_waiting_s: 90", "launch_after_waiting_s: -5"));
+  EXPECT_EQ(e.rfind("c.yaml:45:29: node_types[a100].launch_after_waiting_s must be", 0), 0u) << e;
+  e = ErrorOf(With("launch_after_waiting_s: 90", "launch_after_wait_s: 90"));
+  EXPECT_EQ(e.rfind("c.yaml:45:5: unknown key 'node_types[a100].launch_after_wait_s'", 0), 0u) << e;
   e = ErrorOf(With("  port: 7000", "  port: [7000]"));
   EXPECT_EQ(e, "c.yaml:4:9: head.port must be a whole number, got a list");
   e = ErrorOf(With("sbatch_args: [\"--time=01:00:00\"]", "sbatch_args: --time=1"));

@@ -285,10 +285,12 @@ Status Monitor::RunRound() {
   mv.in_flight_launches = in_flight_launches_;
   mv.in_flight_since = in_flight_since_;
   mv.now = now;
-  BuiltSnapshot built = BuildSnapshot(options_.config, books_, mv, &idle_since_);
+  BuiltSnapshot built = BuildSnapshot(options_.config, books_, mv, &idle_since_, &demand_since_);
+  built.snapshot.idle_gaps = idle_gaps_.Gaps();
   auto decision = autoscale::Decide(built.snapshot, options_.policy);
   if (!decision.ok()) return decision.status();
   decision_ = *decision;
+  idle_gaps_.Observe(built.snapshot, decision_);
 
   for (auto& l : decision_.launches) Launch(l.type, l.count, l.why);
   for (auto& d : decision_.drains) {

@@ -31,6 +31,7 @@
 #include "runtime/autoscaler/monitor_books.h"
 #include "runtime/autoscaler/node_provider.h"
 #include "runtime/head/control_client.h"
+#include "scheduler/autoscale/idle_gaps.h"
 #include "scheduler/autoscale/policy.h"
 
 namespace cumulus {
@@ -121,6 +122,8 @@ class Monitor {
   autoscale::Decision decision_;
   std::map<std::string, std::vector<Instance>> listed_;  // provider -> its last List()
   std::map<std::string, int64_t> idle_since_;            // node hex -> since when idle (micros)
+  std::map<std::string, int64_t> demand_since_;          // pending demand -> since when (micros)
+  autoscale::IdleGapRecorder idle_gaps_;                 // for types that learn_idle_timeout
   std::map<std::string, int> in_flight_launches_;        // type -> nodes being asked for
   std::map<std::string, int64_t> in_flight_since_;       // type -> when the oldest was asked
   std::set<std::string> terminating_;                    // instance ids with a call in flight

@@ -35,13 +35,17 @@ std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config) {
     p.max_count = static_cast<int>(t.max_count);
     p.spot = t.spot;
     p.idle_timeout_micros = Micros(t.idle_timeout_s);
+    p.learn_idle_timeout = t.learn_idle_timeout;
+    p.launch_after_waiting_micros = Micros(t.launch_after_waiting_s);
     out.push_back(std::move(p));
   }
   return out;
 }
 
 BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& books,
-                            const MonitorView& view, std::map<std::string, int64_t>* idle_since) {
+                            const MonitorView& view, std::map<std::string, int64_t>* idle_since,
+                            std::map<std::string, int64_t>* demand_since) {
+  std::set<std::string> demand_seen;
   BuiltSnapshot built;
   autoscale::Snapshot& s = built.snapshot;
   s.now = view.now;
@@ -100,11 +104,22 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
       if (selector.ok()) item.labels = *selector;
       item.count = static_cast<int>(d.count);
       item.since = view.now;
+      if (demand_since) {
+        std::string key = hex + " " + item.id;
+        demand_seen.insert(key);
+        item.since = demand_since->emplace(key, view.now).first->second;
+      }
       if (item.count > 0) s.demand.push_back(std::move(item));
     }
   }
   for (auto it = idle_since->begin(); it != idle_since->end();) {
     it = alive_hex.count(it->first) ? std::next(it) : idle_since->erase(it);
+  }
+  // Demand no longer reported has ended its wait (while demand is unsettled, nothing is known).
+  if (demand_since && view.demand_settled) {
+    for (auto it = demand_since->begin(); it != demand_since->end();) {
+      it = demand_seen.count(it->first) ? std::next(it) : demand_since->erase(it);
+    }
   }
 
   // Instances launched and not registered yet: capacity that is booting.

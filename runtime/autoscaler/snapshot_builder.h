@@ -48,7 +48,11 @@ struct BuiltSnapshot {
 // The cloud node types of `config` as the policy sees them.
 std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config);
 
+// `demand_since` (kept by the caller between rounds, like `idle_since`): since when each pending
+// demand (node, shape, selector, purpose) has been reported without a break; it sets
+// DemandItem::since (for a type's launch_after_waiting). nullptr: since = now.
 BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& books,
-                            const MonitorView& view, std::map<std::string, int64_t>* idle_since);
+                            const MonitorView& view, std::map<std::string, int64_t>* idle_since,
+                            std::map<std::string, int64_t>* demand_since = nullptr);
 
 }  // namespace cumulus

@@ -36,6 +36,41 @@ TEST(SnapshotBuilderTest, DemandItemsAreNamedForTheirPurpose) {
   EXPECT_EQ(built.snapshot.demand[1].count, 3);
 }
 
+// A demand's `since` is when it was first reported without a break (a type's
+// launch_after_waiting counts from it); demand no longer reported starts again.
+TEST(SnapshotBuilderTest, DemandIsDatedFromWhenItWasFirstReported) {
+  ResourceSet cpu4;
+  cpu4.Set("CPU", 4);
+  MonitorView view;
+  view.now = 1000;
+  view.nodes.push_back(NodeWithDemand({{cpu4, 2, ""}}));
+  std::map<std::string, int64_t> idle_since, demand_since;
+  auto since = [&] {
+    BuiltSnapshot b =
+        BuildSnapshot(ClusterConfig(), MonitorBooks(), view, &idle_since, &demand_since);
+    return b.snapshot.demand.empty() ? int64_t{-1} : b.snapshot.demand[0].since;
+  };
+  EXPECT_EQ(since(), 1000);
+  view.now = 5000;
+  EXPECT_EQ(since(), 1000) << "still waiting: dated from its first report";
+  view.demand_settled = false;  // a node just joined: demand is not read, nor forgotten
+  view.now = 6000;
+  EXPECT_EQ(since(), -1);
+  view.demand_settled = true;
+  view.now = 7000;
+  EXPECT_EQ(since(), 1000);
+  auto demand = view.nodes[0].pending_demand;
+  view.nodes[0].pending_demand.clear();  // placed
+  EXPECT_EQ(since(), -1);
+  view.nodes[0].pending_demand = demand;  // waits again: a new wait
+  view.now = 9000;
+  EXPECT_EQ(since(), 9000);
+  // Without a map (as before): dated now.
+  EXPECT_EQ(
+      BuildSnapshot(ClusterConfig(), MonitorBooks(), view, &idle_since).snapshot.demand[0].since,
+      9000);
+}
+
 // The purpose and the reason travel in the node record (heartbeat and control store).
 TEST(SnapshotBuilderTest, DemandPurposeAndReasonSurviveTheNodeRecord) {
   ResourceSet cpu2;

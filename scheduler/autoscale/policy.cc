@@ -7,6 +7,7 @@
 #include <set>
 
 #include "scheduler/autoscale/bins.h"
+#include "scheduler/autoscale/idle_gaps.h"
 
 namespace cumulus::autoscale {
 
@@ -50,6 +51,8 @@ const char* ReasonName(Reason r) {
       return "budget total";
     case Reason::kUpscalingSpeed:
       return "upscaling speed";
+    case Reason::kWaitingBriefly:
+      return "waiting briefly";
   }
   return "?";
 }
@@ -117,6 +120,8 @@ class Round {
   std::map<std::string, int> type_index_;
   std::vector<int> running_, launching_, draining_, idle_, opened_, alive_;
   std::vector<int64_t> backoff_until_;
+  std::vector<int64_t> idle_timeout_;  // per type: configured or learned (idle_gaps.h)
+  std::vector<bool> learned_;          // per type: idle_timeout_ came from the gaps
   std::vector<std::string> backoff_why_;
   std::vector<Bin> free_;                             // on-prem nodes, then running cloud nodes
   std::vector<Bin> booting_;                          // launching nodes (not timed out)
@@ -160,6 +165,13 @@ void Round::CountNodes() {
   alive_.assign(n, 0);
   backoff_until_.assign(n, 0);
   backoff_why_.assign(n, "");
+  idle_timeout_.assign(n, 0);
+  learned_.assign(n, false);
+  for (size_t t = 0; t < n; ++t) {
+    bool learned = false;
+    idle_timeout_[t] = EffectiveIdleTimeout(s_.types[t], s_, {}, &learned);
+    learned_[t] = learned;
+  }
   opened_for_.assign(n, {});
   for (size_t t = 0; t < n; ++t) {
     auto h = s_.launch_history.find(s_.types[t].name);
@@ -255,8 +267,7 @@ bool Round::MayOpen(int t, Reason* reason, std::string* detail) {
               "/h, the budget is " + Dollars(s_.budget_per_hour) + "/h";
     return false;
   }
-  double least = type.price_per_hour *
-                 static_cast<double>(type.boot_micros + type.idle_timeout_micros) /
+  double least = type.price_per_hour * static_cast<double>(type.boot_micros + idle_timeout_[t]) /
                  static_cast<double>(60 * kMicrosPerMinute);
   if (s_.spend + committed_ + least > s_.budget_total + 1e-9) {
     *reason = Reason::kBudgetTotal;
@@ -382,8 +393,7 @@ void Round::Open(int t) {
   const NodeType& type = s_.types[t];
   planned_.push_back(Bin{"", t, type.labels, type.resources, type.resources});
   opened_[t]++;
-  committed_ += type.price_per_hour *
-                static_cast<double>(type.boot_micros + type.idle_timeout_micros) /
+  committed_ += type.price_per_hour * static_cast<double>(type.boot_micros + idle_timeout_[t]) /
                 static_cast<double>(60 * kMicrosPerMinute);
 }
 
@@ -407,6 +417,17 @@ void Round::LaunchFor(std::vector<Unit>& units) {
     for (size_t k = 0; k < item.bundles.size() && !placed; ++k) {
       int t = ChooseType(item, units, i, &reason, &detail);
       if (t < 0) break;
+      // Rent only once waiting has lasted the type's launch_after_waiting: work that on-prem
+      // frees room for sooner never pays for a node.
+      int64_t launch_at = item.since + s_.types[t].launch_after_waiting_micros;
+      if (k == 0 && s_.now < launch_at) {
+        reason = Reason::kWaitingBriefly;
+        detail = "waited " + Minutes(s_.now - item.since) + " of the " +
+                 Minutes(s_.types[t].launch_after_waiting_micros) + " before a " +
+                 s_.types[t].name + " node is launched";
+        d_.recheck_at = std::min(d_.recheck_at, launch_at);
+        break;
+      }
       Open(t);
       placed = FitBundles(planned_, item.bundles, item.strategy, item.labels);
     }
@@ -456,7 +477,7 @@ void Round::ScaleDown() {
     }
     if (!quiet || node.idle_since < 0 || needed.count(node.id)) continue;
     int t = type_index_.at(node.type);
-    int64_t timeout_at = node.idle_since + s_.types[t].idle_timeout_micros;
+    int64_t timeout_at = node.idle_since + idle_timeout_[t];
     if (s_.now < timeout_at) {
       d_.recheck_at = std::min(d_.recheck_at, timeout_at);
       continue;
@@ -479,8 +500,8 @@ void Round::ScaleDown() {
     kept[c.type]--;
     drains++;
     d_.drains.push_back({c.node->id, "idle for " + Minutes(s_.now - c.node->idle_since) +
-                                         ", timeout " +
-                                         Minutes(s_.types[c.type].idle_timeout_micros)});
+                                         ", timeout " + Minutes(idle_timeout_[c.type]) +
+                                         (learned_[c.type] ? " (learned)" : "")});
   }
   if (!d_.drains.empty()) d_.recheck_at = std::min(d_.recheck_at, s_.now + 1);
 }

@@ -13,9 +13,13 @@
 //      enough, not backed off, below their max, within the budgets and the upscaling speed. A
 //      CPU-only copy never opens a GPU type while a CPU type could hold it. A placement group is
 //      placed whole (STRICT_PACK on one node, STRICT_SPREAD on distinct nodes; PACK and SPREAD
-//      bundle by bundle) or launches nothing.
+//      bundle by bundle) or launches nothing. A copy that has waited less than its chosen type's
+//      launch_after_waiting (DemandItem::since) launches nothing yet (kWaitingBriefly): rent only
+//      when on-prem has not freed room within that time.
 //   4. Min counts: a type below its min launches up to it.
-//   5. Scale down: a running cloud node idle past its type's idle timeout, not busy and holding no
+//   5. Scale down: a running cloud node idle past its type's idle timeout (learned from
+//      Snapshot::idle_gaps for a type with learn_idle_timeout: autoscale/idle_gaps.h), not busy
+//      and holding no
 //      sole copy of an object, with its type above min, is drained (at most
 //      Options::max_drains_per_round per round, longest idle first); a draining node that is
 //      neither busy nor holds a sole copy is terminated. A launch that has not registered after

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "scheduler/autoscale/idle_gaps.h"
+
 namespace cumulus::autoscale {
 namespace {
 
@@ -407,6 +409,65 @@ TEST_F(PolicyTest, AnIdleNodePendingWorkFitsIsNotDrained) {
   Decision d = DecideOk(s_);
   EXPECT_TRUE(d.drains.empty());
   EXPECT_EQ(CopiesWith(d, "job", Reason::kFitsCloudNow), 1);
+}
+
+TEST_F(PolicyTest, DemandWaitsItsTypesLaunchAfterWaitingBeforeALaunch) {
+  s_.nodes[0].free = ResourceSet();                           // on-prem full
+  s_.types[2].launch_after_waiting_micros = t4_.boot_micros;  // t4: wait a boot first
+  DemandItem young = Want("young", "GPU=1");
+  young.since = s_.now - 1 * kMin;
+  DemandItem cpu = Want("cpu", "CPU=4");  // cpu4 launches at once
+  cpu.since = s_.now;
+  s_.demand = {young, cpu};
+  Decision d = DecideOk(s_);
+  EXPECT_EQ(Launched(d, "t4"), 0);
+  EXPECT_EQ(CopiesWith(d, "young", Reason::kWaitingBriefly), 1);
+  EXPECT_EQ(DetailOf(d, "young"), "waited 60s of the 3m before a t4 node is launched");
+  EXPECT_EQ(Launched(d, "cpu4"), 1) << "a type without the setting launches at once";
+  EXPECT_EQ(d.recheck_at, young.since + t4_.boot_micros) << "looked at again when it is due";
+  // Waited as long as the setting: launched.
+  s_.now = young.since + t4_.boot_micros;
+  d = DecideOk(s_);
+  EXPECT_EQ(Launched(d, "t4"), 1);
+  EXPECT_EQ(CopiesWith(d, "young", Reason::kLaunching), 1);
+  // On-prem freed room meanwhile: nothing launches, whatever the wait.
+  s_.nodes[0].free = *ResourceSet::Parse("CPU=8,GPU=1");
+  d = DecideOk(s_);
+  EXPECT_EQ(LaunchedTotal(d), 0);
+}
+
+TEST_F(PolicyTest, ATypeThatLearnsItsIdleTimeoutUsesTheGapsItWasGiven) {
+  Node idle = Cloud("c1", cpu4_, NodeState::kRunning);
+  idle.idle_since = s_.now - 2 * kMin;  // under the configured 5 minutes
+  s_.nodes = {idle};
+  s_.types[0].learn_idle_timeout = true;
+  // Work never came back within the horizon: the learned timeout is 0, drained now.
+  s_.idle_gaps["cpu4"] = std::vector<int64_t>(20, kNeverCameBack);
+  Decision d = DecideOk(s_);
+  ASSERT_EQ(d.drains.size(), 1u);
+  EXPECT_EQ(d.drains[0].why, "idle for 2m, timeout 0s (learned)");
+  // Work always came back after 10 minutes, longer than a boot (3 minutes): still 0.
+  s_.idle_gaps["cpu4"] = std::vector<int64_t>(20, 10 * kMin);
+  EXPECT_EQ(DecideOk(s_).drains.size(), 1u);
+  // Work came back within a minute every time: kept a minute, so not drained at 2 minutes...
+  s_.idle_gaps["cpu4"] = std::vector<int64_t>(20, 1 * kMin);
+  EXPECT_EQ(DecideOk(s_).drains.size(), 1u) << "idle 2 minutes is past the learned 1 minute";
+  s_.nodes[0].idle_since = s_.now - 30 * kMicrosPerSecond;
+  d = DecideOk(s_);
+  EXPECT_TRUE(d.drains.empty());
+  EXPECT_EQ(d.recheck_at, s_.now + 30 * kMicrosPerSecond);
+  // Too few gaps: the configured timeout (5 minutes) holds, and is not called learned.
+  s_.idle_gaps["cpu4"] = {kNeverCameBack};
+  s_.nodes[0].idle_since = s_.now - 2 * kMin;
+  EXPECT_TRUE(DecideOk(s_).drains.empty());
+  s_.nodes[0].idle_since = s_.now - 6 * kMin;
+  d = DecideOk(s_);
+  ASSERT_EQ(d.drains.size(), 1u);
+  EXPECT_EQ(d.drains[0].why, "idle for 6m, timeout 5m");
+  s_.nodes[0].idle_since = s_.now - 2 * kMin;
+  s_.types[0].learn_idle_timeout = false;
+  s_.idle_gaps["cpu4"] = std::vector<int64_t>(20, kNeverCameBack);
+  EXPECT_TRUE(DecideOk(s_).drains.empty()) << "gaps are ignored by a type that does not learn";
 }
 
 TEST_F(PolicyTest, SameSnapshotSameDecision) {

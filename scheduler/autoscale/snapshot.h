@@ -54,6 +54,12 @@ struct NodeType {
   int max_count = std::numeric_limits<int>::max();
   bool spot = false;  // may be reclaimed; shown, the policy treats it like any other type
   int64_t idle_timeout_micros = 5 * kMicrosPerMinute;  // idle this long: drained
+  // Learn the idle timeout from Snapshot::idle_gaps (LearnedIdleTimeout, autoscale/idle_gaps.h)
+  // once enough gaps are known; idle_timeout_micros until then.
+  bool learn_idle_timeout = false;
+  // Demand launches a node of this type only once it has waited this long (it may fit on-prem
+  // when something there ends): 0 launches at once.
+  int64_t launch_after_waiting_micros = 0;
 };
 
 enum class NodeState {
@@ -104,6 +110,9 @@ struct Snapshot {
   double budget_per_hour = kNoLimit;  // the launched nodes' price per hour, all together
   double budget_total = kNoLimit;     // dollars, spend included
   double upscaling_speed = 1.0;       // nodes launching at once: up to this times the running ones
+  // Per type name: recent idle gaps, how long after a node of the type went idle work for the
+  // type came back (autoscale/idle_gaps.h records them); used by types with learn_idle_timeout.
+  std::map<std::string, std::vector<int64_t>> idle_gaps;
 };
 
 // ---- What the policy decides ----
@@ -138,6 +147,7 @@ enum class Reason {
   kBudgetPerHour,        // launching would pass the hourly budget
   kBudgetTotal,          // launching would pass the total budget
   kUpscalingSpeed,       // as many nodes launch at once as the upscaling speed allows
+  kWaitingBriefly,       // has waited less than its type's launch_after_waiting: on-prem may free
 };
 const char* ReasonName(Reason r);  // "launching", "fits on-prem now", "budget per hour", ...
 
