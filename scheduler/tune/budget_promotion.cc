@@ -91,7 +91,6 @@ class BudgetPromotion final : public TrialScheduler {
     if (tr.target > 0) reserved_ -= tr.target - std::min(tr.last, tr.target);
     tr.target = 0;
     tr.paused = false;
-    tr.ended = true;
   }
 
   NextRun ChooseTrialToRun(bool can_start_new) override {
@@ -116,7 +115,6 @@ class BudgetPromotion final : public TrialScheduler {
     for (auto& [id, tr] : trials_) {
       if (!tr.paused || NextStop(tr.last) - tr.last <= remaining) continue;
       tr.paused = false;
-      tr.ended = true;
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "paused at iteration %lld, and the budget left (%lld iterations of %lld) does "
@@ -152,7 +150,6 @@ class BudgetPromotion final : public TrialScheduler {
     double score = 0;    // its score (higher is better)
     int64_t target = 0;  // re-check: the iteration the reserved budget takes it to (0: none)
     bool paused = false;
-    bool ended = false;
   };
   struct Rung {
     int64_t milestone;
