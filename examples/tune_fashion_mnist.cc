@@ -234,7 +234,7 @@ void Usage(FILE* out) {
       "  --epochs E            epochs per trial at most: the scheduler's max_t (default 4)\n"
       "  --train-limit K       train on the first K of the 60,000 training images, at most\n"
       "                        55,000: the last 5,000 score the trials (default 55000)\n"
-      "  --scheduler NAME      asha, hyperband, median, bound, pbt or fifo (default asha,\n"
+      "  --scheduler NAME      asha, hyperband, median, bound, budget, pbt or fifo (default asha,\n"
       "                        with Ray Tune's defaults: grace 1, reduction factor 4)\n"
       "  --workers-per-trial W each trial a gang of W actors training data-parallel\n"
       "                        (gradients averaged by allreduce) (default 1)\n"
@@ -292,12 +292,12 @@ Flags ParseFlags(int argc, char** argv) {
       f.train_limit = integer(256, kValidationFirst);
     } else if (a == "--scheduler") {
       f.scheduler = value();
-      const char* known[] = {"asha", "hyperband", "median", "bound", "pbt", "fifo"};
+      const char* known[] = {"asha", "hyperband", "median", "bound", "budget", "pbt", "fifo"};
       if (std::find_if(std::begin(known), std::end(known),
                        [&](const char* k) { return f.scheduler == k; }) == std::end(known)) {
         std::fprintf(stderr,
                      "tune_fashion_mnist: --scheduler %s: expected asha, hyperband, median, "
-                     "bound, pbt or fifo\n",
+                     "bound, budget, pbt or fifo\n",
                      f.scheduler.c_str());
         std::exit(2);
       }

@@ -73,6 +73,11 @@ class TuneTest : public ClusterTest {
     }
     return false;
   }
+  // A run of experiment `name` (with `flags` after the common ones) SIGKILLed after 8 reports,
+  // then restored: nothing journaled changes, no finished trial runs again, it ends. `result`:
+  // the restored driver's output.
+  void KillAndRestore(const std::string& name, std::vector<std::string> flags,
+                      std::string* result = nullptr);
 };
 
 TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
@@ -169,26 +174,32 @@ TEST_F(TuneTest, TrialsCommandShowsTheJournaledExperiment) {
   EXPECT_EQ(cli({"trials", "cli", "--json", "--csv"}, &text), 2) << text;
 }
 
-TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
+void TuneTest::KillAndRestore(const std::string& name, std::vector<std::string> flags,
+                              std::string* result) {
   auto head = StartHead({"--resources", "CPU=3"});
-  auto driver = Driver({"--scenario=run", "--name=crash", "--samples=10", "--iters=8",
-                        "--step-ms=150", "--concurrent=3"});
-  ASSERT_TRUE(WaitForReports("crash", 8, 120s)) << driver->ReadAll(1s);
+  std::vector<std::string> args = {"--scenario=run", "--name=" + name, "--step-ms=150",
+                                   "--concurrent=3"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto driver = Driver(args);
+  ASSERT_TRUE(WaitForReports(name, 8, 120s)) << driver->ReadAll(1s);
   driver->Kill(SIGKILL);
   (void)driver->Wait(10s);
-  auto before = Load("crash");
+  auto before = Load(name);
   ASSERT_TRUE(before.ok()) << before.status();
   tune::ExperimentState at_kill(before->spec);
   for (auto& e : before->entries) ASSERT_TRUE(at_kill.Apply(e).ok());
   ASSERT_FALSE(at_kill.ended());
 
   // The same program and space (options come from the journal).
-  auto restored = Driver({"--scenario=restore", "--name=crash", "--step-ms=150"});
+  auto restored = Driver({"--scenario=restore", "--name=" + name, "--step-ms=150"});
   std::string out = Finish(*restored);
-  ASSERT_NE(out.find("RESULT trials=10 "), std::string::npos) << out;
+  ASSERT_NE(out.find("RESULT trials=" + std::to_string(at_kill.spec().num_samples) + " "),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+  if (result != nullptr) *result = out;
 
-  auto after = Load("crash");
+  auto after = Load(name);
   ASSERT_TRUE(after.ok()) << after.status();
   // What was journaled before the kill is untouched; the rest was appended.
   ASSERT_GE(after->entries.size(), before->entries.size());
@@ -223,6 +234,20 @@ TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
   for (auto& [id, t] : at_kill.trials()) {
     EXPECT_EQ(final_state.trials().at(id).config, t.config) << "trial " << id;
   }
+}
+
+TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
+  KillAndRestore("crash", {"--samples=10", "--iters=8"});  // asha (the driver's default)
+}
+
+// The default scheduler pauses, resumes and stops paused trials from ChooseTrialToRun: its
+// restore replays those choices too (20 trials of 10 iterations: a budget of 48 iterations).
+TEST_F(TuneTest, DriverKilledAndRestoredWithTheBudgetScheduler) {
+  std::string out;
+  KillAndRestore("crash-budget", {"--samples=20", "--iters=10", "--scheduler=budget"}, &out);
+  // The budget binds: trials were stopped early, and none was left paused.
+  EXPECT_EQ(out.find(" stopped=0 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" paused=0"), std::string::npos) << out;
 }
 
 // `cumulus stop trial`: one trial of a running experiment stopped from the command line (within

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "scheduler/tune/budget_promotion.h"
 #include "scheduler/tune/curve_bound.h"
 #include "scheduler/tune/trial_scheduler.h"
 
@@ -41,6 +42,7 @@ constexpr std::pair<SchedulerKind, std::string_view> kKindNames[] = {
     {SchedulerKind::kMedian, "median"},
     {SchedulerKind::kPbt, "pbt"},
     {SchedulerKind::kBound, "bound"},
+    {SchedulerKind::kBudget, "budget"},
 };
 }  // namespace
 
@@ -48,7 +50,7 @@ Result<SchedulerKind> ParseSchedulerKind(std::string_view name) {
   for (const auto& [k, n] : kKindNames)
     if (n == name) return k;
   return Status::InvalidArgument("unknown scheduler \"" + std::string(name) +
-                                 "\": use fifo, asha, hyperband, median, pbt or bound");
+                                 "\": use fifo, asha, hyperband, median, pbt, bound or budget");
 }
 
 std::string_view SchedulerKindName(SchedulerKind kind) {
@@ -327,7 +329,7 @@ Status CheckOptions(const SchedulerOptions& o) {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("scheduler: " + what); };
   if (o.max_t < 1) return bad("max_t must be at least 1 iteration");
   if (o.kind == SchedulerKind::kAsha || o.kind == SchedulerKind::kHyperBand ||
-      o.kind == SchedulerKind::kBound) {
+      o.kind == SchedulerKind::kBound || o.kind == SchedulerKind::kBudget) {
     if (o.grace_period < 1 || o.grace_period > o.max_t)
       return bad("grace_period must be between 1 and max_t (" + std::to_string(o.max_t) + ")");
     if (!std::isfinite(o.reduction_factor) || !(o.reduction_factor > 1))
@@ -356,6 +358,16 @@ Status CheckOptions(const SchedulerOptions& o) {
     if (!std::isfinite(o.bound_slack) || o.bound_slack < 0)
       return bad("bound: the slack must be a finite number >= 0");
   }
+  if (o.kind == SchedulerKind::kBudget) {
+    if (!(o.budget_fraction > 0 && o.budget_fraction <= 1))
+      return bad("budget: the fraction of full compute must be in (0, 1]");
+    if (!(o.budget_min_prefix >= 0 && o.budget_min_prefix <= 1))
+      return bad("budget: the minimum prefix must be a fraction of max_t in [0, 1]");
+    if (!std::isfinite(o.budget_reduction_factor) || !(o.budget_reduction_factor > 1))
+      return bad("budget: the reduction factor must be a number above 1");
+    if (!(o.budget_promotion_share >= 0 && o.budget_promotion_share <= 1))
+      return bad("budget: the promotion share must be in [0, 1]");
+  }
   return Status::OK();
 }
 
@@ -381,6 +393,8 @@ Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const SchedulerOption
       return std::unique_ptr<TrialScheduler>(new Pbt(o));
     case SchedulerKind::kBound:
       return MakeCurveBoundScheduler(o);
+    case SchedulerKind::kBudget:
+      return MakeBudgetPromotionScheduler(o);
   }
   return Status::InvalidArgument("unknown scheduler kind");
 }

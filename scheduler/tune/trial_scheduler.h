@@ -18,10 +18,14 @@
 //   pbt          population-based training (Jaderberg et al. 2017): every `interval` iterations a
 //                trial in the bottom quantile exploits a random top-quantile trial (loads its
 //                checkpoint) and explores (perturbs by 0.8/1.2, shifts a choice, or resamples).
-//   bound        ours, the default: ASHA's rungs, but a trial below a rung's top 1/rf pauses
+//   bound        ASHA's rungs, but a trial below a rung's top 1/rf pauses
 //                instead of stopping; it stops only when the largest improvement that any
 //                finished trial made from the same iteration on would not lift it to the best
 //                finished result; see curve_bound.cc for why.
+//   budget       ours, the default: a compute budget (budget_fraction of every trial run to the
+//                end): every trial runs a minimum prefix, promotion-based successive halving
+//                while new trials arrive, then the budget left continues the paused trials
+//                nearest the leaders, rung by rung; see budget_promotion.cc.
 #pragma once
 
 #include <cstdint>
@@ -87,12 +91,12 @@ class TrialScheduler {
   virtual NextRun ChooseTrialToRun(bool can_start_new) { return {}; }
 };
 
-enum class SchedulerKind { kFifo, kAsha, kHyperBand, kMedian, kPbt, kBound };
+enum class SchedulerKind { kFifo, kAsha, kHyperBand, kMedian, kPbt, kBound, kBudget };
 Result<SchedulerKind> ParseSchedulerKind(std::string_view name);
 std::string_view SchedulerKindName(SchedulerKind kind);
 
 struct SchedulerOptions {
-  SchedulerKind kind = SchedulerKind::kBound;
+  SchedulerKind kind = SchedulerKind::kBudget;
   Mode mode = Mode::kMax;
   int64_t max_t = 100;  // the iteration at which every trial ends (the stop condition)
   uint64_t seed = 0;
@@ -123,6 +127,17 @@ struct SchedulerOptions {
   // same iteration. true: the prefix model's upper bound (final_bound.h): cheaper, but on curves
   // that cross or drop late it stops more eventual winners (docs/benchmarks.md has the figures).
   bool bound_predict = false;
+
+  // budget (see budget_promotion.cc; also uses grace_period as the shortest first rung). The
+  // defaults were chosen on the development curve sets of docs/benchmarks.md.
+  // Iterations to spend in all, as a fraction of every trial added running to max_t.
+  double budget_fraction = 0.24;
+  // Every trial runs at least this fraction of max_t (rounded up) before it can be paused.
+  double budget_min_prefix = 0.05;
+  double budget_reduction_factor = 2;  // rungs at first x rf^k; a rung's top 1/rf is promoted
+  // While the searcher has new configs, promotions spend at most this share of the budget so
+  // far; the rest waits for the re-check, when every trial's prefix is known.
+  double budget_promotion_share = 0.7;
 };
 
 // InvalidArgument naming the option: max_t < 1, grace outside [1, max_t], rf <= 1, brackets < 1,

@@ -295,8 +295,9 @@ TEST(CurveBound, PausesBelowARungAndStopsOnlyWhatNoSeenGainCouldLift) {
 }
 
 TEST(TrialSchedulers, TheSameCallsGiveTheSameDecisions) {
-  for (SchedulerKind kind : {SchedulerKind::kAsha, SchedulerKind::kHyperBand,
-                             SchedulerKind::kMedian, SchedulerKind::kPbt, SchedulerKind::kBound}) {
+  for (SchedulerKind kind :
+       {SchedulerKind::kAsha, SchedulerKind::kHyperBand, SchedulerKind::kMedian,
+        SchedulerKind::kPbt, SchedulerKind::kBound, SchedulerKind::kBudget}) {
     SchedulerOptions o = Options(kind, 9);
     o.seed = 5;
     o.pbt_mutations.Uniform("lr", 0.001, 1);
@@ -330,7 +331,8 @@ TEST(TrialSchedulers, TheSameCallsGiveTheSameDecisions) {
 // resumes it or names it again.
 TEST(TrialSchedulers, ATrialStoppedFromOutsideIsNeverResumed) {
   for (SchedulerKind kind : {SchedulerKind::kFifo, SchedulerKind::kAsha, SchedulerKind::kHyperBand,
-                             SchedulerKind::kMedian, SchedulerKind::kPbt, SchedulerKind::kBound}) {
+                             SchedulerKind::kMedian, SchedulerKind::kPbt, SchedulerKind::kBound,
+                             SchedulerKind::kBudget}) {
     SchedulerOptions o = Options(kind, 9);
     o.bound_min_finished = 1;
     o.pbt_mutations.Uniform("lr", 0.001, 1);

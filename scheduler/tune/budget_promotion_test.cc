@@ -1,0 +1,171 @@
+// Tests of the `budget` trial scheduler (budget_promotion.cc).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "scheduler/tune/random.h"
+#include "scheduler/tune/trial_scheduler.h"
+
+namespace cumulus::tune {
+namespace {
+
+SchedulerOptions BudgetOptions(int64_t max_t) {
+  SchedulerOptions o;
+  o.kind = SchedulerKind::kBudget;
+  o.max_t = max_t;
+  return o;
+}
+
+TEST(BudgetPromotion, IsTheDefault) {
+  EXPECT_EQ(SchedulerOptions().kind, SchedulerKind::kBudget);
+  EXPECT_EQ(*ParseSchedulerKind("budget"), SchedulerKind::kBudget);
+  EXPECT_EQ(SchedulerKindName(SchedulerKind::kBudget), "budget");
+}
+
+TEST(BudgetPromotion, EveryTrialRunsItsPrefixAndARungsTopIsPromoted) {
+  // max_t 40: the first rung is at ceil(0.05 x 40) = 2, then 4, 8, 16, 32 (rf 2).
+  auto s = MakeTrialScheduler(BudgetOptions(40));
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (TrialId id = 1; id <= 10; ++id) (*s)->OnTrialAdd(id, Config());
+  // Before its first rung a trial goes on whatever it reports.
+  EXPECT_EQ((*s)->OnReport({1, 1, 0.1}).action, Action::kContinue);
+  EXPECT_EQ((*s)->OnReport({1, 2, 0.2}).action, Action::kContinue);  // alone at the rung: top
+  EXPECT_EQ((*s)->OnReport({2, 1, 0.0}).action, Action::kContinue);
+  Decision d = (*s)->OnReport({2, 2, 0.1});  // below the median of {0.2, 0.1}
+  EXPECT_EQ(d.action, Action::kPause);
+  EXPECT_NE(d.reason.find("waits at the rung at iteration 2"), std::string::npos) << d.reason;
+  EXPECT_EQ((*s)->OnReport({3, 1, 0.3}).action, Action::kContinue);
+  EXPECT_EQ((*s)->OnReport({3, 2, 0.4}).action, Action::kContinue);
+  EXPECT_FALSE((*s)->ChooseTrialToRun(true).resume.has_value());  // 0.1 < median 0.2
+  for (TrialId id : {4, 5}) {
+    EXPECT_EQ((*s)->OnReport({id, 1, 0.01}).action, Action::kContinue);
+    EXPECT_EQ((*s)->OnReport({id, 2, 0.04 + 0.01 * static_cast<double>(id)}).action,
+              Action::kPause);
+  }
+  // Rung 2 holds {0.2, 0.1, 0.4, 0.08, 0.09}: trial 2 (0.1) is now in its top half.
+  TrialScheduler::NextRun next = (*s)->ChooseTrialToRun(true);
+  ASSERT_TRUE(next.resume.has_value());
+  EXPECT_EQ(*next.resume, 2u);
+  EXPECT_TRUE(next.stop.empty());
+}
+
+// One worker, trials added in a random order: trial k's curve is level_k x t / (t + 2), so the
+// order at every iteration is the order of the final values.
+struct Replay {
+  int64_t iterations = 0;
+  std::map<TrialId, int64_t> reached;  // trial -> the last iteration it ran
+  size_t stopped = 0;
+};
+
+Replay Drive(TrialScheduler& s, const std::vector<double>& level, int64_t max_t) {
+  Replay run;
+  std::map<TrialId, bool> paused;
+  auto value = [&](TrialId id, int64_t t) {
+    return level[id - 1] * static_cast<double>(t) / static_cast<double>(t + 2);
+  };
+  auto run_trial = [&](TrialId id) {
+    for (int64_t t = run.reached[id] + 1; t <= max_t; ++t) {
+      ++run.iterations;
+      run.reached[id] = t;
+      Decision d = s.OnReport({id, t, value(id, t)});
+      if (d.action == Action::kPause) {
+        paused[id] = true;
+        return;
+      }
+      if (d.action == Action::kStop || t == max_t) {
+        s.OnTrialEnd(id, t == max_t);
+        return;
+      }
+    }
+  };
+  for (TrialId id = 1; id <= level.size(); ++id) {
+    s.OnTrialAdd(id, Config());
+    for (;;) {  // promoted trials first, as the tuner does
+      TrialScheduler::NextRun next = s.ChooseTrialToRun(true);
+      EXPECT_TRUE(next.stop.empty());
+      if (!next.resume) break;
+      paused.erase(*next.resume);
+      run_trial(*next.resume);
+    }
+    run_trial(id);
+  }
+  for (;;) {
+    TrialScheduler::NextRun next = s.ChooseTrialToRun(false);
+    for (auto& [id, why] : next.stop) {
+      EXPECT_TRUE(paused.erase(id)) << "stopped trial " << id << " was not paused";
+      EXPECT_NE(why.find("budget left"), std::string::npos) << why;
+      s.OnTrialEnd(id, false);
+      ++run.stopped;
+    }
+    if (!next.resume) break;
+    EXPECT_TRUE(paused.erase(*next.resume));
+    run_trial(*next.resume);
+  }
+  EXPECT_TRUE(paused.empty()) << paused.size() << " trials left paused for ever";
+  return run;
+}
+
+TEST(BudgetPromotion, SpendsAtMostItsBudgetAndFinishesTheLeaders) {
+  constexpr int64_t kMaxT = 40;
+  constexpr size_t kTrials = 60;
+  Rng rng(7);
+  std::vector<double> level(kTrials);
+  for (double& l : level) l = 0.2 + 0.7 * rng.Uniform01();
+  SchedulerOptions o = BudgetOptions(kMaxT);
+  auto s = MakeTrialScheduler(o);
+  ASSERT_TRUE(s.ok());
+  Replay run = Drive(**s, level, kMaxT);
+  EXPECT_LE(run.iterations, static_cast<int64_t>(o.budget_fraction * kTrials * kMaxT));
+  EXPECT_GE(run.iterations, static_cast<int64_t>(0.9 * o.budget_fraction * kTrials * kMaxT))
+      << "the budget is there to be spent";
+  EXPECT_GT(run.stopped, 0u);
+  // Every trial ran its prefix; the best ones ran to the end, and a trial that ran further never
+  // ranks below one that stopped earlier (the curves never cross).
+  std::vector<TrialId> by_level(kTrials);
+  for (TrialId id = 1; id <= kTrials; ++id) by_level[id - 1] = id;
+  std::sort(by_level.begin(), by_level.end(),
+            [&](TrialId a, TrialId b) { return level[a - 1] > level[b - 1]; });
+  for (TrialId id : by_level) EXPECT_GE(run.reached[id], 2) << "trial " << id;
+  for (size_t k = 0; k < 3; ++k)
+    EXPECT_EQ(run.reached[by_level[k]], kMaxT) << k << "th best trial did not finish";
+  size_t finished = 0;
+  for (auto& [id, t] : run.reached) finished += t == kMaxT;
+  EXPECT_GE(finished, 5u);
+  EXPECT_LT(finished, kTrials / 2);
+}
+
+TEST(BudgetPromotion, ALargerBudgetRunsMoreTrialsToTheEnd) {
+  Rng rng(11);
+  std::vector<double> level(40);
+  for (double& l : level) l = rng.Uniform01();
+  auto finished = [&](double fraction) {
+    SchedulerOptions o = BudgetOptions(20);
+    o.budget_fraction = fraction;
+    auto s = MakeTrialScheduler(o);
+    Replay run = Drive(**s, level, 20);
+    EXPECT_LE(run.iterations, static_cast<int64_t>(fraction * 40 * 20));
+    size_t n = 0;
+    for (auto& [id, t] : run.reached) n += t == 20;
+    return n;
+  };
+  EXPECT_LT(finished(0.15), finished(0.5));
+  EXPECT_EQ(finished(1.0), level.size());
+}
+
+TEST(BudgetPromotion, BadOptionsAreOneClearError) {
+  SchedulerOptions o = BudgetOptions(10);
+  o.budget_fraction = 0;
+  EXPECT_EQ(MakeTrialScheduler(o).status().message(),
+            "scheduler: budget: the fraction of full compute must be in (0, 1]");
+  o = BudgetOptions(10);
+  o.budget_reduction_factor = 1;
+  EXPECT_FALSE(MakeTrialScheduler(o).ok());
+  o = BudgetOptions(10);
+  o.budget_min_prefix = 1.5;
+  EXPECT_FALSE(MakeTrialScheduler(o).ok());
+}
+
+}  // namespace
+}  // namespace cumulus::tune
