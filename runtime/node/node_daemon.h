@@ -54,6 +54,11 @@ struct NodeDaemonOptions {
   // should then destroy the daemon (it tells the head it left: STOPPED, not failed). Unset (the
   // head's own node, embedded nodes): a drained node only stops taking work.
   std::function<void()> on_drained;
+  // Whether a draining node also tells the other nodes at once where its objects went
+  // (objectsMoved), besides recording it at the head. Only tests turn it off, through
+  // CUMULUS_TEST_UNANNOUNCED_HANDOFF=1: the owners then learn of the moves from the head alone,
+  // as when that message comes after everything else.
+  bool announce_moves = true;
 };
 
 class NodeDaemon {
