@@ -2,11 +2,23 @@
 // draining node takes no new task, actor or bundle, finishes what it runs, hands the objects its
 // store holds to another node (or, when none can take them, keeps them and says why), then
 // leaves by itself (STOPPED, not failed); the owners read and free the objects where they went.
+#include <capnp/message.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <fstream>
+#include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "cluster_fixture.h"
+#include "runtime/core/messages.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+#include "runtime/proto/transfer.capnp.h"
 
 namespace cumulus {
 namespace {
@@ -190,6 +202,149 @@ TEST_F(DrainTest, DrainedNodeHandsItsObjectsToAnotherNodeAndLeavesNothingLost) {
       << "B still holds objects its owner dropped";
   Touch("end");
   ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
+}
+
+// The owner does not hear of the moves (A does not announce them: CUMULUS_TEST_UNANNOUNCED_HANDOFF
+// stands for that message coming after everything else), so the tasks it sends after the drain
+// name A as where their argument lives. Each task reads it where the head says A handed it (on
+// the taker itself, and on another node), without the task that made it running again; and the
+// owner's free, sent towards A (gone), frees it on the taker.
+TEST_F(DrainTest, ArgumentMovedByADrainIsReadWhereItWentAndFreedThere) {
+  head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"});
+  setenv("CUMULUS_TEST_UNANNOUNCED_HANDOFF", "1", 1);
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_);
+  unsetenv("CUMULUS_TEST_UNANNOUNCED_HANDOFF");
+  std::string ready_b, c_id, ready_c;
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_, &ready_b);
+  auto c = StartNode("c", {"--resources", "CPU=2", "--labels", "name=c"}, &c_id, &ready_c);
+  auto driver =
+      StartDriver("handoff_driver", {"--count=2", "--bytes=4194304", "--consumers=name=b,name=c"},
+                  CoreSocket(c_id));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 60s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+  ASSERT_EQ(ids.size(), 2u) << *made;
+
+  std::string out;
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  ASSERT_TRUE(WaitForState(a_id_, NodeState::kDead, 20s)) << Status();
+  // The taker (B or C, whichever A chose) holds both.
+  std::string taker;
+  for (const std::string& ready : {ready_b, ready_c}) {
+    std::string store = Field(ready, "store_socket");
+    if (Holds(store, ids[0]) == true && Holds(store, ids[1]) == true) taker = store;
+  }
+  ASSERT_FALSE(taker.empty()) << "neither B nor C holds what A handed on";
+
+  Touch("read");
+  ASSERT_TRUE(WaitForPhase(*driver, "read", &log, 60s)) << log << driver->ReadAll(5s);
+  std::ifstream runs(dir_.path() + "/made_runs");
+  std::string runs_text((std::istreambuf_iterator<char>(runs)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(Count(runs_text, "\n"), 2) << "the task that makes them ran again:\n" << runs_text;
+
+  Touch("drop");
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  EXPECT_TRUE(WaitUntil(
+      [&] { return Holds(taker, ids[0]) == false && Holds(taker, ids[1]) == false; }, 10s))
+      << "the taker still holds objects their owner freed";
+  Touch("end");
+  ExpectChecks(log + driver->ReadAll(30s), {"made", "arguments_read"});
+}
+
+// An object channel that answers a node's hello and then never answers its fetch: a taker that
+// hangs in the middle of a handoff round. Says when the first fetch came.
+class HangingTaker {
+ public:
+  HangingTaker() {
+    uint16_t port = 0;
+    auto fd = ListenTcp("127.0.0.1", 0, &port);
+    EXPECT_TRUE(fd.ok()) << fd.status();
+    if (!fd.ok()) return;
+    listen_fd_ = *fd;
+    fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) & ~O_NONBLOCK);  // Serve blocks
+    address_ = "127.0.0.1:" + std::to_string(port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~HangingTaker() {
+    stop_ = true;
+    shutdown(listen_fd_, SHUT_RDWR);
+    if (conn_ >= 0) shutdown(conn_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    if (conn_ >= 0) close(conn_);
+    if (listen_fd_ >= 0) close(listen_fd_);
+  }
+  const std::string& address() const { return address_; }
+  bool asked() const { return asked_; }
+
+ private:
+  void Serve() {
+    int fd = accept(listen_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    conn_ = fd;
+    char buf[4096];
+    if (read(fd, buf, sizeof(buf)) <= 0) return;  // the hello
+    capnp::MallocMessageBuilder ok;
+    ok.initRoot<proto::TransferReply>().setCode(0);
+    if (!WriteFrame(fd, ok, SystemClock::Get().Now() + std::chrono::seconds(5)).ok()) return;
+    if (read(fd, buf, sizeof(buf)) > 0) asked_ = true;  // a fetch: never answered
+    while (!stop_ && read(fd, buf, sizeof(buf)) > 0) {
+    }
+  }
+
+  int listen_fd_ = -1;
+  std::atomic<int> conn_{-1};
+  std::string address_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, asked_{false};
+};
+
+// A node stopped while it hands its objects on does not wait for the round: the only taker
+// (a node registered by the test, whose object channel never answers a fetch) hangs it, and
+// SIGTERM still ends the node within seconds (before, it waited for the fetch's 10-minute
+// timeout). Nothing was taken, so nothing is recorded as moved; the node is STOPPED.
+TEST_F(DrainTest, NodeStoppedInTheMiddleOfAHandoffRoundDoesNotWaitForIt) {
+  head_ =
+      StartHead({"--no-node", "--heartbeat-interval-ms", "100", "--heartbeat-timeout-ms", "60000"});
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_);
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_);
+  auto driver = StartDriver("handoff_driver", {"--count=2", "--bytes=4194304"}, CoreSocket(b_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 60s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+
+  HangingTaker hanging;
+  NodeRecord fake;
+  fake.id = NodeId::FromRandom();
+  fake.hostname = "hanging-taker";
+  fake.object_store_address = hanging.address();
+  auto head = Client();
+  ASSERT_TRUE(head);
+  ASSERT_TRUE(head->RegisterNode(fake).ok());
+  std::string out;
+  ASSERT_EQ(Drain({b_id_}, &out), 0) << out;  // B stays (the driver is attached) and takes nothing
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  ASSERT_TRUE(WaitUntil([&] { return hanging.asked(); }, 15s))
+      << "A did not ask the hanging taker: " << Status();
+
+  auto stopped_at = std::chrono::steady_clock::now();
+  a_->Kill(SIGTERM);
+  auto exit = a_->Wait(15s);
+  ASSERT_TRUE(exit) << "A still waits for its handoff round 15 s after SIGTERM";
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  stopped_at);
+  std::printf("drain_test: A exited %lld ms after SIGTERM in the middle of a round\n",
+              static_cast<long long>(ms.count()));
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
+  EXPECT_TRUE(Record(a_id_).left) << Record(a_id_).death_reason;
+  for (auto& id : ids) {
+    auto moved = head->KvGet(kObjectMovesNamespace, ObjectMoveKey(*ObjectId::FromHex(id)));
+    EXPECT_EQ(moved.status().code(), StatusCode::kNotFound) << id << " is recorded as moved";
+  }
+  driver->Kill(SIGKILL);
 }
 
 // No node can take the objects (the only other node drains too): the node stays, holding them,

@@ -199,6 +199,9 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   }
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
+  router.on_freed_here = [ledger = d->ledger_](const std::vector<ObjectId>& ids) {
+    return ledger->Freed(ids);
+  };
   auto started = TaskRouter::Start(router);
   if (!started.ok()) {
     d->Cleanup();
@@ -358,7 +361,11 @@ std::string NodeDaemon::DrainNote() {
       o.head = options_.head;
       o.token = options_.token;
       o.clock = options_.clock;
+      o.ledger = ledger_.get();
       TaskRouter* router = router_.get();
+      o.free_on = [router](const NodeId& to, const std::vector<ObjectId>& ids) {
+        router->FreeOn(to, ids);
+      };
       if (options_.announce_moves) {
         o.on_moved = [router](const NodeId& to, const std::string& transfer,
                               const std::vector<ObjectId>& ids) {

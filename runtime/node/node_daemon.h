@@ -102,6 +102,8 @@ class NodeDaemon {
   std::unique_ptr<StoreServer> store_server_;
   std::unique_ptr<ObjectTransferServer> transfer_server_;
   std::unique_ptr<TaskRouter> router_;
+  // What its rounds handed on, for frees that race them (shared with the router's hook).
+  std::shared_ptr<HandoffLedger> ledger_ = std::make_shared<HandoffLedger>();
   std::unique_ptr<ObjectHandoff> handoff_;     // made when a drained node first holds objects
   std::unique_ptr<JobSupervisor> supervisor_;  // set under mu_ (the router's thread reads it)
   std::string store_socket_;
