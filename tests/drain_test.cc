@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -253,55 +255,154 @@ TEST_F(DrainTest, ArgumentMovedByADrainIsReadWhereItWentAndFreedThere) {
   ExpectChecks(log + driver->ReadAll(30s), {"made", "arguments_read"});
 }
 
-// An object channel that answers a node's hello and then never answers its fetch: a taker that
-// hangs in the middle of a handoff round. Says when the first fetch came.
-class HangingTaker {
+// A node registered by the test in place of a real taker. Its object channel answers a node's
+// hello, then holds each fetch unanswered until Release(), after which it answers each one as
+// taken (without pulling anything). Its core channel keeps what other nodes send it, so that
+// the test sees which objects it was asked to free.
+class FakeTaker {
  public:
-  HangingTaker() {
+  FakeTaker() {
+    objects_fd_ = Listen(&objects_address_);
+    core_fd_ = Listen(&core_address_);
+    objects_thread_ = std::thread([this] { ServeObjects(); });
+    core_thread_ = std::thread([this] { ServeCore(); });
+  }
+  ~FakeTaker() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (int fd : {objects_fd_, core_fd_, objects_conn_.load(), core_conn_.load()}) {
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    objects_thread_.join();
+    core_thread_.join();
+    for (int fd : {objects_fd_, core_fd_, objects_conn_.load(), core_conn_.load()}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  // Registers it with the head as an alive node with no resources (no work is placed there).
+  NodeRecord Record() const {
+    NodeRecord fake;
+    fake.id = id_;
+    fake.hostname = "fake-taker";
+    fake.object_store_address = objects_address_;
+    fake.core_address = core_address_;
+    return fake;
+  }
+  bool asked() const { return asked_; }  // a fetch came
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  // Whether a frame naming object `hex` came on its core channel (a free, from a node).
+  bool Told(const std::string& hex) {
+    std::string id = ObjectId::FromHex(hex)->Binary();
+    std::lock_guard<std::mutex> lock(mu_);
+    return core_bytes_.find(id) != std::string::npos;
+  }
+
+ private:
+  static int Listen(std::string* address) {
     uint16_t port = 0;
     auto fd = ListenTcp("127.0.0.1", 0, &port);
     EXPECT_TRUE(fd.ok()) << fd.status();
-    if (!fd.ok()) return;
-    listen_fd_ = *fd;
-    fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) & ~O_NONBLOCK);  // Serve blocks
-    address_ = "127.0.0.1:" + std::to_string(port);
-    thread_ = std::thread([this] { Serve(); });
+    if (!fd.ok()) return -1;
+    fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);  // the threads block
+    *address = "127.0.0.1:" + std::to_string(port);
+    return *fd;
   }
-  ~HangingTaker() {
-    stop_ = true;
-    shutdown(listen_fd_, SHUT_RDWR);
-    if (conn_ >= 0) shutdown(conn_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    if (conn_ >= 0) close(conn_);
-    if (listen_fd_ >= 0) close(listen_fd_);
-  }
-  const std::string& address() const { return address_; }
-  bool asked() const { return asked_; }
-
- private:
-  void Serve() {
-    int fd = accept(listen_fd_, nullptr, nullptr);
-    if (fd < 0) return;
-    conn_ = fd;
-    char buf[4096];
-    if (read(fd, buf, sizeof(buf)) <= 0) return;  // the hello
+  static bool Ok(int fd) {
     capnp::MallocMessageBuilder ok;
     ok.initRoot<proto::TransferReply>().setCode(0);
-    if (!WriteFrame(fd, ok, SystemClock::Get().Now() + std::chrono::seconds(5)).ok()) return;
-    if (read(fd, buf, sizeof(buf)) > 0) asked_ = true;  // a fetch: never answered
-    while (!stop_ && read(fd, buf, sizeof(buf)) > 0) {
+    return WriteFrame(fd, ok, SystemClock::Get().Now() + std::chrono::seconds(5)).ok();
+  }
+  void ServeObjects() {
+    int fd = accept(objects_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    objects_conn_ = fd;
+    char buf[4096];
+    if (read(fd, buf, sizeof(buf)) <= 0 || !Ok(fd)) return;  // the hello
+    // Each fetch comes after the answer to the one before: one read, one fetch.
+    while (read(fd, buf, sizeof(buf)) > 0) {
+      asked_ = true;
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return released_ || stop_; });
+      if (stop_ || !Ok(fd)) return;
+    }
+  }
+  void ServeCore() {
+    int fd = accept(core_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    core_conn_ = fd;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) {
+      std::lock_guard<std::mutex> lock(mu_);
+      core_bytes_.append(buf, static_cast<size_t>(n));
     }
   }
 
-  int listen_fd_ = -1;
-  std::atomic<int> conn_{-1};
-  std::string address_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false}, asked_{false};
+  const NodeId id_ = NodeId::FromRandom();
+  int objects_fd_ = -1, core_fd_ = -1;
+  std::atomic<int> objects_conn_{-1}, core_conn_{-1};
+  std::string objects_address_, core_address_;
+  std::thread objects_thread_, core_thread_;
+  std::atomic<bool> asked_{false};
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  bool stop_ = false, released_ = false;
+  std::string core_bytes_;
 };
 
+// An owner frees its objects while the draining node's round hands them on (the taker holds
+// its answers until the frees reached the draining node): they are not recorded as moved, and
+// the taker is asked to free the copies it took.
+TEST_F(DrainTest, FreeThatRacesAHandoffRoundFreesTheTakersCopy) {
+  head_ =
+      StartHead({"--no-node", "--heartbeat-interval-ms", "100", "--heartbeat-timeout-ms", "60000"});
+  std::string ready_a;
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_, &ready_a);
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_);
+  auto driver = StartDriver("handoff_driver", {"--count=2", "--bytes=4194304"}, CoreSocket(b_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 60s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+
+  FakeTaker taker;
+  auto head = Client();
+  ASSERT_TRUE(head);
+  ASSERT_TRUE(head->RegisterNode(taker.Record()).ok());
+  std::string out;
+  ASSERT_EQ(Drain({b_id_}, &out), 0) << out;  // B stays (the driver is attached) and takes nothing
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  ASSERT_TRUE(WaitUntil([&] { return taker.asked(); }, 15s)) << "A did not ask the taker";
+  // The round waits for the taker; the owner reads the objects (from A) and drops them.
+  Touch("read");
+  ASSERT_TRUE(WaitForPhase(*driver, "read", &log, 60s)) << log << driver->ReadAll(5s);
+  Touch("drop");
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  const std::string store_a = Field(ready_a, "store_socket");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Holds(store_a, ids[0]) == false && Holds(store_a, ids[1]) == false; }, 10s))
+      << "A still holds objects their owner freed";
+  taker.Release();  // it "took" both
+  EXPECT_TRUE(WaitUntil([&] { return taker.Told(ids[0]) && taker.Told(ids[1]); }, 10s))
+      << "the taker was not asked to free the copies it took";
+  ASSERT_TRUE(WaitForState(a_id_, NodeState::kDead, 20s)) << Status();
+  for (auto& id : ids) {
+    auto moved = head->KvGet(kObjectMovesNamespace, ObjectMoveKey(*ObjectId::FromHex(id)));
+    EXPECT_EQ(moved.status().code(), StatusCode::kNotFound) << id << " is recorded as moved";
+  }
+  Touch("end");
+  ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
+}
+
 // A node stopped while it hands its objects on does not wait for the round: the only taker
-// (a node registered by the test, whose object channel never answers a fetch) hangs it, and
+// (a FakeTaker never released: it answers no fetch) hangs it, and
 // SIGTERM still ends the node within seconds (before, it waited for the fetch's 10-minute
 // timeout). Nothing was taken, so nothing is recorded as moved; the node is STOPPED.
 TEST_F(DrainTest, NodeStoppedInTheMiddleOfAHandoffRoundDoesNotWaitForIt) {
@@ -316,14 +417,10 @@ TEST_F(DrainTest, NodeStoppedInTheMiddleOfAHandoffRoundDoesNotWaitForIt) {
   ASSERT_TRUE(made) << log << driver->ReadAll(5s);
   std::vector<std::string> ids = MadeIds(*made);
 
-  HangingTaker hanging;
-  NodeRecord fake;
-  fake.id = NodeId::FromRandom();
-  fake.hostname = "hanging-taker";
-  fake.object_store_address = hanging.address();
+  FakeTaker hanging;  // never released: it answers no fetch
   auto head = Client();
   ASSERT_TRUE(head);
-  ASSERT_TRUE(head->RegisterNode(fake).ok());
+  ASSERT_TRUE(head->RegisterNode(hanging.Record()).ok());
   std::string out;
   ASSERT_EQ(Drain({b_id_}, &out), 0) << out;  // B stays (the driver is attached) and takes nothing
   ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
