@@ -2,11 +2,25 @@
 // draining node takes no new task, actor or bundle, finishes what it runs, hands the objects its
 // store holds to another node (or, when none can take them, keeps them and says why), then
 // leaves by itself (STOPPED, not failed); the owners read and free the objects where they went.
+#include <capnp/message.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <iterator>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "cluster_fixture.h"
+#include "runtime/core/messages.h"
+#include "runtime/net/frame.h"
+#include "runtime/net/tcp.h"
+#include "runtime/proto/transfer.capnp.h"
 
 namespace cumulus {
 namespace {
@@ -190,6 +204,244 @@ TEST_F(DrainTest, DrainedNodeHandsItsObjectsToAnotherNodeAndLeavesNothingLost) {
       << "B still holds objects its owner dropped";
   Touch("end");
   ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
+}
+
+// The owner does not hear of the moves (A does not announce them: CUMULUS_TEST_UNANNOUNCED_HANDOFF
+// stands for that message coming after everything else), so the tasks it sends after the drain
+// name A as where their argument lives. Each task reads it where the head says A handed it (on
+// the taker itself, and on another node), without the task that made it running again; and the
+// owner's free, sent towards A (gone), frees it on the taker.
+TEST_F(DrainTest, ArgumentMovedByADrainIsReadWhereItWentAndFreedThere) {
+  head_ = StartHead({"--no-node", "--heartbeat-interval-ms", "100"});
+  setenv("CUMULUS_TEST_UNANNOUNCED_HANDOFF", "1", 1);
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_);
+  unsetenv("CUMULUS_TEST_UNANNOUNCED_HANDOFF");
+  std::string ready_b, c_id, ready_c;
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_, &ready_b);
+  auto c = StartNode("c", {"--resources", "CPU=2", "--labels", "name=c"}, &c_id, &ready_c);
+  auto driver =
+      StartDriver("handoff_driver", {"--count=2", "--bytes=4194304", "--consumers=name=b,name=c"},
+                  CoreSocket(c_id));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 60s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+  ASSERT_EQ(ids.size(), 2u) << *made;
+
+  std::string out;
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  ASSERT_TRUE(WaitForState(a_id_, NodeState::kDead, 20s)) << Status();
+  // The taker (B or C, whichever A chose) holds both.
+  std::string taker;
+  for (const std::string& ready : {ready_b, ready_c}) {
+    std::string store = Field(ready, "store_socket");
+    if (Holds(store, ids[0]) == true && Holds(store, ids[1]) == true) taker = store;
+  }
+  ASSERT_FALSE(taker.empty()) << "neither B nor C holds what A handed on";
+
+  Touch("read");
+  ASSERT_TRUE(WaitForPhase(*driver, "read", &log, 60s)) << log << driver->ReadAll(5s);
+  std::ifstream runs(dir_.path() + "/made_runs");
+  std::string runs_text((std::istreambuf_iterator<char>(runs)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(Count(runs_text, "\n"), 2) << "the task that makes them ran again:\n" << runs_text;
+
+  Touch("drop");
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  EXPECT_TRUE(WaitUntil(
+      [&] { return Holds(taker, ids[0]) == false && Holds(taker, ids[1]) == false; }, 10s))
+      << "the taker still holds objects their owner freed";
+  Touch("end");
+  ExpectChecks(log + driver->ReadAll(30s), {"made", "arguments_read"});
+}
+
+// A node registered by the test in place of a real taker. Its object channel answers a node's
+// hello, then holds each fetch unanswered until Release(), after which it answers each one as
+// taken (without pulling anything). Its core channel keeps what other nodes send it, so that
+// the test sees which objects it was asked to free.
+class FakeTaker {
+ public:
+  FakeTaker() {
+    objects_fd_ = Listen(&objects_address_);
+    core_fd_ = Listen(&core_address_);
+    objects_thread_ = std::thread([this] { ServeObjects(); });
+    core_thread_ = std::thread([this] { ServeCore(); });
+  }
+  ~FakeTaker() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (int fd : {objects_fd_, core_fd_, objects_conn_.load(), core_conn_.load()}) {
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    objects_thread_.join();
+    core_thread_.join();
+    for (int fd : {objects_fd_, core_fd_, objects_conn_.load(), core_conn_.load()}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  // Registers it with the head as an alive node with no resources (no work is placed there).
+  NodeRecord Record() const {
+    NodeRecord fake;
+    fake.id = id_;
+    fake.hostname = "fake-taker";
+    fake.object_store_address = objects_address_;
+    fake.core_address = core_address_;
+    return fake;
+  }
+  bool asked() const { return asked_; }  // a fetch came
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  // Whether a frame naming object `hex` came on its core channel (a free, from a node).
+  bool Told(const std::string& hex) {
+    std::string id = ObjectId::FromHex(hex)->Binary();
+    std::lock_guard<std::mutex> lock(mu_);
+    return core_bytes_.find(id) != std::string::npos;
+  }
+
+ private:
+  static int Listen(std::string* address) {
+    uint16_t port = 0;
+    auto fd = ListenTcp("127.0.0.1", 0, &port);
+    EXPECT_TRUE(fd.ok()) << fd.status();
+    if (!fd.ok()) return -1;
+    fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);  // the threads block
+    *address = "127.0.0.1:" + std::to_string(port);
+    return *fd;
+  }
+  static bool Ok(int fd) {
+    capnp::MallocMessageBuilder ok;
+    ok.initRoot<proto::TransferReply>().setCode(0);
+    return WriteFrame(fd, ok, SystemClock::Get().Now() + std::chrono::seconds(5)).ok();
+  }
+  void ServeObjects() {
+    int fd = accept(objects_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    objects_conn_ = fd;
+    char buf[4096];
+    if (read(fd, buf, sizeof(buf)) <= 0 || !Ok(fd)) return;  // the hello
+    // Each fetch comes after the answer to the one before: one read, one fetch.
+    while (read(fd, buf, sizeof(buf)) > 0) {
+      asked_ = true;
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return released_ || stop_; });
+      if (stop_ || !Ok(fd)) return;
+    }
+  }
+  void ServeCore() {
+    int fd = accept(core_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    core_conn_ = fd;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) {
+      std::lock_guard<std::mutex> lock(mu_);
+      core_bytes_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  const NodeId id_ = NodeId::FromRandom();
+  int objects_fd_ = -1, core_fd_ = -1;
+  std::atomic<int> objects_conn_{-1}, core_conn_{-1};
+  std::string objects_address_, core_address_;
+  std::thread objects_thread_, core_thread_;
+  std::atomic<bool> asked_{false};
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  bool stop_ = false, released_ = false;
+  std::string core_bytes_;
+};
+
+// An owner frees its objects while the draining node's round hands them on (the taker holds
+// its answers until the frees reached the draining node): they are not recorded as moved, and
+// the taker is asked to free the copies it took.
+TEST_F(DrainTest, FreeThatRacesAHandoffRoundFreesTheTakersCopy) {
+  head_ =
+      StartHead({"--no-node", "--heartbeat-interval-ms", "100", "--heartbeat-timeout-ms", "60000"});
+  std::string ready_a;
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_, &ready_a);
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_);
+  auto driver = StartDriver("handoff_driver", {"--count=2", "--bytes=4194304"}, CoreSocket(b_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 60s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+
+  FakeTaker taker;
+  auto head = Client();
+  ASSERT_TRUE(head);
+  ASSERT_TRUE(head->RegisterNode(taker.Record()).ok());
+  std::string out;
+  ASSERT_EQ(Drain({b_id_}, &out), 0) << out;  // B stays (the driver is attached) and takes nothing
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  ASSERT_TRUE(WaitUntil([&] { return taker.asked(); }, 15s)) << "A did not ask the taker";
+  // The round waits for the taker; the owner reads the objects (from A) and drops them.
+  Touch("read");
+  ASSERT_TRUE(WaitForPhase(*driver, "read", &log, 60s)) << log << driver->ReadAll(5s);
+  Touch("drop");
+  ASSERT_TRUE(WaitForPhase(*driver, "dropped", &log, 30s)) << log;
+  const std::string store_a = Field(ready_a, "store_socket");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Holds(store_a, ids[0]) == false && Holds(store_a, ids[1]) == false; }, 10s))
+      << "A still holds objects their owner freed";
+  taker.Release();  // it "took" both
+  EXPECT_TRUE(WaitUntil([&] { return taker.Told(ids[0]) && taker.Told(ids[1]); }, 10s))
+      << "the taker was not asked to free the copies it took";
+  ASSERT_TRUE(WaitForState(a_id_, NodeState::kDead, 20s)) << Status();
+  for (auto& id : ids) {
+    auto moved = head->KvGet(kObjectMovesNamespace, ObjectMoveKey(*ObjectId::FromHex(id)));
+    EXPECT_EQ(moved.status().code(), StatusCode::kNotFound) << id << " is recorded as moved";
+  }
+  Touch("end");
+  ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
+}
+
+// A node stopped while it hands its objects on does not wait for the round: the only taker
+// (a FakeTaker never released: it answers no fetch) hangs it, and
+// SIGTERM still ends the node within seconds (before, it waited for the fetch's 10-minute
+// timeout). Nothing was taken, so nothing is recorded as moved; the node is STOPPED.
+TEST_F(DrainTest, NodeStoppedInTheMiddleOfAHandoffRoundDoesNotWaitForIt) {
+  head_ =
+      StartHead({"--no-node", "--heartbeat-interval-ms", "100", "--heartbeat-timeout-ms", "60000"});
+  a_ = StartNode("a", {"--resources", "CPU=2", "--labels", "name=a"}, &a_id_);
+  b_ = StartNode("b", {"--resources", "CPU=2", "--labels", "name=b"}, &b_id_);
+  auto driver = StartDriver("handoff_driver", {"--count=2", "--bytes=4194304"}, CoreSocket(b_id_));
+  std::string log;
+  ASSERT_TRUE(WaitForPhase(*driver, "made", &log, 60s)) << log << driver->ReadAll(5s);
+  auto made = driver->WaitForLine("MADE", 5s);
+  ASSERT_TRUE(made) << log << driver->ReadAll(5s);
+  std::vector<std::string> ids = MadeIds(*made);
+
+  FakeTaker hanging;  // never released: it answers no fetch
+  auto head = Client();
+  ASSERT_TRUE(head);
+  ASSERT_TRUE(head->RegisterNode(hanging.Record()).ok());
+  std::string out;
+  ASSERT_EQ(Drain({b_id_}, &out), 0) << out;  // B stays (the driver is attached) and takes nothing
+  ASSERT_EQ(Drain({a_id_}, &out), 0) << out;
+  ASSERT_TRUE(WaitUntil([&] { return hanging.asked(); }, 15s))
+      << "A did not ask the hanging taker: " << Status();
+
+  auto stopped_at = std::chrono::steady_clock::now();
+  a_->Kill(SIGTERM);
+  auto exit = a_->Wait(15s);
+  ASSERT_TRUE(exit) << "A still waits for its handoff round 15 s after SIGTERM";
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  stopped_at);
+  std::printf("drain_test: A exited %lld ms after SIGTERM in the middle of a round\n",
+              static_cast<long long>(ms.count()));
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
+  EXPECT_TRUE(Record(a_id_).left) << Record(a_id_).death_reason;
+  for (auto& id : ids) {
+    auto moved = head->KvGet(kObjectMovesNamespace, ObjectMoveKey(*ObjectId::FromHex(id)));
+    EXPECT_EQ(moved.status().code(), StatusCode::kNotFound) << id << " is recorded as moved";
+  }
+  driver->Kill(SIGKILL);
 }
 
 // No node can take the objects (the only other node drains too): the node stays, holding them,

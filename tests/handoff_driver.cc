@@ -7,11 +7,18 @@
 //   then it Gets each and checks the bytes (all_bytes_same), says PHASE read, waits for `drop`,
 //   drops its references (the objects are freed wherever they live now), says PHASE dropped and
 //   waits for `end`.
+// With --consumers=LABEL,LABEL..., it does not Get them itself at `read`: it passes each object
+// as the argument of a task on every node so labelled, which checks the bytes it was given
+// (arguments_read; the driver itself never reads them, so as their owner it knows no more than
+// what it was told of their moves). Each run of the task that makes them appends a line to
+// --dir/made_runs, so the test sees whether one was made again.
 #include <cumulus/cumulus.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,11 +31,28 @@ bool WaitForFile(const std::string& path) {
   for (int i = 0; i < 120000 && !Exists(path); ++i) usleep(1000);
   return Exists(path);
 }
-std::vector<uint8_t> Made(uint64_t bytes, uint32_t seed) { return driver::Blob(bytes, seed); }
+std::vector<uint8_t> Made(uint64_t bytes, uint32_t seed, std::string runs) {
+  if (!runs.empty()) std::ofstream(runs, std::ios::app) << seed << "\n";
+  return driver::Blob(bytes, seed);
+}
+// Whether `bytes` are the ones Made(bytes.size(), seed) makes.
+bool Same(std::vector<uint8_t> bytes, uint32_t seed) {
+  return bytes == driver::Blob(bytes.size(), seed);
+}
+
+std::vector<std::string> Split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
 
 }  // namespace
 
 CUMULUS_REMOTE(Made);
+CUMULUS_REMOTE(Same);
 
 int main(int argc, char** argv) {
   cumulus::Status st = cumulus::Init(argc, argv);
@@ -40,12 +64,14 @@ int main(int argc, char** argv) {
   const std::string dir = args["dir"];
   const int count = std::stoi(args["count"]);
   const uint64_t bytes = std::stoull(args["bytes"]);
+  const std::vector<std::string> consumers = Split(args["consumers"]);
+  const std::string runs = consumers.empty() ? "" : dir + "/made_runs";
   using std::chrono::seconds;
 
   std::vector<cumulus::ObjectRef<std::vector<uint8_t>>> refs;
   for (int i = 0; i < count; ++i) {
-    refs.push_back(
-        cumulus::Task(Made).SetLabelSelector("name=a").Remote(bytes, static_cast<uint32_t>(i + 1)));
+    refs.push_back(cumulus::Task(Made).SetLabelSelector("name=a").Remote(
+        bytes, static_cast<uint32_t>(i + 1), runs));
   }
   {
     // (Its result holds references too: gone at the end of this block.)
@@ -61,15 +87,35 @@ int main(int argc, char** argv) {
 
   driver::Check("read", WaitForFile(dir + "/read"), "no 'read' file");
   std::string wrong;
-  for (int i = 0; i < count; ++i) {
-    auto got = cumulus::TryGet(refs[i], seconds(60));
-    if (!got.ok()) {
-      wrong += " " + std::to_string(i) + ": " + got.status().ToString();
-    } else if (*got != driver::Blob(bytes, static_cast<uint32_t>(i + 1))) {
-      wrong += " " + std::to_string(i) + ": wrong bytes";
+  if (!consumers.empty()) {
+    std::vector<std::pair<std::string, cumulus::ObjectRef<bool>>> checks;
+    for (int i = 0; i < count; ++i) {
+      for (const std::string& label : consumers) {
+        checks.emplace_back(label + " " + std::to_string(i),
+                            cumulus::Task(Same).SetLabelSelector(label).Remote(
+                                refs[i], static_cast<uint32_t>(i + 1)));
+      }
     }
+    for (auto& [what, check] : checks) {
+      auto same = cumulus::TryGet(check, seconds(20));
+      if (!same.ok()) {
+        wrong += " " + what + ": " + same.status().ToString();
+      } else if (!*same) {
+        wrong += " " + what + ": wrong bytes";
+      }
+    }
+    driver::Check("arguments_read", wrong.empty(), wrong);
+  } else {
+    for (int i = 0; i < count; ++i) {
+      auto got = cumulus::TryGet(refs[i], seconds(60));
+      if (!got.ok()) {
+        wrong += " " + std::to_string(i) + ": " + got.status().ToString();
+      } else if (*got != driver::Blob(bytes, static_cast<uint32_t>(i + 1))) {
+        wrong += " " + std::to_string(i) + ": wrong bytes";
+      }
+    }
+    driver::Check("all_bytes_same", wrong.empty(), wrong);
   }
-  driver::Check("all_bytes_same", wrong.empty(), wrong);
   std::printf("PHASE read\n");
   std::fflush(stdout);
 

@@ -50,6 +50,13 @@ Status CoreWorkerImpl::Connect() {
     eo.token = options_.token;
     eo.store = store_.get();
     eo.start_actor_listener = [this] { return channel_->ListenForCallers(options_.bind_host); };
+    eo.find_move = [this](const ObjectId& id) -> Result<ObjectMove> {
+      auto moved = head_->TryCall([&](ControlClient& head) {
+        return head.KvGet(kObjectMovesNamespace, ObjectMoveKey(id));
+      });
+      if (!moved.ok()) return moved.status();
+      return ParseObjectMove(*moved);
+    };
     executor_ = std::make_unique<TaskExecutor>(std::move(eo));
   }
   CoreChannel::Handlers handlers;

@@ -68,11 +68,9 @@ bool CoreWorkerImpl::FollowMove(const ObjectId& id, const NodeId& tried,
       [&](ControlClient& head) { return head.KvGet(kObjectMovesNamespace, ObjectMoveKey(id)); });
   lock.lock();
   if (!moved.ok()) return false;
-  size_t space = moved->find(' ');
-  if (space == std::string::npos) return false;
-  auto to = NodeId::FromHex(moved->substr(0, space));
-  if (!to.ok() || *to == tried) return false;
-  return refs_.Moved(id, tried, *to, moved->substr(space + 1));
+  auto to = ParseObjectMove(*moved);
+  if (!to.ok() || to->node == tried) return false;
+  return refs_.Moved(id, tried, to->node, to->transfer);
 }
 
 // A read of a stored object failed because its copy is gone (or its node cannot be reached).

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cumulus/internal/registry.h"
@@ -69,6 +70,32 @@ bool TaskExecutor::Run(proto::TaskSpec::Reader spec, proto::TaskResult::Builder 
   return exit_after;
 }
 
+Result<ObjectBuffer> TaskExecutor::ReadArgument(const ObjectId& id, const NodeId& where,
+                                                const std::string& from,
+                                                std::vector<ObjectId>* pulled) {
+  auto read = [&](const NodeId& node, const std::string& transfer) {
+    bool pull = node != options_.node;
+    if (pull && std::find(pulled->begin(), pulled->end(), id) == pulled->end()) {
+      auto have = options_.store->Contains(id);
+      if (have.ok() && !*have) pulled->push_back(id);
+    }
+    return ReadObject(*options_.store, options_.token, options_.node, id, pull, transfer);
+  };
+  auto buffer = read(where, from);
+  if (buffer.ok() || buffer.status().code() != StatusCode::kObjectLost || !options_.find_move) {
+    return buffer;
+  }
+  // Its node may have drained and handed it on after the owner sent this task (the owner hears
+  // of the move by a message that can come after this read): the head has the move.
+  auto moved = options_.find_move(id);
+  if (!moved.ok() || moved->node == where) return buffer;
+  if (moved->node == options_.node) {
+    // This node took it: the copy here is the object's own, not one pulled for this task.
+    pulled->erase(std::remove(pulled->begin(), pulled->end(), id), pulled->end());
+  }
+  return read(moved->node, moved->transfer);
+}
+
 Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& function,
                           std::string* value, proto::TaskResult::Builder* result,
                           TaskTimes* times) {
@@ -95,13 +122,7 @@ Status TaskExecutor::Call(proto::TaskSpec::Reader spec, const std::string& funct
     ObjectId id = IdFrom<ObjectId>(a.getObjectRef());
     auto loc = a.getLocation();
     NodeId where = IdFrom<NodeId>(loc.getNodeId());
-    bool pull = where != options_.node;
-    if (pull) {
-      auto have = options_.store->Contains(id);
-      if (have.ok() && !*have) pulled.push_back(id);
-    }
-    auto buffer = ReadObject(*options_.store, options_.token, options_.node, id, pull,
-                             loc.getTransferAddress());
+    auto buffer = ReadArgument(id, where, loc.getTransferAddress(), &pulled);
     if (!buffer.ok()) {
       cleanup();
       // Its owner may rebuild it (lineage) and send this task again.

@@ -17,6 +17,7 @@
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
+#include "runtime/core/messages.h"
 #include "runtime/object_store/store_client.h"
 #include "runtime/proto/core.capnp.h"
 
@@ -29,6 +30,10 @@ struct TaskExecutorOptions {
   StoreClient* store = nullptr;  // this node's; must outlive the executor
   // The actor built here starts listening for its callers; returns "host:port".
   std::function<Result<std::string>()> start_actor_listener;
+  // Where a draining node handed object `id` on (the head's kObjectMovesNamespace; NotFound if
+  // it was not moved): an argument whose copy is gone from the node the owner named is read
+  // there instead of being reported lost. Unset: such an argument is reported lost at once.
+  std::function<Result<ObjectMove>(const ObjectId& id)> find_move;
 };
 
 // When a run's phases ended (TimelineNowMicros), for the timeline.
@@ -55,6 +60,11 @@ class TaskExecutor {
  private:
   Status Call(proto::TaskSpec::Reader spec, const std::string& function, std::string* value,
               proto::TaskResult::Builder* result, TaskTimes* times);
+  // Reads argument `id` from the node `where` (object channel `from`), pulled here if that is
+  // another node (added to `pulled`, to be deleted after the run); if its copy there is gone and
+  // find_move says it moved, from where it lives now.
+  Result<ObjectBuffer> ReadArgument(const ObjectId& id, const NodeId& where,
+                                    const std::string& from, std::vector<ObjectId>* pulled);
 
   TaskExecutorOptions options_;
   std::shared_ptr<void> actor_;  // the actor this process hosts, once built

@@ -164,4 +164,17 @@ bool IsTerminalJobState(const std::string& state) {
 
 std::string ObjectMoveKey(const ObjectId& id) { return id.Task().Job().Hex() + "/" + id.Hex(); }
 
+std::string ObjectMoveValue(const ObjectMove& move) {
+  return move.node.Hex() + " " + move.transfer;
+}
+
+Result<ObjectMove> ParseObjectMove(const std::string& value) {
+  size_t space = value.find(' ');
+  auto node = NodeId::FromHex(value.substr(0, space));
+  if (space == std::string::npos || !node.ok() || space + 1 == value.size()) {
+    return Status::InvalidArgument("malformed object move record '" + value + "'");
+  }
+  return ObjectMove{*node, value.substr(space + 1)};
+}
+
 }  // namespace cumulus

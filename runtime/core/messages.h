@@ -106,6 +106,14 @@ constexpr const char* kNodeStateNamespace = "node_state";
 // entries when the driver goes away.
 constexpr const char* kObjectMovesNamespace = "object_moves";
 std::string ObjectMoveKey(const ObjectId& id);
+// A value of kObjectMovesNamespace: where the object lives now.
+struct ObjectMove {
+  NodeId node;
+  std::string transfer;  // host:port of that node's object channel
+};
+std::string ObjectMoveValue(const ObjectMove& move);
+// InvalidArgument if `value` is not "<node hex> <host:port>".
+Result<ObjectMove> ParseObjectMove(const std::string& value);
 constexpr size_t kMaxReportedRows = 1000;
 // Recent failures on each node: keys "<16-digit micros>-<node hex 8>", value one line.
 constexpr const char* kFailuresNamespace = "failures";

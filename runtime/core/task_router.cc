@@ -405,6 +405,15 @@ void TaskRouter::AnnounceMoves(const NodeId& to, const std::string& transfer,
       [impl = impl_.get(), to, transfer, ids] { impl->AnnounceMoves(to, transfer, ids); });
 }
 
+void TaskRouter::FreeOn(const NodeId& node, const std::vector<ObjectId>& ids) {
+  std::vector<std::string> entries;
+  entries.reserve(ids.size());
+  for (const ObjectId& id : ids) entries.push_back(id.Binary() + node.Binary());
+  impl_->loop_->Post([impl = impl_.get(), entries = std::move(entries)] {
+    impl->FreeEntries(entries, /*here_only=*/false);
+  });
+}
+
 std::string NodeWork::ToString() const {
   std::string out;
   auto add = [&](size_t n, const char* one, const char* many) {

@@ -67,6 +67,11 @@ struct TaskRouterOptions {
   std::function<void(const JobId&)> on_job_end;
   // A worker died under work (for `cumulus status`'s recent failures; same thread rules).
   std::function<void(const std::string&)> on_failure;
+  // Owners freed `ids`, whose copies here were deleted (same thread rules): returns those whose
+  // copies were handed on to other nodes (a drain: HandoffLedger), each with the node to free it
+  // on too.
+  std::function<std::vector<std::pair<ObjectId, NodeId>>(const std::vector<ObjectId>& ids)>
+      on_freed_here;
   // The node's time, for its units (tests move a FakeClock by hand); must outlive the router.
   // The event loop's own deadlines (connects, unauthenticated peers) keep the system clock.
   Clock* clock = &SystemClock::Get();
@@ -130,6 +135,9 @@ class TaskRouter {
   // message sent later on the same connections.
   void AnnounceMoves(const NodeId& to, const std::string& transfer,
                      const std::vector<ObjectId>& ids);
+  // Frees the copies of `ids` on node `node` (a draining node's round found that their owners
+  // freed them while the taker took them). Thread-safe; returns at once.
+  void FreeOn(const NodeId& node, const std::vector<ObjectId>& ids);
 
   class Impl;
 

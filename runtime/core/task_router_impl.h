@@ -97,6 +97,9 @@ class TaskRouter::Impl : public NodeContext {
   // Deletes stored objects (freeObjects entries): here, or through the node holding each (a
   // peer's entries are all this node's own: `here_only`).
   void FreeEntries(const std::vector<std::string>& entries, bool here_only);
+  // Frees of objects on `node`, a node that drained (and may have left): also freed where the
+  // head says each was handed on, if it was (the owner sent them before it heard of the move).
+  void FreeWhereMoved(const NodeId& node, const std::vector<std::string>& entries);
   // A caller left: its unfinished tasks are cancelled (their results freed when they answer),
   // and the results it did not free are freed.
   void CallerLeft(uint64_t id, Conn& c);

@@ -301,6 +301,7 @@ void TaskRouter::Impl::CallerLeft(uint64_t id, Conn& c) {
 void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool here_only) {
   // Each entry: 28-byte object id + 16-byte node id of the store holding it.
   std::map<NodeId, std::vector<std::string>> remote;
+  std::vector<ObjectId> here;
   for (const std::string& e : entries) {
     if (e.size() != ObjectId::kSize + NodeId::kSize) continue;
     const char* p = e.data();
@@ -308,11 +309,19 @@ void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool
     NodeId node = NodeId::FromBinary(std::string_view(p + ObjectId::kSize, NodeId::kSize));
     if (node == node_id_ || here_only) {
       (void)options_.store->Delete(obj);
+      here.push_back(obj);
     } else {
       remote[node].push_back(e);
     }
   }
+  // This node drained and handed some of them on before their owners heard of it.
+  if (options_.on_freed_here && !here.empty()) {
+    for (auto& [obj, node] : options_.on_freed_here(here)) {
+      if (node != node_id_) remote[node].push_back(obj.Binary() + node.Binary());
+    }
+  }
   for (auto& [node, list] : remote) {
+    if (remote_.WasDraining(node)) FreeWhereMoved(node, list);
     capnp::MallocMessageBuilder message;
     auto out =
         message.initRoot<proto::CoreMessage>().initFreeObjects(static_cast<unsigned>(list.size()));
@@ -321,6 +330,18 @@ void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool
           i, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(list[i].data()), list[i].size()));
     }
     if (uint64_t peer = PeerConn(node)) Send(peer, EncodeFrame(message));
+  }
+}
+
+void TaskRouter::Impl::FreeWhereMoved(const NodeId& node, const std::vector<std::string>& entries) {
+  for (const std::string& e : entries) {
+    ObjectId obj = ObjectId::FromBinary(std::string_view(e.data(), ObjectId::kSize));
+    HeadGet(kObjectMovesNamespace, ObjectMoveKey(obj), [this, obj, node](Result<std::string> r) {
+      if (!r.ok()) return;  // not moved (NotFound), or the head cannot say: nothing more to free
+      auto move = ParseObjectMove(*r);
+      if (!move.ok() || move->node == node) return;
+      FreeEntries({obj.Binary() + move->node.Binary()}, /*here_only=*/false);
+    });
   }
 }
 

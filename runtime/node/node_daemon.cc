@@ -110,6 +110,9 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
     d->options_.cut_off_report_every = std::chrono::milliseconds(**report_every);
   }
 
+  const char* unannounced = std::getenv("CUMULUS_TEST_UNANNOUNCED_HANDOFF");
+  if (unannounced && std::string(unannounced) == "1") d->options_.announce_moves = false;
+
   // Authenticate before creating anything: a wrong token or an unreachable head leaves nothing.
   CUMULUS_ASSIGN_OR_RETURN(
       d->client_, ControlClient::Connect(options.head, options.token, NodeClientOptions()));
@@ -196,6 +199,9 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   }
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
+  router.on_freed_here = [ledger = d->ledger_](const std::vector<ObjectId>& ids) {
+    return ledger->Freed(ids);
+  };
   auto started = TaskRouter::Start(router);
   if (!started.ok()) {
     d->Cleanup();
@@ -355,11 +361,17 @@ std::string NodeDaemon::DrainNote() {
       o.head = options_.head;
       o.token = options_.token;
       o.clock = options_.clock;
+      o.ledger = ledger_.get();
       TaskRouter* router = router_.get();
-      o.on_moved = [router](const NodeId& to, const std::string& transfer,
-                            const std::vector<ObjectId>& ids) {
-        router->AnnounceMoves(to, transfer, ids);
+      o.free_on = [router](const NodeId& to, const std::vector<ObjectId>& ids) {
+        router->FreeOn(to, ids);
       };
+      if (options_.announce_moves) {
+        o.on_moved = [router](const NodeId& to, const std::string& transfer,
+                              const std::vector<ObjectId>& ids) {
+          router->AnnounceMoves(to, transfer, ids);
+        };
+      }
       handoff_ = std::make_unique<ObjectHandoff>(std::move(o));
     }
     std::vector<NodeRecord> nodes;

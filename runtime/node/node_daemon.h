@@ -54,6 +54,11 @@ struct NodeDaemonOptions {
   // should then destroy the daemon (it tells the head it left: STOPPED, not failed). Unset (the
   // head's own node, embedded nodes): a drained node only stops taking work.
   std::function<void()> on_drained;
+  // Whether a draining node also tells the other nodes at once where its objects went
+  // (objectsMoved), besides recording it at the head. Only tests turn it off, through
+  // CUMULUS_TEST_UNANNOUNCED_HANDOFF=1: the owners then learn of the moves from the head alone,
+  // as when that message comes after everything else.
+  bool announce_moves = true;
 };
 
 class NodeDaemon {
@@ -97,6 +102,8 @@ class NodeDaemon {
   std::unique_ptr<StoreServer> store_server_;
   std::unique_ptr<ObjectTransferServer> transfer_server_;
   std::unique_ptr<TaskRouter> router_;
+  // What its rounds handed on, for frees that race them (shared with the router's hook).
+  std::shared_ptr<HandoffLedger> ledger_ = std::make_shared<HandoffLedger>();
   std::unique_ptr<ObjectHandoff> handoff_;     // made when a drained node first holds objects
   std::unique_ptr<JobSupervisor> supervisor_;  // set under mu_ (the router's thread reads it)
   std::string store_socket_;

@@ -23,6 +23,7 @@ std::string MiB(uint64_t bytes) {
 }  // namespace
 
 ObjectHandoff::~ObjectHandoff() {
+  canceller_.Cancel();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -69,6 +70,7 @@ void ObjectHandoff::Round(NodeRecord to) {
     std::lock_guard<std::mutex> lock(mu_);
     note_ = head;
   }
+  if (options_.ledger) options_.ledger->Begin(ids);
   TimePoint start = options_.clock->Now();
   std::vector<ObjectId> gone;
   Status st;
@@ -77,8 +79,10 @@ void ObjectHandoff::Round(NodeRecord to) {
   if (!hp.ok()) {
     st = hp.status();
   } else {
+    FetchOptions fetch;
+    fetch.canceller = &canceller_;
     st = FetchObjects(
-        *hp, options_.token, ids, options_.self_transfer, FetchOptions(),
+        *hp, options_.token, ids, options_.self_transfer, fetch,
         [&](size_t done) {
           taken = done;
           std::lock_guard<std::mutex> lock(mu_);
@@ -93,6 +97,20 @@ void ObjectHandoff::Round(NodeRecord to) {
   for (size_t i = 0; i < taken && i < ids.size(); ++i) {
     if (std::find(gone.begin(), gone.end(), ids[i]) == gone.end()) moved.push_back(ids[i]);
   }
+  // Those whose owners freed them here while the taker took them are no moves: the taker's
+  // copies are freed too (a free after this point finds the rest in the ledger).
+  std::vector<ObjectId> freed =
+      options_.ledger ? options_.ledger->End(to.id, moved) : std::vector<ObjectId>();
+  if (!freed.empty()) {
+    moved.erase(std::remove_if(moved.begin(), moved.end(),
+                               [&](const ObjectId& id) {
+                                 return std::find(freed.begin(), freed.end(), id) != freed.end();
+                               }),
+                moved.end());
+    if (options_.free_on) options_.free_on(to.id, freed);
+    CUMULUS_LOG(INFO) << "node " << options_.self << ": " << Objects(freed.size())
+                      << " freed while node " << to.id << " took them; freed there too";
+  }
   const Status fetched = st;
   st = Status();
   size_t handed = 0;
@@ -103,7 +121,7 @@ void ObjectHandoff::Round(NodeRecord to) {
     o.request_timeout = std::chrono::seconds(3);
     auto client = ControlClient::Connect(options_.head, options_.token, o);
     st = client.status();
-    std::string value = to.id.Hex() + " " + to.object_store_address;
+    std::string value = ObjectMoveValue({to.id, to.object_store_address});
     for (size_t i = 0; st.ok() && i < moved.size(); ++i) {
       st = (*client)->KvPut(kObjectMovesNamespace, ObjectMoveKey(moved[i]), value).status();
     }
@@ -121,7 +139,12 @@ void ObjectHandoff::Round(NodeRecord to) {
                       << " in " << s << " s";
   }
   if (st.ok()) st = fetched;
-  if (!st.ok()) {
+  if (!st.ok() && canceller_.cancelled()) {
+    CUMULUS_LOG(WARN) << "node " << options_.self
+                      << ": stopping in the middle of handing objects to node " << to.id << "; the "
+                      << Objects(ids.size() - handed - freed.size())
+                      << " it did not take stay here and go with this node";
+  } else if (!st.ok()) {
     CUMULUS_LOG(WARN) << "node " << options_.self << ": handing objects to node " << to.id
                       << " failed: " << st << "; keeping the rest and trying again";
   }
@@ -131,8 +154,9 @@ void ObjectHandoff::Round(NodeRecord to) {
     note_.clear();
     next_candidate_ = 0;
   } else {
-    note_ = "waiting for " + Objects(ids.size() - handed) + ": handing them to node " +
-            to.id.Hex().substr(0, 8) + " failed (" + st.message() + "); trying again";
+    note_ = "waiting for " + Objects(ids.size() - handed - freed.size()) +
+            ": handing them to node " + to.id.Hex().substr(0, 8) + " failed (" + st.message() +
+            "); trying again";
     retry_at_ = options_.clock->Now() + options_.retry_after;
     ++next_candidate_;
   }

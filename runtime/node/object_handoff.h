@@ -6,6 +6,9 @@
 // `on_moved` tells the owners at once (the router passes it to every node's drivers and workers),
 // and only then does this node delete its copies. Nothing is lost: if no node can take them (none
 // is alive and not draining, or the taker's store is full), the node keeps them and says why.
+// An owner's free that races a round frees the taker's copy too (HandoffLedger). A node that
+// stops while a round runs cancels it: what the taker took by then is recorded and announced as
+// moved, the rest stays here (and goes with the node).
 //
 // Thread model: Step is called on the daemon's thread (its heartbeat); a round runs on a thread
 // of its own, so heartbeats go on while the bytes move.
@@ -23,7 +26,9 @@
 #include "runtime/base/clock.h"
 #include "runtime/head/membership.h"
 #include "runtime/net/tcp.h"
+#include "runtime/node/handoff_ledger.h"
 #include "runtime/object_store/object_store.h"
+#include "runtime/transfer/object_transfer.h"
 
 namespace cumulus {
 
@@ -40,13 +45,21 @@ struct ObjectHandoffOptions {
   std::function<void(const NodeId& to, const std::string& transfer,
                      const std::vector<ObjectId>& ids)>
       on_moved;
+  // Where the rounds note what they handed on, and the node's frees are checked against (the
+  // router reports them); may be null. Must outlive the handoff.
+  HandoffLedger* ledger = nullptr;
+  // Called on the round's thread with objects `to` took whose owners freed them here while the
+  // round ran: their copies on `to` are to be freed too. Must not block for long.
+  std::function<void(const NodeId& to, const std::vector<ObjectId>& ids)> free_on;
   Clock* clock = &SystemClock::Get();
 };
 
 class ObjectHandoff {
  public:
   explicit ObjectHandoff(ObjectHandoffOptions options) : options_(std::move(options)) {}
-  ~ObjectHandoff();  // waits for a round in flight (bounded by FetchOptions' timeouts)
+  // Cancels a round in flight (FetchCanceller: the taker's answers are not waited for) and waits
+  // for it to record what was taken (bounded by the head's request timeout).
+  ~ObjectHandoff();
 
   // On the daemon's thread, while the node drains, runs nothing and its store holds `objects`
   // objects: starts a round when none runs (and the last failure's pause is over), choosing the
@@ -74,6 +87,7 @@ class ObjectHandoff {
   TimePoint retry_at_{};       // after a failure: no new round before then
   size_t next_candidate_ = 0;  // rotates among takers after a failure
   std::atomic<uint64_t> moved_{0};
+  FetchCanceller canceller_;  // cancelled once, by the destructor
 };
 
 }  // namespace cumulus

@@ -17,6 +17,7 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
     v.labels = n.labels;
     v.alive = n.state == NodeState::kAlive;
     v.draining = n.draining;
+    if (n.draining) ever_draining_.insert(n.id);
     nodes_[n.id] = v;
     core_addresses_[n.id] = n.core_address;
     if (n.state == NodeState::kDead && !past_ids_.count(n.id)) newly_dead.push_back(n.id);

@@ -270,11 +270,15 @@ struct TransferConnection {
   }
 };
 
+// With `canceller`, the connection is attached to it as soon as it is made (so that a cancel
+// also ends the hello); Cancelled if it was cancelled already.
 Status OpenTransfer(const HostPort& to, const std::string& token, Duration timeout,
-                    const std::string& where, TransferConnection* c) {
+                    const std::string& where, TransferConnection* c,
+                    FetchCanceller* canceller = nullptr) {
   auto fd = ConnectTcp(to, timeout);
   if (!fd.ok()) return fd.status().WithContext(where);
   c->fd = *fd;
+  if (canceller && !canceller->Attach(c->fd)) return Status::Cancelled(where);
   capnp::MallocMessageBuilder m;
   m.initRoot<proto::TransferRequest>().setHello(token);
   CUMULUS_RETURN_IF_ERROR(
@@ -311,20 +315,54 @@ Status PullObject(const HostPort& from, const std::string& token, const ObjectId
   return Status();
 }
 
+void FetchCanceller::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+}
+
+bool FetchCanceller::cancelled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+bool FetchCanceller::Attach(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  fd_ = fd;
+  return true;
+}
+
+void FetchCanceller::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fd_ = -1;
+}
+
 Status FetchObjects(const HostPort& to, const std::string& token, const std::vector<ObjectId>& ids,
                     const std::string& from, const FetchOptions& options,
                     const std::function<void(size_t)>& progress, std::vector<ObjectId>* gone) {
   std::string where = "asking " + to.ToString() + " to take objects from " + from;
+  const Status cancelled = Status::Cancelled(where + ": cancelled (this node is stopping)");
+  FetchCanceller* canceller = options.canceller;
+  if (canceller && canceller->cancelled()) return cancelled;
   TransferConnection c;
-  CUMULUS_RETURN_IF_ERROR(OpenTransfer(to, token, options.connect_timeout, where, &c));
+  struct Detach {  // before `c` closes the descriptor
+    FetchCanceller* canceller;
+    ~Detach() {
+      if (canceller) canceller->Detach();
+    }
+  } detach{canceller};
+  Status open = OpenTransfer(to, token, options.connect_timeout, where, &c, canceller);
+  if (!open.ok()) return canceller && canceller->cancelled() ? cancelled : open;
   for (size_t i = 0; i < ids.size(); ++i) {
+    if (canceller && canceller->cancelled()) return cancelled;
     capnp::MallocMessageBuilder m;
     auto f = m.initRoot<proto::TransferRequest>().initFetch();
     f.setObject(store_protocol::IdBytes(ids[i]));
     f.setFrom(from);
-    CUMULUS_RETURN_IF_ERROR(
-        WriteFrame(c.fd, m, SystemClock::Get().Now() + options.object_timeout).WithContext(where));
-    Status st = ReadReply(c.fd, c.decoder, options.object_timeout, nullptr);
+    Status st = WriteFrame(c.fd, m, SystemClock::Get().Now() + options.object_timeout);
+    if (st.ok()) st = ReadReply(c.fd, c.decoder, options.object_timeout, nullptr);
+    if (!st.ok() && canceller && canceller->cancelled()) return cancelled;
     if (st.code() == StatusCode::kNotFound && gone) {
       gone->push_back(ids[i]);  // freed at the sender meanwhile: nothing to hand over
     } else if (!st.ok()) {

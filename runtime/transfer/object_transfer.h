@@ -95,7 +95,28 @@ struct PullOptions {
 Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
                   const PullTarget& target, const PullOptions& options = {});
 
+// Lets another thread end a FetchObjects under way (a node that stops in the middle of a
+// handoff): Cancel() shuts its connection down, so the call returns Cancelled at once instead of
+// waiting for the taker's answers (what the taker answered before counts, through `progress`).
+// Thread-safe. A FetchObjects started after Cancel() returns Cancelled without connecting.
+class FetchCanceller {
+ public:
+  void Cancel();
+  bool cancelled();
+  // For FetchObjects: the connection to shut down on Cancel (false if cancelled already), and
+  // its end.
+  bool Attach(int fd);
+  void Detach();
+
+ private:
+  std::mutex mu_;
+  int fd_ = -1;
+  bool cancelled_ = false;
+};
+
 struct FetchOptions {
+  // With one, another thread may end the call (FetchCanceller::Cancel); must outlive the call.
+  FetchCanceller* canceller = nullptr;
   Duration connect_timeout = std::chrono::seconds(5);
   // One object, from the request to the answer: the receiving node pulls it meanwhile (a pull
   // slower than 10 MB/s is cut off by the sender, so this bounds a stuck one).
