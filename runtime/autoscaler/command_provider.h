@@ -13,15 +13,22 @@
 //   {cluster}     CUMULUS_CLUSTER       the cluster's name
 // Output contract:
 //   launch     exit 0; prints one instance id per line for each instance it started (at least
-//              one). The node it starts must run
+//              one), without waiting for the nodes to boot. The node it starts must run
 //                cumulus start --address {head} --resources {resources} --block
-//                      --labels {labels},cumulus.instance_id=ID  (and the token)
-//              so the head's node can be matched to the instance.
+//                      --labels {labels},cumulus.instance_id=ID --wait-for-nodes (and the token)
+//              so the head's node can be matched to the instance. Its output must not go to
+//              the launch program's stdout (the program's end is what is waited for).
 //   list       exit 0; prints one line per instance of this cluster it can see:
 //                ID STATE [NODE_ID|- [TYPE]]
 //              STATE is pending, running, terminated or failed; blank lines and lines starting
 //              with '#' are ignored.
-//   terminate  exit 0 once the instance is going away (also if it is gone already).
+//   terminate  exit 0 once the instance is going away (also if it is gone already); SIGTERM to
+//              the node makes it leave the cluster cleanly.
+// A node the policy drains leaves the cluster by itself and exits 0 once idle: list may show it
+// terminated before terminate is called; the monitor then drops it from its books and may not
+// call terminate for it (whatever of it remains, e.g. a finished pod, is the scripts' to clean).
+// tests/data/command_provider/ (run by tests/provider_e2e_test.cc) and
+// scripts/providers/kubernetes/ keep to this contract.
 // A program that exits non-zero, prints output that breaks the contract, or runs past
 // timeout_s (it is killed with its process group) is an error naming the provider, the program
 // and the last of its stderr. Instance ids: letters, digits, '_', '-', '.', '/'.

@@ -60,11 +60,13 @@ std::string StatusText(const MonitorStatusInput& in) {
     if (t.backoff_until > in.now_micros)
       backoff = "until " + Until(t.backoff_until, in.now_micros) +
                 (b ? " (" + b->history.last_error + ")" : "");
-    std::snprintf(line, sizeof(line), "  %-16s %7d %9d %4d %8d %6d %10s %8s  %s\n", t.type.c_str(),
+    // The backoff (with the provider's error, of any length) goes after the fixed-width columns,
+    // not through `line`, whose size would cut it and the row's newline.
+    std::snprintf(line, sizeof(line), "  %-16s %7d %9d %4d %8d %6d %10s %8s  ", t.type.c_str(),
                   t.running, t.launching + t.launches, t.idle, t.draining,
                   b ? b->failed_launches : 0, Money(b ? b->spend : 0).c_str(),
-                  Money(t.price_per_hour_now).c_str(), backoff.c_str());
-    out += line;
+                  Money(t.price_per_hour_now).c_str());
+    out += line + backoff + "\n";
   }
   if (d.verdicts.empty()) {
     out += "  Pending demand: none\n";
