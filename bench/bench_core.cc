@@ -3,15 +3,17 @@
 //   raw TCP ping-pong between two processes (round trip) and raw loopback TCP bandwidth.
 //
 //   build/bin/bench_core [--quick]
-//   build/bin/bench_core --timeline-overhead [--quick] [--pairs N]
+//   build/bin/bench_core --timeline-overhead [--quick] [--pairs N] [--seed S]
 //
 // Every figure is the median of several repetitions (3 with --quick, 5 without).
 // --timeline-overhead measures what the task timeline (runtime/core/timeline.h) costs on "tasks
 // async": it runs this program again as child processes (each its own cluster, measuring only
-// tasks async), alternately with CUMULUS_TIMELINE=1 and CUMULUS_TIMELINE=0, N pairs (default 5;
-// the order within a pair alternates), and prints the medians and the median of the pairs'
-// ratios, for the rate and for the CPU time the whole process tree spent per task (the figure a
-// shared machine can resolve: time waiting for a CPU another program holds is not in it).
+// tasks async: --only-tasks-async [--tasks N] [--reps R]), N pairs (default 15, 7 with --quick)
+// of one run with CUMULUS_TIMELINE=1 and one with =0 in a random order (seeded, the seed printed),
+// and prints per metric the medians and the median of the pairs' ratios with its 95 % interval:
+// the rate, the CPU time the whole process tree spent per task (time waiting for a CPU another
+// program holds is not in it) and the tree's perf counters per task (timeline_overhead.h).
+// bench/timeline_instructions.sh counts instructions per task under valgrind instead.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,12 +28,14 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/bench_timing.h"
 #include "bench/timeline_overhead.h"
+#include "bench/tree_counters.h"
 #include "cumulus/cumulus.h"
 #include "runtime/head/head_server.h"
 #include "runtime/node/node_daemon.h"
@@ -180,16 +184,26 @@ void Row(const char* name, double value, const char* unit, const std::string& no
 int main(int argc, char** argv) {
   if (cumulus::IsWorker()) (void)cumulus::Init(argc, argv);  // workers never return from Init
   bool quick = false, only_tasks_async = false, timeline_overhead = false;
-  int pairs = 5;
+  cumulus::bench::OverheadOptions overhead;
+  int tasks = 0, task_reps = 0;  // --only-tasks-async: the run's size (0: as --quick says)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
     if (a == "--only-tasks-async") only_tasks_async = true;
     if (a == "--timeline-overhead") timeline_overhead = true;
-    if (a == "--pairs" && i + 1 < argc) pairs = std::max(1, std::atoi(argv[++i]));
+    if (a == "--pairs" && i + 1 < argc) overhead.pairs = std::max(1, std::atoi(argv[++i]));
+    if (a == "--seed" && i + 1 < argc) overhead.seed = std::strtoull(argv[++i], nullptr, 10);
+    if (a == "--tasks" && i + 1 < argc) tasks = std::max(1, std::atoi(argv[++i]));
+    if (a == "--reps" && i + 1 < argc) task_reps = std::max(1, std::atoi(argv[++i]));
   }
-  if (timeline_overhead) return cumulus::bench::TimelineOverhead(argv[0], quick, pairs);
-  const int reps = quick ? 3 : 5;
+  if (timeline_overhead) {
+    overhead.quick = quick;
+    return cumulus::bench::TimelineOverhead(argv[0], overhead);
+  }
+  // Opened before the cluster starts, so that its threads and workers count with this process.
+  std::optional<cumulus::bench::TreeCounters> counters;
+  if (only_tasks_async) counters.emplace(cumulus::bench::TreeCounters::Open());
+  const int reps = task_reps ? task_reps : quick ? 3 : 5;
   if (!only_tasks_async) std::printf("command: %s%s\n", argv[0], quick ? " --quick" : "");
   auto caf_rtt = only_tasks_async ? cumulus::Result<double>(cumulus::Status::Cancelled("not asked"))
                                   : CafRttMicros(quick ? 2000 : 10000);
@@ -255,13 +269,34 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n; ++i) refs.push_back(cumulus::Task(Noop).Remote(i));
       for (auto& r : refs) cumulus::Get(r);
     };
-    const int n = quick ? 5000 : 20000;
+    const int n = tasks ? tasks : quick ? 5000 : 20000;
     async_run(n);  // warm: the workers of a burst are started
+    cumulus::bench::TreeReading before = counters->Read();
+    // Under valgrind --tool=callgrind --trace-children=yes (bench/timeline_instructions.sh):
+    // every process's counts are zeroed at the window's start and dumped at its end (workers
+    // are killed with their job, so what they count at exit would never be written).
+    const bool callgrind = std::getenv("CUMULUS_BENCH_CALLGRIND") != nullptr;
+    if (callgrind) (void)!std::system("callgrind_control -z >/dev/null 2>&1");
     uint64_t cpu0 = cumulus::bench::TreeCpuNanos();
+    auto window0 = Clock::now();
     double rate = Rate(reps, n, async_run);
+    auto window1 = Clock::now();
     uint64_t cpu1 = cumulus::bench::TreeCpuNanos();
+    if (callgrind) (void)!std::system("callgrind_control -d window >/dev/null 2>&1");
+    cumulus::bench::TreeReading after = counters->Read();
     std::printf("TASKS_ASYNC %.1f\n", rate);
+    // The measured window in CLOCK_MONOTONIC seconds, for `perf record -k CLOCK_MONOTONIC` and
+    // `perf report --time START,END` (a profile of the window alone).
+    std::printf("TASKS_ASYNC_WINDOW %.6f,%.6f\n",
+                std::chrono::duration<double>(window0.time_since_epoch()).count(),
+                std::chrono::duration<double>(window1.time_since_epoch()).count());
     std::printf("TASKS_ASYNC_CPU_NS %.1f\n", static_cast<double>(cpu1 - cpu0) / (1.0 * reps * n));
+    for (size_t i = 0; i < after.values.size() && i < before.values.size(); ++i) {
+      std::printf("TASKS_ASYNC_PER_TASK %s=%.3f\n", after.values[i].first.c_str(),
+                  (after.values[i].second - before.values[i].second) / (1.0 * reps * n));
+    }
+    for (const std::string& m : counters->missing())
+      std::printf("TASKS_ASYNC_MISSING %s\n", m.c_str());
     std::fflush(stdout);
     return teardown();
   }

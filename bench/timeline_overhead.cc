@@ -10,13 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/bench_timing.h"
+#include "bench/pair_stats.h"
+#include "bench/tree_counters.h"
 #include "cumulus/ids.h"
 #include "runtime/core/messages.h"
 #include "runtime/core/timeline.h"
@@ -26,29 +27,78 @@
 namespace cumulus::bench {
 namespace {
 
-// One child run of --timeline-overhead: its tasks-async rate and the CPU time its process tree
-// spent per task (0 if it failed).
+// The size of each child run (tasks per repetition, repetitions) and the default pair count.
+struct RunSize {
+  int tasks, reps, pairs;
+};
+RunSize SizeFor(bool quick) { return quick ? RunSize{4000, 3, 7} : RunSize{10000, 3, 15}; }
+
+// One child run of --timeline-overhead: its tasks-async rate, the CPU time its process tree spent
+// per task, and its tree's counters per task (rate 0 if it failed).
 struct ChildRun {
   double rate = 0;
   double cpu_ns_per_task = 0;
+  std::map<std::string, double> per_task;  // TreeCounters' names
+  std::vector<std::string> missing;        // the counters it could not open, and why
 };
-ChildRun TasksAsyncChild(bool timeline, bool quick) {
+ChildRun TasksAsyncChild(bool timeline, const RunSize& size) {
   char self[4096] = {0};
   if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return {};
   std::string command = std::string("CUMULUS_TIMELINE=") + (timeline ? "1" : "0") + " '" + self +
-                        "' --only-tasks-async" + (quick ? " --quick" : "") + " 2>/dev/null";
+                        "' --only-tasks-async --tasks " + std::to_string(size.tasks) + " --reps " +
+                        std::to_string(size.reps) + " 2>/dev/null";
   FILE* p = popen(command.c_str(), "r");
   if (!p) return {};
-  char line[512];
+  char line[1024];
   ChildRun run;
+  auto starts = [&](const char* prefix) {
+    return std::strncmp(line, prefix, std::strlen(prefix)) == 0;
+  };
   while (std::fgets(line, sizeof(line), p)) {
-    if (std::strncmp(line, "TASKS_ASYNC ", 12) == 0) run.rate = std::atof(line + 12);
-    if (std::strncmp(line, "TASKS_ASYNC_CPU_NS ", 19) == 0) {
-      run.cpu_ns_per_task = std::atof(line + 19);
+    std::string rest = line;
+    if (!rest.empty() && rest.back() == '\n') rest.pop_back();
+    if (starts("TASKS_ASYNC ")) run.rate = std::atof(line + 12);
+    if (starts("TASKS_ASYNC_CPU_NS ")) run.cpu_ns_per_task = std::atof(line + 19);
+    if (starts("TASKS_ASYNC_PER_TASK ")) {
+      size_t eq = rest.rfind('=');
+      if (eq != std::string::npos)
+        run.per_task[rest.substr(21, eq - 21)] = std::atof(rest.c_str() + eq + 1);
     }
+    if (starts("TASKS_ASYNC_MISSING ")) run.missing.push_back(rest.substr(20));
   }
-  pclose(p);
+  if (pclose(p) != 0) run.rate = 0;
   return run;
+}
+
+// A metric's samples: each run's value with the timeline on and off, and each pair's ratio.
+struct Metric {
+  std::string name, unit;
+  bool higher_is_better = false;  // a rate: the overhead is 1 - ratio, not ratio - 1
+  std::vector<double> on, off, ratio;
+};
+
+// One table row: the medians, the ratio's median and 95 % interval, and the overhead's bound.
+// Returns whether the interval shows the overhead under 5 %.
+bool PrintMetric(const Metric& m) {
+  MedianInterval r = MedianWithInterval(m.ratio);
+  double on = MedianWithInterval(m.on).median, off = MedianWithInterval(m.off).median;
+  auto overhead = [&](double ratio) {
+    return 100.0 * (m.higher_is_better ? 1 - ratio : ratio - 1);
+  };
+  char interval[96] = "too few pairs for an interval";
+  char bound[64] = "-";
+  bool shown = false;
+  if (r.ok()) {
+    std::snprintf(interval, sizeof(interval), "[%.3f, %.3f] (%.1f %%)", r.low, r.high,
+                  100 * r.coverage);
+    double worst = overhead(m.higher_is_better ? r.low : r.high);
+    shown = worst < 5.0;
+    std::snprintf(bound, sizeof(bound), "%+.1f %% (%s)", worst, shown ? "< 5 %" : "NOT < 5 %");
+  }
+  std::printf("| %-22s | %12.6g %-6s | %12.6g | %6.3f | %-28s | %+6.1f %% | %-20s |\n",
+              m.name.c_str(), on, m.unit.c_str(), off, r.median, interval, overhead(r.median),
+              bound);
+  return shown;
 }
 
 // The timeline's own work per task, timed alone in this process (median of `reps` runs of `n`
@@ -112,98 +162,79 @@ double TimelineWorkNsPerTask(int reps, int n) {
 
 }  // namespace
 
-int TimelineOverhead(const char* argv0, bool quick, int pairs) {
-  std::printf("command: %s --timeline-overhead%s --pairs %d\n", argv0, quick ? " --quick" : "",
-              pairs);
+int TimelineOverhead(const char* argv0, const OverheadOptions& options) {
+  const RunSize size = SizeFor(options.quick);
+  const int pairs = options.pairs > 0 ? options.pairs : size.pairs;
+  const uint64_t seed =
+      options.seed ? options.seed : static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  std::printf("command: %s --timeline-overhead%s --pairs %d --seed %llu\n", argv0,
+              options.quick ? " --quick" : "", pairs, static_cast<unsigned long long>(seed));
   std::printf(
-      "each run: its own cluster (a head and two nodes in one process), tasks async, the "
-      "median of %d repetitions of %d tasks\n",
-      quick ? 3 : 5, quick ? 5000 : 20000);
-  std::vector<double> on, off, cpu_on, cpu_off, rate_ratio, cpu_ratio;
+      "each run: its own cluster (a head and two nodes in one process), tasks async, %d "
+      "repetitions of %d tasks (rate: their median; per task: their total); %d pairs, each one run "
+      "on and one off in a random order\n",
+      size.reps, size.tasks, pairs);
+  std::mt19937_64 rng(seed);
+  Metric rate{"tasks async rate", "/s", true, {}, {}, {}};
+  Metric cpu{"CPU per task", "ns", false, {}, {}, {}};
+  std::map<std::string, Metric> counters;
+  std::vector<std::string> missing;
   for (int i = 0; i < pairs; ++i) {
-    bool on_first = i % 2 == 0;
+    bool on_first = (rng() & 1) != 0;
     ChildRun pair[2];  // [0]: off, [1]: on
     for (int k = 0; k < 2; ++k) {
       bool timeline = (k == 0) == on_first;
-      ChildRun run = TasksAsyncChild(timeline, quick);
-      std::printf("  pair %d: timeline %-3s %10.1f tasks/s %8.0f ns CPU per task\n", i + 1,
+      ChildRun run = TasksAsyncChild(timeline, size);
+      std::printf("  pair %2d: timeline %-3s %9.0f tasks/s %7.0f ns CPU per task", i + 1,
                   timeline ? "on" : "off", run.rate, run.cpu_ns_per_task);
+      for (const auto& [name, v] : run.per_task) std::printf(" | %s %.2f", name.c_str(), v);
+      std::printf("\n");
       std::fflush(stdout);
       if (run.rate <= 0 || run.cpu_ns_per_task <= 0) {
-        std::fprintf(stderr, "bench_core: a child run failed\n");
+        std::fprintf(stderr, "bench_core: a child run failed (%s --only-tasks-async)\n", argv0);
         return 1;
       }
-      (timeline ? on : off).push_back(run.rate);
-      (timeline ? cpu_on : cpu_off).push_back(run.cpu_ns_per_task);
-      pair[timeline ? 1 : 0] = run;
+      missing = run.missing;
+      pair[timeline ? 1 : 0] = std::move(run);
     }
-    rate_ratio.push_back(pair[1].rate / pair[0].rate);
-    cpu_ratio.push_back(pair[1].cpu_ns_per_task / pair[0].cpu_ns_per_task);
+    auto add = [](Metric& m, double on, double off) {
+      m.on.push_back(on);
+      m.off.push_back(off);
+      if (off > 0) m.ratio.push_back(on / off);
+    };
+    add(rate, pair[1].rate, pair[0].rate);
+    add(cpu, pair[1].cpu_ns_per_task, pair[0].cpu_ns_per_task);
+    for (const auto& [name, v] : pair[1].per_task) {
+      auto off = pair[0].per_task.find(name);
+      if (off == pair[0].per_task.end()) continue;
+      Metric& m = counters.try_emplace(name, Metric{name, "", false, {}, {}, {}}).first->second;
+      add(m, v, off->second);
+    }
   }
-  auto spread = [](const std::vector<double>& v, const char* fmt) {
-    char buf[128], lo[32], hi[32];
-    std::snprintf(lo, sizeof(lo), fmt, *std::min_element(v.begin(), v.end()));
-    std::snprintf(hi, sizeof(hi), fmt, *std::max_element(v.begin(), v.end()));
-    std::snprintf(buf, sizeof(buf), "runs from %s to %s", lo, hi);
-    return std::string(buf);
-  };
-  double m_on = Median(on), m_off = Median(off);
-  double c_on = Median(cpu_on), c_off = Median(cpu_off);
-  std::printf("\n| %-40s | %12.1f %-10s | median; %s |\n", "tasks async, timeline on", m_on, "/s",
-              spread(on, "%.0f").c_str());
-  std::printf("| %-40s | %12.1f %-10s | anchor (same run); %s |\n", "tasks async, timeline off",
-              m_off, "/s", spread(off, "%.0f").c_str());
-  std::printf("| %-40s | %12.3f %-10s | median of pairs; %s; overhead %.1f %% |\n",
-              "rate ratio on / off", Median(rate_ratio), "", spread(rate_ratio, "%.3f").c_str(),
-              100.0 * (1 - Median(rate_ratio)));
-  std::printf("| %-40s | %12.0f %-10s | median; %s |\n", "CPU per task, timeline on", c_on, "ns",
-              spread(cpu_on, "%.0f").c_str());
-  std::printf("| %-40s | %12.0f %-10s | anchor (same run); %s |\n", "CPU per task, timeline off",
-              c_off, "ns", spread(cpu_off, "%.0f").c_str());
-  std::printf("| %-40s | %12.3f %-10s | median of pairs; %s; overhead %.1f %% (target < 5 %%) |\n",
-              "CPU ratio on / off", Median(cpu_ratio), "", spread(cpu_ratio, "%.3f").c_str(),
-              100.0 * (Median(cpu_ratio) - 1));
+  std::printf("\n| %-22s | %-19s | %-12s | %-6s | %-28s | %-8s | %-20s |\n", "per run (median)",
+              "timeline on", "off (anchor)", "on/off", "95 % interval of the ratio", "overhead",
+              "worst in the interval");
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(24, '-').c_str(),
+              std::string(21, '-').c_str(), std::string(14, '-').c_str(),
+              std::string(8, '-').c_str(), std::string(30, '-').c_str(),
+              std::string(10, '-').c_str(), std::string(22, '-').c_str());
+  bool rate_shown = PrintMetric(rate);
+  bool cpu_shown = PrintMetric(cpu);
+  for (const auto& [name, m] : counters) PrintMetric(m);
+  for (const std::string& m : missing) std::printf("not counted: %s\n", m.c_str());
   double work = TimelineWorkNsPerTask(5, 1 << 20);
   if (work <= 0) {
     std::fprintf(stderr, "bench_core: the timeline's work could not be timed\n");
     return 1;
   }
+  double c_off = MedianWithInterval(cpu.off).median;
   std::printf(
-      "| %-40s | %12.0f %-10s | median of 5 x %d; %.1f %% of the CPU per task with it off |\n",
-      "timeline's own work per task, alone", work, "ns", 1 << 20, 100.0 * work / c_off);
+      "timeline's own work per task, timed alone: %.0f ns (median of 5 x %d) = %.1f %% of the CPU "
+      "per task with it off\n",
+      work, 1 << 20, 100.0 * work / c_off);
+  std::printf("verdict (target: under 5 %% on tasks async): rate %s, CPU per task %s\n",
+              rate_shown ? "shown" : "NOT shown", cpu_shown ? "shown" : "NOT shown");
   return 0;
-}
-
-uint64_t TreeCpuNanos() {
-  std::map<int, std::vector<int>> children;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    int ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2) {
-      children[ppid].push_back(std::atoi(name.c_str()));
-    }
-  }
-  uint64_t total = 0;
-  std::vector<int> todo = {getpid()};
-  while (!todo.empty()) {
-    int pid = todo.back();
-    todo.pop_back();
-    std::error_code ec;
-    for (const auto& t :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-      std::ifstream in(t.path() / "schedstat");
-      uint64_t ns = 0;
-      if (in >> ns) total += ns;
-    }
-    for (int c : children[pid]) todo.push_back(c);
-  }
-  return total;
 }
 
 }  // namespace cumulus::bench

@@ -6,16 +6,18 @@
 
 namespace cumulus::bench {
 
-// Runs `argv0 --only-tasks-async` as child processes (each its own cluster), alternately with
-// CUMULUS_TIMELINE=1 and =0, `pairs` pairs (the order within a pair alternates), and prints the
-// medians and the median of the pairs' ratios for the rate and for the CPU time per task, then
-// the timeline's own work per task timed alone. Returns the process's exit status.
-int TimelineOverhead(const char* argv0, bool quick, int pairs);
+struct OverheadOptions {
+  bool quick = false;  // shorter child runs and fewer pairs (a smoke test, not a verdict)
+  int pairs = 0;       // 0: 15, or 7 with quick
+  uint64_t seed = 0;   // the A/B order's seed; 0: from the clock (printed either way)
+};
 
-// CPU time, in nanoseconds, of this process and every process below it (the nodes' workers),
-// summed over their live threads (/proc/PID/task/TID/schedstat: time on a CPU). Unlike a rate it
-// does not count time spent waiting for a CPU another program holds, which on a shared 2-core
-// machine is most of the noise.
-uint64_t TreeCpuNanos();
+// Runs `argv0 --only-tasks-async` as child processes (each its own cluster), `pairs` pairs of
+// one run with CUMULUS_TIMELINE=1 and one with =0 in a random order, and prints per metric (the
+// rate, the CPU time of the process tree per task, and the tree's counters per task:
+// tree_counters.h) the medians, the median of the pairs' on/off ratios with its 95 % interval
+// (the sign test's: distribution-free), and whether that interval shows the overhead under 5 %;
+// then the timeline's own work per task timed alone. Returns the process's exit status.
+int TimelineOverhead(const char* argv0, const OverheadOptions& options);
 
 }  // namespace cumulus::bench

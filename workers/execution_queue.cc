@@ -36,7 +36,8 @@ void ExecutionQueue::Run(TaskExecutor& executor, const Reply& reply, TimelineBat
   if (timeline && (!timeline->enabled() || !to_node)) timeline = nullptr;
   const int32_t pid = getpid();
   auto ship = [&](bool idle) {
-    if (!timeline) return;
+    // Due only when full or idle: no clock read for a batch that cannot be (most runs).
+    if (!timeline || timeline->empty() || !(idle || timeline->full())) return;
     int64_t now = TimelineNowMicros();
     if (timeline->Due(idle, now)) to_node(timeline->TakeFrame(now));
   };
