@@ -38,8 +38,6 @@ packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev capnproto libcapnp-
   dataset-fashion-mnist clang-14 libclang-rt-14-dev libyaml-cpp-dev)
 # A real Prometheus scrapes the metrics endpoints in tests/metrics_test.cc (skipped without it).
 packages+=(prometheus)
-# bench/timeline_instructions.sh counts instructions with callgrind (VMs often expose no PMU).
-packages+=(valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
