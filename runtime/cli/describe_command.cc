@@ -23,12 +23,15 @@ constexpr const char* kDescribeHelp = R"(Usage:
 One thing in detail; ID may be a prefix (an ambiguous one lists the candidates).
   task    its state and node; for a pending task why it waits: 'infeasible' naming the resource
           or label no node offers, or 'waiting' for resources in use, and what the autoscaler
-          does for it; each earlier attempt with its node, worker pid and cause
+          does for it; each earlier attempt with its node, worker pid and cause; for an ended
+          one FINISHED or FAILED (with its error) and when
   object  where its copies are (memory/disk, per node), its owner (job, task) and its pins
   node    state, address, labels, resources total/available, store use, running tasks, actors
   actor   its node, worker pid, class, job, state; its creation's attempts
   job     state, driver node, entrypoint, and a summary of its tasks on the nodes
-Tasks are known while a node holds them (queued, forwarded, running, waiting for a retry).
+Tasks are known while a node holds them (queued, forwarded, running, waiting for a retry), and
+after they end for a while: each node keeps its last 10000 ended tasks (CUMULUS_FINISHED_TASKS
+in the node's environment sets how many).
 )";
 
 int Usage(const std::string& message) { return UsageError(message, "cumulus describe --help"); }
@@ -97,10 +100,15 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   Status st = One(answers->rows, "task", "task", prefix, &id);
   if (!st.ok()) return Fail(st);
   // The node that runs (or holds) it, not the one that only forwarded it.
+  // (An ended task's record is newer than a forwarder's row, and wins over it.)
   Row main, via;
   for (auto& r : answers->rows) {
     if (r["task"] != id) continue;
-    (r["state"] == "FORWARDED" ? via : main) = r;
+    if (r["state"] == "FORWARDED") {
+      via = r;
+    } else if (main.empty() || r["state"] == "FINISHED" || r["state"] == "FAILED") {
+      main = r;
+    }
   }
   if (main.empty()) main = via;
   std::string pending = Get(main, "pending");
@@ -124,6 +132,11 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   std::printf("\n  needs:      %s%s\n", Get(main, "demand").c_str(),
               main["labels"].empty() ? "" : (" on nodes with " + main["labels"]).c_str());
   if (!main["purpose"].empty()) std::printf("  for:        %s\n", main["purpose"].c_str());
+  bool ended = main["state"] == "FINISHED" || main["state"] == "FAILED";
+  if (ended) {
+    std::printf("  ended:      %s\n", When(std::atoll(Get(main, "ended_micros").c_str())).c_str());
+  }
+  if (!main["error"].empty()) std::printf("  error:      %s\n", main["error"].c_str());
   if (main["state"] == "QUEUED" || main["state"] == "RETRY_WAIT") {
     std::printf("  pending:    %s\n", pending.c_str());
     if (!verdict.empty()) {
@@ -143,9 +156,9 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
                 When(std::atoll(Get(main, n + "ended_micros").c_str())).c_str());
   }
   if (earlier > 0) {
-    std::printf("    %d. node %s, worker pid %s: %s now\n", earlier + 1,
+    std::printf("    %d. node %s, worker pid %s: %s%s\n", earlier + 1,
                 Get(main, "node").substr(0, 8).c_str(), Get(main, "pid").c_str(),
-                Get(main, "state").c_str());
+                Get(main, "state").c_str(), ended ? "" : " now");
   }
   return 0;
 }

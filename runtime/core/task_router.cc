@@ -41,11 +41,13 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
       head_(o.head, o.token, "node-router", clock_),
       groups_(*this, clock_),
       scheduler_(*this, tasks_, leases_, groups_, clock_,
-                 {o.labels, o.pipeline_depth, std::chrono::seconds(120), o.wait_for_nodes}),
+                 {o.labels, o.pipeline_depth, std::chrono::seconds(120), o.wait_for_nodes,
+                  [this](const RoutedTask& t, const Status& st) { TaskAnswered(t, st); }}),
       memory_({o.memory_threshold, o.memory_worker_limit, o.memory_check_every, o.node_id.Hex(),
                o.work_dir}),
       machine_(o.gpu_ids),
       timeline_(o.timeline_events),
+      finished_(o.finished_tasks),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
 

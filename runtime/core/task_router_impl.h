@@ -100,6 +100,9 @@ class TaskRouter::Impl : public NodeContext {
   // A caller left: its unfinished tasks are cancelled (their results freed when they answer),
   // and the results it did not free are freed.
   void CallerLeft(uint64_t id, Conn& c);
+  // `t` was answered for here (`st`: its error, OK if it finished): its caller no longer waits
+  // for it, and it is kept among the finished tasks if it ran or failed here.
+  void TaskAnswered(const RoutedTask& t, const Status& st);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
   // Sends `frame` to every driver and worker connected here.
@@ -119,6 +122,7 @@ class TaskRouter::Impl : public NodeContext {
   std::vector<StateRowFields> TaskRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   std::vector<StateRowFields> ObjectRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   std::vector<StateRowFields> WorkerRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
+  void FinishedTaskRows(RowSelector& selector, bool detail);
   StateRowFields NodeRow();
   std::string PendingReason(const RoutedTask& t);
 
@@ -157,7 +161,8 @@ class TaskRouter::Impl : public NodeContext {
   MemoryMonitor memory_;
   MachineStats machine_;  // CPU, memory and GPU use, for `cumulus top`
   TimePoint next_machine_sample_{};
-  TimelineRing timeline_;  // loop thread
+  TimelineRing timeline_;   // loop thread
+  FinishedTasks finished_;  // loop thread: tasks answered for here, for state queries
   std::unique_ptr<EventLoop> loop_;
   // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
   // job programs' fetches, so that a long pull does not hold the head's requests back.

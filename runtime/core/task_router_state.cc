@@ -25,6 +25,18 @@ std::string Where(bool in_memory, bool on_disk) {
   return in_memory && on_disk ? "BOTH" : in_memory ? "MEMORY" : "DISK";
 }
 
+void AddAttempts(const std::vector<TaskAttempt>& attempts, StateRowFields& row) {
+  row["attempts"] = std::to_string(attempts.size());
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const TaskAttempt& a = attempts[i];
+    std::string n = std::to_string(i + 1);
+    row["attempt." + n + ".node"] = a.node;
+    row["attempt." + n + ".pid"] = Pid(a.pid);
+    row["attempt." + n + ".cause"] = a.cause;
+    row["attempt." + n + ".ended_micros"] = std::to_string(a.ended_micros);
+  }
+}
+
 }  // namespace
 
 void TaskRouter::Impl::HandleStateQuery(uint64_t id, proto::StateQuery::Reader in) {
@@ -101,20 +113,47 @@ std::vector<StateRowFields> TaskRouter::Impl::TaskRows(const StateQuerySpec& q, 
       if (task.actor_creation) row["actor"] = task.actor;
       if (task.state == RoutedTask::kForwarded) row["forwarded_to"] = task.forwarded_to.Hex();
       if (task.state == RoutedTask::kQueued) row["pending"] = PendingReason(task);
-      row["attempts"] = std::to_string(task.attempts.size());
-      for (size_t i = 0; i < task.attempts.size(); ++i) {
-        const TaskAttempt& a = task.attempts[i];
-        std::string n = std::to_string(i + 1);
-        row["attempt." + n + ".node"] = a.node;
-        row["attempt." + n + ".pid"] = Pid(a.pid);
-        row["attempt." + n + ".cause"] = a.cause;
-        row["attempt." + n + ".ended_micros"] = std::to_string(a.ended_micros);
-      }
+      AddAttempts(task.attempts, row);
       return row;
     };
     selector.Offer(tid.Hex(), field, build);
   }
+  FinishedTaskRows(selector, q.detail);
   return selector.Take(more, matched);
+}
+
+// The tasks answered for here (FinishedTasks), as rows of state FINISHED or FAILED: offered to
+// the same selector as the live ones, so filters apply to them before the cap too.
+void TaskRouter::Impl::FinishedTaskRows(RowSelector& selector, bool detail) {
+  finished_.ForEach([&](const FinishedTask& t) {
+    std::string id = t.id.Hex();
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "job") return t.job.Hex();
+      if (key == "function") return t.function;
+      if (key == "state") return t.failed ? "FAILED" : "FINISHED";
+      if (key == "node") return t.node;
+      if (key == "pid") return Pid(t.pid);
+      if (key == "attempt") return std::to_string(t.attempt + 1);
+      if (key == "worker") return t.worker;
+      return "";
+    };
+    selector.Offer(id, field, [&] {
+      StateRowFields row{{"task", id}};
+      for (const char* k : {"job", "function", "state", "node", "pid", "attempt", "worker"}) {
+        row[k] = field(k);
+      }
+      if (!detail) return row;
+      row["demand"] = t.demand;
+      row["labels"] = t.labels;
+      if (!t.purpose.empty()) row["purpose"] = t.purpose;
+      row["max_retries"] = std::to_string(t.max_retries);
+      if (!t.actor.empty()) row["actor"] = t.actor;
+      if (t.failed) row["error"] = t.error;
+      row["ended_micros"] = std::to_string(t.ended_micros);
+      AddAttempts(t.attempts, row);
+      return row;
+    });
+  });
 }
 
 // Why a queued task waits: "infeasible: ..." (no node could ever run it: the resource or label

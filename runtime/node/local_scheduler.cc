@@ -186,6 +186,7 @@ void LocalScheduler::FailTask(const TaskId& id, const Status& st) {
   RoutedTask* t = tasks_.Find(id);
   if (!t) return;
   node_.SendToConn(t->origin, ErrorResultFrame(id, node_.node_id(), st));
+  if (options_.on_failed) options_.on_failed(*t, st);
   tasks_.Erase(id);
   failed_++;
 }
