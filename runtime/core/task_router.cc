@@ -48,6 +48,7 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
       machine_(o.gpu_ids),
       timeline_(o.timeline_events),
       finished_(o.finished_tasks),
+      actor_ends_(kDefaultActorEnds),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
 
@@ -212,9 +213,28 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
     conns_[conn].worker = WorkerId();  // detach so OnClose does not come back here
     Close(conn, "worker gone");
   }
-  // (An actor's worker that exited with status 0 was killed by its handle or its owner ended.)
-  if (w.is_actor) counters_.actors_dead++;
-  bool failed = why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) &&
+  // (An actor's worker that exited with status 0 was killed by its handle or its owner ended;
+  // with kKilledByCallerExitStatus, by `cumulus kill`.)
+  bool by_user = false;
+  if (w.is_actor) {
+    counters_.actors_dead++;
+    if (!w.actor.empty()) {
+      ActorEnd e{w.actor,
+                 w.actor_class,
+                 w.job,
+                 node_id_.Hex(),
+                 w.spawned_pid,
+                 w.actor_life,
+                 w.actor_max_restarts,
+                 w.actor_restart_cause};
+      e.with_job = why == kEndedWithJob;
+      e.cause = e.with_job ? "its owner left (its job ended)" : ActorEndCause(why, &by_user);
+      e.by_user = by_user;
+      e.ended_micros = clock_.WallMicros();
+      actor_ends_.Add(std::move(e));
+    }
+  }
+  bool failed = why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) && !by_user &&
                 !(w.is_actor && why == "exited with status 0");
   if (failed) counters_.worker_failures++;
   if (options_.on_failure && failed) {

@@ -22,6 +22,7 @@
 #include "runtime/core/messages.h"
 #include "runtime/core/task_router.h"
 #include "runtime/net/event_loop.h"
+#include "runtime/node/actor_ends.h"
 #include "runtime/node/group_coordinator.h"
 #include "runtime/node/head_link.h"
 #include "runtime/node/local_scheduler.h"
@@ -123,6 +124,7 @@ class TaskRouter::Impl : public NodeContext {
   std::vector<StateRowFields> ObjectRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   std::vector<StateRowFields> WorkerRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   void FinishedTaskRows(RowSelector& selector, bool detail);
+  std::vector<StateRowFields> ActorEndRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   StateRowFields NodeRow();
   std::string PendingReason(const RoutedTask& t);
 
@@ -163,6 +165,7 @@ class TaskRouter::Impl : public NodeContext {
   TimePoint next_machine_sample_{};
   TimelineRing timeline_;   // loop thread
   FinishedTasks finished_;  // loop thread: tasks answered for here, for state queries
+  ActorEnds actor_ends_;    // loop thread: actor processes that ended here, for state queries
   std::unique_ptr<EventLoop> loop_;
   // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
   // job programs' fetches, so that a long pull does not hold the head's requests back.

@@ -230,8 +230,11 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
   if (c.role == Role::kWorker) {
     if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
     (result.getCode() == 0 ? counters_.tasks_finished : counters_.tasks_failed)++;
-    const Worker* w = leases_.workers().Find(c.worker);
+    Worker* w = leases_.workers().Find(c.worker);
     if (timeline_.enabled() && w) RecordScheduled(*t, *w);
+    if (w && t->actor_creation && result.getCode() == 0) {
+      w->actor_address = result.getActorAddress();
+    }
     Status st = result.getCode() == 0 ? Status()
                                       : Status(static_cast<StatusCode>(result.getCode()),
                                                std::string(result.getMessage()));

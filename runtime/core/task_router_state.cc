@@ -59,6 +59,8 @@ void TaskRouter::Impl::HandleStateQuery(uint64_t id, proto::StateQuery::Reader i
     rows = ObjectRows(q, &more, &matched);
   } else if (q.kind == "workers") {
     rows = WorkerRows(q, &more, &matched);
+  } else if (q.kind == "actor_ends") {
+    rows = ActorEndRows(q, &more, &matched);
   } else {
     rows = {NodeRow()};
     matched = 1;
@@ -238,10 +240,50 @@ std::vector<StateRowFields> TaskRouter::Impl::WorkerRows(const StateQuerySpec& q
         std::string gpus;
         for (uint32_t g : w.gpu_ids) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
         row["gpus"] = gpus;
+        if (!w.actor.empty()) {
+          row["address"] = w.actor_address;
+          row["class"] = w.actor_type;
+          row["life"] = std::to_string(w.actor_life);
+          row["max_restarts"] = std::to_string(w.actor_max_restarts);
+          if (!w.actor_restart_cause.empty()) row["restart_cause"] = w.actor_restart_cause;
+        }
       }
       return row;
     });
   }
+  return selector.Take(more, matched);
+}
+
+std::vector<StateRowFields> TaskRouter::Impl::ActorEndRows(const StateQuerySpec& q, bool* more,
+                                                           uint64_t* matched) {
+  RowSelector selector(q);
+  actor_ends_.ForEach([&](const ActorEnd& e) {
+    char life[16];
+    std::snprintf(life, sizeof(life), "%06d", e.life);
+    std::string id = e.actor + "/" + life;
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "actor") return e.actor;
+      if (key == "job") return e.job.Hex();
+      if (key == "node") return e.node;
+      if (key == "pid") return Pid(e.pid);
+      if (key == "life") return std::to_string(e.life);
+      if (key == "cause") return e.cause;
+      if (key == "class") return e.class_name;
+      return "";
+    };
+    selector.Offer(id, field, [&] {
+      StateRowFields row{{"end", id}};
+      for (const char* k : {"actor", "job", "node", "pid", "life", "cause", "class"}) {
+        row[k] = field(k);
+      }
+      row["max_restarts"] = std::to_string(e.max_restarts);
+      if (!e.restart_cause.empty()) row["restart_cause"] = e.restart_cause;
+      if (e.by_user) row["by_user"] = "1";
+      if (e.with_job) row["with_job"] = "1";
+      row["ended_micros"] = std::to_string(e.ended_micros);
+      return row;
+    });
+  });
   return selector.Take(more, matched);
 }
 

@@ -150,6 +150,10 @@ void LocalScheduler::Assign(Worker& w, RoutedTask& t) {
   if (t.actor_creation) {
     w.actor = t.actor;
     w.actor_class = t.function;
+    w.actor_life = t.actor_life;
+    w.actor_max_restarts = t.max_restarts;
+    w.actor_restart_cause = t.restart_cause;
+    w.actor_type = t.actor_type;
   }
   t.dispatched_us = TimelineNowMicros();
   w.assigned.push_back(t.id);
