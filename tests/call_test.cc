@@ -13,6 +13,7 @@
 #include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/node/state_rows.h"
 
 namespace cumulus {
 namespace {
@@ -289,6 +290,47 @@ TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
     return EncodeFrame(message);
   };
   int objects = stored();
+
+  // A caller's task the node fails itself (no node has its resource): answered, and the node
+  // keeps nothing of it for the caller, which is still connected.
+  {
+    auto c = CallerConnection::Open(*at, token_, deadline());
+    ASSERT_TRUE(c.ok()) << c.status();
+    TaskId task = TaskId::ForNormalTask(*job_id);
+    capnp::MallocMessageBuilder message;
+    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+    spec.setTaskId(DataOf(task));
+    spec.setJobId(DataOf(*job_id));
+    spec.setFunctionName("Nothing");
+    spec.setNumReturns(1);
+    ResourceSet demand;
+    demand.Set("unobtainium", 1);
+    EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
+    ASSERT_TRUE(c->Send(message, deadline()).ok());
+    capnp::MallocMessageBuilder query;
+    EncodeStateQuery({"node", {}, "", 1, false},
+                     query.initRoot<proto::CoreMessage>().initStateQuery());
+    bool failed = false;
+    std::string caller_tasks;
+    while (caller_tasks.empty()) {
+      auto words = c->Next(deadline());
+      ASSERT_TRUE(words.ok()) << words.status();
+      capnp::FlatArrayMessageReader reader(*words, CoreReaderOptions(words->size() * 8));
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (msg.isTaskResult() && IdFrom<TaskId>(msg.getTaskResult().getTaskId()) == task) {
+        EXPECT_EQ(msg.getTaskResult().getCode(), static_cast<uint16_t>(StatusCode::kInfeasible))
+            << msg.getTaskResult().getMessage().cStr();
+        failed = true;
+        ASSERT_TRUE(c->Send(query, deadline()).ok());  // asked once it was answered
+      } else if (msg.isStateReply()) {
+        auto rows = DecodeStateRows(msg.getStateReply());
+        ASSERT_EQ(rows.size(), 1u);
+        caller_tasks = rows[0]["caller_tasks"];
+      }
+    }
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(caller_tasks, "0") << "the node still holds the failed task for its caller";
+  }
 
   // Caller A reads a stored result and does not free it.
   std::string entry;
