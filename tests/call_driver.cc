@@ -1,6 +1,7 @@
 // A Cumulus program that call_test calls into with `cumulus call`: it registers functions of
-// several shapes and a named actor, prints "READY job=<hex>" once the actor runs, and stays up
-// until its stdin closes.
+// several shapes, a named actor and an unnamed one that may restart once ("phoenix"), prints
+// "READY job=<hex> counter=0 phoenix=<actor id>" once both run, and stays up until its stdin
+// closes.
 #include <cumulus/cumulus.h>
 
 #include <cstdio>
@@ -87,8 +88,11 @@ int main(int argc, char** argv) {
   auto counter = cumulus::Actor(MakeCounter).SetName("counter").Remote(0);
   // Once a call has answered, the actor runs (its address is published on its way).
   int zero = cumulus::Get(counter.Task(&Counter::Read).Remote());
-  std::printf("READY job=%s counter=%d\n",
-              cumulus::internal::CurrentRuntime()->job_id().Hex().c_str(), zero);
+  auto phoenix = cumulus::Actor(MakeCounter).SetMaxRestarts(1).Remote(5);
+  (void)cumulus::Get(phoenix.Task(&Counter::Read).Remote());
+  std::printf("READY job=%s counter=%d phoenix=%s\n",
+              cumulus::internal::CurrentRuntime()->job_id().Hex().c_str(), zero,
+              phoenix.id().Hex().c_str());
   std::fflush(stdout);
   std::string line;
   while (std::getline(std::cin, line)) {

@@ -13,6 +13,7 @@
 #include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/node/state_rows.h"
 
 namespace cumulus {
 namespace {
@@ -143,7 +144,7 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   ExpectOneLineError({job, "UseHandle", "1"}, 2, "UseHandle cannot be called with JSON");
   ExpectOneLineError({job, "UseHandle", "1"}, 2, "no JSON form");
   ExpectOneLineError({job, "Fail", "\"no\""}, 1, "refused: no");
-  ExpectOneLineError({"nobody", "Read"}, 1, "no job and no named actor 'nobody'");
+  ExpectOneLineError({"nobody", "Read"}, 1, "no job and no actor 'nobody'");
   // A task past its timeout is cancelled (its worker killed); the job's next call runs.
   ExpectOneLineError({job, "Sleep", "60", "--timeout", "1"}, 1,
                      "Sleep did not finish within the timeout (it was cancelled)");
@@ -167,6 +168,79 @@ TEST_F(CallTest, CallsFunctionsAndActorMethodsOfARunningJob) {
   ASSERT_TRUE(driver->Wait(30s));
   ASSERT_TRUE(WaitUntil([&] { return client->KvGet(kJobEndsNamespace, job).ok(); }, 30s));
   ExpectOneLineError({job, "Square", "7"}, 1, "has finished");
+}
+
+// An actor without a name, by its id: called and killed; `describe actor` tells its restart (its
+// worker SIGKILLed: it may restart once) with the cause, and its death by `cumulus kill`.
+TEST_F(CallTest, AnActorByItsIdCalledDescribedRestartedAndKilledByUser) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string before;
+  auto driver = StartDriver("call_driver", {}, CoreSocket(HeadNodeId()));
+  std::optional<std::string> ready = WaitForReady(*driver, &before);
+  ASSERT_TRUE(ready) << before;
+  std::string job = Field(*ready, "job"), actor = Field(*ready, "phoenix");
+  ASSERT_EQ(actor.size(), 2 * ActorId::kSize) << *ready;
+  std::string out;
+  auto cli = [&](std::vector<std::string> args, std::string* o) {
+    args.insert(args.end(), {"--address", address_, "--token-file", token_file_});
+    return Cli(args, o);
+  };
+
+  // Called by (a prefix of) its id, as `list workers` shows it.
+  ASSERT_EQ(cli({"list", "workers", "--filter", "actor=" + actor, "--json"}, &out), 0) << out;
+  EXPECT_NE(out.find(actor), std::string::npos) << out;
+  EXPECT_EQ(Call({actor.substr(0, 16), "Increment", "2"}, &out), 0) << out;
+  EXPECT_EQ(out, "7\n");
+  ExpectOneLineError({"ffffffffffffffff", "Read"}, 1, "no job and no actor 'ffffffffffffffff'");
+  ASSERT_EQ(cli({"describe", "actor", actor.substr(0, 12)}, &out), 0) << out;
+  EXPECT_NE(out.find("state:    ALIVE"), std::string::npos) << out;
+  EXPECT_NE(out.find("restarts: 0 (max_restarts 1)"), std::string::npos) << out;
+
+  // Its worker killed: its owner restarts it (fresh state), and describe says why.
+  ASSERT_EQ(cli({"describe", "actor", actor, "--json"}, &out), 0) << out;
+  auto pid_of = [&](const std::string& json) {
+    size_t at = json.find("\"pid\":\"");
+    return at == std::string::npos ? std::string()
+                                   : json.substr(at + 7, json.find('"', at + 7) - at - 7);
+  };
+  std::string first_pid = pid_of(out);
+  ASSERT_GT(std::atoi(first_pid.c_str()), 0) << out;
+  kill(std::atoi(first_pid.c_str()), SIGKILL);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        cli({"describe", "actor", actor}, &out);
+        return out.find("state:    ALIVE") != std::string::npos &&
+               out.find("restarts: 1 (max_restarts 1)") != std::string::npos;
+      },
+      20s))
+      << out;
+  EXPECT_NE(out.find("    1. node " + HeadNodeId().substr(0, 8) + ", worker pid " + first_pid +
+                     ": its worker crashed: killed by signal 9"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Call({actor, "Read"}, &out) == 0 && out == "5\n";
+      },
+      20s))
+      << out;
+
+  // Killed by the user, by its id: dead for good (no restarts left), and describe says so.
+  EXPECT_EQ(cli({"kill", actor.substr(0, 16)}, &out), 0) << out;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        cli({"describe", "actor", actor}, &out);
+        return out.find("state:    DEAD") != std::string::npos;
+      },
+      20s))
+      << out;
+  EXPECT_NE(out.find("restarts: 1 (max_restarts 1)"), std::string::npos) << out;
+  EXPECT_NE(out.find("killed by signal 9"), std::string::npos) << out;
+  EXPECT_NE(out.find("  death:    killed by user (cumulus kill)"), std::string::npos) << out;
+  EXPECT_NE(Call({actor, "Read"}, &out), 0) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  driver->CloseStdin();
+  EXPECT_TRUE(driver->Wait(30s));
 }
 
 // A caller (what `cumulus call` is to a node) may free only the stored results of its own tasks;
@@ -217,6 +291,47 @@ TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
   };
   int objects = stored();
 
+  // A caller's task the node fails itself (no node has its resource): answered, and the node
+  // keeps nothing of it for the caller, which is still connected.
+  {
+    auto c = CallerConnection::Open(*at, token_, deadline());
+    ASSERT_TRUE(c.ok()) << c.status();
+    TaskId task = TaskId::ForNormalTask(*job_id);
+    capnp::MallocMessageBuilder message;
+    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+    spec.setTaskId(DataOf(task));
+    spec.setJobId(DataOf(*job_id));
+    spec.setFunctionName("Nothing");
+    spec.setNumReturns(1);
+    ResourceSet demand;
+    demand.Set("unobtainium", 1);
+    EncodeResources(demand, spec.initResources(static_cast<unsigned>(demand.units().size())));
+    ASSERT_TRUE(c->Send(message, deadline()).ok());
+    capnp::MallocMessageBuilder query;
+    EncodeStateQuery({"node", {}, "", 1, false},
+                     query.initRoot<proto::CoreMessage>().initStateQuery());
+    bool failed = false;
+    std::string caller_tasks;
+    while (caller_tasks.empty()) {
+      auto words = c->Next(deadline());
+      ASSERT_TRUE(words.ok()) << words.status();
+      capnp::FlatArrayMessageReader reader(*words, CoreReaderOptions(words->size() * 8));
+      auto msg = reader.getRoot<proto::CoreMessage>();
+      if (msg.isTaskResult() && IdFrom<TaskId>(msg.getTaskResult().getTaskId()) == task) {
+        EXPECT_EQ(msg.getTaskResult().getCode(), static_cast<uint16_t>(StatusCode::kInfeasible))
+            << msg.getTaskResult().getMessage().cStr();
+        failed = true;
+        ASSERT_TRUE(c->Send(query, deadline()).ok());  // asked once it was answered
+      } else if (msg.isStateReply()) {
+        auto rows = DecodeStateRows(msg.getStateReply());
+        ASSERT_EQ(rows.size(), 1u);
+        caller_tasks = rows[0]["caller_tasks"];
+      }
+    }
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(caller_tasks, "0") << "the node still holds the failed task for its caller";
+  }
+
   // Caller A reads a stored result and does not free it.
   std::string entry;
   {
@@ -262,7 +377,9 @@ TEST_F(CallTest, ACallerFreesOnlyItsOwnResultsAndLeavesNothingBehind) {
             &out) != 0) {
       return -1;
     }
-    return Count(out, "\"function\":\"Sleep\"");
+    // (Ended ones are kept by the node as FAILED or FINISHED: not counted.)
+    return Count(out, "\"function\":\"Sleep\"") - Count(out, "\"state\":\"FAILED\"") -
+           Count(out, "\"state\":\"FINISHED\"");
   };
   Subprocess call(
       {kCumulus, "call", job, "Sleep", "60", "--address", address_, "--token-file", token_file_},

@@ -7,6 +7,8 @@
 //   - lists the pending tasks and sees with `describe task` why one of them is pending;
 //   - follows one trial's output with `logs JOB --trial T --follow`, and Ctrl-C returns to the
 //     prompt;
+//   - completes trial ids with Tab, fetched live from the experiment's journal (`trials EXP
+//     <Tab>`, `stop trial EXP/<Tab>`, `logs JOB --trial <Tab>`);
 //   - calls a function of the running job (`call JOB Square 7` prints 49);
 //   - kills the job's named actor (`kill counter`, confirmed), after which a call to it fails.
 #include <gtest/gtest.h>
@@ -150,6 +152,37 @@ TEST_F(ShellSessionTest, TopDescribeTrialLogsCallAndKillBesideATuningRunAndABurs
   t.Type("\x03");
   ASSERT_TRUE(t.WaitForInOrder({"^C", "cumulus> "})) << t.Since();
   EXPECT_EQ(t.Since().find("trial t0002"), std::string::npos) << t.Since();
+
+  // Trial ids by Tab, fetched live: the common part of t0001 and t0002 (or the experiment's
+  // name and its slash), then (more Tabs) both listed; Ctrl-C drops each line unrun. (A Tab waits
+  // 0.6 s for a fetch: a slow first one is given another Tab.)
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::string trials;
+        Cli({"trials", "session", "--address", address_, "--token-file", token_file_}, &trials);
+        return trials.find("t0002") != std::string::npos;
+      },
+      30s))
+      << Explain(job);
+  auto complete = [&](const std::string& line, const std::string& want) {
+    t.Mark();
+    t.Type(line + "\t");
+    for (int tab = 0; tab < 3 && !t.WaitFor(want, 3s); ++tab) t.Type("\t");
+    bool completed = t.Since().find(want) != std::string::npos;
+    bool listed = false;
+    for (int tab = 0; tab < 3 && !listed; ++tab) {
+      t.Type("\t");
+      listed = t.WaitForInOrder({"t0001", "t0002"}, 3s);
+    }
+    std::string screen = t.Since();
+    t.Mark();
+    t.Type("\x03");
+    EXPECT_TRUE(t.WaitForInOrder({"^C", "cumulus> "})) << t.Since();
+    return completed && listed ? std::string() : screen;
+  };
+  EXPECT_EQ(complete("trials session t", "trials session t000"), "");
+  EXPECT_EQ(complete("stop trial sess", "stop trial session/"), "");
+  EXPECT_EQ(complete("logs " + job + " --trial t", "--trial t000"), "");
 
   // A function of the running job, called.
   t.Mark();

@@ -1,7 +1,7 @@
 // The driver of tests/state_test.cc: work for `cumulus list|describe|top` to see.
 //   --scenario=many     --n=N --objects=M: one task that holds a CPU until DIR/go, N more queued
 //                       behind it, M objects of 100 KiB put in its node's store; READY, then waits
-//                       for DIR/go
+//                       for DIR/go and for every task to finish
 //   --scenario=pending  on a node of 2 CPUs started with --wait-for-nodes: HoldRetried and
 //                       HoldUntil hold both CPUs, Quick wants 2 CPUs (waiting), Impossible wants
 //                       a resource no node has (infeasible); READY; the test kills HoldRetried's
@@ -52,6 +52,12 @@ void Many(const std::string& dir, int n, int objects) {
   for (int i = 0; i < objects; ++i) puts.push_back(cumulus::Put(bytes));
   Say("READY");
   WaitForFile(dir + "/go");
+  bool all = true;
+  for (int i = 0; i < n; ++i) {
+    auto r = cumulus::TryGet(queued[i], std::chrono::seconds(60));
+    all = all && r.ok() && *r == i + 1;
+  }
+  driver::Check("queued_tasks_finished", all, "a queued task failed");
 }
 
 void Pending(const std::string& dir) {

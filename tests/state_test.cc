@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -124,7 +125,27 @@ TEST_F(StateTest, FiltersApplyOnTheNodesBeforeTheCap) {
       << out;
   EXPECT_NE(out.find("HoldUntil"), std::string::npos) << out;
   Touch("go");
-  ExpectChecks(driver->ReadAll(60s), {});
+  ExpectChecks(driver->ReadAll(60s), {"queued_tasks_finished"});
+
+  // Ended, and the job with them: node a still answers for every one of them (it keeps its
+  // last 10,000 ended tasks), filtered before the cap as the live ones.
+  ASSERT_EQ(Cumulus({"list", "tasks", "--filter", "state=FINISHED", "--filter", "function=Quick",
+                     "--limit", "10"},
+                    &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("(10 of " + std::to_string(kTasks) + " shown; next page: --after "),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(
+      Cumulus({"list", "tasks", "--filter", "function=Quick", "--limit", "1", "--json"}, &out), 0)
+      << out;
+  auto quick = Values(out, "task");
+  ASSERT_EQ(quick.size(), 1u) << out;
+  EXPECT_EQ(Values(out, "state"), std::vector<std::string>{"FINISHED"}) << out;
+  ASSERT_EQ(Cumulus({"describe", "task", quick[0].substr(0, 12)}, &out), 0) << out;
+  EXPECT_NE(out.find("state:      FINISHED on node " + a.substr(0, 8)), std::string::npos) << out;
+  EXPECT_NE(out.find("  ended:      "), std::string::npos) << out;
 }
 
 // Why a task waits, and each attempt of a retried one.
@@ -194,6 +215,21 @@ TEST_F(StateTest, DescribeSaysWhyATaskIsPendingAndEachAttempt) {
   EXPECT_NE(out.find("HoldRetried"), std::string::npos) << out;
   Touch("go");
   ExpectChecks(driver->ReadAll(90s), {"retried_task_finished"});
+
+  // Ended: still described, each attempt with its cause, then how the last one ended.
+  ASSERT_EQ(Cumulus({"describe", "task", retried}, &out), 0) << out;
+  EXPECT_NE(out.find("state:      FINISHED on node " + a.substr(0, 8)), std::string::npos) << out;
+  EXPECT_NE(out.find("    1. node " + a.substr(0, 8) + ", worker pid " + pids[0] +
+                     ": killed by signal 9"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    2. node " + a.substr(0, 8)), std::string::npos) << out;
+  EXPECT_NE(out.find(": FINISHED\n"), std::string::npos) << out;
+  // Listed as ended too (the driver waited for it alone: the others may have ended with its job,
+  // unanswered, and are not kept).
+  ASSERT_EQ(Cumulus({"list", "tasks", "--filter", "state=FINISHED", "--json"}, &out), 0) << out;
+  auto functions = Values(out, "function");
+  EXPECT_EQ(std::count(functions.begin(), functions.end(), "HoldRetried"), 1) << out;
 }
 
 // A state query is answered only after a caller's hello with the cluster token.

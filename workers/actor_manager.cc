@@ -57,6 +57,8 @@ void ActorManager::Start(ActorEntry& a, std::vector<internal::ArgData> args,
   pending->actor_creation = true;
   pending->actor = a.id;
   pending->attempt = a.restarts;  // the worker tells WasRestarted() from it
+  if (a.restarts > 0) pending->restart_cause = a.restart_cause;
+  pending->actor_class = a.class_name;
   a.creation_task = task;
   calls_.Submit(std::move(pending));
 }
@@ -175,6 +177,7 @@ void ActorManager::Lost(ActorEntry& a, const std::string& why) {
     return;
   }
   a.restarts++;
+  a.restart_cause = why;
   a.state = ActorEntry::kPending;
   a.conn = 0;
   std::string restarting =

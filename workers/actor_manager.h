@@ -43,6 +43,7 @@ struct ActorEntry {
   // Restarts (owner only): how to build it again, and how often it may be.
   int max_restarts = 0;  // -1: forever
   int restarts = 0;      // also its life number: a connection made for an earlier one is dropped
+  std::string restart_cause;  // why it was last restarted (sent with its constructor)
   std::vector<internal::ArgData> creation_args;
   internal::CallOptions creation_options;
   std::vector<ObjectId> pinned;  // object arguments of its constructor

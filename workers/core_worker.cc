@@ -401,7 +401,8 @@ bool CoreWorkerImpl::HandleMessage(uint64_t tag, proto::CoreMessage::Reader msg,
       CUMULUS_LOG(DEBUG) << "actor: killed by a caller";
       std::fflush(stdout);
       std::fflush(stderr);
-      _exit(0);
+      // Its owner's kill (a handle, or its end) exits 0; `cumulus kill`'s says so to the node.
+      _exit(c.outside ? kKilledByCallerExitStatus : 0);
     }
     case proto::CoreMessage::FREE_OBJECTS:
       if (c.caller) HandleCallerFree(tag, c, msg.getFreeObjects());

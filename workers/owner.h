@@ -26,6 +26,8 @@ struct PendingTask {
   int attempt = 0;
   uint64_t seq = 0;  // actor calls: submission order
   bool actor_creation = false;
+  std::string restart_cause;  // an actor's constructor after a restart: why it restarts
+  std::string actor_class;    // an actor's constructor: its class (typeid name)
   bool actor_call = false;
   ActorId actor;
   int unresolved = 0;  // arguments not ready yet

@@ -175,6 +175,8 @@ Result<std::string> TaskManager::Spec(const PendingTask& t) {
   in.max_retries = t.max_retries;
   in.attempt = t.attempt;
   in.actor_creation = t.actor_creation;
+  in.restart_cause = t.restart_cause;
+  in.actor_class = t.actor_class;
   in.actor_call = t.actor_call;
   in.actor = t.actor;
   in.args = &t.args;

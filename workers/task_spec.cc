@@ -26,6 +26,8 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
   spec.setMaxRetries(t.max_retries);
   spec.setAttempt(static_cast<uint32_t>(t.attempt));
   spec.setActorCreation(t.actor_creation);
+  if (t.actor_creation && !t.restart_cause.empty()) spec.setRestartCause(t.restart_cause);
+  if (t.actor_creation) spec.setActorClass(t.actor_class);
   if (!t.actor.IsNil()) spec.setActorId(DataOf(t.actor));
   spec.setMaxRestarts(options.max_restarts);
   spec.setName(options.name);

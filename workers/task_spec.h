@@ -24,7 +24,9 @@ struct TaskSpecInput {
   int max_retries = 0;
   int attempt = 0;
   bool actor_creation = false;
-  bool actor_call = false;  // placement is the actor's: none is encoded
+  std::string restart_cause;  // an actor's constructor after a restart: why it restarts
+  std::string actor_class;    // an actor's constructor: its class (typeid name)
+  bool actor_call = false;    // placement is the actor's: none is encoded
   ActorId actor;
   const std::vector<internal::ArgData>* args = nullptr;
   const internal::CallOptions* options = nullptr;

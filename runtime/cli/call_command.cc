@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
+#include "runtime/cli/node_query.h"
 #include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "scheduler/resources.h"
@@ -38,7 +40,8 @@ constexpr const char* kCallHelp = R"(Usage:
 
 Runs FUNCTION, a remote function (CUMULUS_REMOTE) of the running job JOB, as a task of that job
 on the cluster's workers; or METHOD (e.g. Increment or Counter::Increment) of ACTOR, a named
-actor (its name, or a prefix of its id), on the actor's worker. Each ARG is one argument written
+actor (its name, or a prefix of its id as 'cumulus list actors' or 'cumulus list workers'
+prints it; an actor without a name is found by its id on the nodes), on the actor's worker. Each ARG is one argument written
 as JSON, of the parameter's type: 7, -2.5, true, "text", [1,2], {"lr":0.1,"epochs":3} for a
 CUMULUS_SERIALIZE struct (every field, by name), null for an empty optional. Prints the result
 as one line of JSON. Without FUNCTION (METHOD), lists what can be called, with the types.
@@ -103,9 +106,41 @@ Result<std::map<std::string, ActorNameRecord>> NamedActors(ControlClient& head) 
   return out;
 }
 
-// JOB (its id or a prefix), an actor's name, or a prefix of an actor's id. A whole job id or an
-// actor's name wins over prefixes; prefixes must match one job or actor only.
-Result<Target> Resolve(ControlClient& head, const std::string& what) {
+// An actor alive on the nodes whose id starts with `prefix` (named or not: its worker's row says
+// its class and address); nullopt if none. InvalidArgument if the prefix fits several.
+Result<std::optional<Target>> ActorOnNodes(ControlClient& head, const std::string& token,
+                                           const std::string& prefix) {
+  CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head.GetClusterStatus());
+  CUMULUS_ASSIGN_OR_RETURN(
+      NodeAnswers answers,
+      QueryNodes(view.nodes, token, StateQuerySpec{"workers", {{"actor", prefix}}, "", 50, true}));
+  std::map<std::string, StateRowFields> found;  // actor id -> its newest live worker's row
+  for (auto& r : answers.rows) {
+    if (r["actor"].empty() || r["state"] == "EXITING") continue;
+    auto& kept = found[r["actor"]];
+    if (kept.empty() || std::atoi(r["life"].c_str()) > std::atoi(kept["life"].c_str())) kept = r;
+  }
+  if (found.empty()) return std::optional<Target>();
+  if (found.size() > 1) {
+    std::string all;
+    for (auto& [id, r] : found) all += (all.empty() ? "" : ", ") + id;
+    return Status::InvalidArgument("'" + prefix + "' is ambiguous: it may be actor " + all +
+                                   "; give more of the id");
+  }
+  auto& [id, row] = *found.begin();
+  Target t;
+  CUMULUS_ASSIGN_OR_RETURN(t.actor, ActorId::FromHex(id));
+  t.job = t.actor.Job();
+  t.actor_name = id;
+  t.actor_class = row["class"];
+  t.actor_address = row["address"];
+  return std::optional<Target>(t);
+}
+
+// JOB (its id or a prefix), an actor's name, or a prefix of an actor's id: of a named actor (the
+// head's records), else of any actor alive on the nodes (asked of them with `token`). A whole
+// job id or an actor's name wins over prefixes; prefixes must match one job or actor only.
+Result<Target> Resolve(ControlClient& head, const std::string& what, const std::string& token) {
   std::vector<std::string> jobs;
   if (IsHex(what) && what.size() <= 2 * JobId::kSize) {
     CUMULUS_RETURN_IF_ERROR(
@@ -137,6 +172,10 @@ Result<Target> Resolve(ControlClient& head, const std::string& what) {
     CUMULUS_ASSIGN_OR_RETURN(t.job, JobId::FromHex(jobs[0]));
     return t;
   }
+  if (actor_matches.empty() && IsHex(what)) {
+    CUMULUS_ASSIGN_OR_RETURN(std::optional<Target> unnamed, ActorOnNodes(head, token, what));
+    if (unnamed) return *unnamed;
+  }
   if (actor_matches.empty()) {
     std::string names;
     size_t shown = 0;
@@ -145,7 +184,9 @@ Result<Target> Resolve(ControlClient& head, const std::string& what) {
     }
     if (actors.size() > 10) names += ", ...";
     return Status::NotFound(
-        "no job and no named actor '" + what + "' (jobs: 'cumulus jobs'; " +
+        "no job and no actor '" + what + "' (jobs: 'cumulus jobs'; actors: " +
+        (IsHex(what) ? std::string("no actor alive on the nodes has an id that starts so; ")
+                     : std::string()) +
         (names.empty() ? std::string("there are no named actors") : "named actors: " + names) +
         ")");
   }
@@ -366,7 +407,9 @@ int CallCommand(const std::vector<std::string>& args) {
 
   auto head = ConnectHead(flags);
   if (!head.ok()) return Failed(head.status());
-  auto target = Resolve(**head, positional[0]);
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (!token.ok()) return Failed(token.status());
+  auto target = Resolve(**head, positional[0], *token);
   if (!target.ok()) {
     return target.status().code() == StatusCode::kInvalidArgument
                ? BadCall(target.status().message())
@@ -395,8 +438,6 @@ int CallCommand(const std::vector<std::string>& args) {
   request.function = e.name;
   request.args = std::move(*encoded);
   CallTarget where;
-  auto token = ResolveToken(flags.Get("token-file"));
-  if (!token.ok()) return Failed(token.status());
   where.token = *token;
   where.timeout = std::chrono::seconds(timeout_s);
   if (target->actor.IsNil()) {
@@ -425,7 +466,9 @@ namespace {
 constexpr const char* kKillHelp = R"(Usage:
   cumulus kill ACTOR [--address HOST:PORT] [--token-file FILE]
 
-Kills a named actor (its name, or a prefix of its id): its worker process exits at once, and
+Kills an actor (its name, or a prefix of its id as 'cumulus list actors' or 'cumulus list
+workers' prints it; an actor without a name is found by its id on the nodes): its worker
+process exits at once (its node records it as killed by user, for 'cumulus describe actor'), and
 calls it was running fail. As with a crash, an actor created with restarts left
 (SetMaxRestarts) is started again by its owner; one without is dead for good. Exit status: 0
 killed, 1 it could not be reached or did not exit within 10 s, 2 bad usage or not an actor.
@@ -450,7 +493,9 @@ int KillCommand(const std::vector<std::string>& args) {
   }
   auto head = ConnectHead(flags);
   if (!head.ok()) return Failed(head.status());
-  auto target = Resolve(**head, what);
+  auto token = ResolveToken(flags.Get("token-file"));
+  if (!token.ok()) return Failed(token.status());
+  auto target = Resolve(**head, what, *token);
   if (!target.ok()) {
     return target.status().code() == StatusCode::kInvalidArgument
                ? BadCall(target.status().message())
@@ -465,8 +510,6 @@ int KillCommand(const std::vector<std::string>& args) {
   }
   auto address = ParseHostPort(target->actor_address);
   if (!address.ok()) return Failed(address.status());
-  auto token = ResolveToken(flags.Get("token-file"));
-  if (!token.ok()) return Failed(token.status());
   TimePoint deadline = SystemClock::Get().Now() + std::chrono::seconds(10);
   auto conn = CallerConnection::Open(*address, *token, deadline);
   if (!conn.ok()) {

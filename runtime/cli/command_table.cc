@@ -45,7 +45,7 @@ const std::vector<Command>& Commands() {
       {"timeline", "a Chrome trace of tasks and actor calls per worker, for Perfetto (-o FILE)",
        TimelineCommand, false, true, false, "--address --token-file --output --timeout --help",
        "job"},
-      {"kill", "kill a named actor (its worker exits; an actor with restarts left comes back)",
+      {"kill", "kill an actor by name or id (its worker exits; one with restarts left comes back)",
        KillCommand, true, true, false, "--address --token-file --help", "actor"},
       {"stop", "stop what 'cumulus start' started here;  stop trial EXP/T: stop one trial",
        StopCommand, true, false, false, "--help", "stop"},

@@ -2,6 +2,7 @@
 // prefix (an ambiguous prefix lists the candidates). What the nodes hold is asked of them (state
 // queries with detail); jobs and nodes come from the head's records; a pending task's autoscaler
 // verdict from the monitor's status (KV autoscaler/status.json).
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -23,12 +24,19 @@ constexpr const char* kDescribeHelp = R"(Usage:
 One thing in detail; ID may be a prefix (an ambiguous one lists the candidates).
   task    its state and node; for a pending task why it waits: 'infeasible' naming the resource
           or label no node offers, or 'waiting' for resources in use, and what the autoscaler
-          does for it; each earlier attempt with its node, worker pid and cause
+          does for it; each earlier attempt with its node, worker pid and cause; for an ended
+          one FINISHED or FAILED (with its error) and when
   object  where its copies are (memory/disk, per node), its owner (job, task) and its pins
   node    state, address, labels, resources total/available, store use, running tasks, actors
-  actor   its node, worker pid, class, job, state; its creation's attempts
+  actor   its node, worker pid, class, job, state (ALIVE, RESTARTING, DEAD); each restart with
+          why its process before ended (its worker crashed: killed by signal 9 / exited with
+          status N, killed by the node's memory monitor, killed by user with cumulus kill, its
+          node died); for a dead actor how it died (killed by user, out of restarts, owner died,
+          killed by its owner)
   job     state, driver node, entrypoint, and a summary of its tasks on the nodes
-Tasks are known while a node holds them (queued, forwarded, running, waiting for a retry).
+Tasks are known while a node holds them (queued, forwarded, running, waiting for a retry), and
+after they end for a while: each node keeps its last 10000 ended tasks (CUMULUS_FINISHED_TASKS
+in the node's environment sets how many).
 )";
 
 int Usage(const std::string& message) { return UsageError(message, "cumulus describe --help"); }
@@ -97,10 +105,15 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   Status st = One(answers->rows, "task", "task", prefix, &id);
   if (!st.ok()) return Fail(st);
   // The node that runs (or holds) it, not the one that only forwarded it.
+  // (An ended task's record is newer than a forwarder's row, and wins over it.)
   Row main, via;
   for (auto& r : answers->rows) {
     if (r["task"] != id) continue;
-    (r["state"] == "FORWARDED" ? via : main) = r;
+    if (r["state"] == "FORWARDED") {
+      via = r;
+    } else if (main.empty() || r["state"] == "FINISHED" || r["state"] == "FAILED") {
+      main = r;
+    }
   }
   if (main.empty()) main = via;
   std::string pending = Get(main, "pending");
@@ -124,6 +137,11 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   std::printf("\n  needs:      %s%s\n", Get(main, "demand").c_str(),
               main["labels"].empty() ? "" : (" on nodes with " + main["labels"]).c_str());
   if (!main["purpose"].empty()) std::printf("  for:        %s\n", main["purpose"].c_str());
+  bool ended = main["state"] == "FINISHED" || main["state"] == "FAILED";
+  if (ended) {
+    std::printf("  ended:      %s\n", When(std::atoll(Get(main, "ended_micros").c_str())).c_str());
+  }
+  if (!main["error"].empty()) std::printf("  error:      %s\n", main["error"].c_str());
   if (main["state"] == "QUEUED" || main["state"] == "RETRY_WAIT") {
     std::printf("  pending:    %s\n", pending.c_str());
     if (!verdict.empty()) {
@@ -143,9 +161,9 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
                 When(std::atoll(Get(main, n + "ended_micros").c_str())).c_str());
   }
   if (earlier > 0) {
-    std::printf("    %d. node %s, worker pid %s: %s now\n", earlier + 1,
+    std::printf("    %d. node %s, worker pid %s: %s%s\n", earlier + 1,
                 Get(main, "node").substr(0, 8).c_str(), Get(main, "pid").c_str(),
-                Get(main, "state").c_str());
+                Get(main, "state").c_str(), ended ? "" : " now");
   }
   return 0;
 }
@@ -249,43 +267,146 @@ int DescribeNode(const std::vector<NodeRecord>& nodes, const std::string& token,
   return 0;
 }
 
+// The actor's life `life`'s end among `ends` (rows of kind actor_ends), or nullptr.
+const Row* EndOf(const std::vector<Row>& ends, int life) {
+  for (auto& e : ends) {
+    if (std::atoi(Get(e, "life").c_str()) == life) return &e;
+  }
+  return nullptr;
+}
+
+std::string EndLine(const Row& e) {
+  return "node " + Get(e, "node").substr(0, 8) + ", worker pid " + Get(e, "pid") + ": " +
+         Get(e, "cause") + " (ended " + When(std::atoll(Get(e, "ended_micros").c_str())) + ")";
+}
+
+// An actor: its process now (asked of the nodes' workers), each restart with why the process
+// before it ended, and for an actor not alive how it died — from the ends of its processes the
+// nodes keep (runtime/node/actor_ends.h) and, where the node it ran on is gone, the reason its
+// owner gave when it restarted it.
 int DescribeActor(const std::vector<NodeRecord>& nodes, const std::string& token,
                   const std::string& prefix, bool json) {
-  StateQuerySpec q{"workers", {{"actor", prefix}}, "", 50, true};
-  auto answers = QueryNodes(nodes, token, q);
+  auto answers =
+      QueryNodes(nodes, token, StateQuerySpec{"workers", {{"actor", prefix}}, "", 50, true});
   if (!answers.ok()) return Fail(answers.status());
-  // (An actor id prefix also matches a worker row with an empty actor only if the prefix is "".)
+  auto ended =
+      QueryNodes(nodes, token, StateQuerySpec{"actor_ends", {{"actor", prefix}}, "", 1000, true});
+  if (!ended.ok()) return Fail(ended.status());
   std::vector<Row> rows;
   for (auto& r : answers->rows) {
     if (!r["actor"].empty()) rows.push_back(r);
   }
+  std::vector<Row> candidates = rows;
+  candidates.insert(candidates.end(), ended->rows.begin(), ended->rows.end());
   std::string id;
-  Status st = One(rows, "actor", "actor", prefix, &id);
+  Status st = One(candidates, "actor", "actor", prefix, &id);
   if (!st.ok()) {
     if (!answers->unanswered.empty()) {
       std::fprintf(stderr, "cumulus: %s\n", answers->UnansweredLine().c_str());
     }
     return Fail(st.code() == StatusCode::kNotFound
-                    ? Status::NotFound(st.message() + " alive on any node (it died, or is "
-                                                      "not created yet)")
+                    ? Status::NotFound(st.message() +
+                                       " alive on any node, and no node recalls its end (it is "
+                                       "not created yet, or the node it ran on is gone)")
                     : st);
   }
-  Row row;
+  Row alive;  // its newest process still there (an exiting one only if no other)
   for (auto& r : rows) {
-    if (r["actor"] == id) row = r;
+    if (r["actor"] != id) continue;
+    bool better = alive.empty() || (alive["state"] == "EXITING" && r["state"] != "EXITING") ||
+                  std::atoi(Get(r, "life").c_str()) > std::atoi(Get(alive, "life").c_str());
+    if (better) alive = r;
+  }
+  std::vector<Row> ends;
+  for (auto& r : ended->rows) {
+    if (r["actor"] == id) ends.push_back(r);
+  }
+  std::sort(ends.begin(), ends.end(), [](const Row& a, const Row& b) {
+    return std::atoi(Get(a, "life").c_str()) < std::atoi(Get(b, "life").c_str());
+  });
+  // Its lives so far: the one running now, or the last that ended.
+  int life = !alive.empty() ? std::atoi(Get(alive, "life").c_str())
+                            : std::atoi(Get(ends.back(), "life").c_str());
+  const Row& last = alive.empty() ? ends.back() : alive;
+  int max_restarts = std::atoi(Get(last, "max_restarts").c_str());
+  Row out{{"actor", id},
+          {"class", alive.empty() ? Get(last, "class") : Get(alive, "function")},
+          {"job", Get(last, "job")},
+          {"restarts", std::to_string(life)},
+          {"max_restarts", std::to_string(max_restarts)}};
+  // Each restart: why the process before it ended (its node's record, else its owner's word).
+  for (int k = 1; k <= life; ++k) {
+    std::string n = "restart." + std::to_string(k) + ".";
+    if (const Row* e = EndOf(ends, k - 1)) {
+      out[n + "cause"] = Get(*e, "cause");
+      out[n + "node"] = Get(*e, "node");
+      out[n + "pid"] = Get(*e, "pid");
+      out[n + "ended_micros"] = Get(*e, "ended_micros");
+      continue;
+    }
+    const Row* next = k == life && !alive.empty() ? &alive : EndOf(ends, k);
+    std::string owner = next ? Get(*next, "restart_cause") : "-";
+    out[n + "cause"] = owner != "-" ? "as its owner saw it: " + owner
+                                    : "not recorded (the node it ran on is gone)";
+  }
+  if (!alive.empty()) {
+    out["state"] = Get(alive, "state") == "EXITING" ? "EXITING" : "ALIVE";
+    for (const char* k : {"node", "pid", "lease", "gpus", "tasks", "address"}) out[k] = alive[k];
+  } else {
+    const Row& e = ends.back();
+    bool restarts_left = max_restarts < 0 || life < max_restarts;
+    std::string cause = Get(e, "cause");
+    out["node"] = Get(e, "node");
+    out["pid"] = Get(e, "pid");
+    out["state"] = "DEAD";
+    if (e.count("with_job")) {
+      out["death"] = "owner died (its job ended)";
+    } else if (cause.rfind("killed by its owner", 0) == 0) {
+      out["death"] = cause;
+    } else if (!restarts_left) {
+      out["death"] = e.count("by_user") ? cause
+                                        : "out of restarts (max_restarts " +
+                                              std::to_string(max_restarts) + "): " + cause;
+    } else {
+      out["state"] = "RESTARTING";
+      out["death"] = "";
+      out["pending"] = "its process ended (" + cause +
+                       "); it has restarts left: its owner starts "
+                       "it again, unless the owner is gone too";
+    }
+    out["ended_micros"] = Get(e, "ended_micros");
   }
   if (json) {
-    PrintJson({row});
+    PrintJson({out});
     return 0;
   }
-  std::printf("actor %s  %s of job %s\n", id.c_str(), Get(row, "function").c_str(),
-              Get(row, "job").c_str());
-  std::printf("  state:   %s on node %s, worker pid %s\n",
-              Get(row, "state") == "EXITING" ? "EXITING" : "ALIVE",
-              Get(row, "node").substr(0, 8).c_str(), Get(row, "pid").c_str());
-  std::printf("  holds:   %s%s\n", Get(row, "lease").c_str(),
-              row["gpus"].empty() ? "" : (" (GPUs " + row["gpus"] + ")").c_str());
-  std::printf("  calls:   %s queued on its worker\n", Get(row, "tasks").c_str());
+  std::printf("actor %s  %s of job %s\n", id.c_str(), Get(out, "class").c_str(),
+              Get(out, "job").c_str());
+  std::printf("  state:    %s on node %s, worker pid %s\n", out["state"].c_str(),
+              Get(out, "node").substr(0, 8).c_str(), Get(out, "pid").c_str());
+  if (!alive.empty()) {
+    std::printf("  holds:    %s%s\n", Get(alive, "lease").c_str(),
+                alive["gpus"].empty() ? "" : (" (GPUs " + alive["gpus"] + ")").c_str());
+    std::printf("  calls:    %s queued on its worker\n", Get(alive, "tasks").c_str());
+  }
+  std::printf("  restarts: %d (max_restarts %s)\n", life,
+              max_restarts < 0 ? "-1: forever" : std::to_string(max_restarts).c_str());
+  for (int k = 1; k <= life; ++k) {
+    std::string n = "restart." + std::to_string(k) + ".";
+    if (const Row* e = EndOf(ends, k - 1)) {
+      std::printf("    %d. %s\n", k, EndLine(*e).c_str());
+    } else {
+      std::printf("    %d. %s\n", k, out[n + "cause"].c_str());
+    }
+  }
+  if (out["state"] == "DEAD") {
+    const Row& e = ends.back();
+    std::printf("  death:    %s (node %s, worker pid %s, %s)\n", out["death"].c_str(),
+                Get(e, "node").substr(0, 8).c_str(), Get(e, "pid").c_str(),
+                When(std::atoll(Get(e, "ended_micros").c_str())).c_str());
+  } else if (out["state"] == "RESTARTING") {
+    std::printf("  pending:  %s\n", out["pending"].c_str());
+  }
   return 0;
 }
 

@@ -26,7 +26,7 @@ const std::vector<std::string>& KnownStates(const std::string& what) {
   static const auto* states = new std::map<std::string, std::vector<std::string>>{
       {"jobs", {"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "FINISHED"}},
       {"actors", {"PENDING", "ALIVE"}},
-      {"tasks", {"QUEUED", "RETRY_WAIT", "FORWARDED", "RUNNING"}},
+      {"tasks", {"QUEUED", "RETRY_WAIT", "FORWARDED", "RUNNING", "FINISHED", "FAILED"}},
       {"workers", {"IDLE", "BUSY", "BLOCKED", "ACTOR", "EXITING"}},
   };
   static const auto* none = new std::vector<std::string>();

@@ -40,7 +40,7 @@ node's disk: its program cache (used/bound), submitted jobs' files, spilled obje
 and free space (--json: "disk" in each node).
 list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
 head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
-RETRY_WAIT). list objects: the objects in each node's store (MEMORY, DISK, BOTH). list workers:
+RETRY_WAIT) and the last ended ones it ran (FINISHED, FAILED; 10000 per node by default). list objects: the objects in each node's store (MEMORY, DISK, BOTH). list workers:
 each node's worker processes (IDLE, BUSY, BLOCKED, ACTOR with its actor id, EXITING). Tasks,
 objects and workers are asked of every alive node at once: each node applies the filters to
 everything it holds before it caps what it sends, so --filter state=RUNNING finds running tasks

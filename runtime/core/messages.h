@@ -27,6 +27,10 @@ constexpr uint64_t kMaxInlineResultBytes = 100 * 1024;
 // take at most 4 MiB of its spec (larger ones go through the object store), results at most
 // kMaxInlineResultBytes: this bounds what one authenticated peer can make a process buffer.
 constexpr uint32_t kMaxCoreFrameBytes = 64u << 20;
+// A worker hosting an actor exits with this status when `cumulus kill` (a caller outside every
+// job) killed it, so that its node can tell a user's kill from a crash or its owner's kill
+// (runtime/node/actor_ends.h).
+constexpr int kKilledByCallerExitStatus = 113;
 
 template <typename Id>
 Id IdFrom(capnp::Data::Reader data) {

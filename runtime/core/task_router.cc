@@ -41,11 +41,14 @@ TaskRouter::Impl::Impl(const TaskRouterOptions& o)
       head_(o.head, o.token, "node-router", clock_),
       groups_(*this, clock_),
       scheduler_(*this, tasks_, leases_, groups_, clock_,
-                 {o.labels, o.pipeline_depth, std::chrono::seconds(120), o.wait_for_nodes}),
+                 {o.labels, o.pipeline_depth, std::chrono::seconds(120), o.wait_for_nodes,
+                  [this](const RoutedTask& t, const Status& st) { TaskAnswered(t, st); }}),
       memory_({o.memory_threshold, o.memory_worker_limit, o.memory_check_every, o.node_id.Hex(),
                o.work_dir}),
       machine_(o.gpu_ids),
       timeline_(o.timeline_events),
+      finished_(o.finished_tasks),
+      actor_ends_(kDefaultActorEnds),
       head_calls_(std::make_unique<SerialExecutor>()),
       program_fetches_(std::make_unique<SerialExecutor>()) {}
 
@@ -210,9 +213,28 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
     conns_[conn].worker = WorkerId();  // detach so OnClose does not come back here
     Close(conn, "worker gone");
   }
-  // (An actor's worker that exited with status 0 was killed by its handle or its owner ended.)
-  if (w.is_actor) counters_.actors_dead++;
-  bool failed = why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) &&
+  // (An actor's worker that exited with status 0 was killed by its handle or its owner ended;
+  // with kKilledByCallerExitStatus, by `cumulus kill`.)
+  bool by_user = false;
+  if (w.is_actor) {
+    counters_.actors_dead++;
+    if (!w.actor.empty()) {
+      ActorEnd e{w.actor,
+                 w.actor_class,
+                 w.job,
+                 node_id_.Hex(),
+                 w.spawned_pid,
+                 w.actor_life,
+                 w.actor_max_restarts,
+                 w.actor_restart_cause};
+      e.with_job = why == kEndedWithJob;
+      e.cause = e.with_job ? "its owner left (its job ended)" : ActorEndCause(why, &by_user);
+      e.by_user = by_user;
+      e.ended_micros = clock_.WallMicros();
+      actor_ends_.Add(std::move(e));
+    }
+  }
+  bool failed = why != kEndedWithJob && (w.is_actor || !w.assigned.empty()) && !by_user &&
                 !(w.is_actor && why == "exited with status 0");
   if (failed) counters_.worker_failures++;
   if (options_.on_failure && failed) {

@@ -32,6 +32,7 @@
 #include "runtime/core/timeline.h"
 #include "runtime/head/membership.h"
 #include "runtime/net/tcp.h"
+#include "runtime/node/finished_tasks.h"
 #include "runtime/object_store/object_store.h"
 #include "scheduler/resources.h"
 
@@ -63,6 +64,9 @@ struct TaskRouterOptions {
   // The task timeline's ring, in events (runtime/core/timeline.h); 0 turns the timeline off
   // here and in the workers started here (CUMULUS_TIMELINE=0 in their environment).
   size_t timeline_events = kDefaultTimelineEvents;
+  // Ended tasks kept for `cumulus list tasks` / `describe task` (runtime/node/finished_tasks.h);
+  // 0 keeps none.
+  size_t finished_tasks = kDefaultFinishedTasks;
   // A driver attached to this node went away (called on the router's thread; must not block).
   std::function<void(const JobId&)> on_job_end;
   // A worker died under work (for `cumulus status`'s recent failures; same thread rules).

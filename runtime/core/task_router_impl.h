@@ -22,6 +22,7 @@
 #include "runtime/core/messages.h"
 #include "runtime/core/task_router.h"
 #include "runtime/net/event_loop.h"
+#include "runtime/node/actor_ends.h"
 #include "runtime/node/group_coordinator.h"
 #include "runtime/node/head_link.h"
 #include "runtime/node/local_scheduler.h"
@@ -103,6 +104,9 @@ class TaskRouter::Impl : public NodeContext {
   // A caller left: its unfinished tasks are cancelled (their results freed when they answer),
   // and the results it did not free are freed.
   void CallerLeft(uint64_t id, Conn& c);
+  // `t` was answered for here (`st`: its error, OK if it finished): its caller no longer waits
+  // for it, and it is kept among the finished tasks if it ran or failed here.
+  void TaskAnswered(const RoutedTask& t, const Status& st);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
   // Sends `frame` to every driver and worker connected here.
@@ -122,6 +126,8 @@ class TaskRouter::Impl : public NodeContext {
   std::vector<StateRowFields> TaskRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   std::vector<StateRowFields> ObjectRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   std::vector<StateRowFields> WorkerRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
+  void FinishedTaskRows(RowSelector& selector, bool detail);
+  std::vector<StateRowFields> ActorEndRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   StateRowFields NodeRow();
   std::string PendingReason(const RoutedTask& t);
 
@@ -160,7 +166,9 @@ class TaskRouter::Impl : public NodeContext {
   MemoryMonitor memory_;
   MachineStats machine_;  // CPU, memory and GPU use, for `cumulus top`
   TimePoint next_machine_sample_{};
-  TimelineRing timeline_;  // loop thread
+  TimelineRing timeline_;   // loop thread
+  FinishedTasks finished_;  // loop thread: tasks answered for here, for state queries
+  ActorEnds actor_ends_;    // loop thread: actor processes that ended here, for state queries
   std::unique_ptr<EventLoop> loop_;
   // The head's requests, in order, off the loop (they block up to HeadLink's timeout); and
   // job programs' fetches, so that a long pull does not hold the head's requests back.

@@ -230,9 +230,16 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
   if (c.role == Role::kWorker) {
     if (t->state != RoutedTask::kOnWorker || t->worker != c.worker) return;  // not this run
     (result.getCode() == 0 ? counters_.tasks_finished : counters_.tasks_failed)++;
-    if (timeline_.enabled()) {
-      if (const Worker* w = leases_.workers().Find(c.worker)) RecordScheduled(*t, *w);
+    Worker* w = leases_.workers().Find(c.worker);
+    if (timeline_.enabled() && w) RecordScheduled(*t, *w);
+    if (w && t->actor_creation && result.getCode() == 0) {
+      w->actor_address = result.getActorAddress();
     }
+    Status st = result.getCode() == 0 ? Status()
+                                      : Status(static_cast<StatusCode>(result.getCode()),
+                                               std::string(result.getMessage()));
+    finished_.Add(FinishedFrom(*t, node_id_.Hex(), w ? w->spawned_pid : -1,
+                               w ? w->id.Hex() : std::string(), st, clock_.WallMicros()));
   } else if (c.role == Role::kPeer) {
     // Only from the node it was forwarded to, while it is there: a node declared dead that
     // wakes up must not answer for a task that was placed again.
@@ -284,6 +291,18 @@ void TaskRouter::Impl::HandleCallerFree(uint64_t id, Conn& c,
                "node " + node_id_.Hex().substr(0, 8) + " refused to free " +
                std::to_string(refused) + " object(s)" + (first.empty() ? "" : " (" + first + ")") +
                ": a caller may free only the stored results of the tasks it submitted")));
+}
+
+void TaskRouter::Impl::TaskAnswered(const RoutedTask& t, const Status& st) {
+  auto origin = conns_.find(t.origin);
+  if (origin != conns_.end() && origin->second.role == Role::kCaller) {
+    origin->second.tasks.erase(t.id);
+  }
+  // A task forwarded and failed here (its node lost) is recorded here; one the other node
+  // answered for is recorded there.
+  const Worker* w = t.state == RoutedTask::kOnWorker ? leases_.workers().Find(t.worker) : nullptr;
+  finished_.Add(FinishedFrom(t, node_id_.Hex(), w ? w->spawned_pid : -1,
+                             w ? w->id.Hex() : std::string(), st, clock_.WallMicros()));
 }
 
 void TaskRouter::Impl::CallerLeft(uint64_t id, Conn& c) {

@@ -25,6 +25,18 @@ std::string Where(bool in_memory, bool on_disk) {
   return in_memory && on_disk ? "BOTH" : in_memory ? "MEMORY" : "DISK";
 }
 
+void AddAttempts(const std::vector<TaskAttempt>& attempts, StateRowFields& row) {
+  row["attempts"] = std::to_string(attempts.size());
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const TaskAttempt& a = attempts[i];
+    std::string n = std::to_string(i + 1);
+    row["attempt." + n + ".node"] = a.node;
+    row["attempt." + n + ".pid"] = Pid(a.pid);
+    row["attempt." + n + ".cause"] = a.cause;
+    row["attempt." + n + ".ended_micros"] = std::to_string(a.ended_micros);
+  }
+}
+
 }  // namespace
 
 void TaskRouter::Impl::HandleStateQuery(uint64_t id, proto::StateQuery::Reader in) {
@@ -47,6 +59,8 @@ void TaskRouter::Impl::HandleStateQuery(uint64_t id, proto::StateQuery::Reader i
     rows = ObjectRows(q, &more, &matched);
   } else if (q.kind == "workers") {
     rows = WorkerRows(q, &more, &matched);
+  } else if (q.kind == "actor_ends") {
+    rows = ActorEndRows(q, &more, &matched);
   } else {
     rows = {NodeRow()};
     matched = 1;
@@ -101,20 +115,47 @@ std::vector<StateRowFields> TaskRouter::Impl::TaskRows(const StateQuerySpec& q, 
       if (task.actor_creation) row["actor"] = task.actor;
       if (task.state == RoutedTask::kForwarded) row["forwarded_to"] = task.forwarded_to.Hex();
       if (task.state == RoutedTask::kQueued) row["pending"] = PendingReason(task);
-      row["attempts"] = std::to_string(task.attempts.size());
-      for (size_t i = 0; i < task.attempts.size(); ++i) {
-        const TaskAttempt& a = task.attempts[i];
-        std::string n = std::to_string(i + 1);
-        row["attempt." + n + ".node"] = a.node;
-        row["attempt." + n + ".pid"] = Pid(a.pid);
-        row["attempt." + n + ".cause"] = a.cause;
-        row["attempt." + n + ".ended_micros"] = std::to_string(a.ended_micros);
-      }
+      AddAttempts(task.attempts, row);
       return row;
     };
     selector.Offer(tid.Hex(), field, build);
   }
+  FinishedTaskRows(selector, q.detail);
   return selector.Take(more, matched);
+}
+
+// The tasks answered for here (FinishedTasks), as rows of state FINISHED or FAILED: offered to
+// the same selector as the live ones, so filters apply to them before the cap too.
+void TaskRouter::Impl::FinishedTaskRows(RowSelector& selector, bool detail) {
+  finished_.ForEach([&](const FinishedTask& t) {
+    std::string id = t.id.Hex();
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "job") return t.job.Hex();
+      if (key == "function") return t.function;
+      if (key == "state") return t.failed ? "FAILED" : "FINISHED";
+      if (key == "node") return t.node;
+      if (key == "pid") return Pid(t.pid);
+      if (key == "attempt") return std::to_string(t.attempt + 1);
+      if (key == "worker") return t.worker;
+      return "";
+    };
+    selector.Offer(id, field, [&] {
+      StateRowFields row{{"task", id}};
+      for (const char* k : {"job", "function", "state", "node", "pid", "attempt", "worker"}) {
+        row[k] = field(k);
+      }
+      if (!detail) return row;
+      row["demand"] = t.demand;
+      row["labels"] = t.labels;
+      if (!t.purpose.empty()) row["purpose"] = t.purpose;
+      row["max_retries"] = std::to_string(t.max_retries);
+      if (!t.actor.empty()) row["actor"] = t.actor;
+      if (t.failed) row["error"] = t.error;
+      row["ended_micros"] = std::to_string(t.ended_micros);
+      AddAttempts(t.attempts, row);
+      return row;
+    });
+  });
 }
 
 // Why a queued task waits: "infeasible: ..." (no node could ever run it: the resource or label
@@ -199,10 +240,50 @@ std::vector<StateRowFields> TaskRouter::Impl::WorkerRows(const StateQuerySpec& q
         std::string gpus;
         for (uint32_t g : w.gpu_ids) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
         row["gpus"] = gpus;
+        if (!w.actor.empty()) {
+          row["address"] = w.actor_address;
+          row["class"] = w.actor_type;
+          row["life"] = std::to_string(w.actor_life);
+          row["max_restarts"] = std::to_string(w.actor_max_restarts);
+          if (!w.actor_restart_cause.empty()) row["restart_cause"] = w.actor_restart_cause;
+        }
       }
       return row;
     });
   }
+  return selector.Take(more, matched);
+}
+
+std::vector<StateRowFields> TaskRouter::Impl::ActorEndRows(const StateQuerySpec& q, bool* more,
+                                                           uint64_t* matched) {
+  RowSelector selector(q);
+  actor_ends_.ForEach([&](const ActorEnd& e) {
+    char life[16];
+    std::snprintf(life, sizeof(life), "%06d", e.life);
+    std::string id = e.actor + "/" + life;
+    auto field = [&](const std::string& key) -> std::string {
+      if (key == "actor") return e.actor;
+      if (key == "job") return e.job.Hex();
+      if (key == "node") return e.node;
+      if (key == "pid") return Pid(e.pid);
+      if (key == "life") return std::to_string(e.life);
+      if (key == "cause") return e.cause;
+      if (key == "class") return e.class_name;
+      return "";
+    };
+    selector.Offer(id, field, [&] {
+      StateRowFields row{{"end", id}};
+      for (const char* k : {"actor", "job", "node", "pid", "life", "cause", "class"}) {
+        row[k] = field(k);
+      }
+      row["max_restarts"] = std::to_string(e.max_restarts);
+      if (!e.restart_cause.empty()) row["restart_cause"] = e.restart_cause;
+      if (e.by_user) row["by_user"] = "1";
+      if (e.with_job) row["with_job"] = "1";
+      row["ended_micros"] = std::to_string(e.ended_micros);
+      return row;
+    });
+  });
   return selector.Take(more, matched);
 }
 
@@ -221,6 +302,13 @@ StateRowFields TaskRouter::Impl::NodeRow() {
   row["running_tasks"] = std::to_string(running);
   row["queued_tasks"] = std::to_string(queued);
   row["tasks"] = std::to_string(tasks_.size());
+  // Tasks submitted by callers still connected that have not answered them (it drops to 0 once
+  // each is answered, however it ended: a leak shows here).
+  size_t caller_tasks = 0;
+  for (auto& [cid, c] : conns_) {
+    if (c.role == Role::kCaller) caller_tasks += c.tasks.size();
+  }
+  row["caller_tasks"] = std::to_string(caller_tasks);
   row["actors"] = std::to_string(actors);
   row["workers"] = std::to_string(workers);
   row["total"] = options_.total.ToString();

@@ -151,6 +151,10 @@ void LocalScheduler::Assign(Worker& w, RoutedTask& t) {
   if (t.actor_creation) {
     w.actor = t.actor;
     w.actor_class = t.function;
+    w.actor_life = t.actor_life;
+    w.actor_max_restarts = t.max_restarts;
+    w.actor_restart_cause = t.restart_cause;
+    w.actor_type = t.actor_type;
   }
   t.dispatched_us = TimelineNowMicros();
   w.assigned.push_back(t.id);
@@ -187,6 +191,7 @@ void LocalScheduler::FailTask(const TaskId& id, const Status& st) {
   RoutedTask* t = tasks_.Find(id);
   if (!t) return;
   node_.SendToConn(t->origin, ErrorResultFrame(id, node_.node_id(), st));
+  if (options_.on_failed) options_.on_failed(*t, st);
   tasks_.Erase(id);
   failed_++;
 }

@@ -13,6 +13,7 @@
 // Not thread-safe: the node's event loop owns it.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -34,6 +35,9 @@ struct LocalSchedulerOptions {
   // node for) instead of failing as infeasible at once; and a task that must wait is not
   // queued behind a busy worker (it would not move to a launched node).
   bool wait_for_nodes = false;
+  // Called with each task it fails (FailTask), before the task is forgotten (on the caller's
+  // thread; must not touch the TaskTable).
+  std::function<void(const RoutedTask&, const Status&)> on_failed;
 };
 
 class LocalScheduler {

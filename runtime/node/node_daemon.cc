@@ -197,6 +197,13 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
                       << options.timeline_events << " timeline events";
     router.timeline_events = options.timeline_events;
   }
+  if (auto kept = FinishedTasksFromEnv(options.finished_tasks); kept.ok()) {
+    router.finished_tasks = *kept;
+  } else {
+    CUMULUS_LOG(WARN) << "node: " << kept.status().message() << "; keeping "
+                      << options.finished_tasks << " finished tasks";
+    router.finished_tasks = options.finished_tasks;
+  }
   router.on_job_end = [p = d.get()](const JobId& job) { p->OnJobEnded(job); };
   router.on_failure = [p = d.get()](const std::string& what) { p->OnFailure(what); };
   router.on_freed_here = [ledger = d->ledger_](const std::vector<ObjectId>& ids) {

@@ -47,6 +47,9 @@ struct NodeDaemonOptions {
   // The task timeline's ring (`cumulus timeline`), in events of ~128 bytes; 0 turns it off.
   // CUMULUS_TIMELINE=0 turns it off, CUMULUS_TIMELINE_EVENTS=N sets it (runtime/core/timeline.h).
   size_t timeline_events = kDefaultTimelineEvents;
+  // Ended tasks the node keeps for `cumulus list tasks` / `describe task`, oldest dropped first;
+  // CUMULUS_FINISHED_TASKS=N sets it (runtime/node/finished_tasks.h).
+  size_t finished_tasks = kDefaultFinishedTasks;
   Clock* clock = &SystemClock::Get();  // the node's time; must outlive the daemon
   // Called once (on the daemon's thread; must not block) when the head marked this node DRAINING
   // and it runs and serves nothing and its store holds no object (a draining node that runs

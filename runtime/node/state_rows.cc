@@ -10,6 +10,9 @@ const std::vector<std::string>* StateFields(const std::string& kind) {
       {"objects", {"object", "job", "size", "where", "node", "pins"}},
       {"workers", {"worker", "job", "pid", "actor", "state", "node", "tasks", "function"}},
       {"node", {"node"}},
+      // Each actor process that ended on the node (runtime/node/actor_ends.h): "end" is
+      // ACTOR/LIFE (the life zero-padded, so that an actor's ends sort in order).
+      {"actor_ends", {"end", "actor", "job", "node", "pid", "life", "cause", "class"}},
   };
   auto it = fields->find(kind);
   return it == fields->end() ? nullptr : &it->second;
@@ -17,7 +20,7 @@ const std::vector<std::string>* StateFields(const std::string& kind) {
 
 bool IsIdField(const std::string& key) {
   return key == "task" || key == "object" || key == "job" || key == "node" || key == "worker" ||
-         key == "id";
+         key == "id" || key == "actor" || key == "end";
 }
 
 Status CheckStateQuery(const StateQuerySpec& q) {

@@ -24,7 +24,7 @@ struct StateFilter {
 };
 
 struct StateQuerySpec {
-  std::string kind;  // "tasks", "objects", "workers", "node"
+  std::string kind;  // "tasks", "objects", "workers", "node", "actor_ends"
   std::vector<StateFilter> filters;
   std::string after;   // only rows whose id sorts after this
   size_t limit = 100;  // capped at kMaxStateRows
@@ -39,7 +39,8 @@ constexpr size_t kMaxStateRows = 10000;
 // The fields a row of `kind` has (and can be filtered on), the id first; nullptr for an unknown
 // kind.
 const std::vector<std::string>* StateFields(const std::string& kind);
-// Ids (task, object, job, node, worker, id) match a filter by prefix; other fields exactly.
+// Ids (task, object, job, node, worker, actor, end, id) match a filter by prefix; other fields
+// exactly.
 bool IsIdField(const std::string& key);
 // InvalidArgument, one line, for an unknown kind or a filter on a field `kind` does not have
 // ("cannot filter tasks on 'colour' (fields: task, job, ...)").

@@ -31,7 +31,13 @@ RoutedTask TaskFromSpec(proto::TaskSpec::Reader spec, kj::ArrayPtr<const capnp::
   t.hops = spec.getHops();
   t.origin = origin;
   t.class_key = SchedulingClass(t.req, t.actor_creation);
-  if (t.actor_creation) t.actor = IdFrom<ActorId>(spec.getActorId()).Hex();
+  if (t.actor_creation) {
+    t.actor = IdFrom<ActorId>(spec.getActorId()).Hex();
+    t.actor_life = static_cast<int>(spec.getAttempt());
+    t.max_restarts = spec.getMaxRestarts();
+    t.restart_cause = spec.getRestartCause();
+    t.actor_type = spec.getActorClass();
+  }
   return t;
 }
 

@@ -54,6 +54,10 @@ struct RoutedTask {
   TimePoint waiting_since{};
   TimePoint assigned_at{};            // when it was handed to its worker
   std::string actor;                  // an actor creation's actor id (hex)
+  int actor_life = 0;                 // an actor creation: 0, or n after its n-th restart
+  int max_restarts = 0;               // an actor creation's (-1: forever)
+  std::string restart_cause;          // an actor creation after a restart: why it restarts
+  std::string actor_type;             // an actor creation: its class (typeid name)
   std::vector<TaskAttempt> attempts;  // earlier runs, at most kMaxTaskAttemptsKept
   std::string wait_reason;            // why the last scheduling pass left it queued
 

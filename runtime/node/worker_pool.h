@@ -51,7 +51,11 @@ struct Worker {
   std::deque<TaskId> assigned;     // in the order sent; the front one runs
   std::string killed_because;      // the node killed it on purpose (memory): says why
   std::string actor, actor_class;  // the actor it hosts (hex id, constructor), once assigned
-  TimePoint closed_at{};           // its connection closed at (it is exiting); zero while open
+  int actor_life = 0, actor_max_restarts = 0;  // of the actor it hosts (RoutedTask's)
+  std::string actor_restart_cause;
+  std::string actor_type;     // the actor's class (typeid name), as the job's catalog has it
+  std::string actor_address;  // host:port for direct calls, once its constructor answered
+  TimePoint closed_at{};      // its connection closed at (it is exiting); zero while open
   bool closing() const { return closed_at != TimePoint{}; }
 };
 

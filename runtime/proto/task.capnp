@@ -50,6 +50,10 @@ struct TaskSpec {
   labelNotIn @23 :List(LabelValues);         # selector terms key notin (v1,v2,...)
   purpose @24 :Text;                         # who it is for, shown with its pending demand
                                              # ("trial asha/7"; "" for none)
+  restartCause @25 :Text;                    # actor creation after a restart: why its owner
+                                             # restarted it (its previous process's end)
+  actorClass @26 :Text;                      # actor creation: the class (typeid name), as the
+                                             # job's function catalog names its methods' class
 }
 
 struct LabelValues {

@@ -109,6 +109,8 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
     return Matching(live_ ? live_->Get(FilterKind(key)) : std::vector<std::string>{}, partial,
                     key + "=");
   }
+  // logs JOB --trial T: the trial ids (and EXPERIMENT/TRIAL) of the tuning experiments.
+  if (previous == "--trial") return Ids("trial", partial);
   if (previous.rfind("--", 0) == 0 && previous.find('=') == std::string::npos) {
     static const std::vector<std::string> kValued = {
         "--address",      "--token-file",   "--limit",  "--name",   "--resources",
@@ -133,7 +135,25 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
     if (first == "describe") return Matching({"node", "actor", "task", "job", "object"}, partial);
     if (first == "store") return Matching({"serve", "stats"}, partial);
     if (first == "stop") return Matching({"trial"}, partial);
+    // stop trial EXP/TRIAL: the experiment, then (after its slash) its trials.
+    if (first == "experiment" && std::string(command->name) == "stop trial") {
+      size_t slash = partial.find('/');
+      if (slash == std::string::npos) {
+        auto experiments = Ids("experiment", partial);
+        for (auto& e : experiments) e += "/";
+        return experiments;
+      }
+      std::string experiment = partial.substr(0, slash);
+      if (!live_) return {};
+      return Matching(live_->Get("trial:" + experiment), partial, experiment + "/");
+    }
     return Ids(first, partial);
+  }
+  // trials EXP TRIAL: that experiment's trials.
+  if (positional == 1 && first == "experiment" && name == "trials") {
+    for (size_t i = 1; i < before.size(); ++i) {
+      if (before[i].rfind("-", 0) != 0) return Ids("trial:" + before[i], partial);
+    }
   }
   // describe KIND ID: the ids of that kind.
   if (positional == 1 && first == "describe") {

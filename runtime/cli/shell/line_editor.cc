@@ -109,8 +109,8 @@ unsigned char Complete(EditLine* el, int) {
   std::string common = CommonPrefix(options);
   if (options.size() == 1) {
     std::string insert = common.substr(partial.size());
-    // A whole word gets its separating space, a flag's KEY= does not.
-    if (common.empty() || common.back() != '=') insert += " ";
+    // A whole word gets its separating space; a flag's KEY= and an EXPERIMENT/ do not.
+    if (common.empty() || (common.back() != '=' && common.back() != '/')) insert += " ";
     el_insertstr(el, insert.c_str());
     return CC_REFRESH;
   }

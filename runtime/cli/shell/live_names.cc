@@ -10,6 +10,7 @@
 #include "runtime/cli/local_state.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
+#include "runtime/tune/experiment_state.h"
 #include "runtime/tune/journal.h"
 
 namespace cumulus::cli::shell {
@@ -17,6 +18,16 @@ namespace cumulus::cli::shell {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The trial ids of experiment `name`, from its journal in the head's control store.
+Result<std::vector<std::string>> TrialIds(ControlClient& head, const std::string& name) {
+  CUMULUS_ASSIGN_OR_RETURN(auto journal, tune::Journal::Load(head, name));
+  tune::ExperimentState state(journal.spec);
+  for (auto& e : journal.entries) CUMULUS_RETURN_IF_ERROR(state.Apply(e));
+  std::vector<std::string> ids;
+  for (auto& t : state.ToTable().trials) ids.push_back(t.id);
+  return ids;
+}
 
 Result<std::vector<std::string>> Fetch(const LiveNames::Options& o, const std::string& kind) {
   CUMULUS_ASSIGN_OR_RETURN(HostPort address, ResolveAddress(o.address));
@@ -47,6 +58,23 @@ Result<std::vector<std::string>> Fetch(const LiveNames::Options& o, const std::s
     CUMULUS_RETURN_IF_ERROR(keys(kGroupsNamespace));
   } else if (kind == "experiment") {
     CUMULUS_RETURN_IF_ERROR(keys(tune::kExperimentsNamespace));
+  } else if (kind.rfind("trial:", 0) == 0) {
+    CUMULUS_ASSIGN_OR_RETURN(auto ids, TrialIds(*head, kind.substr(6)));
+    names.insert(ids.begin(), ids.end());
+  } else if (kind == "trial") {
+    // Every experiment's: TRIAL and EXPERIMENT/TRIAL (what `logs --trial` takes).
+    std::vector<std::string> experiments;
+    CUMULUS_RETURN_IF_ERROR(
+        ForEachKv(*head, tune::kExperimentsNamespace, "",
+                  [&](const std::string& k, const std::string&) { experiments.push_back(k); }));
+    for (auto& e : experiments) {
+      auto ids = TrialIds(*head, e);
+      if (!ids.ok()) continue;  // (one unreadable journal does not hide the others' trials)
+      for (auto& id : *ids) {
+        names.insert(id);
+        names.insert(e + "/" + id);
+      }
+    }
   } else if (kind == "task" || kind == "object") {
     CUMULUS_RETURN_IF_ERROR(
         ForEachKv(*head, kNodeStateNamespace, "", [&](const std::string&, const std::string& v) {

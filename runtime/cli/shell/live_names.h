@@ -27,7 +27,9 @@ class LiveNames {
 
   explicit LiveNames(Options options);
 
-  // The names of `kind`: "node", "job", "actor", "task", "object", "group", "experiment".
+  // The names of `kind`: "node", "job", "actor", "task", "object", "group", "experiment";
+  // "trial:EXP" (the trial ids of experiment EXP), "trial" (every experiment's, as TRIAL and as
+  // EXP/TRIAL).
   // Thread-safe; returns within about Options::wait.
   std::vector<std::string> Get(const std::string& kind);
 
