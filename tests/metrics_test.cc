@@ -1,7 +1,8 @@
 // The metrics endpoints scraped by a real Prometheus (Debian package `prometheus`): a head and a
 // node on loopback with --metrics-port, a driver that runs tasks and an actor, and a Prometheus
 // started by the test with a config scraping both, asked through its HTTP API until the scraped
-// values say what ran. Skipped, saying why, where the prometheus binary is absent.
+// values say what ran; and `cumulus up` whose launched nodes Prometheus finds through the head's
+// service-discovery file. Skipped, saying why, where the prometheus binary is absent.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "cluster_fixture.h"
@@ -73,6 +75,10 @@ std::string HttpGet(uint16_t port, const std::string& path) {
 class MetricsTest : public ClusterTest {
  protected:
   void TearDown() override {
+    if (up_) {
+      std::string out;
+      if (Cli({"down"}, &out) != 0) ADD_FAILURE() << "cumulus down failed: " << out;
+    }
     if (prometheus_) {
       prometheus_->Kill(SIGTERM);
       if (!prometheus_->Wait(10s)) prometheus_->Kill(SIGKILL);
@@ -111,7 +117,25 @@ class MetricsTest : public ClusterTest {
                             : "\nprometheus exited: " + prometheus_->ReadAll(1s));
   }
 
+  // Starts Prometheus on a free port of 127.0.0.1, scraping every second what `scrape_configs`
+  // (YAML, indented as a list under scrape_configs) names, its data in this test's dir.
+  void StartPrometheus(const std::string& prometheus, const std::string& scrape_configs) {
+    prometheus_port_ = FreePort();
+    std::string config = dir_.path() + "/prometheus.yml";
+    std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                          << "scrape_configs:\n"
+                          << scrape_configs;
+    prometheus_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{
+            prometheus, "--config.file=" + config,
+            "--storage.tsdb.path=" + dir_.path() + "/prometheus-data",
+            "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_),
+            "--log.level=warn"},
+        /*merge_stderr=*/true);
+  }
+
   std::unique_ptr<Subprocess> prometheus_;
+  bool up_ = false;  // `cumulus up` started a cluster: TearDown runs `cumulus down`
   uint16_t prometheus_port_ = 0;
   std::string last_answer_;
 };
@@ -148,19 +172,9 @@ TEST_F(MetricsTest, PrometheusScrapesTheHeadAndANode) {
                             CoreSocket(HeadNodeId()));
   ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
 
-  // Prometheus scraping both every second, its data in this test's dir.
-  prometheus_port_ = FreePort();
-  std::string config = dir_.path() + "/prometheus.yml";
-  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                        << "scrape_configs:\n  - job_name: cumulus\n    static_configs:\n"
-                        << "      - targets: ['" << head_metrics << "', '" << node_metrics
-                        << "']\n";
-  prometheus_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{prometheus, "--config.file=" + config,
-                               "--storage.tsdb.path=" + dir_.path() + "/prometheus-data",
-                               "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_),
-                               "--log.level=warn"},
-      /*merge_stderr=*/true);
+  // Prometheus scraping both every second.
+  StartPrometheus(prometheus, "  - job_name: cumulus\n    static_configs:\n      - targets: ['" +
+                                  head_metrics + "', '" + node_metrics + "']\n");
 
   // Both targets up (the scrape parsed the page: a malformed one makes `up` 0).
   ExpectEventually("count(up{job=\"cumulus\"} == 1)", 2, 60s);
@@ -183,6 +197,89 @@ TEST_F(MetricsTest, PrometheusScrapesTheHeadAndANode) {
   ExpectChecks(driver->ReadAll(60s), {"tasks", "actor"});
   ExpectEventually("sum(cumulus_actors{State=\"ALIVE\"})", 0, 30s);
   ExpectEventually("sum(cumulus_actors{State=\"DEAD\"})", 1, 30s);
+}
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `cumulus up --metrics-port 0 --metrics-sd-file F` with the local provider: the head keeps F a
+// file_sd list of every node's endpoint; Prometheus, told only F, finds the node the autoscaler
+// launches for work the on-prem node cannot hold, scrapes it, and F drops it once it is gone.
+TEST_F(MetricsTest, PrometheusDiscoversLaunchedNodesThroughTheSdFile) {
+  std::string prometheus = FindPrometheus();
+  if (prometheus.empty()) {
+    GTEST_SKIP() << "no prometheus binary (install the Debian package 'prometheus', as "
+                    "scripts/dev.sh does, or set CUMULUS_PROMETHEUS): service discovery is not "
+                    "checked against a real Prometheus here";
+  }
+  std::string file = dir_.path() + "/cluster.yaml";
+  std::ofstream(file) << "cluster_name: sdtest\n"
+                         "head:\n  host: 127.0.0.1\n  port: 0\n"
+                         "onprem_nodes:\n  - name: box\n    resources: CPU=2,GPU=0\n"
+                         "providers:\n"
+                         "  local:\n    kind: local\n    boot_delay_s: 0\n    state_dir: provider\n"
+                         "    object_store_memory: 160M\n"
+                         "node_types:\n"
+                         "  - name: cpu-cloud\n    provider: local\n    resources: CPU=4\n"
+                         "    labels: site=cloud\n    price_per_hour: 1.0\n    boot_time_s: 1\n"
+                         "    max_count: 1\n    idle_timeout_s: 2\n";
+  std::string sd_file = dir_.path() + "/targets.json";
+  std::string out;
+  up_ = true;
+  int rc = Cli(
+      {"up", file, "--metrics-port", "0", "--metrics-sd-file", sd_file, "--round-ms", "200"}, &out);
+  ASSERT_EQ(rc, 0) << out;
+  // "Head started at ADDR (token FILE, metrics ADDR)." and "On-prem node box started: ID (...)".
+  auto after = [&](const std::string& key, const std::string& end) {
+    size_t at = out.find(key);
+    if (at == std::string::npos) return std::string();
+    at += key.size();
+    return out.substr(at, out.find(end, at) - at);
+  };
+  address_ = after("Head started at ", " ");
+  token_file_ = after("(token ", ",");
+  auto token = LoadToken(token_file_);
+  ASSERT_TRUE(token.ok()) << out;
+  token_ = *token;
+  std::string onprem_id = after("On-prem node box started: ", " ");
+  ASSERT_FALSE(onprem_id.empty()) << out;
+  // The head's endpoint and, once the head has published its node (within about 1.5 s), the
+  // on-prem node's.
+  bool listed = WaitUntil(
+      [&] {
+        std::string now = ReadWhole(sd_file);
+        return now.find("\"node_type\": \"head\"") != std::string::npos &&
+               now.find("\"node_type\": \"static\"") != std::string::npos;
+      },
+      10s);
+  EXPECT_TRUE(listed) << ReadWhole(sd_file);
+
+  StartPrometheus(prometheus,
+                  "  - job_name: cumulus\n    honor_labels: true\n"
+                  "    file_sd_configs:\n      - files: ['" +
+                      sd_file + "']\n        refresh_interval: 1s\n");
+  ExpectEventually("count(up{job=\"cumulus\"} == 1)", 2, 20s);
+
+  // Work for 3 CPUs: the on-prem node (2) cannot hold it, so a cpu-cloud node is launched.
+  auto driver = StartDriver("burst_driver", {"--cpus=3", "--hold_ms=6000"}, CoreSocket(onprem_id));
+  ExpectEventually("count(up{node_type=\"cpu-cloud\"} == 1)", 1, 20s);
+  ExpectEventually("count(cumulus_node_info{node_type=\"cpu-cloud\"})", 1, 10s);
+  ExpectChecks(driver->ReadAll(60s), {"ran"});
+
+  // Idle for its timeout, the node is drained and terminated, and the file drops it.
+  bool dropped = WaitUntil(
+      [&] {
+        std::string now = ReadWhole(sd_file);
+        return now.find("cpu-cloud") == std::string::npos &&
+               now.find("static") != std::string::npos;
+      },
+      20s);
+  EXPECT_TRUE(dropped) << ReadWhole(sd_file);
+  ExpectEventually("count(up{job=\"cumulus\"} == 1)", 2, 10s);
 }
 
 TEST_F(MetricsTest, TheEndpointAnswersPlainRequests) {

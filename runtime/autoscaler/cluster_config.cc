@@ -17,8 +17,9 @@ namespace cumulus {
 namespace {
 
 // The placeholders a command provider's argv templates may use.
-const std::set<std::string> kPlaceholders = {"type",       "count",     "instance_id", "head",
-                                             "token_file", "resources", "labels",      "cluster"};
+const std::set<std::string> kPlaceholders = {"type",   "count",        "instance_id",
+                                             "head",   "token_file",   "resources",
+                                             "labels", "metrics_port", "cluster"};
 
 bool LabelValueChars(const std::string& s) {
   if (s.empty()) return false;
@@ -230,7 +231,7 @@ class Parser {
           if (!kPlaceholders.count(name)) {
             return m.Error(key, m.PathOf(key) + ": unknown placeholder {" + name +
                                     "} (known: {type} {count} {instance_id} {head} {token_file} "
-                                    "{resources} {labels} {cluster})");
+                                    "{resources} {labels} {metrics_port} {cluster})");
           }
         }
       }

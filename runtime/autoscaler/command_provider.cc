@@ -10,11 +10,15 @@ namespace cumulus {
 
 namespace {
 
-const std::map<std::string, std::string> kEnvNames = {
-    {"type", "CUMULUS_NODE_TYPE"},          {"count", "CUMULUS_COUNT"},
-    {"instance_id", "CUMULUS_INSTANCE_ID"}, {"head", "CUMULUS_HEAD"},
-    {"token_file", "CUMULUS_TOKEN_FILE"},   {"resources", "CUMULUS_RESOURCES"},
-    {"labels", "CUMULUS_LABELS"},           {"cluster", "CUMULUS_CLUSTER"}};
+const std::map<std::string, std::string> kEnvNames = {{"type", "CUMULUS_NODE_TYPE"},
+                                                      {"count", "CUMULUS_COUNT"},
+                                                      {"instance_id", "CUMULUS_INSTANCE_ID"},
+                                                      {"head", "CUMULUS_HEAD"},
+                                                      {"token_file", "CUMULUS_TOKEN_FILE"},
+                                                      {"resources", "CUMULUS_RESOURCES"},
+                                                      {"labels", "CUMULUS_LABELS"},
+                                                      {"cluster", "CUMULUS_CLUSTER"},
+                                                      {"metrics_port", "CUMULUS_METRICS_PORT"}};
 
 std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r");
@@ -88,6 +92,7 @@ Result<std::vector<std::string>> CommandProvider::Launch(const NodeTypeConfig& t
                {"token_file", spec.token_file},
                {"resources", resources},
                {"labels", LabelsToString(labels)},
+               {"metrics_port", spec.metrics_port >= 0 ? std::to_string(spec.metrics_port) : ""},
                {"cluster", options_.cluster_name}};
   CUMULUS_ASSIGN_OR_RETURN(std::string out,
                            Run("launch", options_.settings.launch, vars, deadline));

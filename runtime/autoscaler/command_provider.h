@@ -10,12 +10,15 @@
 //   {token_file}  CUMULUS_TOKEN_FILE    the cluster token's file (on this machine)
 //   {resources}   CUMULUS_RESOURCES     the type's resources, as --resources takes them
 //   {labels}      CUMULUS_LABELS        the type's labels plus cumulus.node_type=TYPE
+//   {metrics_port} CUMULUS_METRICS_PORT the node's --metrics-port ("0": a free port, when
+//                                      `cumulus up --metrics-port` asked for metrics; "": none)
 //   {cluster}     CUMULUS_CLUSTER       the cluster's name
 // Output contract:
 //   launch     exit 0; prints one instance id per line for each instance it started (at least
 //              one), without waiting for the nodes to boot. The node it starts must run
 //                cumulus start --address {head} --resources {resources} --block
-//                      --labels {labels},cumulus.instance_id=ID --wait-for-nodes (and the token)
+//                      --labels {labels},cumulus.instance_id=ID --wait-for-nodes (and the token,
+//                      and --metrics-port {metrics_port} when it is not empty)
 //              so the head's node can be matched to the instance. Its output must not go to
 //              the launch program's stdout (the program's end is what is waited for).
 //   list       exit 0; prints one line per instance of this cluster it can see:

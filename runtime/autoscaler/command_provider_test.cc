@@ -84,7 +84,7 @@ done)");
 
   TempDir dir_;
   std::string cloud_;
-  LaunchSpec spec_{"10.1.2.3:6380", "/etc/cumulus/token"};
+  LaunchSpec spec_{"10.1.2.3:6380", "/etc/cumulus/token", /*metrics_port=*/-1};
 };
 
 TEST_F(CommandProviderTest, LaunchListTerminate) {
@@ -100,6 +100,7 @@ TEST_F(CommandProviderTest, LaunchListTerminate) {
       << env;
   EXPECT_NE(env.find("CUMULUS_RESOURCES=CPU=4,GPU=0\n"), std::string::npos) << env;
   EXPECT_NE(env.find("CUMULUS_CLUSTER=lab\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("CUMULUS_METRICS_PORT=\n"), std::string::npos) << env;  // no metrics asked
 
   auto listed = p.List(In(10s));
   ASSERT_TRUE(listed.ok()) << listed.status();

@@ -53,6 +53,10 @@ std::vector<std::string> NodeStartArgs(const NodeTypeConfig& type, const LaunchS
     args.push_back("--token-file");
     args.push_back(spec.token_file);
   }
+  if (spec.metrics_port >= 0) {
+    args.push_back("--metrics-port");
+    args.push_back(std::to_string(spec.metrics_port));
+  }
   return args;
 }
 

@@ -35,6 +35,10 @@ namespace cumulus {
 struct LaunchSpec {
   std::string head_address;  // HOST:PORT of the head, as the new node reaches it
   std::string token_file;    // the cluster token (a file readable where the node runs)
+  // The node's Prometheus endpoint: -1 none; 0 a free port (the node publishes where to the head,
+  // which lists it for service discovery); else that port. It listens on the node's --bind
+  // address (loopback unless the type's provider starts nodes with another).
+  int metrics_port = -1;
 };
 
 enum class InstanceState {
@@ -93,7 +97,8 @@ Result<std::unique_ptr<NodeProvider>> MakeNodeProvider(const ProviderConfig& con
                                                        const ProviderEnv& env);
 
 // The `cumulus start` arguments (after the program) that start a node daemon of `type` joining
-// `spec`'s head in the foreground, with labels of the type plus the two labels above.
+// `spec`'s head in the foreground, with labels of the type plus the two labels above, and
+// `--metrics-port N` when spec.metrics_port >= 0.
 std::vector<std::string> NodeStartArgs(const NodeTypeConfig& type, const LaunchSpec& spec,
                                        const std::string& instance_id);
 

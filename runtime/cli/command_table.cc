@@ -18,7 +18,7 @@ const std::vector<Command>& Commands() {
        StartCommand, false, false, true,
        "--head --address --token-file --port --bind --block --resources --labels --data-dir "
        "--object-store-memory --program-cache-size --no-node --wait-for-nodes --metrics-port "
-       "--metrics-host "
+       "--metrics-host --metrics-sd-file "
        "--heartbeat-interval-ms --heartbeat-timeout-ms --disconnect-grace-ms --help"},
       {"status", "show the cluster: nodes, their state, labels and resources", StatusCommand, false,
        true, false, "--address --token-file --json --help"},
@@ -53,7 +53,9 @@ const std::vector<Command>& Commands() {
       {"stop trial", nullptr, StopTrialCommand, true, true, false,
        "--address --token-file --no-wait --timeout --help", "experiment"},
       {"up", "start a cluster and its autoscaler from a cluster file (bursting)", UpCommand, false,
-       false, true, "--address --token-file --round-ms --insecure --block --metrics-port --help"},
+       false, true,
+       "--address --token-file --round-ms --insecure --block --metrics-port --metrics-sd-file "
+       "--help"},
       {"down", "terminate the autoscaler's nodes, then stop;  drain NODE: retire a node",
        DownCommand, true, true, true, "--address --token-file --help"},
       {"drain", nullptr, DrainCommand, true, true, false,

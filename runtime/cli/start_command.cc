@@ -22,6 +22,7 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/head/head_server.h"
+#include "runtime/metrics/file_sd.h"
 #include "runtime/metrics/metrics_server.h"
 #include "runtime/node/node_daemon.h"
 #include "runtime/object_store/object_store.h"
@@ -35,7 +36,7 @@ constexpr const char* kStartHelp = R"(Usage:
                        [--resources CPU=8,GPU=2,memory=32G,custom=4] [--labels site=onprem,...]
                        [--object-store-memory SIZE] [--program-cache-size SIZE] [--no-node]
                        [--wait-for-nodes] [--metrics-port N [--metrics-host ADDR]]
-                       [--block]
+                       [--metrics-sd-file PATH] [--block]
   cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
                        [--resources ...] [--labels ...] [--object-store-memory SIZE]
                        [--program-cache-size SIZE] [--wait-for-nodes]
@@ -76,7 +77,10 @@ them to other nodes and clients. --address starts a node that joins the head at 
                            ready line says which: metrics=ADDR:N). No endpoint without it
   --metrics-host ADDR      the address the metrics endpoint listens on (default: --bind's, so
                            127.0.0.1 unless asked); it needs no token: whoever reaches it reads
-                           the metrics
+                           the metrics. A node publishes its endpoint's address to the head
+  --metrics-sd-file PATH   head only: keep PATH a Prometheus file_sd list of the metrics
+                           endpoints of the head and its alive nodes, by node_type (rewritten
+                           atomically when nodes join or leave; docs/metrics.md)
   --block                  stay in the foreground (for tests, systemd, containers, SLURM jobs);
                            otherwise start in the background and return once ready
 
@@ -241,6 +245,16 @@ Result<std::optional<metrics::MetricsEndpointOptions>> ParseMetricsFlags(
   return std::optional<metrics::MetricsEndpointOptions>(o);
 }
 
+// Where others reach `endpoint`: its address, with this machine's name for 0.0.0.0 (it listens
+// on every interface). What a node publishes to the head for service discovery.
+std::string PublishedMetricsAddress(const metrics::MetricsEndpoint& endpoint,
+                                    const metrics::MetricsEndpointOptions& options) {
+  if (options.host != "0.0.0.0") return endpoint.address();
+  char h[256] = {0};
+  gethostname(h, sizeof(h) - 1);
+  return std::string(h) + ":" + std::to_string(endpoint.port());
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::string s;
@@ -278,7 +292,13 @@ int StartHead(const Flags& flags) {
   auto metrics_options = ParseMetricsFlags(flags, head.bind_host);
   if (!metrics_options.ok())
     return UsageError(metrics_options.status().message(), "cumulus start --help");
-  head.publish_nodes = metrics_options->has_value();
+  std::string sd_file;
+  if (flags.Has("metrics-sd-file")) {
+    if (flags.Get("metrics-sd-file").empty())
+      return UsageError("--metrics-sd-file: a file path", "cumulus start --help");
+    sd_file = std::filesystem::absolute(flags.Get("metrics-sd-file")).string();
+  }
+  head.publish_nodes = metrics_options->has_value() || !sd_file.empty();
   if (!flags.Has("data-dir")) {
     if (Status sd = EnsureStateDir(); !sd.ok()) {
       std::fprintf(stderr, "cumulus: %s\n", sd.message().c_str());
@@ -322,6 +342,20 @@ int StartHead(const Flags& flags) {
     node.head =
         HostPort{head.bind_host == "0.0.0.0" ? "127.0.0.1" : head.bind_host, (*server)->port()};
     node.bind_host = head.bind_host;
+    // The endpoint listens before the node starts, so the node registers its address; it shows
+    // the node's page once the node runs. Destroyed before what it shows.
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint;
+    auto node_page = with_node ? std::make_shared<metrics::NodePageSlot>() : nullptr;
+    if (*metrics_options) {
+      auto started = metrics::StartMetricsEndpoint(**metrics_options, server->get(), node_page);
+      if (!started.ok()) {
+        ready("error " + started.status().message() +
+              "; choose another --metrics-port or --metrics-host");
+        return 1;
+      }
+      endpoint = std::move(*started);
+      node.metrics_address = PublishedMetricsAddress(*endpoint, **metrics_options);
+    }
     Result<std::unique_ptr<NodeDaemon>> daemon = std::unique_ptr<NodeDaemon>();
     if (with_node) {
       daemon = NodeDaemon::Start(node);
@@ -329,18 +363,21 @@ int StartHead(const Flags& flags) {
         ready("error cannot start the head's node: " + daemon.status().message());
         return 1;
       }
+      node_page->Attach(daemon->get());
       std::ofstream(head.data_dir + "/node_id") << (*daemon)->node_id().Hex() << "\n";
     }
-    std::unique_ptr<metrics::MetricsEndpoint> endpoint;  // goes before what it shows
-    if (*metrics_options) {
-      auto started = metrics::StartMetricsEndpoint(**metrics_options, server->get(),
-                                                   with_node ? daemon->get() : nullptr);
+    std::unique_ptr<metrics::FileSdWriter> sd_writer;
+    if (!sd_file.empty()) {
+      metrics::FileSdWriterOptions o;
+      o.path = sd_file;
+      o.head_target = endpoint ? PublishedMetricsAddress(*endpoint, **metrics_options) : "";
+      o.nodes = [s = server->get()] { return s->PublishedNodes(); };
+      auto started = metrics::FileSdWriter::Start(std::move(o));
       if (!started.ok()) {
-        ready("error " + started.status().message() +
-              "; choose another --metrics-port or --metrics-host");
+        ready("error " + started.status().message());
         return 1;
       }
-      endpoint = std::move(*started);
+      sd_writer = std::move(*started);
     }
     std::string address = advertise_host + ":" + std::to_string((*server)->port());
     Status remembered = RememberCluster(address, token_file);
@@ -353,6 +390,7 @@ int StartHead(const Flags& flags) {
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "head stopping (signal " << sig << ")";
+    sd_writer.reset();
     endpoint.reset();
     daemon->reset();
     server->reset();
@@ -408,8 +446,8 @@ int StartNode(const Flags& flags) {
     return UsageError("--address: " + address.status().message(), "cumulus start --help");
   node.head = *address;
   node.bind_host = flags.Get("bind", "127.0.0.1");
-  for (const char* head_only :
-       {"port", "heartbeat-interval-ms", "heartbeat-timeout-ms", "disconnect-grace-ms"}) {
+  for (const char* head_only : {"port", "heartbeat-interval-ms", "heartbeat-timeout-ms",
+                                "disconnect-grace-ms", "metrics-sd-file"}) {
     if (flags.Has(head_only)) {
       return UsageError(std::string("--") + head_only + " is for 'start --head'",
                         "cumulus start --help");
@@ -442,22 +480,27 @@ int StartNode(const Flags& flags) {
   node.on_drained = [] { kill(getpid(), SIGTERM); };
   auto serve = [&](ReadyFn ready) -> int {
     sigset_t stop = BlockStopSignals();
-    auto daemon = NodeDaemon::Start(node);
-    if (!daemon.ok()) {
-      ready("error cannot join the cluster at " + node.head.ToString() + ": " +
-            daemon.status().message());
-      return 1;
-    }
-    std::unique_ptr<metrics::MetricsEndpoint> endpoint;  // goes before what it shows
+    // The endpoint listens first, so the node registers its address with the head (service
+    // discovery); it shows the node's page once the node runs. Destroyed before the node.
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint;
+    auto node_page = std::make_shared<metrics::NodePageSlot>();
     if (*metrics_options) {
-      auto started = metrics::StartMetricsEndpoint(**metrics_options, nullptr, daemon->get());
+      auto started = metrics::StartMetricsEndpoint(**metrics_options, nullptr, node_page);
       if (!started.ok()) {
         ready("error " + started.status().message() +
               "; choose another --metrics-port or --metrics-host");
         return 1;
       }
       endpoint = std::move(*started);
+      node.metrics_address = PublishedMetricsAddress(*endpoint, **metrics_options);
     }
+    auto daemon = NodeDaemon::Start(node);
+    if (!daemon.ok()) {
+      ready("error cannot join the cluster at " + node.head.ToString() + ": " +
+            daemon.status().message());
+      return 1;
+    }
+    node_page->Attach(daemon->get());
     Status remembered = RememberProcess(getpid(), "node");
     if (remembered.ok())
       remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
@@ -502,10 +545,11 @@ int StartCommand(const std::vector<std::string>& args) {
       return 0;
     }
   }
-  Flags flags({"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
-               "object-store-memory", "program-cache-size", "heartbeat-interval-ms",
-               "heartbeat-timeout-ms", "disconnect-grace-ms", "metrics-port", "metrics-host"},
-              {"head", "block", "no-node", "wait-for-nodes"});
+  Flags flags(
+      {"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
+       "object-store-memory", "program-cache-size", "heartbeat-interval-ms", "heartbeat-timeout-ms",
+       "disconnect-grace-ms", "metrics-port", "metrics-host", "metrics-sd-file"},
+      {"head", "block", "no-node", "wait-for-nodes"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");
   if (flags.Has("head") == flags.Has("address")) {

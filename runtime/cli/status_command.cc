@@ -103,6 +103,7 @@ std::string JsonNode(const NodeRecord& n, const std::map<std::string, NodeDisk>&
          ",\"resources_available\":" + JsonResources(n.available) +
          ",\"object_store\":" + JsonString(n.object_store_address) +
          ",\"pid\":" + std::to_string(n.pid) +
+         (n.metrics_address.empty() ? "" : ",\"metrics\":" + JsonString(n.metrics_address)) +
          (n.state == NodeState::kDead ? ",\"death_reason\":" + JsonString(n.death_reason) : "") +
          (n.draining && n.state != NodeState::kDead
               ? ",\"draining\":true,\"drain_note\":" + JsonString(n.drain_note)

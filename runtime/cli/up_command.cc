@@ -34,7 +34,7 @@ namespace {
 
 constexpr const char* kUpHelp = R"(Usage:
   cumulus up FILE [--insecure] [--address HOST:PORT --token-file F] [--round-ms N]
-                  [--metrics-port N] [--block]
+                  [--metrics-port N [--metrics-sd-file PATH]] [--block]
   cumulus down [--address HOST:PORT] [--token-file FILE]
   cumulus drain NODE [--wait [--timeout S]] [--address HOST:PORT] [--token-file FILE]
 
@@ -50,8 +50,13 @@ monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does a
   --round-ms N how often the monitor decides (default 2000, 100 to 600000)
   --metrics-port N
                Prometheus metrics (docs/metrics.md) of the head it starts at the head's host:N,
-               and of its on-prem node number i (from 0, in the file's order) at N+1+i; not with
-               --address. Nodes the autoscaler launches serve none yet
+               of its on-prem node number i (from 0, in the file's order) at N+1+i (N = 0: each
+               at a free port), and of each node the autoscaler launches at a free port of that
+               node (its --bind address, loopback unless its provider says otherwise); every
+               node publishes its endpoint's address to the head. Not with --address
+  --metrics-sd-file PATH
+               the head keeps PATH a Prometheus file_sd list of those endpoints by node_type
+               (file_sd_configs; rewritten atomically as nodes join and leave)
 
 down stops the autoscaler, terminates every node it launched, then stops the head and the nodes
 started on this machine (as 'cumulus stop').
@@ -135,7 +140,8 @@ std::string Field(const std::string& line, const std::string& key) {
 
 Result<std::unique_ptr<Monitor>> MakeMonitor(const ClusterConfig& config,
                                              std::unique_ptr<ControlClient> head,
-                                             const std::string& token_file, Duration round) {
+                                             const std::string& token_file, Duration round,
+                                             int launched_metrics_port) {
   ProviderEnv env;
   env.cluster_name = config.cluster_name;
   env.cumulus_binary = ExecutableDir() + "/cumulus";
@@ -147,7 +153,7 @@ Result<std::unique_ptr<Monitor>> MakeMonitor(const ClusterConfig& config,
   }
   MonitorOptions o;
   o.config = config;
-  o.launch = {head->head().ToString(), token_file};
+  o.launch = {head->head().ToString(), token_file, launched_metrics_port};
   o.round = round;
   HostPort address = head->head();
   o.reconnect = [address, token_file]() -> Result<std::unique_ptr<ControlClient>> {
@@ -196,7 +202,8 @@ int UpCommand(const std::vector<std::string>& args) {
   }
   if (args.empty() || args[0].rfind("--", 0) == 0)
     return UsageError("up needs a cluster file: cumulus up FILE", "cumulus up --help");
-  Flags flags({"address", "token-file", "round-ms", "metrics-port"}, {"insecure", "block"});
+  Flags flags({"address", "token-file", "round-ms", "metrics-port", "metrics-sd-file"},
+              {"insecure", "block"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!st.ok()) return UsageError(st.message(), "cumulus up --help");
   auto round_ms = ParseInteger("--round-ms", flags.Get("round-ms", "2000"), {100, 600000});
@@ -207,9 +214,17 @@ int UpCommand(const std::vector<std::string>& args) {
       return UsageError("--metrics-port is for the head and nodes 'up' starts, not with --address",
                         "cumulus up --help");
     }
-    auto port = ParseInteger("--metrics-port", flags.Get("metrics-port"), {1, 65000});
+    auto port = ParseInteger("--metrics-port", flags.Get("metrics-port"), {0, 65000});
     if (!port.ok()) return UsageError(port.status().message(), "cumulus up --help");
     metrics_port = *port;
+  }
+  std::string sd_file;
+  if (flags.Has("metrics-sd-file")) {
+    if (!metrics_port || flags.Get("metrics-sd-file").empty()) {
+      return UsageError("--metrics-sd-file needs --metrics-port (and a file path)",
+                        "cumulus up --help");
+    }
+    sd_file = std::filesystem::absolute(flags.Get("metrics-sd-file")).string();
   }
   auto config = LoadClusterConfig(std::filesystem::absolute(args[0]).string());
   if (!config.ok()) return UsageError(config.status().message(), "cumulus up --help");
@@ -235,6 +250,10 @@ int UpCommand(const std::vector<std::string>& args) {
       head_args.push_back("--metrics-port");
       head_args.push_back(std::to_string(*metrics_port));
     }
+    if (!sd_file.empty()) {
+      head_args.push_back("--metrics-sd-file");
+      head_args.push_back(sd_file);
+    }
     auto ready = RunStart(head_args, "cumulus head ready");
     if (!ready.ok()) return Fail(ready.status());
     address = Field(*ready, "address");
@@ -252,7 +271,8 @@ int UpCommand(const std::vector<std::string>& args) {
                                           "--data-dir", StateDir() + "/up-" + n.name});
       if (metrics_port) {
         node_args.push_back("--metrics-port");
-        node_args.push_back(std::to_string(*metrics_port + 1 + static_cast<int64_t>(i)));
+        node_args.push_back(
+            *metrics_port == 0 ? "0" : std::to_string(*metrics_port + 1 + static_cast<int64_t>(i)));
       }
       auto node = RunStart(node_args, "cumulus node ready");
       if (!node.ok()) return Fail(node.status());
@@ -271,8 +291,9 @@ int UpCommand(const std::vector<std::string>& args) {
   auto run = [&]() -> int {
     auto client = ConnectHead(head_flags);
     if (!client.ok()) return Fail(client.status());
-    auto monitor =
-        MakeMonitor(*config, std::move(*client), token_file, std::chrono::milliseconds(*round_ms));
+    // Launched nodes pick a free port each and publish it to the head (service discovery).
+    auto monitor = MakeMonitor(*config, std::move(*client), token_file,
+                               std::chrono::milliseconds(*round_ms), metrics_port ? 0 : -1);
     if (!monitor.ok()) return Fail(monitor.status());
     (void)RememberProcess(getpid(), "autoscaler");
     std::printf("cumulus autoscaler ready address=%s token_file=%s pid=%d\n", address.c_str(),
@@ -330,8 +351,9 @@ int DownCommand(const std::vector<std::string>& args) {
   if (!stopped) std::printf("The autoscaler did not answer within 15 s; going on without it.\n");
   auto client = ConnectHead(flags);
   if (!client.ok()) return Fail(client.status());
-  auto monitor =
-      MakeMonitor(*config, std::move(*client), flags.Get("token-file"), std::chrono::seconds(2));
+  // It only terminates: no launch, so no metrics port to give.
+  auto monitor = MakeMonitor(*config, std::move(*client), flags.Get("token-file"),
+                             std::chrono::seconds(2), /*launched_metrics_port=*/-1);
   if (!monitor.ok()) return Fail(monitor.status());
   size_t launched = (*monitor)->books().instances.size();
   Status terminated = (*monitor)->TerminateAll(std::chrono::seconds(60));

@@ -48,11 +48,12 @@ struct NodeRecord {
   // DRAINING: placement gives it no new work; it leaves (left) once it runs and holds nothing.
   // Kept by the head across the node's re-registrations and the head's restarts.
   bool draining = false;
-  std::string drain_note;     // what a draining node still waits for, from its heartbeats
-  std::string core_address;   // host:port where other nodes send tasks
-  std::string core_socket;    // Unix socket where drivers on that machine connect
-  DemandList pending_demand;  // shape, how many wait, their label selector
-  uint64_t view_version = 0;  // Membership's version when this record last changed
+  std::string drain_note;       // what a draining node still waits for, from its heartbeats
+  std::string core_address;     // host:port where other nodes send tasks
+  std::string core_socket;      // Unix socket where drivers on that machine connect
+  DemandList pending_demand;    // shape, how many wait, their label selector
+  std::string metrics_address;  // host:port of its Prometheus endpoint; "" if it serves none
+  uint64_t view_version = 0;    // Membership's version when this record last changed
 };
 
 struct MembershipOptions {

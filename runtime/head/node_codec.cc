@@ -93,6 +93,7 @@ void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
   out.setPid(node.pid);
   out.setCoreAddress(node.core_address);
   out.setCoreSocket(node.core_socket);
+  out.setMetricsAddress(node.metrics_address);
   EncodeDemand(node.pending_demand,
                out.initPendingDemand(static_cast<unsigned>(node.pending_demand.size())));
 }
@@ -122,6 +123,7 @@ Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
   node.left = in.getLeft();
   node.draining = in.getDraining();
   node.drain_note = in.getDrainNote();
+  node.metrics_address = in.getMetricsAddress();
   node.death_micros = in.getDeathMicros();
   node.pid = in.getPid();
   node.core_address = in.getCoreAddress();

@@ -6,41 +6,73 @@
 
 namespace cumulus::metrics {
 
+namespace {
+
+std::shared_ptr<HeadMetrics> HeadPage(const HeadServer* head) {
+  HeadMetricsSource s;
+  s.nodes = [head] { return head->PublishedNodes(); };
+  s.scan_kv = [head](const std::string& ns, const std::string& from,
+                     const std::function<bool(const std::string&, const std::string&)>& fn) {
+    return head->ScanKv(ns, from, fn);
+  };
+  s.heartbeats = [head] { return head->counters().heartbeats.load(); };
+  s.connections = [head] { return head->counters().connections.load(); };
+  s.auth_failures = [head] { return head->counters().auth_failures.load(); };
+  s.protocol_errors = [head] { return head->counters().protocol_errors.load(); };
+  return std::make_shared<HeadMetrics>(std::move(s));
+}
+
+std::shared_ptr<NodeMetrics> NodePage(const NodeDaemon* node) {
+  NodeMetricsSource s;
+  s.node_id = [node] { return node->node_id().Hex(); };
+  s.hostname = node->hostname();
+  auto type = node->labels().find(kNodeTypeLabel);
+  if (type != node->labels().end()) s.node_type = type->second;
+  s.total = node->resources();
+  s.available = [node] { return node->router().Available(); };
+  s.router = [node] { return node->router().Metrics(); };
+  s.store = [node] { return node->store_stats(); };
+  return std::make_shared<NodeMetrics>(std::move(s));
+}
+
+}  // namespace
+
+void NodePageSlot::Attach(const NodeDaemon* node) {
+  auto page = NodePage(node);
+  std::lock_guard<std::mutex> lock(mu_);
+  page_ = std::move(page);
+}
+
+std::string NodePageSlot::Render() const {
+  std::shared_ptr<NodeMetrics> page;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    page = page_;
+  }
+  return page ? page->Render() : std::string();
+}
+
 Result<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(const MetricsEndpointOptions& options,
                                                               const HeadServer* head,
                                                               const NodeDaemon* node) {
   if (!head && !node) return Status::InvalidArgument("metrics endpoint: nothing to show");
-  std::shared_ptr<HeadMetrics> head_page;
-  std::shared_ptr<NodeMetrics> node_page;
-  if (head) {
-    HeadMetricsSource s;
-    s.nodes = [head] { return head->PublishedNodes(); };
-    s.scan_kv = [head](const std::string& ns, const std::string& from,
-                       const std::function<bool(const std::string&, const std::string&)>& fn) {
-      return head->ScanKv(ns, from, fn);
-    };
-    s.heartbeats = [head] { return head->counters().heartbeats.load(); };
-    s.connections = [head] { return head->counters().connections.load(); };
-    s.auth_failures = [head] { return head->counters().auth_failures.load(); };
-    s.protocol_errors = [head] { return head->counters().protocol_errors.load(); };
-    head_page = std::make_shared<HeadMetrics>(std::move(s));
-  }
+  std::shared_ptr<NodePageSlot> slot;
   if (node) {
-    NodeMetricsSource s;
-    s.node_id = [node] { return node->node_id().Hex(); };
-    s.hostname = node->hostname();
-    auto type = node->labels().find(kNodeTypeLabel);
-    if (type != node->labels().end()) s.node_type = type->second;
-    s.total = node->resources();
-    s.available = [node] { return node->router().Available(); };
-    s.router = [node] { return node->router().Metrics(); };
-    s.store = [node] { return node->store_stats(); };
-    node_page = std::make_shared<NodeMetrics>(std::move(s));
+    slot = std::make_shared<NodePageSlot>();
+    slot->Attach(node);
   }
-  return MetricsEndpoint::Start(options, [head_page, node_page] {
+  return StartMetricsEndpoint(options, head, std::move(slot));
+}
+
+Result<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(const MetricsEndpointOptions& options,
+                                                              const HeadServer* head,
+                                                              std::shared_ptr<NodePageSlot> node) {
+  if (!head && !node) return Status::InvalidArgument("metrics endpoint: nothing to show");
+  std::shared_ptr<HeadMetrics> head_page = head ? HeadPage(head) : nullptr;
+  return MetricsEndpoint::Start(options, [head_page, node] {
     std::string page;
     if (head_page) page += head_page->Render();
-    if (node_page) page += node_page->Render();
+    if (node) page += node->Render();
     return page;
   });
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "cumulus/status.h"
 #include "runtime/head/head_server.h"
@@ -11,10 +12,31 @@
 
 namespace cumulus::metrics {
 
+class NodeMetrics;
+
+// The node's page of an endpoint that listens before its node starts, so that the node can
+// publish the endpoint's address to the head when it registers (service discovery). Until
+// Attach the page is empty (a scrape answers 200 with no node metrics). Thread-safe.
+class NodePageSlot {
+ public:
+  // REQUIRES: `node` outlives every endpoint that renders this slot; called at most once.
+  void Attach(const NodeDaemon* node);
+  std::string Render() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<NodeMetrics> page_;  // guarded by mu_; null until Attach
+};
+
 // Serves the pages of `head` and `node` (either may be null, not both) on options.host:port.
 // REQUIRES: both outlive the endpoint returned (destroy it first).
 Result<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(const MetricsEndpointOptions& options,
                                                               const HeadServer* head,
                                                               const NodeDaemon* node);
+
+// As above, with the node's page from `node` (attached later); `head` may be null.
+Result<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(const MetricsEndpointOptions& options,
+                                                              const HeadServer* head,
+                                                              std::shared_ptr<NodePageSlot> node);
 
 }  // namespace cumulus::metrics

@@ -124,6 +124,7 @@ Result<std::unique_ptr<NodeDaemon>> NodeDaemon::Start(const NodeDaemonOptions& o
   d->record_.id = options.node_id.IsNil() ? NodeId::FromRandom() : options.node_id;
   d->record_.labels = options.labels;
   d->record_.pid = getpid();
+  d->record_.metrics_address = options.metrics_address;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   d->record_.hostname = host;

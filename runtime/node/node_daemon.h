@@ -38,7 +38,10 @@ struct NodeDaemonOptions {
       "127.0.0.1";                   // where the node's object channel listens (other nodes pull)
   uint64_t object_store_memory = 0;  // 0: 30% of RAM
   uint64_t program_cache_bytes = 2ull << 30;  // bound of DATA_DIR/node-PID/jobs (job programs)
-  bool wait_for_nodes = false;         // work no node can run waits for an autoscaler, not fails
+  bool wait_for_nodes = false;  // work no node can run waits for an autoscaler, not fails
+  // host:port of this node's Prometheus endpoint, published to the head in its record (the head
+  // lists it for service discovery, runtime/metrics/file_sd.h); "": it serves none.
+  std::string metrics_address;
   bool prefault_object_store = false;  // touch the store's memory at start (see SharedRegion)
   Duration max_reconnect_backoff = std::chrono::seconds(1);  // below the head's disconnect grace
   // While the head cannot be reached, a line this often says so (how long, the last error);

@@ -39,6 +39,7 @@ struct NodeInfo {
   left @17 :Bool;                   # DEAD because it said it was leaving (shown as STOPPED)
   draining @18 :Bool;               # takes no new work; leaves once it runs and holds nothing
   drainNote @19 :Text;              # what a draining node still waits for (from its heartbeat)
+  metricsAddress @20 :Text;         # host:port of its Prometheus endpoint ("" if it serves none)
 }
 
 struct Demand {

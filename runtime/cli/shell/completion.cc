@@ -113,11 +113,11 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   if (previous == "--trial") return Ids("trial", partial);
   if (previous.rfind("--", 0) == 0 && previous.find('=') == std::string::npos) {
     static const std::vector<std::string> kValued = {
-        "--address",      "--token-file",   "--limit",  "--name",   "--resources",
-        "--working-dir",  "--grace",        "--trial",  "--plot",   "--width",
-        "--port",         "--data-dir",     "--labels", "--socket", "--dir",
-        "--interval",     "--round-ms",     "--memory", "--after",  "--sort",
-        "--metrics-port", "--metrics-host", "--timeout"};
+        "--address",      "--token-file",   "--limit",   "--name",           "--resources",
+        "--working-dir",  "--grace",        "--trial",   "--plot",           "--width",
+        "--port",         "--data-dir",     "--labels",  "--socket",         "--dir",
+        "--interval",     "--round-ms",     "--memory",  "--after",          "--sort",
+        "--metrics-port", "--metrics-host", "--timeout", "--metrics-sd-file"};
     if (std::find(kValued.begin(), kValued.end(), previous) != kValued.end()) return {};
   }
   if (partial.rfind("-", 0) == 0) return Matching(Split(command->flags), partial);

@@ -1,0 +1,98 @@
+#include "runtime/metrics/file_sd.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "runtime/autoscaler/cluster_config.h"
+
+namespace cumulus::metrics {
+namespace {
+
+NodeRecord Node(const std::string& metrics, const std::string& type,
+                NodeState state = NodeState::kAlive) {
+  NodeRecord n;
+  n.id = NodeId::FromRandom();
+  n.metrics_address = metrics;
+  if (!type.empty()) n.labels[kNodeTypeLabel] = type;
+  n.state = state;
+  return n;
+}
+
+TEST(FileSdTest, GroupsAliveNodesByTypeAndListsTheHeadOnce) {
+  std::vector<NodeRecord> nodes = {Node("127.0.0.1:9102", "cpu-cloud"), Node("127.0.0.1:9101", ""),
+                                   Node("127.0.0.1:9103", "cpu-cloud"),
+                                   Node("127.0.0.1:9104", "cpu-cloud", NodeState::kDead),
+                                   Node("", "gpu-cloud")};
+  EXPECT_EQ(RenderFileSd(nodes, "127.0.0.1:9100"),
+            "[\n"
+            "  {\"targets\": [\"127.0.0.1:9102\", \"127.0.0.1:9103\"], \"labels\": {\"node_type\": "
+            "\"cpu-cloud\"}},\n"
+            "  {\"targets\": [\"127.0.0.1:9100\"], \"labels\": {\"node_type\": \"head\"}},\n"
+            "  {\"targets\": [\"127.0.0.1:9101\"], \"labels\": {\"node_type\": \"static\"}}\n"
+            "]\n");
+  // The head's own node serves the head's page on the same port: listed once, as the node.
+  EXPECT_EQ(
+      RenderFileSd({Node("127.0.0.1:9100", "")}, "127.0.0.1:9100"),
+      "[\n  {\"targets\": [\"127.0.0.1:9100\"], \"labels\": {\"node_type\": \"static\"}}\n]\n");
+  EXPECT_EQ(RenderFileSd({}, ""), "[]\n");
+}
+
+TEST(FileSdTest, WriterRewritesTheFileWhenNodesChange) {
+  std::string dir = ::testing::TempDir() + "/file_sd_test_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/targets.json";
+  std::mutex mu;
+  std::vector<NodeRecord> nodes;
+  FileSdWriterOptions o;
+  o.path = path;
+  o.nodes = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return nodes;
+  };
+  o.interval = std::chrono::milliseconds(10);
+  auto writer = FileSdWriter::Start(o);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto read = [&] {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  EXPECT_EQ(read(), "[]\n");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    nodes.push_back(Node("127.0.0.1:9200", "t"));
+  }
+  std::string want = RenderFileSd({Node("127.0.0.1:9200", "t")}, "");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (read() != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(read(), want);
+  writer->reset();
+  // Nothing but the file is left in the directory (the temporary one was renamed).
+  size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileSdTest, StartNamesAPathItCannotWrite) {
+  FileSdWriterOptions o;
+  o.path = "/nonexistent-dir-for-cumulus/targets.json";
+  o.nodes = [] { return std::vector<NodeRecord>(); };
+  auto writer = FileSdWriter::Start(o);
+  ASSERT_FALSE(writer.ok());
+  EXPECT_NE(writer.status().message().find("/nonexistent-dir-for-cumulus/targets.json"),
+            std::string::npos)
+      << writer.status();
+}
+
+}  // namespace
+}  // namespace cumulus::metrics
