@@ -340,7 +340,7 @@ void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool
     }
   }
   for (auto& [node, list] : remote) {
-    if (remote_.WasDraining(node)) FreeWhereMoved(node, list);
+    if (remote_.DrainedAndGone(node)) FreeWhereMoved(node, list);
     capnp::MallocMessageBuilder message;
     auto out =
         message.initRoot<proto::CoreMessage>().initFreeObjects(static_cast<unsigned>(list.size()));

@@ -22,6 +22,10 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
     core_addresses_[n.id] = n.core_address;
     if (n.state == NodeState::kDead && !past_ids_.count(n.id)) newly_dead.push_back(n.id);
   }
+  // Bounded by the head's records: a node whose record is gone is forgotten here too.
+  for (auto it = ever_draining_.begin(); it != ever_draining_.end();) {
+    it = nodes_.count(*it) ? std::next(it) : ever_draining_.erase(it);
+  }
   return newly_dead;
 }
 

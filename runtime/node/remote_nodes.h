@@ -46,9 +46,14 @@ class RemoteNodes {
   // Whether the head's view marks this node itself DRAINING (as of the last Update that had
   // its record; a node stays draining once marked, even if a later view lacks its record).
   bool self_draining() const { return self_draining_; }
-  // Whether the head's view marked `node` DRAINING at some time (it may have left since): its
-  // objects may have been handed on to other nodes.
-  bool WasDraining(const NodeId& node) const { return ever_draining_.count(node) > 0; }
+  // Whether the head's view marked `node` DRAINING once and it is no longer alive in the view:
+  // its objects may have been handed on to other nodes, and it cannot forward a free itself (a
+  // draining node that lives does, through its handoff ledger). Forgotten with the node's record.
+  bool DrainedAndGone(const NodeId& node) const {
+    if (!ever_draining_.count(node)) return false;
+    auto it = nodes_.find(node);
+    return it == nodes_.end() || !it->second.alive;
+  }
 
  private:
   std::map<NodeId, NodeView> nodes_;
@@ -56,7 +61,7 @@ class RemoteNodes {
   std::map<NodeId, TimePoint> unreachable_until_;
   std::set<NodeId> announced_dead_;  // dead nodes already announced to local processes
   std::set<NodeId> past_ids_;        // ids this node had before it rejoined
-  std::set<NodeId> ever_draining_;   // nodes the view marked draining once
+  std::set<NodeId> ever_draining_;   // nodes the view marked draining once, while in it
   bool self_draining_ = false;
 };
 
