@@ -8,9 +8,9 @@
 // Each: a head, one on-prem node too small for the work, the monitor, and burst_driver asking for
 // the work; the monitor launches a node of the type, it joins with the type's labels, the work
 // runs there, and the node, idle past its (2 s) idle timeout, is drained and terminated.
-#include <cstdlib>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <cstdlib>
 
 #include <chrono>
 #include <filesystem>
