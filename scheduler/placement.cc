@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -250,6 +251,18 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
         if (n->id == cluster.local_node) choice = n;
       }
     }
+  }
+  if (!choice && req.strategy == PlacementStrategy::kSpread) {
+    // The least loaded; ties go round the nodes after `spread_after`.
+    double least = std::numeric_limits<double>::infinity();
+    for (const NodeView* n : ready) least = std::min(least, LoadAfter(*n, req.demand));
+    const NodeView* first = nullptr;  // lowest id among the least loaded (the wrap-around)
+    for (const NodeView* n : ready) {
+      if (LoadAfter(*n, req.demand) > least + 1e-9) continue;
+      if (!first || n->id < first->id) first = n;
+      if (req.spread_after < n->id && (!choice || n->id < choice->id)) choice = n;
+    }
+    if (!choice) choice = first;
   }
   if (!choice) {
     choice =

@@ -65,7 +65,7 @@ Result<LabelSelector> ParseLabelSelector(std::string_view spec);
 
 enum class PlacementStrategy {
   kDefault,       // the node holding most argument bytes; else the local node; else least loaded
-  kSpread,        // the least loaded node
+  kSpread,        // the least loaded node; among equally loaded ones, round robin (`spread_after`)
   kNodeAffinity,  // `affinity_node` (if `affinity_soft`, elsewhere when it cannot run it)
 };
 
@@ -76,6 +76,10 @@ struct PlacementRequest {
   NodeId affinity_node;
   bool affinity_soft = false;
   std::map<NodeId, uint64_t> argument_bytes;  // bytes of the task's arguments each node holds
+  // kSpread: among the least loaded nodes, the first whose id follows this one (wrapping), so a
+  // burst of short tasks on an idle cluster goes round the nodes rather than all to the lowest
+  // id. The caller passes the node of its previous spread placement.
+  NodeId spread_after;
 };
 
 struct PlacementDecision {

@@ -4,6 +4,7 @@
 
 #include <random>
 #include <set>
+#include <vector>
 
 namespace cumulus {
 namespace {
@@ -155,6 +156,35 @@ TEST_F(PlacementTest, SpreadBalancesLoad) {
     }
   }
   EXPECT_EQ(count.size(), 3u) << "spread must use every node";
+}
+
+// Short tasks end before the next is placed, so every node looks idle each time: the ties go
+// round the nodes from the last spread placement rather than all to the lowest id.
+TEST_F(PlacementTest, SpreadGoesRoundEquallyLoadedNodes) {
+  ClusterSnapshot idle;
+  for (int i = 0; i < 4; ++i) idle.nodes.push_back(Node("CPU=2"));
+  idle.local_node = idle.nodes[0].id;
+  std::vector<NodeId> order;
+  NodeId last;
+  for (int i = 0; i < 8; ++i) {
+    auto r = Ask("CPU=1");
+    r.strategy = PlacementStrategy::kSpread;
+    r.spread_after = last;
+    auto d = PlaceTask(idle, r);
+    ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+    order.push_back(last = d.node);
+  }
+  EXPECT_EQ(std::set<NodeId>(order.begin(), order.begin() + 4).size(), 4u)
+      << "four idle nodes, four spread tasks: one each";
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(order[i], order[i - 4]) << "then round again";
+  // A less loaded node still comes first, whatever the round.
+  idle.nodes[2].available = *ResourceSet::Parse("CPU=1");
+  idle.nodes[3].available = *ResourceSet::Parse("CPU=1");
+  idle.nodes[1].available = *ResourceSet::Parse("CPU=1");
+  auto r = Ask("CPU=1");
+  r.strategy = PlacementStrategy::kSpread;
+  r.spread_after = idle.nodes[0].id;
+  EXPECT_EQ(PlaceTask(idle, r).node, idle.nodes[0].id);
 }
 
 TEST_F(PlacementTest, NodeAffinityHardAndSoft) {

@@ -333,7 +333,8 @@ void RunPlacement(const std::string& a, const std::string& b, const std::string&
   });
   Check("gpu_and_label", onprem_gpu == std::set<std::string>{b}, Join(onprem_gpu));
   // Spread places by the view of the other nodes, which lags their load by up to a heartbeat
-  // (the tasks above may still count there): a few rounds, each reaching further.
+  // (the tasks above may still count there), and goes round the equally loaded ones: a few
+  // rounds, each reaching further.
   std::set<std::string> spread;
   for (int round = 0; round < 5 && spread.size() < 3; ++round) {
     auto got = Landings(

@@ -55,7 +55,11 @@ DemandList LocalScheduler::Schedule(TimePoint now) {
 // as infeasible. False if it must wait. `snap` is booked with what goes elsewhere.
 bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint now) {
   PlacementRequest req = RequestAtNode(t.req.placement, t.hops, node_.node_id());
+  req.spread_after = last_spread_;
   PlacementDecision d = PlaceTask(snap, req);
+  if (d.kind == PlacementDecision::kPlace && req.strategy == PlacementStrategy::kSpread) {
+    last_spread_ = d.node;
+  }
   if (d.kind == PlacementDecision::kInfeasible && node_.RefreshView(now, false)) {
     // The view may predate a node that joined: ask the head before saying "never". The task
     // waits for the answer, which schedules again. A reason it already had stays (the pending

@@ -81,6 +81,7 @@ class LocalScheduler {
   Clock& clock_;
   LocalSchedulerOptions options_;
   std::set<std::pair<NodeId, JobId>> told_;  // nodes sent a job's record already
+  NodeId last_spread_;  // where the last SPREAD task was placed: ties go round from there
   uint64_t failed_ = 0;
 };
 
