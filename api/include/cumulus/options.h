@@ -6,7 +6,7 @@ namespace cumulus {
 // Where a task or actor goes.
 enum class Strategy {
   kDefault = 0,       // the node holding most of its arguments' bytes; else here; else least loaded
-  kSpread = 1,        // the least loaded node
+  kSpread = 1,        // the least loaded node; equally loaded ones in turn (round robin)
   kNodeAffinity = 2,  // the node named by SetNodeAffinity
 };
 
