@@ -4,6 +4,7 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 
 namespace cumulus {
@@ -294,7 +295,7 @@ std::vector<std::string> ActorManager::EndOwned() {
 }
 
 std::string ActorManager::KillFrame(const ActorId& actor) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   message.initRoot<proto::CoreMessage>().setKillActor(DataOf(actor));
   return EncodeFrame(message);
 }

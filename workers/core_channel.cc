@@ -9,6 +9,7 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "runtime/net/tcp.h"
 #include "runtime/proto/core.capnp.h"
@@ -207,7 +208,7 @@ Result<NodeHello> HelloNode(const std::string& node_socket, const JobId& job,
                             const WorkerId& worker) {
   NodeHello out;
   CUMULUS_ASSIGN_OR_RETURN(out.fd, ConnectUnix(node_socket));
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto h = message.initRoot<proto::CoreMessage>().initHello();
   h.setPid(getpid());
   if (!worker.IsNil()) {

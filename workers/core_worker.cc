@@ -12,6 +12,7 @@
 #include "runtime/base/logging.h"
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"  // TokensEqual
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "runtime/net/tcp.h"
 #include "workers/core_worker_impl.h"
@@ -219,7 +220,7 @@ Result<std::string> CoreWorkerImpl::KvWait(const std::string& ns, const std::str
 }
 
 Status CoreWorkerImpl::AnnounceJob(const std::string& record) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(record.size()));
   auto j = message.initRoot<proto::CoreMessage>().initJobInfo();
   j.setJobId(DataOf(job_));
   j.setRecord(capnp::Data::Reader(reinterpret_cast<const uint8_t*>(record.data()), record.size()));
@@ -289,7 +290,7 @@ Status CoreWorkerImpl::ConnectToActor(const ActorId& actor, int incarnation,
                                       const std::string& address) {
   CUMULUS_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
   CUMULUS_ASSIGN_OR_RETURN(int fd, StartConnectTcp(hp));
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto h = message.initRoot<proto::CoreMessage>().initHello();
   h.initCaller().setToken(options_.token);
   h.setPid(getpid());
@@ -524,7 +525,7 @@ void CoreWorkerImpl::NotifyBlocked(bool blocked) {
 }
 
 std::string CoreWorkerImpl::BlockedFrame(bool blocked, const std::vector<TaskId>& returned) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(returned.size() * TaskId::kSize));
   auto b = message.initRoot<proto::CoreMessage>().initWorkerBlocked();
   b.setBlocked(blocked);
   auto list = b.initReturned(static_cast<unsigned>(returned.size()));

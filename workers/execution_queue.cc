@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/core/messages.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "runtime/proto/core.capnp.h"
 
@@ -71,7 +72,7 @@ void ExecutionQueue::Run(TaskExecutor& executor, const Reply& reply, TimelineBat
     // words a frame of zero-sized list elements could make it walk.
     capnp::FlatArrayMessageReader reader(next.words, CoreReaderOptions(next.words.size() * 8));
     auto spec = reader.getRoot<proto::CoreMessage>().getSubmitTask();
-    capnp::MallocMessageBuilder message;
+    capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
     auto result = message.initRoot<proto::CoreMessage>().initTaskResult();
     {
       std::lock_guard<std::mutex> lock(mu_);

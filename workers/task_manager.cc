@@ -4,6 +4,7 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/messages.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "workers/task_spec.h"
 
@@ -73,7 +74,7 @@ Status TaskManager::Cancel(const ObjectId& id) {
     Finish(task, &st, nullptr);
     return Status();
   }
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
   return io_.SendToNode(EncodeFrame(message));
 }
@@ -307,7 +308,7 @@ void TaskManager::ResolveWaiters(const ObjectId& id, ObjectEntry& e) {
 void TaskManager::FlushFrees() {
   ReferenceTable::Frees frees = refs_.TakeFrees();
   if (!frees.remote.empty()) {
-    capnp::MallocMessageBuilder message;
+    capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
     auto list = message.initRoot<proto::CoreMessage>().initFreeObjects(
         static_cast<unsigned>(frees.remote.size()));
     for (unsigned i = 0; i < frees.remote.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "runtime/base/numeric.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "scheduler/placement.h"
 
@@ -17,7 +18,10 @@ Result<std::string> BuildTaskSpec(const TaskSpecInput& t,
     return st.WithContext(t.function);
   if (Status st = CheckInteger("SetMaxRestarts", options.max_restarts, {-1, INT32_MAX}); !st.ok())
     return st.WithContext(t.function);
-  capnp::MallocMessageBuilder message;
+  // The first segment also holds the by-value arguments and the names (first_segment.h).
+  size_t payload = t.function.size() + options.name.size() + options.purpose.size();
+  for (const auto& a : targs) payload += a.is_ref ? 0 : a.value.size();
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(payload));
   auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
   spec.setTaskId(DataOf(t.id));
   spec.setJobId(DataOf(t.job));

@@ -6,6 +6,7 @@
 #include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/object_store/object_store.h"
 #include "runtime/transfer/object_transfer.h"
 #include "scheduler/resources.h"
@@ -15,7 +16,9 @@ namespace cumulus {
 namespace {
 
 Result<std::string> SubmitFrame(const CallRequest& r, const TaskId& task) {
-  capnp::MallocMessageBuilder message;
+  size_t payload = r.function.size();
+  for (const auto& a : r.args) payload += a.size();
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(payload));
   auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
   spec.setTaskId(DataOf(task));
   spec.setJobId(DataOf(r.job));
@@ -42,7 +45,7 @@ Result<std::string> SubmitFrame(const CallRequest& r, const TaskId& task) {
 }
 
 std::string FreeFrame(const ObjectId& object, const NodeId& node) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto list = message.initRoot<proto::CoreMessage>().initFreeObjects(1);
   std::string entry = object.Binary() + node.Binary();
   list.set(0, capnp::Data::Reader(reinterpret_cast<const uint8_t*>(entry.data()), entry.size()));

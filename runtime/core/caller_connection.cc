@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "runtime/core/messages.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/proto/core.capnp.h"
 
 namespace cumulus {
@@ -25,7 +26,7 @@ Result<CallerConnection> CallerConnection::Open(const HostPort& at, const std::s
   if (left <= Duration::zero()) return Status::TimedOut("no time left to reach " + at.ToString());
   CUMULUS_ASSIGN_OR_RETURN(int fd, ConnectTcp(at, left));
   CallerConnection c(fd);
-  capnp::MallocMessageBuilder hello;
+  capnp::MallocMessageBuilder hello(kFrameFirstSegmentWords);
   auto h = hello.initRoot<proto::CoreMessage>().initHello();
   h.setPid(getpid());
   auto caller = h.initCaller();

@@ -10,6 +10,7 @@
 
 #include "runtime/base/numeric.h"
 #include "runtime/head/node_codec.h"
+#include "runtime/net/first_segment.h"
 
 namespace cumulus {
 
@@ -25,7 +26,7 @@ std::string FrameOfWords(kj::ArrayPtr<const capnp::word> words) {
 }
 
 std::string HelloRefusalFrame(const std::string& message) {
-  capnp::MallocMessageBuilder builder;
+  capnp::MallocMessageBuilder builder(FrameFirstSegmentWords(message.size()));
   auto ack = builder.initRoot<proto::CoreMessage>().initHelloAck();
   ack.setCode(static_cast<uint16_t>(StatusCode::kUnauthenticated));
   ack.setMessage(message);
@@ -33,7 +34,7 @@ std::string HelloRefusalFrame(const std::string& message) {
 }
 
 std::string RefusalFrame(const Status& st) {
-  capnp::MallocMessageBuilder builder;
+  capnp::MallocMessageBuilder builder(FrameFirstSegmentWords(st.message().size()));
   auto r = builder.initRoot<proto::CoreMessage>().initRefused();
   r.setCode(static_cast<uint16_t>(st.code()));
   r.setMessage(st.message());

@@ -7,6 +7,7 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/task_router_impl.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/tcp.h"
 #include "scheduler/node_policy.h"
 
@@ -159,7 +160,7 @@ void TaskRouter::Impl::DropDeadPeers() {
   dead.swap(newly_dead_);
   for (const NodeId& id : dead) {
     if (remote_.FirstNewsOfDeath(id)) {
-      capnp::MallocMessageBuilder message;
+      capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
       message.initRoot<proto::CoreMessage>().setNodeDied(DataOf(id));
       std::string frame = EncodeFrame(message);
       for (auto& [cid, c] : conns_) {
@@ -179,7 +180,7 @@ void TaskRouter::Impl::TellLocalProcesses(const std::string& frame) {
 
 void TaskRouter::Impl::AnnounceMoves(const NodeId& to, const std::string& transfer,
                                      const std::vector<ObjectId>& ids) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto m = message.initRoot<proto::CoreMessage>().initObjectsMoved();
   m.setFrom(DataOf(node_id_));
   m.setTo(DataOf(to));
@@ -292,7 +293,7 @@ void TaskRouter::Impl::EndJob(const JobId& job, bool tell_peers) {
   groups_.EndJob(job);  // every node releases the job's bundles itself (below, and peers)
   for (auto& g : leases_.bundles().GroupsOf(job)) ReleaseHere(g, kAllRounds);
   if (!tell_peers) return;
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   message.initRoot<proto::CoreMessage>().setJobFinished(DataOf(job));
   std::string frame = EncodeFrame(message);
   for (const NodeId& id : remote_.AliveNodes()) {

@@ -5,6 +5,7 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/task_router_impl.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/tcp.h"
 
 namespace cumulus {
@@ -137,7 +138,7 @@ uint64_t TaskRouter::Impl::PeerConn(const NodeId& node) {
   c.role = Role::kPeer;
   c.peer = node;
   peers_[node] = id;
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto h = message.initRoot<proto::CoreMessage>().initHello();
   h.setPid(getpid());
   auto peer = h.initPeer();

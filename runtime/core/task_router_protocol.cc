@@ -10,6 +10,7 @@
 #include "runtime/base/logging.h"
 #include "runtime/core/task_router_impl.h"
 #include "runtime/head/head_server.h"
+#include "runtime/net/first_segment.h"
 
 namespace cumulus {
 
@@ -186,7 +187,7 @@ void TaskRouter::Impl::HandleHello(uint64_t id, Conn& c, proto::CoreHello::Reade
 }
 
 void TaskRouter::Impl::SendHelloAck(uint64_t id) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto ack = message.initRoot<proto::CoreMessage>().initHelloAck();
   ack.setNodeId(DataOf(node_id_));
   ack.setTransferAddress(options_.transfer_address);
@@ -341,7 +342,7 @@ void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool
   }
   for (auto& [node, list] : remote) {
     if (remote_.DrainedAndGone(node)) FreeWhereMoved(node, list);
-    capnp::MallocMessageBuilder message;
+    capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
     auto out =
         message.initRoot<proto::CoreMessage>().initFreeObjects(static_cast<unsigned>(list.size()));
     for (unsigned i = 0; i < list.size(); ++i) {
@@ -374,7 +375,7 @@ void TaskRouter::Impl::HandleCancel(const TaskId& id) {
     case RoutedTask::kForwarded: {
       t->cancelled = true;  // if that node is lost, the task is not placed again
       if (uint64_t peer = PeerConn(t->forwarded_to)) {
-        capnp::MallocMessageBuilder message;
+        capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
         message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(id));
         Send(peer, EncodeFrame(message));
       }

@@ -4,13 +4,14 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/timeline.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "scheduler/node_policy.h"
 
 namespace cumulus {
 
 std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Status& st) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(st.message().size()));
   auto r = message.initRoot<proto::CoreMessage>().initTaskResult();
   r.setTaskId(DataOf(task));
   r.setCode(static_cast<uint16_t>(st.code()));
@@ -169,7 +170,7 @@ bool LocalScheduler::Forward(RoutedTask& t, const NodeId& node, TimePoint now) {
   // The first of a job's tasks to go there takes where the job's program is.
   const std::string* record = leases_.programs().Record(t.job);
   if (record && !told_.count({node, t.job})) {
-    capnp::MallocMessageBuilder info;
+    capnp::MallocMessageBuilder info(FrameFirstSegmentWords(record->size()));
     auto j = info.initRoot<proto::CoreMessage>().initJobInfo();
     j.setJobId(DataOf(t.job));
     j.setRecord(
@@ -182,7 +183,7 @@ bool LocalScheduler::Forward(RoutedTask& t, const NodeId& node, TimePoint now) {
       kj::heapArray<capnp::word>((t.frame.size() - kFrameHeaderBytes) / 8);
   std::memcpy(words.begin(), t.frame.data() + kFrameHeaderBytes, words.size() * 8);
   capnp::FlatArrayMessageReader reader(words);
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(words.size() * sizeof(capnp::word)));
   message.setRoot(reader.getRoot<proto::CoreMessage>());
   message.getRoot<proto::CoreMessage>().getSubmitTask().setHops(t.hops + 1);
   if (!node_.SendToNode(node, EncodeFrame(message), now, true)) return false;

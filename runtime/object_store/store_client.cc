@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "runtime/base/numeric.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/object_store/store_protocol.h"
 #include "runtime/proto/store.capnp.h"
 
@@ -165,7 +166,7 @@ class StoreClientCall {
   }
 
   StoreClient* client_;
-  capnp::MallocMessageBuilder message_;
+  capnp::MallocMessageBuilder message_{kFrameFirstSegmentWords};
   proto::StoreRequest::Builder request_{nullptr};
 };
 

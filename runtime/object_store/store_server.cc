@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/base/logging.h"
+#include "runtime/net/first_segment.h"
 #include "runtime/object_store/store_protocol.h"
 #include "runtime/proto/store.capnp.h"
 
@@ -59,7 +60,7 @@ void FillStats(const ObjectStoreStats& s, size_t clients, proto::StoreStats::Bui
 
 // A reply to get (or getWait): the pinned object's location, or the error.
 Status SendGetReply(int fd, uint64_t request_id, const Result<MutableBuffer>& view) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
   auto reply = message.initRoot<proto::StoreReply>();
   reply.setRequestId(request_id);
   if (view.ok()) {
@@ -203,7 +204,7 @@ void StoreServer::Run() {
 }
 
 bool StoreServer::Handle(int fd, ClientId client, const uint8_t* bytes, size_t n) {
-  capnp::MallocMessageBuilder reply_message;
+  capnp::MallocMessageBuilder reply_message(kFrameFirstSegmentWords);
   auto reply = reply_message.initRoot<proto::StoreReply>();
   int pass_fd = -1;
   bool keep = true;
