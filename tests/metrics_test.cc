@@ -8,7 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -304,6 +307,24 @@ TEST_F(MetricsTest, TheEndpointAnswersPlainRequests) {
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("the metrics endpoint cannot listen"), std::string::npos) << out;
   EXPECT_NE(out.find(std::to_string(at->port)), std::string::npos) << out;
+}
+
+// An SD file in a directory that does not exist: one line naming the path and what to do, and
+// the head stops before its node starts (nothing is left to tear down in the wrong order).
+TEST_F(MetricsTest, AnSdFileInAMissingDirectoryFailsBeforeTheNodeStarts) {
+  std::string sd_file = dir_.path() + "/missing-dir/targets.json";
+  std::string out;
+  int rc = Cli({"start", "--head", "--block", "--port", "0", "--data-dir", dir_.path() + "/head",
+                "--object-store-memory", "64M", "--resources", "CPU=1,GPU=0", "--metrics-port", "0",
+                "--metrics-sd-file", sd_file},
+               &out);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--metrics-sd-file"), std::string::npos) << out;
+  EXPECT_NE(out.find(sd_file), std::string::npos) << out;
+  EXPECT_NE(out.find(std::strerror(ENOENT)), std::string::npos) << out;
+  EXPECT_NE(out.find("choose another path"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/head/node_id"))
+      << "the head's node started before the SD file was checked";
 }
 
 }  // namespace

@@ -225,6 +225,14 @@ class Parser {
       }
       if ((*argv)[0].find('/') != std::string::npos) (*argv)[0] = Resolve(base_dir_, (*argv)[0]);
       for (const std::string& item : *argv) {
+        if (item == "{metrics_port}") {
+          // Empty when metrics are off: as an argument of its own it would be an empty value
+          // (`--metrics-port ""`), and every node start would fail.
+          return m.Error(key, m.PathOf(key) +
+                                  ": {metrics_port} cannot be an argument of its own (it is "
+                                  "empty when metrics are off); pass --metrics-port from a "
+                                  "script only when CUMULUS_METRICS_PORT is not empty");
+        }
         static const std::regex kBrace(R"(\{([^{}]*)\})");
         for (std::sregex_iterator it(item.begin(), item.end(), kBrace), end; it != end; ++it) {
           std::string name = (*it)[1];

@@ -228,6 +228,13 @@ TEST(ClusterConfig, ErrorsNameFileLineAndKey) {
       << e;
   e = ErrorOf(With("[/usr/bin/aws-list]", "[/usr/bin/aws-list, \"{zone}\"]"));
   EXPECT_NE(e.find("unknown placeholder {zone}"), std::string::npos) << e;
+  // {metrics_port} is empty without metrics: a whole argument of it would be an empty value.
+  e = ErrorOf(
+      With("[/usr/bin/aws-list]", "[/usr/bin/aws-list, --metrics-port, \"{metrics_port}\"]"));
+  EXPECT_NE(e.find("providers.aws.list: {metrics_port} cannot be an argument of its own"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("CUMULUS_METRICS_PORT"), std::string::npos) << e;
   e = ErrorOf(With("    terminate: [scripts/terminate.sh, \"{instance_id}\"]\n", ""));
   EXPECT_NE(e.find("providers.aws (kind: command) needs terminate"), std::string::npos) << e;
   e = ErrorOf(With("    max_count: 20\n", "    max_count: 20\n    max_count: 21\n"));

@@ -11,7 +11,8 @@
 //   {resources}   CUMULUS_RESOURCES     the type's resources, as --resources takes them
 //   {labels}      CUMULUS_LABELS        the type's labels plus cumulus.node_type=TYPE
 //   {metrics_port} CUMULUS_METRICS_PORT the node's --metrics-port ("0": a free port, when
-//                                      `cumulus up --metrics-port` asked for metrics; "": none)
+//                                      `cumulus up --metrics-port` asked for metrics; "": none;
+//                                      the cluster file refuses it as a whole argv item)
 //   {cluster}     CUMULUS_CLUSTER       the cluster's name
 // Output contract:
 //   launch     exit 0; prints one instance id per line for each instance it started (at least

@@ -42,13 +42,6 @@ std::string EncodeThisProgramsCatalog(size_t max_bytes) {
 
 namespace {
 
-const JsonValue* Member(const JsonValue& v, const std::string& name) {
-  for (auto& [k, m] : v.members) {
-    if (k == name) return &m;
-  }
-  return nullptr;
-}
-
 Result<uint64_t> Unsigned(const JsonValue* v, const std::string& what) {
   uint64_t x = 0;
   if (!v || !v->IsIntegerText() ||
@@ -71,22 +64,22 @@ Result<FunctionCatalog> DecodeCatalog(std::string_view json) {
   JsonLimits limits;
   limits.max_bytes = 4 * kMaxCatalogBytes;
   CUMULUS_ASSIGN_OR_RETURN(JsonValue doc, ParseJson(json, limits));
-  const JsonValue* list = doc.kind == JsonValue::kObject ? Member(doc, "functions") : nullptr;
+  const JsonValue* list = doc.kind == JsonValue::kObject ? doc.Member("functions") : nullptr;
   if (!list || list->kind != JsonValue::kArray) {
     return Status::InvalidArgument("a function catalog has no list of functions");
   }
   FunctionCatalog catalog;
-  if (const JsonValue* omitted = Member(doc, "omitted")) {
+  if (const JsonValue* omitted = doc.Member("omitted")) {
     CUMULUS_ASSIGN_OR_RETURN(catalog.omitted, Unsigned(omitted, "omitted count"));
   }
   for (const JsonValue& f : list->items) {
     if (f.kind != JsonValue::kObject)
       return Status::InvalidArgument("a catalog entry is no object");
     CatalogEntry e;
-    CUMULUS_ASSIGN_OR_RETURN(e.name, Text(Member(f, "name"), "name"));
-    CUMULUS_ASSIGN_OR_RETURN(e.class_name, Text(Member(f, "class"), "class"));
-    const JsonValue* params = Member(f, "params");
-    const JsonValue* prints = Member(f, "param_fingerprints");
+    CUMULUS_ASSIGN_OR_RETURN(e.name, Text(f.Member("name"), "name"));
+    CUMULUS_ASSIGN_OR_RETURN(e.class_name, Text(f.Member("class"), "class"));
+    const JsonValue* params = f.Member("params");
+    const JsonValue* prints = f.Member("param_fingerprints");
     if (!params || !prints || params->kind != JsonValue::kArray ||
         prints->kind != JsonValue::kArray || params->items.size() != prints->items.size()) {
       return Status::InvalidArgument("catalog entry " + e.name + " has bad parameter lists");
@@ -98,10 +91,10 @@ Result<FunctionCatalog> DecodeCatalog(std::string_view json) {
       CUMULUS_ASSIGN_OR_RETURN(uint64_t fp, Unsigned(&prints->items[i], "fingerprint"));
       e.param_fingerprints.push_back(fp);
     }
-    CUMULUS_ASSIGN_OR_RETURN(std::string r, Text(Member(f, "result"), "result type"));
+    CUMULUS_ASSIGN_OR_RETURN(std::string r, Text(f.Member("result"), "result type"));
     CUMULUS_ASSIGN_OR_RETURN(e.result, ParseTypeDescriptor(r));
     CUMULUS_ASSIGN_OR_RETURN(e.result_fingerprint,
-                             Unsigned(Member(f, "result_fingerprint"), "fingerprint"));
+                             Unsigned(f.Member("result_fingerprint"), "fingerprint"));
     catalog.functions.push_back(std::move(e));
   }
   return catalog;

@@ -29,6 +29,13 @@ bool JsonValue::IsIntegerText() const {
   return kind == kNumber && text.find_first_of(".eE") == std::string::npos;
 }
 
+const JsonValue* JsonValue::Member(std::string_view name) const {
+  if (kind != kObject) return nullptr;
+  for (auto& [k, m] : members)
+    if (k == name) return &m;
+  return nullptr;
+}
+
 namespace {
 
 // The length of the UTF-8 sequence starting at s[i] (0 if it is not a valid one).

@@ -31,6 +31,8 @@ struct JsonValue {
   const char* KindName() const;
   // kNumber written without fraction or exponent.
   bool IsIntegerText() const;
+  // The first member called `name` of an object; null if there is none or this is no object.
+  const JsonValue* Member(std::string_view name) const;
 };
 
 struct JsonLimits {

@@ -24,6 +24,7 @@
 #include "runtime/head/head_server.h"
 #include "runtime/metrics/file_sd.h"
 #include "runtime/metrics/metrics_server.h"
+#include "runtime/net/tcp.h"
 #include "runtime/node/node_daemon.h"
 #include "runtime/object_store/object_store.h"
 
@@ -245,16 +246,6 @@ Result<std::optional<metrics::MetricsEndpointOptions>> ParseMetricsFlags(
   return std::optional<metrics::MetricsEndpointOptions>(o);
 }
 
-// Where others reach `endpoint`: its address, with this machine's name for 0.0.0.0 (it listens
-// on every interface). What a node publishes to the head for service discovery.
-std::string PublishedMetricsAddress(const metrics::MetricsEndpoint& endpoint,
-                                    const metrics::MetricsEndpointOptions& options) {
-  if (options.host != "0.0.0.0") return endpoint.address();
-  char h[256] = {0};
-  gethostname(h, sizeof(h) - 1);
-  return std::string(h) + ":" + std::to_string(endpoint.port());
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::string s;
@@ -326,11 +317,7 @@ int StartHead(const Flags& flags) {
 
   bool block = flags.Has("block");
   bool with_node = !flags.Has("no-node");
-  std::string advertise_host = head.bind_host == "0.0.0.0" ? [] {
-    char h[256] = {0};
-    gethostname(h, sizeof(h) - 1);
-    return std::string(h);
-  }() : head.bind_host;
+  std::string advertise_host = ReachableHost(head.bind_host);
 
   auto serve = [&](ReadyFn ready) -> int {
     sigset_t stop = BlockStopSignals();
@@ -342,42 +329,35 @@ int StartHead(const Flags& flags) {
     node.head =
         HostPort{head.bind_host == "0.0.0.0" ? "127.0.0.1" : head.bind_host, (*server)->port()};
     node.bind_host = head.bind_host;
-    // The endpoint listens before the node starts, so the node registers its address; it shows
-    // the node's page once the node runs. Destroyed before what it shows.
-    std::unique_ptr<metrics::MetricsEndpoint> endpoint;
-    auto node_page = with_node ? std::make_shared<metrics::NodePageSlot>() : nullptr;
+    // The metrics endpoint, then the SD file (a bad path fails before the node starts), then
+    // the node; `served` stops the endpoint before the node however this returns.
+    metrics::ServedNode served;
     if (*metrics_options) {
-      auto started = metrics::StartMetricsEndpoint(**metrics_options, server->get(), node_page);
-      if (!started.ok()) {
-        ready("error " + started.status().message() +
-              "; choose another --metrics-port or --metrics-host");
+      if (Status st = served.StartEndpoint(**metrics_options, server->get()); !st.ok()) {
+        ready("error " + st.message());
         return 1;
       }
-      endpoint = std::move(*started);
-      node.metrics_address = PublishedMetricsAddress(*endpoint, **metrics_options);
-    }
-    Result<std::unique_ptr<NodeDaemon>> daemon = std::unique_ptr<NodeDaemon>();
-    if (with_node) {
-      daemon = NodeDaemon::Start(node);
-      if (!daemon.ok()) {
-        ready("error cannot start the head's node: " + daemon.status().message());
-        return 1;
-      }
-      node_page->Attach(daemon->get());
-      std::ofstream(head.data_dir + "/node_id") << (*daemon)->node_id().Hex() << "\n";
     }
     std::unique_ptr<metrics::FileSdWriter> sd_writer;
     if (!sd_file.empty()) {
       metrics::FileSdWriterOptions o;
       o.path = sd_file;
-      o.head_target = endpoint ? PublishedMetricsAddress(*endpoint, **metrics_options) : "";
+      o.head_target = served.published_metrics_address();
       o.nodes = [s = server->get()] { return s->PublishedNodes(); };
       auto started = metrics::FileSdWriter::Start(std::move(o));
       if (!started.ok()) {
-        ready("error " + started.status().message());
+        ready("error --metrics-sd-file: " + started.status().message() +
+              "; make its directory exist and be writable, or choose another path");
         return 1;
       }
       sd_writer = std::move(*started);
+    }
+    if (with_node) {
+      if (Status st = served.StartNode(node); !st.ok()) {
+        ready("error cannot start the head's node: " + st.message());
+        return 1;
+      }
+      std::ofstream(head.data_dir + "/node_id") << served.node()->node_id().Hex() << "\n";
     }
     std::string address = advertise_host + ":" + std::to_string((*server)->port());
     Status remembered = RememberCluster(address, token_file);
@@ -385,14 +365,13 @@ int StartHead(const Flags& flags) {
     if (!remembered.ok())
       CUMULUS_LOG(WARN) << "cannot remember the cluster locally: " << remembered;
     ready("ok " + address + " " + (*server)->cluster_id() + " " + std::to_string(getpid()) + " " +
-          (with_node ? (*daemon)->resources().ToString() : std::string("-")) + " " +
-          (endpoint ? endpoint->address() : std::string("-")));
+          (with_node ? served.node()->resources().ToString() : std::string("-")) + " " +
+          (served.endpoint() ? served.endpoint()->address() : std::string("-")));
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "head stopping (signal " << sig << ")";
     sd_writer.reset();
-    endpoint.reset();
-    daemon->reset();
+    served.Stop();
     server->reset();
     ForgetProcess(getpid());
     return 0;
@@ -480,40 +459,30 @@ int StartNode(const Flags& flags) {
   node.on_drained = [] { kill(getpid(), SIGTERM); };
   auto serve = [&](ReadyFn ready) -> int {
     sigset_t stop = BlockStopSignals();
-    // The endpoint listens first, so the node registers its address with the head (service
-    // discovery); it shows the node's page once the node runs. Destroyed before the node.
-    std::unique_ptr<metrics::MetricsEndpoint> endpoint;
-    auto node_page = std::make_shared<metrics::NodePageSlot>();
+    metrics::ServedNode served;  // the endpoint first: the node publishes its address
     if (*metrics_options) {
-      auto started = metrics::StartMetricsEndpoint(**metrics_options, nullptr, node_page);
-      if (!started.ok()) {
-        ready("error " + started.status().message() +
-              "; choose another --metrics-port or --metrics-host");
+      if (Status st = served.StartEndpoint(**metrics_options, nullptr); !st.ok()) {
+        ready("error " + st.message());
         return 1;
       }
-      endpoint = std::move(*started);
-      node.metrics_address = PublishedMetricsAddress(*endpoint, **metrics_options);
     }
-    auto daemon = NodeDaemon::Start(node);
-    if (!daemon.ok()) {
-      ready("error cannot join the cluster at " + node.head.ToString() + ": " +
-            daemon.status().message());
+    if (Status st = served.StartNode(node); !st.ok()) {
+      ready("error cannot join the cluster at " + node.head.ToString() + ": " + st.message());
       return 1;
     }
-    node_page->Attach(daemon->get());
+    NodeDaemon* daemon = served.node();
     Status remembered = RememberProcess(getpid(), "node");
     if (remembered.ok())
       remembered = RememberCluster(node.head.ToString(), flags.Get("token-file"));
     if (!remembered.ok()) CUMULUS_LOG(WARN) << "cannot remember the node locally: " << remembered;
-    ready("ok " + (*daemon)->node_id().Hex() + " " + std::to_string(getpid()) + " " +
-          (*daemon)->resources().ToString() + " " + (*daemon)->store_socket() + " " +
-          (*daemon)->transfer_address() + " " +
-          (endpoint ? endpoint->address() : std::string("-")));
+    ready("ok " + daemon->node_id().Hex() + " " + std::to_string(getpid()) + " " +
+          daemon->resources().ToString() + " " + daemon->store_socket() + " " +
+          daemon->transfer_address() + " " +
+          (served.endpoint() ? served.endpoint()->address() : std::string("-")));
     int sig = 0;
     sigwait(&stop, &sig);
     CUMULUS_LOG(INFO) << "node stopping (signal " << sig << ")";
-    endpoint.reset();
-    daemon->reset();
+    served.Stop();
     ForgetProcess(getpid());
     return 0;
   };

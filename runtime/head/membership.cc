@@ -1,5 +1,8 @@
 #include "runtime/head/membership.h"
 
+#include "runtime/base/logging.h"
+#include "runtime/net/tcp.h"
+
 namespace cumulus {
 
 const char* NodeStateName(NodeState state) {
@@ -25,6 +28,14 @@ Status Membership::Register(NodeRecord node) {
   if (it != nodes_.end() && it->second.state == NodeState::kDead && !it->second.left) {
     return Status::NotFound("node " + node.id.Hex() + " was declared dead (" +
                             it->second.death_reason + "); it must rejoin with a new node id");
+  }
+  if (!node.metrics_address.empty()) {
+    // It becomes a Prometheus target as published: one no scraper can dial is dropped here.
+    if (auto at = ParseHostPort(node.metrics_address); !at.ok()) {
+      CUMULUS_LOG(WARN) << "node " << node.id.Hex()
+                        << " registers without its metrics address: " << at.status().message();
+      node.metrics_address.clear();
+    }
   }
   int64_t now_micros = clock_.WallMicros();
   node.state = NodeState::kAlive;

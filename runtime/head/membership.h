@@ -71,7 +71,8 @@ class Membership {
   Membership(MembershipOptions options, Clock& clock) : options_(options), clock_(clock) {}
 
   // Adds a node or resumes one that is alive (it reconnected). NotFound if the id was declared
-  // dead: the node must rejoin with a new id.
+  // dead: the node must rejoin with a new id. A metrics_address that is not HOST:PORT
+  // (ParseHostPort) is dropped with a logged reason: the node registers without one.
   Status Register(NodeRecord node);
   // Records a heartbeat. False if the node is unknown or dead (it should register again).
   bool Heartbeat(const NodeId& id, const ResourceSet& available, DemandList pending_demand = {},

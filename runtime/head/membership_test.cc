@@ -24,6 +24,19 @@ class MembershipTest : public ::testing::Test {
   Membership m_{MembershipOptions{seconds(10), seconds(2)}, clock_};
 };
 
+TEST_F(MembershipTest, AMetricsAddressThatIsNotHostPortIsDropped) {
+  NodeRecord good = NewNode();
+  good.metrics_address = "box-1.example:9100";
+  ASSERT_TRUE(m_.Register(good).ok());
+  EXPECT_EQ(m_.Find(good.id)->metrics_address, "box-1.example:9100");
+  for (std::string bad : {"[::]:9100", "box:0", "box", ":9100", "box:9100/metrics", "a b:1"}) {
+    NodeRecord n = NewNode();
+    n.metrics_address = bad;
+    ASSERT_TRUE(m_.Register(n).ok()) << bad;
+    EXPECT_EQ(m_.Find(n.id)->metrics_address, "") << bad;
+  }
+}
+
 TEST_F(MembershipTest, HeartbeatsKeepANodeAliveAndSilenceKillsIt) {
   NodeRecord n = NewNode();
   ASSERT_TRUE(m_.Register(n).ok());

@@ -1,9 +1,13 @@
 #include "runtime/metrics/file_sd.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -29,6 +33,27 @@ std::string JsonString(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// `what` and errno's text, with the kind a caller can act on: a missing directory is NotFound,
+// a full disk ResourceExhausted, a refused write (permissions, read-only) InvalidArgument.
+Status ErrnoStatus(int err, const std::string& what) {
+  std::string msg = what + ": " + std::strerror(err);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return Status::NotFound(msg);
+    case ENOSPC:
+    case EDQUOT:
+      return Status::ResourceExhausted(msg);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case EISDIR:
+      return Status::InvalidArgument(msg);
+    default:
+      return Status::Internal(msg);
+  }
 }
 
 }  // namespace
@@ -61,21 +86,31 @@ std::string RenderFileSd(const std::vector<NodeRecord>& nodes, const std::string
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::InvalidArgument("cannot write " + tmp +
-                                     " (does its directory exist and is it writable?)");
-    }
+  // mkostemp creates the temporary with O_EXCL under an unpredictable name, so a symlink planted
+  // beside `path` is never followed and two writers never share a temporary; O_CLOEXEC keeps it
+  // out of processes forked meanwhile (workers).
+  std::string tmp = path + ".XXXXXX";
+  int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file beside " + path);
+  auto fail = [&](const std::string& what) {
+    Status st = ErrnoStatus(errno, what);
+    if (fd >= 0) close(fd);
+    unlink(tmp.c_str());
+    return st;
+  };
+  if (fchmod(fd, 0644) != 0) return fail("cannot set the mode of " + tmp);
+  for (size_t done = 0; done < content.size();) {
+    ssize_t n = write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("cannot write " + tmp);
+    done += static_cast<size_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::InvalidArgument("cannot rename " + tmp + " to " + path);
-  }
+  if (fsync(fd) != 0) return fail("cannot flush " + tmp);
+  int closed = close(fd);
+  fd = -1;
+  if (closed != 0) return fail("cannot close " + tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail("cannot rename " + tmp + " to " + path);
   return Status();
 }
 
@@ -84,8 +119,7 @@ Result<std::unique_ptr<FileSdWriter>> FileSdWriter::Start(FileSdWriterOptions op
   std::unique_ptr<FileSdWriter> w(new FileSdWriter());
   w->options_ = std::move(options);
   w->written_ = RenderFileSd(w->options_.nodes(), w->options_.head_target);
-  CUMULUS_RETURN_IF_ERROR(WriteFileAtomically(w->options_.path, w->written_)
-                              .WithContext("--metrics-sd-file " + w->options_.path));
+  CUMULUS_RETURN_IF_ERROR(WriteFileAtomically(w->options_.path, w->written_));
   w->thread_ = std::thread([p = w.get()] { p->Run(); });
   return w;
 }

@@ -25,8 +25,11 @@ namespace cumulus::metrics {
 // for none). Groups and targets are sorted, so equal inputs give equal bytes.
 std::string RenderFileSd(const std::vector<NodeRecord>& nodes, const std::string& head_target);
 
-// Writes `content` to `path` atomically: a temporary file beside it, then rename, so a reader
-// sees the old file or the new one, never a part.
+// Writes `content` to `path` atomically: a temporary file beside it (mkstemp, O_EXCL, so no
+// planted symlink is followed), mode 0644, written fully and fsync'd, then renamed over `path`, so
+// a reader sees the old file or the new one, never a part. On any failure the temporary is
+// removed and the error names the file and errno's text: NotFound for a missing directory,
+// InvalidArgument for one that cannot be written, ResourceExhausted for a full disk.
 Status WriteFileAtomically(const std::string& path, const std::string& content);
 
 struct FileSdWriterOptions {
@@ -42,7 +45,8 @@ struct FileSdWriterOptions {
 // keeps its last targets; a restarted head rewrites it).
 class FileSdWriter {
  public:
-  // InvalidArgument naming the path if the first write fails (a directory that does not exist).
+  // An error naming the path if the first write fails (NotFound for a directory that does not
+  // exist; see WriteFileAtomically).
   static Result<std::unique_ptr<FileSdWriter>> Start(FileSdWriterOptions options);
   ~FileSdWriter();  // stops the thread
 

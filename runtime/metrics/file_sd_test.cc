@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -70,9 +72,11 @@ TEST(FileSdTest, WriterRewritesTheFileWhenNodesChange) {
     nodes.push_back(Node("127.0.0.1:9200", "t"));
   }
   std::string want = RenderFileSd({Node("127.0.0.1:9200", "t")}, "");
+  // Polls the file at a short interval (not a busy loop: CI has two cores) until the writer
+  // has caught up, bounded.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (read() != want && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(read(), want);
   writer->reset();
@@ -81,6 +85,44 @@ TEST(FileSdTest, WriterRewritesTheFileWhenNodesChange) {
   for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 1u);
   std::filesystem::remove_all(dir);
+}
+
+TEST(FileSdTest, WriteDoesNotFollowASymlinkAtATemporaryName) {
+  std::string dir = ::testing::TempDir() + "/file_sd_symlink_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/targets.json";
+  std::string victim = dir + "/victim";
+  std::ofstream(victim) << "keep";
+  // Names a writer could plausibly pick for its temporary, each a symlink to the victim.
+  for (std::string name :
+       {path + ".tmp", path + ".tmp." + std::to_string(getpid()), path + ".XXXXXX", path + "~"}) {
+    std::filesystem::create_symlink(victim, name);
+  }
+  ASSERT_TRUE(WriteFileAtomically(path, "[]\n").ok());
+  std::ifstream in(victim);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_EQ(s.str(), "keep");
+  EXPECT_FALSE(std::filesystem::is_symlink(path));
+  auto perms = std::filesystem::status(path).permissions();
+  EXPECT_EQ(perms & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  // The file and the victim and the four symlinks: no temporary left behind.
+  size_t entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) entries += !e.path().empty();
+  EXPECT_EQ(entries, 6u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileSdTest, AMissingDirectoryIsOneClearNotFound) {
+  Status st = WriteFileAtomically("/nonexistent-dir-for-cumulus/targets.json", "[]\n");
+  EXPECT_EQ(st.code(), StatusCode::kNotFound) << st;
+  EXPECT_NE(st.message().find("/nonexistent-dir-for-cumulus/targets.json"), std::string::npos)
+      << st;
+  EXPECT_NE(st.message().find(std::strerror(ENOENT)), std::string::npos) << st;
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st;
 }
 
 TEST(FileSdTest, StartNamesAPathItCannotWrite) {

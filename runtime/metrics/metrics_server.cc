@@ -3,6 +3,7 @@
 #include "runtime/autoscaler/cluster_config.h"
 #include "runtime/metrics/head_metrics.h"
 #include "runtime/metrics/node_metrics.h"
+#include "runtime/net/tcp.h"
 
 namespace cumulus::metrics {
 
@@ -75,6 +76,29 @@ Result<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(const MetricsEndpo
     if (node) page += node->Render();
     return page;
   });
+}
+
+Status ServedNode::StartEndpoint(const MetricsEndpointOptions& options, const HeadServer* head) {
+  auto started = StartMetricsEndpoint(options, head, slot_);
+  if (!started.ok()) {
+    return Status(started.status().code(),
+                  started.status().message() + "; choose another --metrics-port or --metrics-host");
+  }
+  endpoint_ = std::move(*started);
+  published_ = ReachableHost(options.host) + ":" + std::to_string(endpoint_->port());
+  return Status();
+}
+
+Status ServedNode::StartNode(NodeDaemonOptions options) {
+  options.metrics_address = published_;
+  CUMULUS_ASSIGN_OR_RETURN(node_, NodeDaemon::Start(std::move(options)));
+  slot_->Attach(node_.get());
+  return Status();
+}
+
+void ServedNode::Stop() {
+  endpoint_.reset();
+  node_.reset();
 }
 
 }  // namespace cumulus::metrics

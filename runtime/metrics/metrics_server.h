@@ -39,4 +39,37 @@ Result<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(const MetricsEndpo
                                                               const HeadServer* head,
                                                               std::shared_ptr<NodePageSlot> node);
 
+// A `cumulus start` process's node daemon and the metrics endpoint that shows it, started and
+// stopped in the order each needs: the endpoint listens first, so the node publishes the
+// endpoint's address to the head when it registers (service discovery); it is destroyed first
+// (members go in reverse), so no scrape reads a node that is gone, however the caller returns.
+// Either part is optional. Not thread-safe.
+class ServedNode {
+ public:
+  ServedNode() = default;
+  ServedNode(const ServedNode&) = delete;
+  ServedNode& operator=(const ServedNode&) = delete;
+  ~ServedNode() { Stop(); }
+
+  // Listens on `options`, showing `head` (may be null) and, once StartNode succeeds, the node.
+  // The error names what failed and what to do. REQUIRES: `head` outlives this object; at most
+  // once, before StartNode.
+  Status StartEndpoint(const MetricsEndpointOptions& options, const HeadServer* head);
+  // Starts the node; it publishes published_metrics_address() ("" without an endpoint).
+  Status StartNode(NodeDaemonOptions options);
+  // Stops the endpoint, then the node.
+  void Stop();
+
+  NodeDaemon* node() const { return node_.get(); }               // null before StartNode
+  MetricsEndpoint* endpoint() const { return endpoint_.get(); }  // null without one
+  // Where others reach the endpoint: ReachableHost(options.host):port; "" without one.
+  const std::string& published_metrics_address() const { return published_; }
+
+ private:
+  std::unique_ptr<NodeDaemon> node_;
+  std::shared_ptr<NodePageSlot> slot_ = std::make_shared<NodePageSlot>();
+  std::unique_ptr<MetricsEndpoint> endpoint_;  // declared after node_: destroyed before it
+  std::string published_;
+};
+
 }  // namespace cumulus::metrics

@@ -61,6 +61,13 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   return hp;
 }
 
+std::string ReachableHost(const std::string& bind_host) {
+  if (bind_host != "0.0.0.0" && bind_host != "::" && bind_host != "[::]") return bind_host;
+  char h[256] = {0};
+  if (gethostname(h, sizeof(h) - 1) != 0) return "localhost";
+  return std::string(h);
+}
+
 Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* actual_port) {
   CUMULUS_ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(bind_host, port));
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

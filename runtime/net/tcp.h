@@ -20,6 +20,11 @@ struct HostPort {
 // "127.0.0.1:6380", "localhost:6380". InvalidArgument naming the text if malformed.
 Result<HostPort> ParseHostPort(std::string_view text);
 
+// The host others use to reach a port bound on `bind_host`: this machine's name for a wildcard
+// ("0.0.0.0", "::", "[::]": every interface, which no peer can dial), `bind_host` itself
+// otherwise. What the head and nodes publish.
+std::string ReachableHost(const std::string& bind_host);
+
 // Listens on bind_host:port (port 0 picks a free one; *actual_port gets it). Errors name the
 // address: "port 6380 on 127.0.0.1 is already in use".
 Result<int> ListenTcp(const std::string& bind_host, uint16_t port, uint16_t* actual_port);

@@ -13,13 +13,6 @@ namespace cumulus::tune {
 
 namespace {
 
-const JsonValue* Member(const JsonValue& v, const std::string& name) {
-  if (v.kind != JsonValue::kObject) return nullptr;
-  for (auto& [k, m] : v.members)
-    if (k == name) return &m;
-  return nullptr;
-}
-
 std::string Text(const JsonValue* v) {
   return v && v->kind == JsonValue::kString ? v->text : std::string();
 }
@@ -54,7 +47,7 @@ Status Tuner::Impl::RefuseTrialsNoNodeCanHold() {
   auto json = ParseJson(*text);
   if (!json.ok()) return Status::OK();
   // Verdicts of a monitor that stopped publishing are not believed.
-  const JsonValue* updated = Member(*json, "updated_micros");
+  const JsonValue* updated = json->Member("updated_micros");
   int64_t wall = std::chrono::duration_cast<std::chrono::microseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
@@ -62,17 +55,17 @@ Status Tuner::Impl::RefuseTrialsNoNodeCanHold() {
       wall - std::atoll(updated->text.c_str()) > kFreshVerdictMicros) {
     return Status::OK();
   }
-  const JsonValue* demand = Member(*json, "demand");
+  const JsonValue* demand = json->Member("demand");
   if (!demand || demand->kind != JsonValue::kArray) return Status::OK();
   std::map<uint64_t, std::string> refused;  // trial -> the autoscaler's detail
   const std::string no_type = autoscale::ReasonName(autoscale::Reason::kNoTypeFits);
   for (auto& v : demand->items) {
-    if (Text(Member(v, "reason")) != no_type) continue;
-    std::string item = Text(Member(v, "id"));
+    if (Text(v.Member("reason")) != no_type) continue;
+    std::string item = Text(v.Member("id"));
     for (auto& [id, live] : live_) {
       std::string prefix = TrialPurpose(id) + " {";
       if (!live.placed && item.compare(0, prefix.size(), prefix) == 0)
-        refused[id] = Text(Member(v, "detail"));
+        refused[id] = Text(v.Member("detail"));
     }
   }
   if (refused.empty()) return Status::OK();
