@@ -105,13 +105,14 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   Status st = One(answers->rows, "task", "task", prefix, &id);
   if (!st.ok()) return Fail(st);
   // The node that runs (or holds) it, not the one that only forwarded it.
-  // (An ended task's record is newer than a forwarder's row, and wins over it.)
+  // (An ended task's record is newer than a forwarder's row, and wins over it; of a task that
+  // ended more than once, e.g. re-run to rebuild a lost object, its latest end.)
   Row main, via;
   for (auto& r : answers->rows) {
     if (r["task"] != id) continue;
     if (r["state"] == "FORWARDED") {
       via = r;
-    } else if (main.empty() || r["state"] == "FINISHED" || r["state"] == "FAILED") {
+    } else if (main.empty() || EndedLater(r, main)) {
       main = r;
     }
   }

@@ -187,8 +187,16 @@ int RunMonitor(Monitor& monitor, const Flags& head_flags) {
   ForgetProcess(getpid());
   // `down` goes on now; a launch still running is waited for here, so that what it makes is
   // terminated (after `down`) or kept in the books (after a plain stop) when it answers.
-  monitor.FinishLateCalls();
-  return why.code() == StatusCode::kCancelled ? 0 : 1;
+  bool all_done = monitor.FinishLateCalls();
+  int code = why.code() == StatusCode::kCancelled ? 0 : 1;
+  if (!all_done) {
+    // A provider call was given up on: its thread may still be in CAF or logging code, which
+    // static destructors would tear down under it. Leave without running them.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(code);
+  }
+  return code;
 }
 
 }  // namespace

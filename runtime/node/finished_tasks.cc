@@ -21,7 +21,7 @@ void FinishedTasks::Add(FinishedTask t) {
 }
 
 void FinishedTasks::ForEach(const std::function<void(const FinishedTask&)>& fn) const {
-  for (const FinishedTask& t : kept_) fn(t);
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) fn(*it);
 }
 
 FinishedTask FinishedFrom(const RoutedTask& t, const std::string& node, int pid,

@@ -12,12 +12,12 @@ FinishedTask Numbered(int n) {
   return t;
 }
 
-TEST(FinishedTasksTest, KeepsTheNewestUpToItsCapacityOldestFirst) {
+TEST(FinishedTasksTest, KeepsTheNewestUpToItsCapacityNewestFirst) {
   FinishedTasks ring(3);
   for (int i = 0; i < 5; ++i) ring.Add(Numbered(i));
   std::vector<std::string> seen;
   ring.ForEach([&](const FinishedTask& t) { seen.push_back(t.function); });
-  EXPECT_EQ(seen, (std::vector<std::string>{"f2", "f3", "f4"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"f4", "f3", "f2"}));
   EXPECT_EQ(ring.dropped(), 2u);
 
   FinishedTasks off(0);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/base/numeric.h"
+
 namespace cumulus {
 
 const std::vector<std::string>* StateFields(const std::string& kind) {
@@ -46,6 +48,7 @@ void RowSelector::Offer(const std::string& id,
                         const std::function<std::string(const std::string&)>& field,
                         const std::function<StateRowFields()>& build) {
   if (!q_.after.empty() && id <= q_.after) return;
+  if (!offered_.insert(id).second) return;  // an older record of an id already offered
   for (const StateFilter& f : q_.filters) {
     std::string v = f.key == id_key_ ? id : field(f.key);
     bool ok = IsIdField(f.key) ? v.compare(0, f.value.size(), f.value) == 0 : v == f.value;
@@ -67,6 +70,21 @@ std::vector<StateRowFields> RowSelector::Take(bool* more, uint64_t* matched) {
   for (auto& [id, row] : kept_) out.push_back(std::move(row));
   kept_.clear();
   return out;
+}
+
+bool EndedLater(const StateRowFields& row, const StateRowFields& than) {
+  auto ended = [](const StateRowFields& r) {
+    auto it = r.find("state");
+    return it != r.end() && (it->second == "FINISHED" || it->second == "FAILED");
+  };
+  auto micros = [](const StateRowFields& r) -> int64_t {
+    auto it = r.find("ended_micros");
+    if (it == r.end()) return 0;
+    auto n = ParseInteger("ended_micros", it->second, {0, std::numeric_limits<int64_t>::max()});
+    return n.ok() ? *n : 0;
+  };
+  if (!ended(row)) return false;
+  return !ended(than) || micros(row) > micros(than);
 }
 
 void EncodeStateQuery(const StateQuerySpec& q, proto::StateQuery::Builder out) {

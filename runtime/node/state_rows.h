@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cumulus/status.h"
@@ -46,12 +47,14 @@ bool IsIdField(const std::string& key);
 // ("cannot filter tasks on 'colour' (fields: task, job, ...)").
 Status CheckStateQuery(const StateQuerySpec& q);
 
-// Keeps the `limit` matching rows with the smallest ids after the cursor, in O(limit) memory.
+// Keeps the `limit` matching rows with the smallest ids after the cursor: O(limit) rows, plus the
+// ids offered so far (one string each).
 class RowSelector {
  public:
   explicit RowSelector(const StateQuerySpec& q);
   // Offers the row whose id is `id`: `field(key)` gives one field (for the filters, read lazily),
-  // `build()` the whole row, called only for a row that is kept for now.
+  // `build()` the whole row, called only for a row that is kept for now. Only the first offer of
+  // an id counts (is filtered, counted in `matched` and kept): offer the newest record first.
   void Offer(const std::string& id, const std::function<std::string(const std::string&)>& field,
              const std::function<StateRowFields()>& build);
   // The rows kept, by id; `more`: rows beyond the limit matched too.
@@ -61,8 +64,14 @@ class RowSelector {
   StateQuerySpec q_;
   std::string id_key_;
   std::map<std::string, StateRowFields> kept_;  // by id; at most q_.limit
+  std::unordered_set<std::string> offered_;     // each id offered, so that it counts once
   uint64_t matched_ = 0;
 };
+
+// Between two rows of one task (from the nodes that answer for it): true when `row` ended
+// (FINISHED or FAILED) and `than` did not, or both ended and `row` later (by ended_micros, a
+// detail field; a row without a readable one counts as ending at 0).
+bool EndedLater(const StateRowFields& row, const StateRowFields& than);
 
 // The query and the reply as core messages.
 void EncodeStateQuery(const StateQuerySpec& q, proto::StateQuery::Builder out);

@@ -76,6 +76,38 @@ TEST(RowSelectorTest, IdsMatchByPrefixAndUnknownFieldsAreRefused) {
   EXPECT_FALSE(CheckStateQuery({"planets", {}, "", 10, false}).ok());
 }
 
+TEST(RowSelectorTest, AnIdOfferedTwiceKeepsItsFirstOfferAndCountsOnce) {
+  // A task that ended twice on a node: its newest end is offered first.
+  StateQuerySpec q{"tasks", {}, "", 1, false};
+  RowSelector s(q);
+  auto offer = [&](const std::string& id, const std::string& ended) {
+    s.Offer(
+        id, [](const std::string&) { return std::string(); },
+        [&] {
+          return StateRowFields{{"task", id}, {"ended_micros", ended}};
+        });
+  };
+  offer("t1", "200");
+  offer("t1", "100");
+  bool more = true;
+  uint64_t matched = 0;
+  auto rows = s.Take(&more, &matched);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("ended_micros"), "200");
+  EXPECT_EQ(matched, 1u);
+  EXPECT_FALSE(more) << "a duplicate must not claim that more rows matched";
+}
+
+TEST(RowSelectorTest, OfATaskThatEndedTwiceTheLatestEndWins) {
+  StateRowFields early{{"state", "FAILED"}, {"ended_micros", "100"}};
+  StateRowFields late{{"state", "FINISHED"}, {"ended_micros", "200"}};
+  StateRowFields running{{"state", "RUNNING"}};
+  EXPECT_TRUE(EndedLater(late, early));
+  EXPECT_FALSE(EndedLater(early, late));
+  EXPECT_TRUE(EndedLater(early, running));
+  EXPECT_FALSE(EndedLater(running, early));
+}
+
 TEST(RowSelectorTest, QueryAndRowsSurviveTheirMessages) {
   StateQuerySpec q{"objects", {{"job", "ab"}, {"where", "DISK"}}, "cursor", 7, true};
   capnp::MallocMessageBuilder m;

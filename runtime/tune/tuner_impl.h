@@ -25,6 +25,7 @@
 #include "cumulus/tune.h"
 #include "runtime/tune/experiment_state.h"
 #include "runtime/tune/journal.h"
+#include "runtime/tune/refusal_checks.h"
 #include "runtime/tune/stop_requests.h"
 #include "runtime/tune/trial_host.h"
 #include "scheduler/tune/searcher.h"
@@ -101,7 +102,6 @@ class Tuner::Impl {
   Status RefuseTrialsNoNodeCanHold();
   bool AnyNodeCouldHoldABundle(const ClusterView& view) const;
   static constexpr std::chrono::seconds kRefusalCheckInterval{1};
-  static constexpr int64_t kFreshVerdictMicros = 30'000'000;  // older verdicts are not believed
   // Trials the current nodes hold at once (or max_concurrent_trials), looked at every 5 s.
   size_t Capacity();
   // Trials to keep started (running or waiting for resources): Capacity(), plus up to
@@ -134,7 +134,9 @@ class Tuner::Impl {
   Clock::time_point started_;
   size_t capacity_ = 1;
   Clock::time_point capacity_checked_;
-  Clock::time_point stops_checked_;     // the last look for stop requests (epoch: never)
+  Clock::time_point stops_checked_;  // the last look for stop requests (epoch: never)
+  // The autoscaler's verdicts count while their stamp changed within the last 30 s here.
+  VerdictFreshness verdict_freshness_{std::chrono::seconds(30)};
   Clock::time_point refusals_checked_;  // the last RefuseTrialsNoNodeCanHold look (epoch: never)
   Clock::time_point last_progress_;
   std::string last_progress_line_;

@@ -5,6 +5,7 @@
 
 #include "runtime/autoscaler/monitor_books.h"
 #include "runtime/call/json_value.h"
+#include "runtime/tune/refusal_checks.h"
 #include "runtime/tune/tuner_impl.h"
 #include "scheduler/autoscale/snapshot.h"
 #include "scheduler/placement.h"
@@ -23,13 +24,7 @@ bool Tuner::Impl::AnyNodeCouldHoldABundle(const ClusterView& view) const {
   ResourceSet bundle;
   for (auto& [r, amount] : spec_.resources)
     if (amount > 0) bundle.Set(r, amount);
-  auto selector = ParseLabelSelector(spec_.label_selector);
-  for (auto& n : view.nodes) {
-    if (n.state == NodeState::kDead) continue;
-    if (selector.ok() && !selector->Matches(n.labels)) continue;
-    if (n.total.Contains(bundle)) return true;
-  }
-  return false;
+  return AnyNodeCouldHold(view.nodes, bundle, spec_.label_selector);
 }
 
 Status Tuner::Impl::RefuseTrialsNoNodeCanHold() {
@@ -46,13 +41,11 @@ Status Tuner::Impl::RefuseTrialsNoNodeCanHold() {
   if (!text.ok()) return Status::OK();  // no autoscaler: the nodes refuse what none can run
   auto json = ParseJson(*text);
   if (!json.ok()) return Status::OK();
-  // Verdicts of a monitor that stopped publishing are not believed.
+  // Verdicts of a monitor that stopped publishing are not believed: its stamp must have changed
+  // lately on this process's clock (the monitor host's clock may not agree with this one).
   const JsonValue* updated = json->Member("updated_micros");
-  int64_t wall = std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
   if (!updated || updated->kind != JsonValue::kNumber ||
-      wall - std::atoll(updated->text.c_str()) > kFreshVerdictMicros) {
+      !verdict_freshness_.Fresh(std::atoll(updated->text.c_str()), now)) {
     return Status::OK();
   }
   const JsonValue* demand = json->Member("demand");

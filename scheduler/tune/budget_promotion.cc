@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -223,10 +224,7 @@ class BudgetPromotion final : public TrialScheduler {
   // How many trials are ahead of `tr` at its own rung (its score there beaten).
   size_t Ahead(const Trial& tr) const {
     const Rung* rung = RungAt(tr.last);
-    if (rung == nullptr) return 0;
-    size_t n = 0;
-    for (const auto& [_, x] : rung->recorded) n += x > tr.score;
-    return n;
+    return TrialsAhead(rung ? &rung->recorded : nullptr, tr.score);
   }
 
   // Nearer the leaders: fewer trials ahead; then the deeper rung; then the older trial.
@@ -257,6 +255,13 @@ class BudgetPromotion final : public TrialScheduler {
 };
 
 }  // namespace
+
+size_t TrialsAhead(const std::map<TrialId, double>* rung_scores, double score) {
+  if (rung_scores == nullptr) return SIZE_MAX;
+  size_t n = 0;
+  for (const auto& [_, x] : *rung_scores) n += x > score;
+  return n;
+}
 
 Result<std::unique_ptr<TrialScheduler>> MakeBudgetPromotionScheduler(const SchedulerOptions& o) {
   return std::unique_ptr<TrialScheduler>(new BudgetPromotion(o));

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "scheduler/tune/budget_promotion.h"
 #include "scheduler/tune/random.h"
 #include "scheduler/tune/trial_scheduler.h"
 
@@ -22,6 +23,14 @@ TEST(BudgetPromotion, IsTheDefault) {
   EXPECT_EQ(SchedulerOptions().kind, SchedulerKind::kBudget);
   EXPECT_EQ(*ParseSchedulerKind("budget"), SchedulerKind::kBudget);
   EXPECT_EQ(SchedulerKindName(SchedulerKind::kBudget), "budget");
+}
+
+TEST(BudgetPromotion, ATrialNotAtARungIsBehindEveryTrialThatIs) {
+  std::map<TrialId, double> rung{{1, 0.9}, {2, 0.5}, {3, 0.1}};
+  EXPECT_EQ(TrialsAhead(&rung, 0.9), 0u);
+  EXPECT_EQ(TrialsAhead(&rung, 0.3), 2u);
+  EXPECT_EQ(TrialsAhead(nullptr, 1.0), SIZE_MAX);
+  EXPECT_GT(TrialsAhead(nullptr, 1.0), TrialsAhead(&rung, -1.0));
 }
 
 TEST(BudgetPromotion, EveryTrialRunsItsPrefixAndARungsTopIsPromoted) {

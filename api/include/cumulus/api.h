@@ -442,7 +442,9 @@ class ActorHandle {
                   "the method must belong to the actor's class");
     return ActorTaskCaller<C, M>(id_, method);
   }
-  // Ends the actor's process; calls in flight fail with ActorDied.
+  // Ends the actor's process; calls in flight fail with ActorDied. (Exit statuses 0 and 113 are
+  // how an actor's process says it was killed, by its owner and by `cumulus kill`: an actor's own
+  // code that exits with either is recorded as killed, not as a crash.)
   Status Kill() const { return internal::RuntimeOrThrow().KillActor(id_); }
   const ActorId& id() const { return id_; }
 
