@@ -1,10 +1,17 @@
 #include "runtime/node/remote_nodes.h"
 
+#include <iterator>
+
 namespace cumulus {
 
 std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, const NodeId& self) {
   std::vector<NodeId> newly_dead;
   nodes_.clear();
+  std::set<NodeId> in_view;
+  for (auto& n : nodes) in_view.insert(n.id);
+  for (auto it = ever_draining_.begin(); it != ever_draining_.end();) {
+    it = in_view.count(*it) ? std::next(it) : ever_draining_.erase(it);
+  }
   for (auto& n : nodes) {
     if (n.id == self) {
       self_draining_ = n.draining && n.state == NodeState::kAlive;
@@ -23,6 +30,12 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
     if (n.state == NodeState::kDead && !past_ids_.count(n.id)) newly_dead.push_back(n.id);
   }
   return newly_dead;
+}
+
+bool RemoteNodes::DrainedAndGone(const NodeId& node) const {
+  if (!ever_draining_.count(node)) return false;
+  auto it = nodes_.find(node);
+  return it == nodes_.end() || !it->second.alive;
 }
 
 void RemoteNodes::Renamed(const NodeId& old_id) {

@@ -46,9 +46,11 @@ class RemoteNodes {
   // Whether the head's view marks this node itself DRAINING (as of the last Update that had
   // its record; a node stays draining once marked, even if a later view lacks its record).
   bool self_draining() const { return self_draining_; }
-  // Whether the head's view marked `node` DRAINING at some time (it may have left since): its
-  // objects may have been handed on to other nodes.
-  bool WasDraining(const NodeId& node) const { return ever_draining_.count(node) > 0; }
+  // Whether `node` drained (the head's view marked it DRAINING at some time) and is gone now
+  // (its record is DEAD, or it left): its objects may live on other nodes it handed them to, and
+  // it can no longer forward frees to them itself (a drainer that still lives does: see
+  // HandoffLedger). Nodes whose record left the head's view are forgotten (false).
+  bool DrainedAndGone(const NodeId& node) const;
 
  private:
   std::map<NodeId, NodeView> nodes_;
@@ -56,7 +58,8 @@ class RemoteNodes {
   std::map<NodeId, TimePoint> unreachable_until_;
   std::set<NodeId> announced_dead_;  // dead nodes already announced to local processes
   std::set<NodeId> past_ids_;        // ids this node had before it rejoined
-  std::set<NodeId> ever_draining_;   // nodes the view marked draining once
+  // Nodes the view marked draining once; pruned when their record leaves the view.
+  std::set<NodeId> ever_draining_;
   bool self_draining_ = false;
 };
 
