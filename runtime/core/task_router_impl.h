@@ -98,8 +98,9 @@ class TaskRouter::Impl : public NodeContext {
   // Deletes stored objects (freeObjects entries): here, or through the node holding each (a
   // peer's entries are all this node's own: `here_only`).
   void FreeEntries(const std::vector<std::string>& entries, bool here_only);
-  // Frees of objects on `node`, a node that drained (and may have left): also freed where the
-  // head says each was handed on, if it was (the owner sent them before it heard of the move).
+  // Frees of objects on `node`, a node that drained and is gone: also freed where the head says
+  // each was handed on, if it was (the owner sent them before it heard of the move). One request
+  // to the head for the batch.
   void FreeWhereMoved(const NodeId& node, const std::vector<std::string>& entries);
   // A caller left: its unfinished tasks are cancelled (their results freed when they answer),
   // and the results it did not free are freed.
@@ -150,6 +151,10 @@ class TaskRouter::Impl : public NodeContext {
                std::function<void(Result<std::string>)> done) override;
   void HeadDelete(const std::string& ns, const std::string& key,
                   std::function<void(Status)> done) override;
+  // Where the head says each of `ids` was handed on by a drained node (those with no move are
+  // left out), asked in one request of the head's queue.
+  using Moves = std::vector<std::pair<ObjectId, NodeId>>;
+  void HeadMoves(std::vector<ObjectId> ids, std::function<void(Result<Moves>)> done);
   template <typename Call, typename Done>
   void AskHead(Call call, Done done_fn);
   uint64_t PeerConn(const NodeId& node);

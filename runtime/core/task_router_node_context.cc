@@ -3,12 +3,64 @@
 // (AskHead).
 #include <unistd.h>
 
+#include <map>
+
 #include "runtime/base/logging.h"
+#include "runtime/core/messages.h"
 #include "runtime/core/task_router_impl.h"
 #include "runtime/net/first_segment.h"
 #include "runtime/net/tcp.h"
 
 namespace cumulus {
+
+namespace {
+
+// A job with more frees than this in one batch is looked up by listing its moves (one page per
+// kv list call) rather than by one get per object.
+constexpr size_t kMoveGetsPerJob = 16;
+
+using Moves = std::vector<std::pair<ObjectId, NodeId>>;
+
+// Where the head says each of `ids` was handed on (those it has no move for are left out), in
+// a few requests: per job, one get per object, or for many objects a listing of the job's moves.
+Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids) {
+  std::map<std::string, std::map<std::string, ObjectId>> by_job;  // job prefix -> key -> id
+  for (const ObjectId& id : ids) {
+    by_job[id.Task().Job().Hex() + "/"].emplace(ObjectMoveKey(id), id);
+  }
+  Moves out;
+  auto add = [&](const ObjectId& id, const std::string& value) {
+    auto move = ParseObjectMove(value);
+    if (move.ok()) out.emplace_back(id, move->node);
+  };
+  for (auto& [prefix, wanted] : by_job) {
+    if (wanted.size() <= kMoveGetsPerJob) {
+      for (auto& [key, id] : wanted) {
+        auto r = head.KvGet(kObjectMovesNamespace, key);
+        if (r.ok()) {
+          add(id, *r);
+        } else if (r.status().code() != StatusCode::kNotFound) {
+          return r.status();
+        }
+      }
+      continue;
+    }
+    std::string after;
+    for (;;) {
+      auto page = head.KvList(kObjectMovesNamespace, prefix, after);
+      if (!page.ok()) return page.status();
+      for (auto& [key, value] : page->entries) {
+        auto w = wanted.find(key);
+        if (w != wanted.end()) add(w->second, value);
+      }
+      if (!page->more || page->entries.empty()) break;
+      after = page->entries.back().first;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 // Runs `call(client)` on the head's thread, then `done` with its answer on the loop thread.
 // Once the node stops, what is still queued is not asked (Cancelled) and its answer never
@@ -112,6 +164,12 @@ void TaskRouter::Impl::HeadDelete(const std::string& ns, const std::string& key,
                                   std::function<void(Status)> done) {
   AskHead([ns, key](ControlClient& h) { return h.KvDelete(ns, key); },
           [done = std::move(done)](Result<bool> r) { done(r.status()); });
+}
+
+void TaskRouter::Impl::HeadMoves(std::vector<ObjectId> ids,
+                                 std::function<void(Result<Moves>)> done) {
+  AskHead([ids = std::move(ids)](ControlClient& h) { return LookUpMoves(h, ids); },
+          std::move(done));
 }
 
 // The connection this node sends to `node` on, started now if needed (never waited for: what

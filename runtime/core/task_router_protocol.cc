@@ -8,7 +8,9 @@
 #include <map>
 
 #include "runtime/base/logging.h"
+#include "runtime/core/messages.h"
 #include "runtime/core/task_router_impl.h"
+#include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
 #include "runtime/net/first_segment.h"
 
@@ -354,15 +356,20 @@ void TaskRouter::Impl::FreeEntries(const std::vector<std::string>& entries, bool
 }
 
 void TaskRouter::Impl::FreeWhereMoved(const NodeId& node, const std::vector<std::string>& entries) {
+  std::vector<ObjectId> ids;
+  ids.reserve(entries.size());
   for (const std::string& e : entries) {
-    ObjectId obj = ObjectId::FromBinary(std::string_view(e.data(), ObjectId::kSize));
-    HeadGet(kObjectMovesNamespace, ObjectMoveKey(obj), [this, obj, node](Result<std::string> r) {
-      if (!r.ok()) return;  // not moved (NotFound), or the head cannot say: nothing more to free
-      auto move = ParseObjectMove(*r);
-      if (!move.ok() || move->node == node) return;
-      FreeEntries({obj.Binary() + move->node.Binary()}, /*here_only=*/false);
-    });
+    ids.push_back(ObjectId::FromBinary(std::string_view(e.data(), ObjectId::kSize)));
   }
+  // One request to the head's queue for the whole batch.
+  HeadMoves(std::move(ids), [this, node](Result<std::vector<std::pair<ObjectId, NodeId>>> r) {
+    if (!r.ok()) return;  // the head cannot say: nothing more to free
+    std::vector<std::string> elsewhere;
+    for (auto& [obj, to] : *r) {
+      if (to != node) elsewhere.push_back(obj.Binary() + to.Binary());
+    }
+    if (!elsewhere.empty()) FreeEntries(elsewhere, /*here_only=*/false);
+  });
 }
 
 void TaskRouter::Impl::HandleCancel(const TaskId& id) {

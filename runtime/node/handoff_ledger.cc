@@ -27,16 +27,34 @@ std::vector<std::pair<ObjectId, NodeId>> HandoffLedger::Freed(const std::vector<
 std::vector<ObjectId> HandoffLedger::End(const NodeId& to, const std::vector<ObjectId>& taken) {
   std::vector<ObjectId> freed;
   std::lock_guard<std::mutex> lock(mu_);
+  std::unordered_set<ObjectId> pending;
   for (const ObjectId& id : taken) {
     if (freed_in_round_.count(id)) {
       freed.push_back(id);
     } else {
-      handed_[id] = to;
+      pending.insert(id);
+    }
+  }
+  // Until Commit, frees of what the taker took are kept as during the round.
+  in_round_ = std::move(pending);
+  freed_in_round_.clear();
+  taker_ = to;
+  return freed;
+}
+
+std::vector<ObjectId> HandoffLedger::Commit(bool recorded) {
+  std::vector<ObjectId> free_there;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ObjectId& id : in_round_) {
+    if (!recorded || freed_in_round_.count(id)) {
+      free_there.push_back(id);
+    } else {
+      handed_[id] = taker_;
     }
   }
   in_round_.clear();
   freed_in_round_.clear();
-  return freed;
+  return free_there;
 }
 
 }  // namespace cumulus

@@ -98,7 +98,7 @@ void ObjectHandoff::Round(NodeRecord to) {
     if (std::find(gone.begin(), gone.end(), ids[i]) == gone.end()) moved.push_back(ids[i]);
   }
   // Those whose owners freed them here while the taker took them are no moves: the taker's
-  // copies are freed too (a free after this point finds the rest in the ledger).
+  // copies are freed too (a free after this point is kept by the ledger until Commit).
   std::vector<ObjectId> freed =
       options_.ledger ? options_.ledger->End(to.id, moved) : std::vector<ObjectId>();
   if (!freed.empty()) {
@@ -126,6 +126,23 @@ void ObjectHandoff::Round(NodeRecord to) {
       st = (*client)->KvPut(kObjectMovesNamespace, ObjectMoveKey(moved[i]), value).status();
     }
     if (!st.ok()) st = st.WithContext("recording the moves at the head");
+  }
+  // Frees that came while the head recorded the moves; or, if it could not, all the taker took:
+  // the copies here stay and are handed on again (maybe to another taker), so the taker's go.
+  std::vector<ObjectId> free_there;
+  if (options_.ledger) {
+    free_there = options_.ledger->Commit(st.ok());
+  } else if (!st.ok()) {
+    free_there = moved;
+  }
+  if (!free_there.empty()) {
+    if (options_.free_on) options_.free_on(to.id, free_there);
+    moved.erase(std::remove_if(moved.begin(), moved.end(),
+                               [&](const ObjectId& id) {
+                                 return std::find(free_there.begin(), free_there.end(), id) !=
+                                        free_there.end();
+                               }),
+                moved.end());
   }
   if (st.ok()) {
     if (options_.on_moved && !moved.empty())

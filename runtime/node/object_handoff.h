@@ -57,8 +57,9 @@ struct ObjectHandoffOptions {
 class ObjectHandoff {
  public:
   explicit ObjectHandoff(ObjectHandoffOptions options) : options_(std::move(options)) {}
-  // Cancels a round in flight (FetchCanceller: the taker's answers are not waited for) and waits
-  // for it to record what was taken (bounded by the head's request timeout).
+  // Cancels a round in flight (FetchCanceller: the taker's answers are not waited for; a connect
+  // to the taker under way still runs out, within the fetch's connect timeout) and waits for it
+  // to record what was taken (bounded by the head's request timeout).
   ~ObjectHandoff();
 
   // On the daemon's thread, while the node drains, runs nothing and its store holds `objects`

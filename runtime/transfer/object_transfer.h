@@ -98,7 +98,9 @@ Status PullObject(const HostPort& from, const std::string& token, const ObjectId
 // Lets another thread end a FetchObjects under way (a node that stops in the middle of a
 // handoff): Cancel() shuts its connection down, so the call returns Cancelled at once instead of
 // waiting for the taker's answers (what the taker answered before counts, through `progress`).
-// Thread-safe. A FetchObjects started after Cancel() returns Cancelled without connecting.
+// A connect under way is not interrupted: a Cancel() then ends the call once the connect ends,
+// within FetchOptions::connect_timeout. Thread-safe. A FetchObjects started after Cancel()
+// returns Cancelled without connecting.
 class FetchCanceller {
  public:
   void Cancel();
