@@ -38,7 +38,8 @@ class TimelineBatch {
   }
   // When an idle worker must wake to ship what is left (only if !empty()).
   int64_t DeadlineMicros() const { return last_flush_us_ + kFlushEveryMicros; }
-  // The buffered events as one timelineEvents frame; empties the buffer.
+  // The buffered events as one timelineEvents frame, in the packed form (PackTimeline: one copy
+  // of the buffer); empties the buffer.
   std::string TakeFrame(int64_t now_us);
 
  private:

@@ -25,12 +25,11 @@ void TaskRouter::Impl::HandleTimelineEvents(Conn& c, proto::TimelineEvents::Read
   if (c.role != Role::kWorker) return;  // (a client's answer is never sent to a node)
   const Worker* w = leases_.workers().Find(c.worker);
   if (!w) return;
-  TimelineRecord r;
-  for (auto e : batch.getEvents()) {
-    // A worker speaks only for itself, and only of runs (the node times scheduling itself).
-    if (!FromProto(e, &r) || r.kind != TimelineRecord::kRun) continue;
-    r.worker_pid = w->spawned_pid;
-    timeline_.Add(r);
+  // The worker is resolved once per batch; its events go straight into the ring's slots.
+  auto added = AddTimelineBatch(batch, w->spawned_pid, &timeline_);
+  if (!added.ok()) {
+    CUMULUS_LOG(WARN) << "node: dropped a timeline batch from worker " << w->spawned_pid << ": "
+                      << added.status().message();
   }
 }
 

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <string_view>
 
@@ -45,13 +46,30 @@ Result<size_t> TimelineEventsFromEnv(size_t fallback) {
 
 void TimelineRing::Add(const TimelineRecord& r) {
   if (capacity_ == 0) return;
-  if (events_.size() < capacity_) {
-    events_.push_back(r);
-    return;
-  }
-  events_[next_] = r;
-  next_ = (next_ + 1) % capacity_;
+  NextSlot() = r;
+}
+
+TimelineRecord& TimelineRing::NextSlot() {
+  if (events_.size() < capacity_) return events_.emplace_back();
+  TimelineRecord& slot = events_[next_];
+  next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
   ++dropped_;
+  return slot;
+}
+
+size_t TimelineRing::AddPacked(const uint8_t* data, size_t size, int32_t pid) {
+  if (capacity_ == 0) return 0;
+  size_t added = 0;
+  for (size_t at = 0; at + kTimelinePackedBytes <= size; at += kTimelinePackedBytes) {
+    // A worker speaks only of runs (the node times scheduling itself).
+    if (data[at + offsetof(TimelineRecord, kind)] != TimelineRecord::kRun) continue;
+    TimelineRecord& slot = NextSlot();
+    std::memcpy(static_cast<void*>(&slot), data + at, kTimelinePackedBytes);
+    slot.function[kTimelineFunctionBytes - 1] = '\0';
+    slot.worker_pid = pid;
+    ++added;
+  }
+  return added;
 }
 
 void TimelineRing::ForEach(const JobId& job,
@@ -98,6 +116,41 @@ bool FromProto(proto::TimelineEvent::Reader in, TimelineRecord* out) {
   out->t[3] = in.getT3();
   out->t[4] = in.getT4();
   return true;
+}
+
+void PackTimeline(const TimelineRecord* records, size_t n, proto::TimelineEvents::Builder out) {
+  out.setPackedVersion(kTimelinePackedVersion);
+  auto packed = out.initPacked(static_cast<unsigned>(n * kTimelinePackedBytes));
+  if (n > 0) std::memcpy(packed.begin(), static_cast<const void*>(records), packed.size());
+}
+
+Result<size_t> AddTimelineBatch(proto::TimelineEvents::Reader batch, int32_t pid,
+                                TimelineRing* ring) {
+  if (batch.hasPacked() || batch.getPackedVersion() != 0) {
+    if (batch.getPackedVersion() != kTimelinePackedVersion) {
+      return Status::InvalidArgument(
+          "packed timeline batch of version " + std::to_string(batch.getPackedVersion()) +
+          ", this build reads version " + std::to_string(kTimelinePackedVersion) +
+          " (run the same build on worker and node)");
+    }
+    auto packed = batch.getPacked();
+    if (packed.size() % kTimelinePackedBytes != 0) {
+      return Status::InvalidArgument("packed timeline batch of " + std::to_string(packed.size()) +
+                                     " bytes, not a multiple of the " +
+                                     std::to_string(kTimelinePackedBytes) + "-byte record");
+    }
+    return ring->AddPacked(packed.begin(), packed.size(), pid);
+  }
+  size_t added = 0;
+  TimelineRecord r;
+  for (auto e : batch.getEvents()) {
+    // A worker speaks only for itself, and only of runs (the node times scheduling itself).
+    if (!FromProto(e, &r) || r.kind != TimelineRecord::kRun) continue;
+    r.worker_pid = pid;
+    ring->Add(r);
+    ++added;
+  }
+  return added;
 }
 
 }  // namespace cumulus

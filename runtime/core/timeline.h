@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cumulus/ids.h"
@@ -41,6 +42,7 @@ struct TimelineRecord {
   uint8_t flags = 0;
   uint16_t code = 0;
   int32_t worker_pid = 0;
+  uint32_t reserved = 0;  // makes the padding explicit: the packed form has no undefined bytes
   // kRun: received, started, arguments read, returned, stored. kScheduled: arrived, dispatched.
   int64_t t[5] = {};
   char function[kTimelineFunctionBytes] = {};
@@ -69,6 +71,10 @@ class TimelineRing {
   size_t capacity() const { return capacity_; }
   bool enabled() const { return capacity_ > 0; }
   void Add(const TimelineRecord& r);
+  // Copies `size` bytes of packed records (PackTimeline's layout; REQUIRES: a multiple of
+  // kTimelinePackedBytes) straight into the ring's slots, each with its worker_pid set to `pid`;
+  // records that are not runs are skipped. Returns how many were added.
+  size_t AddPacked(const uint8_t* data, size_t size, int32_t pid);
   uint64_t dropped() const { return dropped_; }
   size_t size() const { return events_.size(); }
   // Each event of `job` (nil: of every job), oldest first.
@@ -76,6 +82,9 @@ class TimelineRing {
 
  private:
   size_t capacity_;
+  // The slot the next event goes in: a new one while the ring grows, else the oldest.
+  TimelineRecord& NextSlot();
+
   std::vector<TimelineRecord> events_;  // grows to capacity_, then wraps at next_
   size_t next_ = 0;
   uint64_t dropped_ = 0;
@@ -84,5 +93,25 @@ class TimelineRing {
 void ToProto(const TimelineRecord& r, proto::TimelineEvent::Builder out);
 // False if the event is malformed (a task id of the wrong size, an unknown kind).
 bool FromProto(proto::TimelineEvent::Reader in, TimelineRecord* out);
+
+// The packed form of a worker's batch (timelineEvents.packed): each event is its TimelineRecord's
+// bytes, as laid out in memory, so that packing is one copy and the node copies each straight into
+// a ring slot. Worker and node run the same build; a change to TimelineRecord's layout must bump
+// kTimelinePackedVersion.
+constexpr uint16_t kTimelinePackedVersion = 1;
+constexpr size_t kTimelinePackedBytes = sizeof(TimelineRecord);
+static_assert(kTimelinePackedBytes == 128, "TimelineRecord's layout changed: bump the version");
+static_assert(std::is_trivially_copyable<TimelineRecord>::value, "packed records are copied");
+static_assert(std::has_unique_object_representations<TimelineRecord>::value,
+              "no padding: every byte of a packed record is defined");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the packed form is little-endian");
+
+// Sets `out`'s packed form (and its version) to `n` records.
+void PackTimeline(const TimelineRecord* records, size_t n, proto::TimelineEvents::Builder out);
+// Adds a worker's batch to `ring`, each event with its worker_pid set to `pid`: the packed form if
+// the batch has one, else the list form. Returns the events added, or why the batch was dropped
+// whole (a version this build does not read, a length that is not a multiple of a record).
+Result<size_t> AddTimelineBatch(proto::TimelineEvents::Reader batch, int32_t pid,
+                                TimelineRing* ring);
 
 }  // namespace cumulus

@@ -61,6 +61,114 @@ TEST(TimelineRecord, TruncatesLongNamesAndRoundTrips) {
   EXPECT_FALSE(FromProto(e.asReader(), &back));
 }
 
+// A worker's batch in the packed form: what the node adds is what the worker recorded, with the
+// worker's pid as the node knows it; records that are not runs are skipped.
+TEST(TimelinePacked, RoundTripsIntoTheRing) {
+  JobId job = JobId::FromInt(9);
+  std::vector<TimelineRecord> sent;
+  for (int i = 0; i < 5; ++i) sent.push_back(RunRecord(TaskId::ForNormalTask(job), 10 * i));
+  sent[3].kind = TimelineRecord::kScheduled;  // a worker does not speak of scheduling
+  sent[4].flags = TimelineRecord::kActorCall;
+  sent[4].attempt = 2;
+  sent[4].code = 7;
+  capnp::MallocMessageBuilder m;
+  auto batch = m.initRoot<proto::TimelineEvents>();
+  PackTimeline(sent.data(), sent.size(), batch);
+  EXPECT_EQ(batch.getPacked().size(), sent.size() * kTimelinePackedBytes);
+  EXPECT_EQ(batch.getEvents().size(), 0u);
+
+  TimelineRing ring(16);
+  auto added = AddTimelineBatch(batch.asReader(), 1234, &ring);
+  ASSERT_TRUE(added.ok()) << added.status().message();
+  EXPECT_EQ(*added, 4u);
+  std::vector<TimelineRecord> got;
+  ring.ForEach(JobId(), [&](const TimelineRecord& r) { got.push_back(r); });
+  ASSERT_EQ(got.size(), 4u);
+  const size_t from[] = {0, 1, 2, 4};
+  for (size_t i = 0; i < got.size(); ++i) {
+    const TimelineRecord& want = sent[from[i]];
+    EXPECT_EQ(got[i].Task(), want.Task());
+    EXPECT_EQ(got[i].worker_pid, 1234);
+    EXPECT_EQ(got[i].attempt, want.attempt);
+    EXPECT_EQ(got[i].flags, want.flags);
+    EXPECT_EQ(got[i].code, want.code);
+    EXPECT_STREQ(got[i].function, want.function);
+    EXPECT_EQ(0, std::memcmp(got[i].t, want.t, sizeof(want.t)));
+  }
+}
+
+TEST(TimelinePacked, WrapsTheRingAndCountsWhatItLetGo) {
+  std::vector<TimelineRecord> sent;
+  for (int i = 0; i < 5; ++i)
+    sent.push_back(RunRecord(TaskId::ForNormalTask(JobId::FromInt(2)), i));
+  capnp::MallocMessageBuilder m;
+  auto batch = m.initRoot<proto::TimelineEvents>();
+  PackTimeline(sent.data(), sent.size(), batch);
+  TimelineRing ring(3);
+  ASSERT_TRUE(AddTimelineBatch(batch.asReader(), 1, &ring).ok());
+  EXPECT_EQ(ring.size(), 3u);
+  EXPECT_EQ(ring.dropped(), 2u);
+  std::vector<int64_t> starts;
+  ring.ForEach(JobId(), [&](const TimelineRecord& r) { starts.push_back(r.t[0]); });
+  EXPECT_EQ(starts, (std::vector<int64_t>{2, 3, 4}));  // oldest first
+}
+
+// A malformed batch is dropped whole with a reason, never read past its end.
+TEST(TimelinePacked, DropsAMalformedBatchWithAReason) {
+  TimelineRecord r = RunRecord(TaskId::ForNormalTask(JobId::FromInt(4)), 0);
+  TimelineRing ring(16);
+  {
+    capnp::MallocMessageBuilder m;
+    auto batch = m.initRoot<proto::TimelineEvents>();
+    batch.setPackedVersion(kTimelinePackedVersion);
+    auto packed =
+        batch.initPacked(static_cast<unsigned>(kTimelinePackedBytes + 5));  // wrong length
+    std::memcpy(packed.begin(), static_cast<const void*>(&r), kTimelinePackedBytes);
+    auto added = AddTimelineBatch(batch.asReader(), 1, &ring);
+    ASSERT_FALSE(added.ok());
+    EXPECT_NE(added.status().message().find("not a multiple"), std::string::npos)
+        << added.status().message();
+  }
+  {
+    capnp::MallocMessageBuilder m;
+    auto batch = m.initRoot<proto::TimelineEvents>();
+    PackTimeline(&r, 1, batch);
+    batch.setPackedVersion(kTimelinePackedVersion + 1);  // a layout this build does not read
+    auto added = AddTimelineBatch(batch.asReader(), 1, &ring);
+    ASSERT_FALSE(added.ok());
+    EXPECT_NE(added.status().message().find("version"), std::string::npos);
+  }
+  {
+    // An unterminated function name is cut at the record's end, not read past it.
+    TimelineRecord bad = r;
+    std::memset(bad.function, 'x', sizeof(bad.function));
+    capnp::MallocMessageBuilder m;
+    auto batch = m.initRoot<proto::TimelineEvents>();
+    PackTimeline(&bad, 1, batch);
+    ASSERT_TRUE(AddTimelineBatch(batch.asReader(), 1, &ring).ok());
+  }
+  ASSERT_EQ(ring.size(), 1u);
+  ring.ForEach(JobId(), [&](const TimelineRecord& got) {
+    EXPECT_EQ(std::strlen(got.function), kTimelineFunctionBytes - 1);
+  });
+}
+
+// The list form (what the node answers a client, and what older workers sent) is still read.
+TEST(TimelinePacked, StillReadsTheListForm) {
+  TimelineRecord r = RunRecord(TaskId::ForNormalTask(JobId::FromInt(6)), 5);
+  capnp::MallocMessageBuilder m;
+  auto batch = m.initRoot<proto::TimelineEvents>();
+  ToProto(r, batch.initEvents(1)[0]);
+  TimelineRing ring(4);
+  auto added = AddTimelineBatch(batch.asReader(), 77, &ring);
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(*added, 1u);
+  ring.ForEach(JobId(), [&](const TimelineRecord& got) {
+    EXPECT_EQ(got.Task(), r.Task());
+    EXPECT_EQ(got.worker_pid, 77);
+  });
+}
+
 TEST(ChromeTrace, OverlappingSchedulingGoesOnSeparateThreads) {
   NodeTimeline n;
   n.node = NodeId::FromRandom();

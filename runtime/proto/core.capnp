@@ -188,6 +188,14 @@ struct TimelineEvents {
   dropped @2 :UInt64;    # events the node's ring let go (the oldest first) since it started
   capacity @3 :UInt64;   # the ring's bound, in events; 0: the timeline is off on that node
   hostname @4 :Text;
+  # A worker's batch, packed (runtime/core/timeline.h, PackTimeline): `packed` holds n events of
+  # kTimelinePackedBytes each, every one a TimelineRecord as the worker's build lays it out in
+  # memory (little-endian; worker and node run the same build). `packedVersion` names that
+  # layout (kTimelinePackedVersion); a node drops, and logs, a batch of a version it does not read
+  # or whose length is not a multiple of the record. A batch without `packed` is read from
+  # `events` (the list form: what the node answers a client, and what older workers sent).
+  packed @5 :Data;
+  packedVersion @6 :UInt16;
 }
 
 struct JobInfo {
