@@ -169,7 +169,7 @@ int Rank(const Setup& s, int world, int rank) {
       double factor = 2.0 * (world - 1) / world;
       double busbw = factor * static_cast<double>(bytes) / ours_s;
       double bound_s = factor * static_cast<double>(bytes) / s.tcp_bytes_per_s;
-      char size[16];
+      char size[32];
       if (bytes >= (1 << 20)) {
         std::snprintf(size, sizeof(size), "%zu MiB", bytes >> 20);
       } else {

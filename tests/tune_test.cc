@@ -96,8 +96,9 @@ TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
   for (auto& [id, line] : trials) {
     stopped += line.find("state=STOPPED") != std::string::npos;
     finished += line.find("state=FINISHED") != std::string::npos;
-    if (line.find("state=FINISHED") != std::string::npos)
+    if (line.find("state=FINISHED") != std::string::npos) {
       EXPECT_NE(line.find("iterations=9 "), std::string::npos) << line;
+    }
     nodes.insert(Field(line, "node"));
   }
   // ASHA with rf 3 over 12 trials stops most of them at the rungs and lets a few finish.

@@ -89,7 +89,8 @@ int ListExperiments(ControlClient& head, const Flags& flags) {
           best ? JsonString(best->id).c_str() : "null",
           best_value ? tune::FormatNumber(*best_value).c_str() : "null");
     } else {
-      std::string b = best ? tune::FormatNumber(*best_value) + " (" + best->id + ")" : "-";
+      std::string b =
+          best && best_value ? tune::FormatNumber(*best_value) + " (" + best->id + ")" : "-";
       std::printf("%-28s %-8s %7zu %9zu %-12s %s\n", name.c_str(), state, table.trials.size(),
                   running, (spec.metric + (spec.maximize ? " max" : " min")).c_str(), b.c_str());
     }

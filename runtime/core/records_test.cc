@@ -74,7 +74,9 @@ TEST(RecordsTest, GarbageIsRefusedNotCrashedOn) {
                           std::string(8, '\0') + std::string(8, '\x7f')}) {
     auto r = DecodeRecord<JobRecord>(bad);
     EXPECT_FALSE(r.ok()) << bad.size() << " bytes";
-    if (!r.ok()) EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    }
   }
 }
 

@@ -220,14 +220,15 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
   if (w.is_actor) {
     counters_.actors_dead++;
     if (!w.actor.empty()) {
-      ActorEnd e{w.actor,
-                 w.actor_class,
-                 w.job,
-                 node_id_.Hex(),
-                 w.spawned_pid,
-                 w.actor_life,
-                 w.actor_max_restarts,
-                 w.actor_restart_cause};
+      ActorEnd e;
+      e.actor = w.actor;
+      e.class_name = w.actor_class;
+      e.job = w.job;
+      e.node = node_id_.Hex();
+      e.pid = w.spawned_pid;
+      e.life = w.actor_life;
+      e.max_restarts = w.actor_max_restarts;
+      e.restart_cause = w.actor_restart_cause;
       e.with_job = why == kEndedWithJob;
       e.cause = e.with_job ? "its owner left (its job ended)" : ActorEndCause(why, &by_user);
       e.by_user = by_user;

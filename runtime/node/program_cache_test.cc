@@ -185,7 +185,9 @@ TEST(WriteFileAtomicallyTest, AWriteThatFailsHalfwayLeavesNoTemporaryFile) {
   ASSERT_EQ(chmod(dir.path().c_str(), 0500), 0);
   st = WriteFileAtomically(path, bytes.data(), bytes.size(), 0700);
   ASSERT_EQ(chmod(dir.path().c_str(), 0700), 0);
-  if (geteuid() != 0) EXPECT_FALSE(st.ok());
+  if (geteuid() != 0) {
+    EXPECT_FALSE(st.ok());
+  }
   EXPECT_TRUE(FilesUnder(dir.path()).empty() || geteuid() == 0);
   std::filesystem::remove(path);
   ASSERT_TRUE(WriteFileAtomically(path, bytes.data(), bytes.size(), 0700).ok());

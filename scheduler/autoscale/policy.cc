@@ -550,7 +550,7 @@ Result<Decision> Round::Run() {
   CountNodes();
   std::vector<Unit> units;
   for (size_t i = 0; i < s_.demand.size(); ++i) {
-    for (int c = 0; c < s_.demand[i].count; ++c) units.push_back(Unit{i});
+    for (int c = 0; c < s_.demand[i].count; ++c) units.push_back(Unit{i, Reason::kNoTypeFits, {}});
   }
   // Largest first (first-fit decreasing), then in the order given.
   std::vector<SizeKey> keys;
