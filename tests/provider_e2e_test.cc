@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <cstdlib>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -212,14 +213,6 @@ class SlurmE2ETest : public ProviderE2ETest {
 // Work the on-prem node (CPU=1) cannot hold: the monitor sbatches a job, its node joins with the
 // type's labels, runs the work, and once idle is drained and scancelled; squeue shows it gone.
 TEST_F(SlurmE2ETest, JobNodeRunsTheWorkAndIsCancelledWhenIdle) {
-  // Known failure, kept visible: on the lead's machine (2026-11-25) two nodes of the type join at
-  // the same moment for this one CPU=2 task (3 runs of 3; it had passed earlier the same day), so
-  // the check of exactly one fails. Not yet known whether the monitor launches twice or one job
-  // starts two nodes. CUMULUS_RUN_KNOWN_FAILURES=1 runs it.
-  if (!std::getenv("CUMULUS_RUN_KNOWN_FAILURES")) {
-    GTEST_SKIP() << "known failure: two SLURM nodes join for one launch (docs/autoscaler.md, "
-                    "'Tested end to end'); set CUMULUS_RUN_KNOWN_FAILURES=1 to run it";
-  }
   Clock::time_point start = Clock::now();
   StartCluster(WriteClusterFile(), "1", /*insecure=*/false);
   auto driver = Driver({"--cpus=2", "--hold_ms=1000"});
@@ -238,6 +231,10 @@ TEST_F(SlurmE2ETest, JobNodeRunsTheWorkAndIsCancelledWhenIdle) {
       << "squeue never knew job " << job << ": " << all;
   EXPECT_TRUE(all.find(job + " CANCELLED") != std::string::npos ||
               all.find(job + " COMPLETED") != std::string::npos)
+      << all;
+  // One task, one sbatch: SLURM knew no other job (it keeps ended ones for MinJobAge, 300 s).
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1)
+      << "more than one job was submitted for one task:\n"
       << all;
   std::printf(
       "slurm e2e: SLURM up in %lld ms; after the driver started: node joined %lld ms, work done "

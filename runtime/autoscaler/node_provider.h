@@ -72,7 +72,10 @@ class NodeProvider {
   virtual Result<std::vector<std::string>> Launch(const NodeTypeConfig& type, int count,
                                                   const LaunchSpec& spec, TimePoint deadline) = 0;
 
-  // Every instance this provider launched for this cluster that it can still see.
+  // Every instance this provider launched for this cluster that it can still see. May run
+  // concurrently with Launch(): an instance launched while List runs may be missing from its
+  // answer, but is never said to be terminated or failed because it is missing (the monitor
+  // forgets ended instances, so it would launch another in its place).
   virtual Result<std::vector<Instance>> List(TimePoint deadline) = 0;
 
   // Stops instance `id` (its node leaves the cluster). Returns once the provider has taken the

@@ -179,6 +179,14 @@ Result<std::vector<std::string>> SlurmProvider::Launch(const NodeTypeConfig& typ
 }
 
 Result<std::vector<Instance>> SlurmProvider::List(TimePoint deadline) {
+  // The jobs submitted before squeue runs: only these can be missing from its answer because
+  // they finished. A job whose sbatch returns while squeue runs may not be in the answer either,
+  // and saying it finished would make the monitor forget it and launch again (two nodes for one).
+  std::map<std::string, std::string> submitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    submitted = launched_;
+  }
   std::vector<std::string> argv = {"squeue", "--me", "-h", "-t", "all", "-o", "%i|%j|%T|%r"};
   double until = 0;
   CUMULUS_ASSIGN_OR_RETURN(ProgramResult r, Slurm(argv, deadline, &until));
@@ -202,8 +210,7 @@ Result<std::vector<Instance>> SlurmProvider::List(TimePoint deadline) {
     seen.insert(in.id);
     out.push_back(std::move(in));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, type] : launched_) {
+  for (auto& [id, type] : submitted) {
     if (seen.count(id)) continue;
     Instance in;
     in.id = id;

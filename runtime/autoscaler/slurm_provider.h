@@ -8,8 +8,10 @@
 //   List       `squeue --me -h -t all`, the jobs named PREFIX+CLUSTER.*: PENDING and the like are
 //              pending; RUNNING and COMPLETING running; COMPLETED and CANCELLED terminated;
 //              FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, ... failed (detail: the
-//              state and reason). A job launched here that squeue no longer shows (SLURM forgets
-//              finished jobs after MinJobAge) is terminated. The node id is read from the job's
+//              state and reason). A job launched here before squeue ran that squeue no longer
+//              shows (SLURM forgets finished jobs after MinJobAge) is terminated; one whose
+//              sbatch returned while squeue ran is not listed unless squeue showed it (it may be
+//              too new for squeue's answer, not finished). The node id is read from the job's
 //              output when OUTPUT_DIR is readable here (a shared filesystem), else "".
 //   Terminate  `scancel JOBID` (SLURM sends SIGTERM: the daemon leaves the cluster cleanly);
 //              a job already finished is OK.
