@@ -241,13 +241,25 @@ TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
 }
 
 // The default scheduler pauses, resumes and stops paused trials from ChooseTrialToRun: its
-// restore replays those choices too (20 trials of 10 iterations: a budget of 48 iterations).
+// restore replays those choices too. Its budget is the user's (budget_fraction 0.15 of 20 trials
+// of 10 iterations: 30 iterations, where the default 0.24 would spend up to 48), journaled and
+// restored with the experiment.
 TEST_F(TuneTest, DriverKilledAndRestoredWithTheBudgetScheduler) {
   std::string out;
-  KillAndRestore("crash-budget", {"--samples=20", "--iters=10", "--scheduler=budget"}, &out);
+  KillAndRestore("crash-budget",
+                 {"--samples=20", "--iters=10", "--scheduler=budget", "--budget-fraction=0.15"},
+                 &out);
   // The budget binds: trials were stopped early, and none was left paused.
   EXPECT_EQ(out.find(" stopped=0 "), std::string::npos) << out;
   EXPECT_NE(out.find(" paused=0"), std::string::npos) << out;
+  auto journal = Load("crash-budget");
+  ASSERT_TRUE(journal.ok()) << journal.status();
+  EXPECT_EQ(journal->spec.budget_fraction, 0.15);
+  // The scheduler, before the kill and after the restore, spent the user's budget, not the default.
+  int64_t iterations = 0;
+  for (auto& e : journal->entries) iterations += e.kind == JournalEntry::Kind::kReport;
+  EXPECT_LE(iterations, 30) << out;
+  EXPECT_GE(iterations, 20) << out;  // every trial ran its prefix (1 iteration)
 }
 
 // `cumulus stop trial`: one trial of a running experiment stopped from the command line (within
@@ -605,6 +617,10 @@ TEST_F(TuneTest, FunctionTrainableAndBadInput) {
       << out;
   EXPECT_NE(out.find("without the experiment's metric 'loss'"), std::string::npos) << out;
   EXPECT_NE(out.find("BAD exists AlreadyExists"), std::string::npos) << out;
+  EXPECT_NE(out.find("BAD budget InvalidArgument: tuner: scheduler: budget_fraction (of full "
+                     "compute) must be in (0, 1], not 1.5\n"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("BAD infeasible its resources can never be had"), std::string::npos) << out;
 }
 
