@@ -9,7 +9,7 @@
 //   build/bin/tune_fashion_mnist [--samples N] [--epochs E] [--train-limit K]
 //                                [--scheduler NAME] [--workers-per-trial W] [--name EXP]
 //                                [--restore EXP] [--seed S] [--data DIR] [--cluster-dir DIR]
-//                                [--min-accuracy PCT]
+//                                [--min-accuracy PCT] [--budget-fraction F]
 //
 // Trials are scored on validation accuracy: the last 5,000 training images, which no trial trains
 // on; the test set is used once, for the best trial. The model and the dataset code are
@@ -211,6 +211,7 @@ struct Flags {
   int64_t epochs = 4;
   int64_t train_limit = kValidationFirst;
   std::string scheduler = "asha";
+  double budget_fraction = tune::SchedulerSettings().budget_fraction;
   int workers_per_trial = 1;
   std::string name, restore;
   uint64_t seed = 0;
@@ -225,7 +226,7 @@ void Usage(FILE* out) {
       "Usage: tune_fashion_mnist [--samples N] [--epochs E] [--train-limit K]\n"
       "                          [--scheduler NAME] [--workers-per-trial W] [--name EXP]\n"
       "                          [--restore EXP] [--seed S] [--data DIR] [--cluster-dir DIR]\n"
-      "                          [--min-accuracy PCT]\n\n"
+      "                          [--min-accuracy PCT] [--budget-fraction F]\n\n"
       "Tunes a 784-W-W/2-10 MLP on Fashion-MNIST (learning rate, width W, batch size,\n"
       "momentum): N trials, each an actor training for up to E epochs, the weak ones stopped\n"
       "early by the scheduler. Prints the best config, its test accuracy, the trials stopped\n"
@@ -236,6 +237,8 @@ void Usage(FILE* out) {
       "                        55,000: the last 5,000 score the trials (default 55000)\n"
       "  --scheduler NAME      asha, hyperband, median, bound, budget, pbt or fifo (default asha,\n"
       "                        with Ray Tune's defaults: grace 1, reduction factor 4)\n"
+      "  --budget-fraction F   --scheduler budget: the epochs to spend, as a fraction of every\n"
+      "                        trial trained for E epochs (default 0.24)\n"
       "  --workers-per-trial W each trial a gang of W actors training data-parallel\n"
       "                        (gradients averaged by allreduce) (default 1)\n"
       "  --name EXP            the experiment's name (default tune_fashion_mnist-TIME)\n"
@@ -301,6 +304,8 @@ Flags ParseFlags(int argc, char** argv) {
                      f.scheduler.c_str());
         std::exit(2);
       }
+    } else if (a == "--budget-fraction") {
+      f.budget_fraction = number(0.001, 1);
     } else if (a == "--workers-per-trial") {
       f.workers_per_trial = static_cast<int>(integer(1, 32));
     } else if (a == "--name") {
@@ -415,6 +420,7 @@ int Run(Flags f) {
     o.max_iterations = f.epochs;
     o.seed = f.seed;
     o.scheduler.kind = f.scheduler;
+    o.scheduler.budget_fraction = f.budget_fraction;
     if (f.scheduler == "pbt") {  // exploit every epoch, perturbing the optimiser's settings
       o.scheduler.pbt_interval = 1;
       o.scheduler.pbt_mutations.LogUniform("lr", 1e-3, 0.5).Uniform("momentum", 0.5, 0.99);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -80,6 +81,7 @@ class ClusterTest : public ::testing::Test {
                                      head_store_memory_};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = std::make_unique<Subprocess>(argv);
+    head_pid_ = p->pid();
     auto ready = p->WaitForLine("cumulus head ready", 30s);
     EXPECT_TRUE(ready) << "the head did not become ready";
     if (ready) {
@@ -115,10 +117,30 @@ class ClusterTest : public ::testing::Test {
     return p;
   }
 
+  // A client of the test's head (the one StartHead last started). nullptr when it cannot be
+  // reached, after a test failure that says so and whether that head process still runs: a
+  // caller checks the result (ASSERT_TRUE(c), or returns) before using it.
   std::unique_ptr<ControlClient> Client() {
-    auto c = ControlClient::Connect(*ParseHostPort(address_), token_);
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? std::move(*c) : nullptr;
+    auto where = ParseHostPort(address_);
+    if (!where.ok()) {
+      ADD_FAILURE() << "ClusterTest::Client: no head address ('" << address_
+                    << "'): start the head with StartHead first";
+      return nullptr;
+    }
+    auto c = ControlClient::Connect(*where, token_);
+    if (c.ok()) return std::move(*c);
+    std::string head;
+    if (head_pid_ <= 0) {
+      head = "this test started no head";
+    } else if (kill(head_pid_, 0) == 0) {
+      head = "its process, pid " + std::to_string(head_pid_) + ", still runs";
+    } else {
+      head = "its process, pid " + std::to_string(head_pid_) +
+             ", is gone: it exited, or the Subprocess that owned it was destroyed, which kills it";
+    }
+    ADD_FAILURE() << "ClusterTest::Client: cannot reach the test's head at " << address_ << " ("
+                  << head << "); " << c.status();
+    return nullptr;
   }
 
   ClusterView View() {
@@ -232,6 +254,7 @@ class ClusterTest : public ::testing::Test {
 
   TempDir dir_;
   std::string address_, token_file_, token_;
+  pid_t head_pid_ = -1;  // the head StartHead last started (Client() says whether it still runs)
 };
 
 }  // namespace cumulus

@@ -119,6 +119,7 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   ASSERT_EQ(before.nodes.size(), 4u);
   {
     auto c = Client();
+    ASSERT_TRUE(c);
     ASSERT_TRUE(c->KvPut("rendezvous", "nccl-id", std::string("\x01\x00\x02", 3)).ok());
   }
   int port = ParseHostPort(address_)->port;
@@ -150,6 +151,7 @@ TEST_F(ControlPlaneTest, ARestartedHeadRecoversItsTablesAndNodesReRegister) {
   EXPECT_EQ(dead->state, NodeState::kDead);
   EXPECT_EQ(dead->death_reason, Find(before, doomed)->death_reason);
   auto c = Client();
+  ASSERT_TRUE(c);
   auto value = c->KvGet("rendezvous", "nccl-id");
   ASSERT_TRUE(value.ok()) << value.status();
   EXPECT_EQ(*value, std::string("\x01\x00\x02", 3));
@@ -282,6 +284,7 @@ TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
   auto head = StartHead({"--no-node"});
   auto waiter = Client();
   auto putter = Client();
+  ASSERT_TRUE(waiter && putter);
   std::thread t([&] {
     // Runs while the waiter blocks; the put is what ends the wait.
     auto waited = waiter->KvWait("job1", "rank0-addr", 10s);
@@ -307,6 +310,7 @@ TEST_F(ControlPlaneTest, KeyValueWaitIsAnsweredByAPutFromAnotherClient) {
 TEST_F(ControlPlaneTest, KeyValueListPagesThroughOneNamespaceAndPrefix) {
   auto head = StartHead({});
   auto c = Client();
+  ASSERT_TRUE(c);
   for (int i = 0; i < 25; ++i) {
     char key[16];
     std::snprintf(key, sizeof(key), "job/%02d", i);

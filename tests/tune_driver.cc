@@ -4,6 +4,7 @@
 //   tune_driver --scenario=run|restore|gang|function|bad --name=EXP [--samples=N] [--iters=N]
 //               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
 //               [--concurrent=N] [--pending=N (max_pending_trials)]
+//               [--budget-fraction=F (the budget scheduler's budget_fraction)]
 //
 // It prints "RESULT ..." lines and then DONE.
 #include <cmath>
@@ -125,6 +126,8 @@ int main(int argc, char** argv) {
   o.max_iterations = std::stoll(Flag(argc, argv, "iters", "9"));
   o.scheduler.kind = Flag(argc, argv, "scheduler", "asha");
   o.scheduler.reduction_factor = 3;
+  if (std::string f = Flag(argc, argv, "budget-fraction", ""); !f.empty())
+    o.scheduler.budget_fraction = std::stod(f);
   o.seed = 7;
   o.max_concurrent_trials = std::stoi(Flag(argc, argv, "concurrent", "0"));
   if (std::string pending = Flag(argc, argv, "pending", ""); !pending.empty())
@@ -164,6 +167,11 @@ int main(int argc, char** argv) {
     m.mode = "up";
     auto b = tune::Tuner::Create<Quadratic>(space, m);
     std::printf("BAD mode %s\n", b.ok() ? "accepted" : b.status().ToString().c_str());
+    tune::TunerOptions budget = o;
+    budget.scheduler.kind = "budget";
+    budget.scheduler.budget_fraction = 1.5;
+    auto bf = tune::Tuner::Create<Quadratic>(space, budget);
+    std::printf("BAD budget %s\n", bf.ok() ? "accepted" : bf.status().ToString().c_str());
     auto c = tune::Tuner::Restore<Quadratic>("no-such-experiment", space);
     std::printf("BAD restore %s\n", c.ok() ? "accepted" : c.status().ToString().c_str());
     tune::TunerOptions w = o;

@@ -54,14 +54,17 @@ class TuneTest : public ClusterTest {
     }
     return t;
   }
+  // The journal of `name` in the test's head (Unavailable, and a failure, if it cannot be reached).
   Result<tune::Journal::Loaded> Load(const std::string& name) {
     auto c = Client();
+    if (!c) return Status::Unavailable("the journal of '" + name + "': the head is unreachable");
     return tune::Journal::Load(*c, name);
   }
   // Waits until the journal of `name` has `reports` reports; false at the deadline.
   bool WaitForReports(const std::string& name, size_t reports, std::chrono::seconds limit) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     auto c = Client();
+    if (!c) return false;
     while (std::chrono::steady_clock::now() < deadline) {
       auto j = tune::Journal::Load(*c, name);
       if (j.ok()) {
@@ -75,9 +78,11 @@ class TuneTest : public ClusterTest {
   }
   // A run of experiment `name` (with `flags` after the common ones) SIGKILLed after 8 reports,
   // then restored: nothing journaled changes, no finished trial runs again, it ends. `result`:
-  // the restored driver's output.
+  // the restored driver's output; `journal`: the experiment's journal once it ended. The head
+  // is this function's and is stopped when it returns: what a caller checks in the journal it
+  // checks in `journal`, not with Load().
   void KillAndRestore(const std::string& name, std::vector<std::string> flags,
-                      std::string* result = nullptr);
+                      std::string* result = nullptr, tune::Journal::Loaded* journal = nullptr);
 };
 
 TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
@@ -176,7 +181,7 @@ TEST_F(TuneTest, TrialsCommandShowsTheJournaledExperiment) {
 }
 
 void TuneTest::KillAndRestore(const std::string& name, std::vector<std::string> flags,
-                              std::string* result) {
+                              std::string* result, tune::Journal::Loaded* journal) {
   auto head = StartHead({"--resources", "CPU=3"});
   std::vector<std::string> args = {"--scenario=run", "--name=" + name, "--step-ms=150",
                                    "--concurrent=3"};
@@ -202,6 +207,7 @@ void TuneTest::KillAndRestore(const std::string& name, std::vector<std::string> 
 
   auto after = Load(name);
   ASSERT_TRUE(after.ok()) << after.status();
+  if (journal != nullptr) *journal = *after;
   // What was journaled before the kill is untouched; the rest was appended.
   ASSERT_GE(after->entries.size(), before->entries.size());
   for (size_t i = 0; i < before->entries.size(); ++i) {
@@ -242,13 +248,25 @@ TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
 }
 
 // The default scheduler pauses, resumes and stops paused trials from ChooseTrialToRun: its
-// restore replays those choices too (20 trials of 10 iterations: a budget of 48 iterations).
+// restore replays those choices too. Its budget is the user's (budget_fraction 0.15 of 20 trials
+// of 10 iterations: 30 iterations, where the default 0.24 would spend up to 48), journaled and
+// restored with the experiment.
 TEST_F(TuneTest, DriverKilledAndRestoredWithTheBudgetScheduler) {
   std::string out;
-  KillAndRestore("crash-budget", {"--samples=20", "--iters=10", "--scheduler=budget"}, &out);
+  tune::Journal::Loaded journal;
+  KillAndRestore("crash-budget",
+                 {"--samples=20", "--iters=10", "--scheduler=budget", "--budget-fraction=0.15"},
+                 &out, &journal);
+  if (HasFatalFailure()) return;
   // The budget binds: trials were stopped early, and none was left paused.
   EXPECT_EQ(out.find(" stopped=0 "), std::string::npos) << out;
   EXPECT_NE(out.find(" paused=0"), std::string::npos) << out;
+  EXPECT_EQ(journal.spec.budget_fraction, 0.15);
+  // The scheduler, before the kill and after the restore, spent the user's budget, not the default.
+  int64_t iterations = 0;
+  for (auto& e : journal.entries) iterations += e.kind == JournalEntry::Kind::kReport;
+  EXPECT_LE(iterations, 30) << out;
+  EXPECT_GE(iterations, 20) << out;  // every trial ran its prefix (1 iteration)
 }
 
 // `cumulus stop trial`: one trial of a running experiment stopped from the command line (within
@@ -387,6 +405,7 @@ TEST_F(TuneTest, StopTrialFromTheCommandLine) {
   EXPECT_EQ(reports_of(*after, 2, before), 0u) << "t0002 ran again after the restore";
   // No request is left behind.
   auto c = Client();
+  ASSERT_TRUE(c);
   auto left = c->KvList(tune::kStopRequestsNamespace, "stopper/");
   ASSERT_TRUE(left.ok()) << left.status();
   EXPECT_TRUE(left->entries.empty());
@@ -606,6 +625,10 @@ TEST_F(TuneTest, FunctionTrainableAndBadInput) {
       << out;
   EXPECT_NE(out.find("without the experiment's metric 'loss'"), std::string::npos) << out;
   EXPECT_NE(out.find("BAD exists AlreadyExists"), std::string::npos) << out;
+  EXPECT_NE(out.find("BAD budget InvalidArgument: tuner: scheduler: budget_fraction (of full "
+                     "compute) must be in (0, 1], not 1.5\n"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("BAD infeasible its resources can never be had"), std::string::npos) << out;
 }
 

@@ -43,6 +43,12 @@ struct ExperimentSpec {
   pbtMutations @30 :List(Text);
   isFunction @31 :Bool;
   maxPendingTrials @32 :Int32;  # absent in journals from before it: 0
+  # The budget scheduler's settings. Journals from before them read these defaults, which must
+  # equal SchedulerOptions' (scheduler/tune/trial_scheduler.h; runtime/tune/journal_test.cc).
+  budgetFraction @33 :Float64 = 0.24;
+  budgetMinPrefix @34 :Float64 = 0.05;
+  budgetReductionFactor @35 :Float64 = 2;
+  budgetPromotionShare @36 :Float64 = 0.7;
 }
 
 struct JournalEntry {

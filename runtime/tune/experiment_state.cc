@@ -189,6 +189,28 @@ ExperimentTable ExperimentState::ToTable(std::vector<std::pair<int64_t, double>>
   return table;
 }
 
+Result<SchedulerOptions> SchedulerOptionsFromSpec(const ExperimentSpec& spec) {
+  SchedulerOptions o;
+  CUMULUS_ASSIGN_OR_RETURN(o.kind, ParseSchedulerKind(spec.scheduler));
+  o.mode = spec.maximize ? Mode::kMax : Mode::kMin;
+  o.max_t = spec.max_iterations;
+  o.seed = spec.seed;
+  o.grace_period = spec.grace_period;
+  o.reduction_factor = spec.reduction_factor;
+  o.brackets = spec.brackets;
+  o.median_grace_period = spec.median_grace_period;
+  o.median_min_samples = spec.median_min_samples;
+  o.pbt_interval = spec.pbt_interval;
+  o.pbt_quantile = spec.pbt_quantile;
+  o.pbt_resample_probability = spec.pbt_resample_probability;
+  o.bound_min_finished = spec.bound_min_finished;
+  o.budget_fraction = spec.budget_fraction;
+  o.budget_min_prefix = spec.budget_min_prefix;
+  o.budget_reduction_factor = spec.budget_reduction_factor;
+  o.budget_promotion_share = spec.budget_promotion_share;
+  return o;
+}
+
 Result<std::vector<std::pair<int64_t, double>>> ReplayCutoffs(
     const ExperimentSpec& spec, const std::vector<JournalEntry>& entries) {
   std::vector<std::pair<int64_t, double>> out;
@@ -197,15 +219,7 @@ Result<std::vector<std::pair<int64_t, double>>> ReplayCutoffs(
       *kind == SchedulerKind::kMedian) {
     return out;
   }
-  SchedulerOptions o;
-  o.kind = *kind;
-  o.mode = spec.maximize ? Mode::kMax : Mode::kMin;
-  o.max_t = spec.max_iterations;
-  o.seed = spec.seed;
-  o.grace_period = spec.grace_period;
-  o.reduction_factor = spec.reduction_factor;
-  o.brackets = spec.brackets;
-  o.bound_min_finished = spec.bound_min_finished;
+  CUMULUS_ASSIGN_OR_RETURN(SchedulerOptions o, SchedulerOptionsFromSpec(spec));
   CUMULUS_ASSIGN_OR_RETURN(auto scheduler, MakeTrialScheduler(o));
   for (auto& e : entries) {
     switch (e.kind) {

@@ -13,6 +13,7 @@
 #include "cumulus/tune.h"
 #include "runtime/tune/journal.h"
 #include "runtime/tune/trial_table.h"
+#include "scheduler/tune/trial_scheduler.h"
 
 namespace cumulus::tune {
 
@@ -62,6 +63,12 @@ class ExperimentState {
   std::string end_reason_;
   int runs_ = 0;
 };
+
+// The trial scheduler's options as the experiment's spec records them (kind, mode, max_t, seed
+// and every kind's settings), all but PBT's mutations, which need the search space. The one place
+// a spec becomes SchedulerOptions: the live tuner, its restore and ReplayCutoffs use it.
+// InvalidArgument for an unknown scheduler kind; the values are checked by MakeTrialScheduler.
+Result<SchedulerOptions> SchedulerOptionsFromSpec(const ExperimentSpec& spec);
 
 // The rung cut-offs of the experiment's trial scheduler after `entries`: a fresh scheduler made
 // from the spec is given the journal's trials, reports and ends (the searcher is not needed).

@@ -91,6 +91,10 @@ std::string EncodeSpec(const ExperimentSpec& s) {
   b.setPbtResampleProbability(s.pbt_resample_probability);
   SetTexts(b.initPbtMutations(static_cast<unsigned>(s.pbt_mutations.size())), s.pbt_mutations);
   b.setBoundMinFinished(s.bound_min_finished);
+  b.setBudgetFraction(s.budget_fraction);
+  b.setBudgetMinPrefix(s.budget_min_prefix);
+  b.setBudgetReductionFactor(s.budget_reduction_factor);
+  b.setBudgetPromotionShare(s.budget_promotion_share);
   b.setMaxIterations(s.max_iterations);
   SetNamed(b.initStop(static_cast<unsigned>(s.stop.size())), s.stop);
   b.setTimeBudgetSeconds(s.time_budget_seconds);
@@ -145,6 +149,10 @@ Result<ExperimentSpec> ReadSpec(std::string_view bytes) {
     s.pbt_resample_probability = b.getPbtResampleProbability();
     s.pbt_mutations = Texts(b.getPbtMutations());
     s.bound_min_finished = b.getBoundMinFinished();
+    s.budget_fraction = b.getBudgetFraction();
+    s.budget_min_prefix = b.getBudgetMinPrefix();
+    s.budget_reduction_factor = b.getBudgetReductionFactor();
+    s.budget_promotion_share = b.getBudgetPromotionShare();
     s.max_iterations = b.getMaxIterations();
     s.stop = Named(b.getStop());
     s.time_budget_seconds = b.getTimeBudgetSeconds();

@@ -48,6 +48,9 @@ struct ExperimentSpec {
   double pbt_quantile = 0.25, pbt_resample_probability = 0.25;
   std::vector<std::string> pbt_mutations;
   int64_t bound_min_finished = 10;
+  // Journals from before these were recorded read SchedulerOptions' defaults (tune.capnp).
+  double budget_fraction = 0.24, budget_min_prefix = 0.05;
+  double budget_reduction_factor = 2, budget_promotion_share = 0.7;
   int64_t max_iterations = 100;
   std::map<std::string, double> stop;
   int64_t time_budget_seconds = 0;

@@ -11,19 +11,7 @@ Status Tuner::Impl::MakePolicies() {
   so.seed = spec_.seed;
   so.num_samples = spec_.num_samples;
   CUMULUS_ASSIGN_OR_RETURN(searcher_, MakeSearcher(space_, so));
-  SchedulerOptions o;
-  CUMULUS_ASSIGN_OR_RETURN(o.kind, ParseSchedulerKind(spec_.scheduler));
-  o.mode = mode_;
-  o.max_t = spec_.max_iterations;
-  o.seed = spec_.seed;
-  o.grace_period = spec_.grace_period;
-  o.reduction_factor = spec_.reduction_factor;
-  o.brackets = spec_.brackets;
-  o.median_grace_period = spec_.median_grace_period;
-  o.median_min_samples = spec_.median_min_samples;
-  o.pbt_interval = spec_.pbt_interval;
-  o.pbt_quantile = spec_.pbt_quantile;
-  o.pbt_resample_probability = spec_.pbt_resample_probability;
+  CUMULUS_ASSIGN_OR_RETURN(SchedulerOptions o, SchedulerOptionsFromSpec(spec_));
   for (auto& name : spec_.pbt_mutations) {
     const Param* p = space_.Find(name);
     if (p == nullptr) {
@@ -32,7 +20,6 @@ Status Tuner::Impl::MakePolicies() {
     }
     o.pbt_mutations.Add(*p);
   }
-  o.bound_min_finished = spec_.bound_min_finished;
   auto made = MakeTrialScheduler(o);
   if (!made.ok()) return Status::InvalidArgument("tuner: " + made.status().message());
   scheduler_ = std::move(*made);

@@ -85,6 +85,10 @@ Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace&
   s.pbt_resample_probability = o.scheduler.pbt_resample_probability;
   for (auto& p : o.scheduler.pbt_mutations.params()) s.pbt_mutations.push_back(p.name);
   s.bound_min_finished = o.scheduler.bound_min_finished;
+  s.budget_fraction = o.scheduler.budget_fraction;
+  s.budget_min_prefix = o.scheduler.budget_min_prefix;
+  s.budget_reduction_factor = o.scheduler.budget_reduction_factor;
+  s.budget_promotion_share = o.scheduler.budget_promotion_share;
   s.max_iterations = o.max_iterations;
   s.stop = o.stop;
   s.time_budget_seconds = o.time_budget.count();

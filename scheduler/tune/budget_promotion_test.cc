@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -167,13 +168,17 @@ TEST(BudgetPromotion, BadOptionsAreOneClearError) {
   SchedulerOptions o = BudgetOptions(10);
   o.budget_fraction = 0;
   EXPECT_EQ(MakeTrialScheduler(o).status().message(),
-            "scheduler: budget: the fraction of full compute must be in (0, 1]");
+            "scheduler: budget_fraction (of full compute) must be in (0, 1], not 0");
   o = BudgetOptions(10);
   o.budget_reduction_factor = 1;
   EXPECT_FALSE(MakeTrialScheduler(o).ok());
   o = BudgetOptions(10);
   o.budget_min_prefix = 1.5;
   EXPECT_FALSE(MakeTrialScheduler(o).ok());
+  o = BudgetOptions(10);
+  o.budget_promotion_share = std::nan("");
+  EXPECT_EQ(MakeTrialScheduler(o).status().message(),
+            "scheduler: budget_promotion_share must be in [0, 1], not nan");
 }
 
 }  // namespace

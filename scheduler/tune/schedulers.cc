@@ -1,6 +1,7 @@
 // fifo, asha, hyperband, median and pbt (see trial_scheduler.h); `bound` is in curve_bound.cc.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -359,14 +360,22 @@ Status CheckOptions(const SchedulerOptions& o) {
       return bad("bound: the slack must be a finite number >= 0");
   }
   if (o.kind == SchedulerKind::kBudget) {
+    // Named as SchedulerSettings names them, with the value given.
+    auto got = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%g", v);
+      return std::string(", not ") + buf;
+    };
     if (!(o.budget_fraction > 0 && o.budget_fraction <= 1))
-      return bad("budget: the fraction of full compute must be in (0, 1]");
+      return bad("budget_fraction (of full compute) must be in (0, 1]" + got(o.budget_fraction));
     if (!(o.budget_min_prefix >= 0 && o.budget_min_prefix <= 1))
-      return bad("budget: the minimum prefix must be a fraction of max_t in [0, 1]");
+      return bad("budget_min_prefix (a fraction of max_t) must be in [0, 1]" +
+                 got(o.budget_min_prefix));
     if (!std::isfinite(o.budget_reduction_factor) || !(o.budget_reduction_factor > 1))
-      return bad("budget: the reduction factor must be a number above 1");
+      return bad("budget_reduction_factor must be a number above 1" +
+                 got(o.budget_reduction_factor));
     if (!(o.budget_promotion_share >= 0 && o.budget_promotion_share <= 1))
-      return bad("budget: the promotion share must be in [0, 1]");
+      return bad("budget_promotion_share must be in [0, 1]" + got(o.budget_promotion_share));
   }
   return Status::OK();
 }

@@ -97,8 +97,8 @@ using TrainFunction = void (*)(TrialContext&, const Config&);
 
 // Searcher and trial scheduler settings (the policies are described in docs/tune.md).
 struct SchedulerSettings {
-  // fifo, asha, hyperband, median, pbt, bound, budget. budget (the default) spends 0.24 of the
-  // iterations of every trial run to max_t (docs/tune.md); its own settings are fixed for now.
+  // fifo, asha, hyperband, median, pbt, bound, budget. budget (the default) spends
+  // budget_fraction of the iterations of every trial run to max_t (docs/tune.md).
   std::string kind = "budget";
   // asha / hyperband / bound: rungs at grace * rf^k. Ray Tune's ASHA defaults.
   int64_t grace_period = 1;
@@ -115,6 +115,16 @@ struct SchedulerSettings {
   SearchSpace pbt_mutations;
   // bound: trials that run to the end before any is stopped.
   int64_t bound_min_finished = 10;
+  // budget (also uses grace_period as the shortest first rung). Iterations to spend in all, as a
+  // fraction of every trial added running to max_t; in (0, 1].
+  double budget_fraction = 0.24;
+  // Every trial runs at least this fraction of max_t (rounded up) before it can be paused; [0, 1].
+  double budget_min_prefix = 0.05;
+  // Rungs at the first rung x rf^k; a rung's top 1/rf is promoted; above 1.
+  double budget_reduction_factor = 2;
+  // While the searcher has new configs, promotions spend at most this share of the budget so
+  // far; [0, 1].
+  double budget_promotion_share = 0.7;
 };
 
 struct TunerOptions {
