@@ -24,7 +24,14 @@ void TimelineRecord::SetFunction(const char* name, size_t n) {
 int64_t TimelineNowMicros() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  int64_t now = static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  // Never earlier than this thread's previous reading: the wall clock may step back (a time
+  // daemon), and on a VM the TSC of the CPU a thread moved to may lag the one it left by a few
+  // microseconds; a worker's phases and runs, all read on one thread, must not overlap.
+  thread_local int64_t last = 0;
+  if (now < last) now = last;
+  last = now;
+  return now;
 }
 
 namespace {

@@ -52,7 +52,8 @@ struct TimelineRecord {
   void SetFunction(const char* name, size_t n);
 };
 
-// Wall-clock microseconds since the epoch (CLOCK_REALTIME; a vDSO read, no system call).
+// Wall-clock microseconds since the epoch (CLOCK_REALTIME; a vDSO read, no system call), never
+// less than the same thread's previous reading.
 int64_t TimelineNowMicros();
 
 // The ring's bound from the environment: 0 if CUMULUS_TIMELINE is 0/off/false, else
