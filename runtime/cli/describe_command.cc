@@ -104,15 +104,17 @@ int DescribeTask(ControlClient& head, const std::vector<NodeRecord>& nodes,
   std::string id;
   Status st = One(answers->rows, "task", "task", prefix, &id);
   if (!st.ok()) return Fail(st);
-  // The node that runs (or holds) it, not the one that only forwarded it.
-  // (An ended task's record is newer than a forwarder's row, and wins over it; of a task that
-  // ended more than once, e.g. re-run to rebuild a lost object, its latest end.)
+  // The node that runs (or holds) it, not the one that only forwarded it: a live row (queued,
+  // running, waiting to retry) wins over ended records, e.g. a task re-run to rebuild a lost
+  // object, or retried elsewhere; of records only, the latest end.
   Row main, via;
+  auto live = [](Row& r) { return r["state"] != "FINISHED" && r["state"] != "FAILED"; };
   for (auto& r : answers->rows) {
     if (r["task"] != id) continue;
     if (r["state"] == "FORWARDED") {
       via = r;
-    } else if (main.empty() || EndedLater(r, main)) {
+    } else if (main.empty() || (live(r) && !live(main)) ||
+               (!live(r) && !live(main) && EndedLater(r, main))) {
       main = r;
     }
   }

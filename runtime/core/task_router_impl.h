@@ -98,7 +98,7 @@ class TaskRouter::Impl : public NodeContext {
   // Deletes stored objects (freeObjects entries): here, or through the node holding each (a
   // peer's entries are all this node's own: `here_only`).
   void FreeEntries(const std::vector<std::string>& entries, bool here_only);
-  // Frees of objects on `node`, a node that drained and is gone: also freed where the head says
+  // Frees of objects on `node`, a node that drained (alive or gone): also freed where the head says
   // each was handed on, if it was (the owner sent them before it heard of the move). One request
   // to the head for the batch.
   void FreeWhereMoved(const NodeId& node, const std::vector<std::string>& entries);
@@ -171,7 +171,10 @@ class TaskRouter::Impl : public NodeContext {
   MemoryMonitor memory_;
   MachineStats machine_;  // CPU, memory and GPU use, for `cumulus top`
   TimePoint next_machine_sample_{};
-  TimelineRing timeline_;   // loop thread
+  TimelineRing timeline_;  // loop thread
+  // Timeline batches dropped as malformed: logged at most once per 10 s, with the count since.
+  TimePoint timeline_drop_logged_{};
+  uint64_t timeline_drops_unlogged_ = 0;
   FinishedTasks finished_;  // loop thread: tasks answered for here, for state queries
   ActorEnds actor_ends_;    // loop thread: actor processes that ended here, for state queries
   std::unique_ptr<EventLoop> loop_;

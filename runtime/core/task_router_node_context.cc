@@ -45,15 +45,25 @@ Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids)
       }
       continue;
     }
-    std::string after;
+    // From just before the smallest key wanted to the largest, stopping once all are seen:
+    // the job's moves grow with every object it ever moved.
+    const std::string& first = wanted.begin()->first;
+    std::string after = first.substr(0, first.size() - 1);
+    size_t seen = 0;
     for (;;) {
       auto page = head.KvList(kObjectMovesNamespace, prefix, after);
       if (!page.ok()) return page.status();
       for (auto& [key, value] : page->entries) {
         auto w = wanted.find(key);
-        if (w != wanted.end()) add(w->second, value);
+        if (w != wanted.end()) {
+          add(w->second, value);
+          ++seen;
+        }
       }
-      if (!page->more || page->entries.empty()) break;
+      if (!page->more || page->entries.empty() || seen == wanted.size() ||
+          page->entries.back().first >= wanted.rbegin()->first) {
+        break;
+      }
       after = page->entries.back().first;
     }
   }

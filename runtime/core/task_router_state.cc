@@ -3,6 +3,7 @@
 // — filtered before the cap (RowSelector), so a filter finds rows however many the node holds.
 #include <cstdio>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/core/task_router_impl.h"
@@ -126,8 +127,12 @@ std::vector<StateRowFields> TaskRouter::Impl::TaskRows(const StateQuerySpec& q, 
 
 // The tasks answered for here (FinishedTasks), as rows of state FINISHED or FAILED: offered to
 // the same selector as the live ones, so filters apply to them before the cap too.
+// A task with a live row here, or an id already offered (it ended here more than once; newest
+// first), is skipped: each id once, the live row or the latest end.
 void TaskRouter::Impl::FinishedTaskRows(RowSelector& selector, bool detail) {
+  std::unordered_set<TaskId> offered;  // bounded by the finished-task buffer
   finished_.ForEach([&](const FinishedTask& t) {
+    if (tasks_.Find(t.id) || !offered.insert(t.id).second) return;
     std::string id = t.id.Hex();
     auto field = [&](const std::string& key) -> std::string {
       if (key == "job") return t.job.Hex();

@@ -27,10 +27,22 @@ void TaskRouter::Impl::HandleTimelineEvents(Conn& c, proto::TimelineEvents::Read
   if (!w) return;
   // The worker is resolved once per batch; its events go straight into the ring's slots.
   auto added = AddTimelineBatch(batch, w->spawned_pid, &timeline_);
-  if (!added.ok()) {
-    CUMULUS_LOG(WARN) << "node: dropped a timeline batch from worker " << w->spawned_pid << ": "
-                      << added.status().message();
+  if (added.ok()) return;
+  // A worker of another build drops every batch it sends: one line per 10 s, not per batch.
+  TimePoint now = clock_.Now();
+  if (timeline_drop_logged_ != TimePoint{} &&
+      now - timeline_drop_logged_ < std::chrono::seconds(10)) {
+    ++timeline_drops_unlogged_;
+    return;
   }
+  CUMULUS_LOG(WARN) << "node: dropped a timeline batch from worker " << w->spawned_pid << ": "
+                    << added.status().message()
+                    << (timeline_drops_unlogged_
+                            ? " (and " + std::to_string(timeline_drops_unlogged_) +
+                                  " more since the last such line)"
+                            : std::string());
+  timeline_drop_logged_ = now;
+  timeline_drops_unlogged_ = 0;
 }
 
 void TaskRouter::Impl::HandleTimelineRequest(uint64_t id, proto::TimelineRequest::Reader request) {

@@ -15,6 +15,7 @@
 // CUMULUS_TIMELINE_EVENTS=N bounds each node's ring (default kDefaultTimelineEvents).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -102,6 +103,14 @@ bool FromProto(proto::TimelineEvent::Reader in, TimelineRecord* out);
 constexpr uint16_t kTimelinePackedVersion = 1;
 constexpr size_t kTimelinePackedBytes = sizeof(TimelineRecord);
 static_assert(kTimelinePackedBytes == 128, "TimelineRecord's layout changed: bump the version");
+// Each field where version 1 has it: a reordering that keeps the size fails here too.
+static_assert(offsetof(TimelineRecord, task) == 0 && offsetof(TimelineRecord, attempt) == 24 &&
+                  offsetof(TimelineRecord, kind) == 28 && offsetof(TimelineRecord, flags) == 29 &&
+                  offsetof(TimelineRecord, code) == 30 &&
+                  offsetof(TimelineRecord, worker_pid) == 32 &&
+                  offsetof(TimelineRecord, reserved) == 36 && offsetof(TimelineRecord, t) == 40 &&
+                  offsetof(TimelineRecord, function) == 80,
+              "TimelineRecord's layout changed: bump kTimelinePackedVersion");
 static_assert(std::is_trivially_copyable<TimelineRecord>::value, "packed records are copied");
 static_assert(std::has_unique_object_representations<TimelineRecord>::value,
               "no padding: every byte of a packed record is defined");

@@ -122,10 +122,21 @@ void ObjectHandoff::Round(NodeRecord to) {
     auto client = ControlClient::Connect(options_.head, options_.token, o);
     st = client.status();
     std::string value = ObjectMoveValue({to.id, to.object_store_address});
-    for (size_t i = 0; st.ok() && i < moved.size(); ++i) {
-      st = (*client)->KvPut(kObjectMovesNamespace, ObjectMoveKey(moved[i]), value).status();
+    size_t written = 0;
+    for (; st.ok() && written < moved.size(); ++written) {
+      st = (*client)->KvPut(kObjectMovesNamespace, ObjectMoveKey(moved[written]), value).status();
     }
-    if (!st.ok()) st = st.WithContext("recording the moves at the head");
+    if (!st.ok()) {
+      // The taker's copies go (below): the records already written (and the one that failed,
+      // which the head may have applied) would send readers to copies that are gone. Best
+      // effort: a record left behind costs a reader one lookup before it looks elsewhere.
+      if (client.ok()) {
+        for (size_t i = 0; i < written && i < moved.size(); ++i) {
+          (void)(*client)->KvDelete(kObjectMovesNamespace, ObjectMoveKey(moved[i]));
+        }
+      }
+      st = st.WithContext("recording the moves at the head");
+    }
   }
   // Frees that came while the head recorded the moves; or, if it could not, all the taker took:
   // the copies here stay and are handed on again (maybe to another taker), so the taker's go.

@@ -46,14 +46,11 @@ class RemoteNodes {
   // Whether the head's view marks this node itself DRAINING (as of the last Update that had
   // its record; a node stays draining once marked, even if a later view lacks its record).
   bool self_draining() const { return self_draining_; }
-  // Whether the head's view marked `node` DRAINING once and it is no longer alive in the view:
-  // its objects may have been handed on to other nodes, and it cannot forward a free itself (a
-  // draining node that lives does, through its handoff ledger). Forgotten with the node's record.
-  bool DrainedAndGone(const NodeId& node) const {
-    if (!ever_draining_.count(node)) return false;
-    auto it = nodes_.find(node);
-    return it == nodes_.end() || !it->second.alive;
-  }
+  // Whether the head's view marked `node` DRAINING once, alive or gone: its objects may have
+  // been handed on to other nodes. (While it lives it forwards frees itself, but a view is up to
+  // a heartbeat old: a drainer may have exited, with frees unread in its socket.) Forgotten with
+  // the node's record.
+  bool Drained(const NodeId& node) const { return ever_draining_.count(node) > 0; }
 
  private:
   std::map<NodeId, NodeView> nodes_;

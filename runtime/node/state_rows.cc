@@ -48,7 +48,6 @@ void RowSelector::Offer(const std::string& id,
                         const std::function<std::string(const std::string&)>& field,
                         const std::function<StateRowFields()>& build) {
   if (!q_.after.empty() && id <= q_.after) return;
-  if (!offered_.insert(id).second) return;  // an older record of an id already offered
   for (const StateFilter& f : q_.filters) {
     std::string v = f.key == id_key_ ? id : field(f.key);
     bool ok = IsIdField(f.key) ? v.compare(0, f.value.size(), f.value) == 0 : v == f.value;

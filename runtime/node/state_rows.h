@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "cumulus/status.h"
@@ -53,8 +52,8 @@ class RowSelector {
  public:
   explicit RowSelector(const StateQuerySpec& q);
   // Offers the row whose id is `id`: `field(key)` gives one field (for the filters, read lazily),
-  // `build()` the whole row, called only for a row that is kept for now. Only the first offer of
-  // an id counts (is filtered, counted in `matched` and kept): offer the newest record first.
+  // `build()` the whole row, called only for a row that is kept for now. Each id is offered once:
+  // the caller drops older records of an id (O(limit) memory here, whatever the table's size).
   void Offer(const std::string& id, const std::function<std::string(const std::string&)>& field,
              const std::function<StateRowFields()>& build);
   // The rows kept, by id; `more`: rows beyond the limit matched too.
@@ -64,7 +63,6 @@ class RowSelector {
   StateQuerySpec q_;
   std::string id_key_;
   std::map<std::string, StateRowFields> kept_;  // by id; at most q_.limit
-  std::unordered_set<std::string> offered_;     // each id offered, so that it counts once
   uint64_t matched_ = 0;
 };
 

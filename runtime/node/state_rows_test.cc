@@ -76,26 +76,24 @@ TEST(RowSelectorTest, IdsMatchByPrefixAndUnknownFieldsAreRefused) {
   EXPECT_FALSE(CheckStateQuery({"planets", {}, "", 10, false}).ok());
 }
 
-TEST(RowSelectorTest, AnIdOfferedTwiceKeepsItsFirstOfferAndCountsOnce) {
-  // A task that ended twice on a node: its newest end is offered first.
-  StateQuerySpec q{"tasks", {}, "", 1, false};
+TEST(RowSelectorTest, KeepsTheSmallestIdsAndCountsTheRest) {
+  StateQuerySpec q{"tasks", {}, "", 2, false};
   RowSelector s(q);
-  auto offer = [&](const std::string& id, const std::string& ended) {
+  for (const char* id : {"t3", "t1", "t4", "t2"}) {
     s.Offer(
         id, [](const std::string&) { return std::string(); },
         [&] {
-          return StateRowFields{{"task", id}, {"ended_micros", ended}};
+          return StateRowFields{{"task", id}};
         });
-  };
-  offer("t1", "200");
-  offer("t1", "100");
-  bool more = true;
+  }
+  bool more = false;
   uint64_t matched = 0;
   auto rows = s.Take(&more, &matched);
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].at("ended_micros"), "200");
-  EXPECT_EQ(matched, 1u);
-  EXPECT_FALSE(more) << "a duplicate must not claim that more rows matched";
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("task"), "t1");
+  EXPECT_EQ(rows[1].at("task"), "t2");
+  EXPECT_EQ(matched, 4u);
+  EXPECT_TRUE(more);
 }
 
 TEST(RowSelectorTest, OfATaskThatEndedTwiceTheLatestEndWins) {
