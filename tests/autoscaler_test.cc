@@ -80,6 +80,14 @@ class AutoscalerTest : public ClusterTest {
     return out;
   }
 
+  // Why node `hex` is no longer alive ("" while it is, or if the head never knew it).
+  std::string DeathReason(const std::string& hex) {
+    for (auto& n : View().nodes) {
+      if (n.id.Hex() == hex && n.state == NodeState::kDead) return n.death_reason;
+    }
+    return "";
+  }
+
   std::string Status(bool json = false) {
     std::string out;
     std::vector<std::string> args = {"status", "--address", address_, "--token-file", token_file_};
@@ -117,6 +125,9 @@ TEST_F(AutoscalerTest, LaunchesOnDemandKeepsBusyNodeAndRemovesItWhenIdle) {
   EXPECT_EQ(Live().size(), 1u) << "one launch, not one per round";
   // Idle (timeout 2 s): drained, then terminated.
   EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 30s)) << Status();
+  // It left by itself once its drain was done; the monitor did not stop it while it drained
+  // (its instance is terminated only after that).
+  EXPECT_EQ(DeathReason(where), "stopped: drained");
 }
 
 // Work only on-prem nodes may run launches nothing, and status says why.
@@ -240,6 +251,7 @@ TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
       << out;
   ExpectChecks(driver->ReadAll(60s), {"ran"});
   EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 20s)) << Status();
+  EXPECT_EQ(DeathReason(hex), "stopped: drained") << "the monitor stopped a draining node";
   // An on-prem node drains too: it leaves by itself once idle (STOPPED, not failed).
   EXPECT_EQ(Cli({"drain", onprem_id_, "--wait", "--timeout", "30", "--address", address_,
                  "--token-file", token_file_},

@@ -214,6 +214,8 @@ class OurScaler : public Scaler {
       node.since = n.launched * kMicrosPerSecond;
       node.busy = n.pods > 0;
       node.idle_since = n.pods > 0 ? -1 : n.idle_since * kMicrosPerSecond;
+      // A simulated node reports its drain done (and leaves) as soon as nothing runs on it.
+      node.drained = n.state == SimNode::kDraining && n.pods == 0;
       s.nodes.push_back(std::move(node));
     }
     // Pending pods of one shape, one set of models and one arrival are one item with a count.

@@ -189,13 +189,17 @@ Status Monitor::RunRound() {
     NodeProvider* p = provider.get();
     Duration timeout = options_.list_timeout;
     std::string provider_name = name;
+    // No later than the call begins: what it says ended is trusted only for instances whose
+    // launch began before this (TrustedListing).
+    int64_t started = WallNow();
     Spawn(
-        [this, p, provider_name, timeout]() -> std::function<void()> {
+        [this, p, provider_name, timeout, started]() -> std::function<void()> {
           auto listed = p->List(In(timeout));
-          return [this, listed, provider_name] {
+          return [this, listed, provider_name, started] {
             listing_.erase(provider_name);
             if (listed.ok()) {
               listed_[provider_name] = *listed;
+              listed_started_[provider_name] = started;
             } else {
               CUMULUS_LOG(WARN) << "autoscaler: " << listed.status();
             }
@@ -225,8 +229,14 @@ Status Monitor::RunRound() {
     if (seen_registered_.insert(id->second).second) books_.types[t->name].history = {};
   }
 
-  // Instances the providers list as ended leave the books; one that never came up is a failure.
+  // What the providers' last List() may say (not that an instance launched after it began has
+  // ended: TrustedListing).
+  std::map<std::string, std::vector<Instance>> listed;
   for (auto& [provider, instances] : listed_) {
+    listed[provider] = TrustedListing(instances, listed_started_[provider], books_);
+  }
+  // Instances the providers list as ended leave the books; one that never came up is a failure.
+  for (auto& [provider, instances] : listed) {
     for (auto& in : instances) {
       auto it = books_.instances.find(in.id);
       if (it == books_.instances.end() || alive_instances.count(in.id)) continue;
@@ -281,7 +291,7 @@ Status Monitor::RunRound() {
       now - capacity_changed_ >=
       std::chrono::duration_cast<std::chrono::microseconds>(options_.demand_settle).count();
   mv.nodes = view.nodes;
-  mv.listed = listed_;
+  mv.listed = std::move(listed);
   mv.in_flight_launches = in_flight_launches_;
   mv.in_flight_since = in_flight_since_;
   mv.now = now;

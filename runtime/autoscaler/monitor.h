@@ -121,6 +121,7 @@ class Monitor {
   std::string saved_books_;  // what the head holds, to skip writes that change nothing
   autoscale::Decision decision_;
   std::map<std::string, std::vector<Instance>> listed_;  // provider -> its last List()
+  std::map<std::string, int64_t> listed_started_;        // provider -> when that List() began
   std::map<std::string, int64_t> idle_since_;            // node hex -> since when idle (micros)
   std::map<std::string, int64_t> demand_since_;          // pending demand -> since when (micros)
   autoscale::IdleGapRecorder idle_gaps_;                 // for types that learn_idle_timeout

@@ -69,6 +69,52 @@ class StuckProvider : public NodeProvider {
   int returned_ = 0;
 };
 
+// Launch answers at once with one instance per call ("i-N"). The first List() blocks until
+// Release() and then says that "i-1" was terminated, as a provider that keeps its own records
+// does for an instance it did not know of when the listing began; later Lists list nothing.
+class GatedListProvider : public NodeProvider {
+ public:
+  const std::string& name() const override { return name_; }
+  Result<std::vector<std::string>> Launch(const NodeTypeConfig&, int, const LaunchSpec&,
+                                          TimePoint) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::vector<std::string>{"i-" + std::to_string(++launches_)};
+  }
+  Result<std::vector<Instance>> List(TimePoint) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (++lists_ > 1) return std::vector<Instance>{};
+    released_cv_.wait(lock, [&] { return released_; });
+    Instance ended;
+    ended.id = "i-1";
+    ended.node_type = "cpu";
+    ended.state = InstanceState::kTerminated;
+    return std::vector<Instance>{ended};
+  }
+  Status Terminate(const std::string&, TimePoint) override { return Status(); }
+
+  int launches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return launches_;
+  }
+  int lists() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lists_;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    released_cv_.notify_all();
+  }
+
+ private:
+  std::string name_ = "gated";
+  std::mutex mu_;
+  std::condition_variable released_cv_;
+  bool released_ = false;
+  int launches_ = 0;
+  int lists_ = 0;
+};
+
 // A real head in this process, a control client for the monitor, and options with one cloud
 // type ("cpu", the "stuck" provider) that the policy launches with no demand at all (min 1).
 class MonitorLoopTest : public ::testing::Test {
@@ -230,6 +276,50 @@ TEST_F(MonitorLoopTest, DestructorDoesNotWaitForAProviderCallThatNeverReturns) {
   // The call returns after all, into a provider that still exists.
   provider->Release();
   EXPECT_TRUE(WaitUntil([&] { return provider->returned() == 1; }, 10000ms));
+}
+
+// A List() that began before a Launch() did may say the launched instance ended (it could not
+// know of it yet): the monitor keeps the instance on its books and launches nothing in its
+// place. Only a List that began after the launch may take it off. (The slurm provider had this
+// race; any provider, a `command` list script, may too.)
+TEST_F(MonitorLoopTest, AListingThatBeganBeforeALaunchDoesNotEndItsInstance) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  MonitorOptions o = StuckTypeOptions();  // min 1 of type "cpu": one launch at once
+  o.config.node_types[0].provider = "gated";
+  o.stop_wait = 2s;
+  auto gated = std::make_unique<GatedListProvider>();
+  GatedListProvider* provider = gated.get();
+  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+  providers["gated"] = std::move(gated);
+  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  ASSERT_TRUE(monitor.ok()) << monitor.status();
+  auto reader = Connect();
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto booked = [&](const std::string& id) {
+    auto text = (*reader)->KvGet(kAutoscalerNamespace, kBooksKey);
+    if (!text.ok()) return false;
+    auto books = DecodeBooks(*text);
+    return books.ok() && books->instances.count(id) == 1;
+  };
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { (void)(*monitor)->Run(stop); });
+  // The first round starts the List (it blocks) and then the launch, which answers: i-1 is on
+  // the books while the List that began before it is still running.
+  bool launched = WaitUntil([&] { return booked("i-1"); }, 20000ms);
+  EXPECT_TRUE(launched) << "the monitor never booked its launch";
+  EXPECT_EQ(provider->lists(), 1);
+  // That List now says i-1 ended. Rounds go on; by the third List, the round after the
+  // answer came has acted on it.
+  provider->Release();
+  EXPECT_TRUE(WaitUntil([&] { return provider->lists() >= 3; }, 20000ms))
+      << "lists: " << provider->lists();
+  EXPECT_TRUE(booked("i-1")) << "the monitor forgot i-1 on a listing older than its launch";
+  stop = true;
+  loop.join();
+  EXPECT_EQ(provider->launches(), 1) << "a second node launched for the same need";
+  EXPECT_EQ((*monitor)->books().instances.size(), 1u);
+  EXPECT_EQ((*monitor)->books().instances.count("i-1"), 1u);
 }
 
 }  // namespace

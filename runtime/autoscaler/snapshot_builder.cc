@@ -21,6 +21,21 @@ const Instance* Listed(const MonitorView& view, const std::string& provider,
 
 }  // namespace
 
+std::vector<Instance> TrustedListing(const std::vector<Instance>& listed,
+                                     int64_t list_started_micros, const MonitorBooks& books) {
+  std::vector<Instance> out;
+  out.reserve(listed.size());
+  for (const Instance& in : listed) {
+    bool ended = in.state == InstanceState::kTerminated || in.state == InstanceState::kFailed;
+    auto booked = books.instances.find(in.id);
+    if (ended && booked != books.instances.end() &&
+        booked->second.launched_micros >= list_started_micros)
+      continue;  // the List began before the Launch did: it cannot know
+    out.push_back(in);
+  }
+  return out;
+}
+
 std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config) {
   std::vector<autoscale::NodeType> out;
   for (auto& t : config.node_types) {
@@ -68,8 +83,10 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     node.labels = n.labels;
     node.busy = !(n.available == n.total);
     if (n.draining) {
-      // Marked DRAINING on the head: it takes no new work (no capacity for demand), and while
-      // it says it waits (for tasks, actors or objects others may read) it is not terminated.
+      // Marked DRAINING on the head: it takes no new work (no capacity for demand). While it
+      // is alive it is never `drained`, whatever its resources or note say ("asked to drain",
+      // "", "waiting for ...", a hand-off): they may come from a heartbeat older than the
+      // drain, or than work sent to it just before. It is done when it leaves (below).
       node.free = ResourceSet();
       node.holds_sole_copy = n.drain_note.rfind("waiting for", 0) == 0;
     }
@@ -120,6 +137,31 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     for (auto it = demand_since->begin(); it != demand_since->end();) {
       it = demand_seen.count(it->first) ? std::next(it) : demand_since->erase(it);
     }
+  }
+
+  // Launched nodes that were draining and have left: a node leaves once its own drain is done
+  // (nothing runs, its objects handed on; or it was stopped: nothing runs there either). Its
+  // instance is still in the books: kDraining and `drained`, so the policy terminates it. One
+  // record per instance, and none while another record of it is ALIVE.
+  for (auto& n : view.nodes) {
+    if (n.state != NodeState::kDead || !n.left) continue;
+    auto type = n.labels.find(kNodeTypeLabel);
+    auto instance = n.labels.find(kInstanceIdLabel);
+    if (type == n.labels.end() || instance == n.labels.end() || !config.FindType(type->second))
+      continue;
+    auto in = books.instances.find(instance->second);
+    if (in == books.instances.end() || built.registered.count(instance->second)) continue;
+    if (!n.draining && !in->second.draining) continue;
+    autoscale::Node node;
+    node.id = n.id.Hex();
+    node.type = type->second;
+    node.state = autoscale::NodeState::kDraining;
+    node.total = n.total;
+    node.labels = n.labels;
+    node.drained = true;
+    built.instance_of[node.id] = instance->second;
+    built.registered.insert(instance->second);
+    s.nodes.push_back(std::move(node));
   }
 
   // Instances launched and not registered yet: capacity that is booting.

@@ -3,9 +3,14 @@
 // it has asked for that have not answered yet. Pure: no I/O, `now` given.
 //
 //   - A node record ALIVE with label cumulus.node_type=T (T a type of the cluster file) is a
-//     launched node: kRunning, or kDraining if its instance is drained in the books. Any other
-//     ALIVE node is on-prem. A node is busy while its available resources differ from its total;
-//     `idle_since` tracks, per node, since when it has been idle (updated here).
+//     launched node: kRunning, or kDraining if its instance is drained in the books or the head
+//     marks it DRAINING. Any other ALIVE node is on-prem. A node is busy while its available
+//     resources differ from its total; `idle_since` tracks, per node, since when it has been
+//     idle (updated here). An ALIVE draining node is never `drained`: what the head shows of it
+//     may be older than the drain.
+//   - A launched node that was draining and has LEFT the cluster (DEAD with `left`: the node's
+//     own drain finished and it stopped) while its instance is still in the books is kDraining
+//     and `drained`: the one way a draining node becomes something the policy terminates.
 //   - An instance in the books with no ALIVE node yet, that its provider does not list as ended,
 //     is kLaunching since its launch; launches still in flight are kLaunching too (ids
 //     "asking/TYPE/N"), so no demand launches twice.
@@ -14,7 +19,9 @@
 //     Its id names who waits: the demand's purpose ("trial asha/7 {CPU=4}") when it has one,
 //     else the node it waits on ("node 3f2a9c01 {CPU=4}").
 // What the head does not report yet and is taken as false: holds_sole_copy (the only copy of a
-// live object on a node); a node idle by its resources is drained even if it holds one.
+// live object on a node); a node idle by its resources is drained even if it holds one. That
+// loses nothing: the node's own drain hands its objects on before it leaves, and it is
+// terminated only once it has left.
 #pragma once
 
 #include <map>
@@ -32,7 +39,7 @@ namespace cumulus {
 
 struct MonitorView {
   std::vector<NodeRecord> nodes;                        // the head's
-  std::map<std::string, std::vector<Instance>> listed;  // provider -> List()
+  std::map<std::string, std::vector<Instance>> listed;  // provider -> List() (TrustedListing)
   std::map<std::string, int> in_flight_launches;        // type -> nodes asked for
   std::map<std::string, int64_t> in_flight_since;       // type -> when
   bool demand_settled = true;  // false: leave pending demand out (a node just joined)
@@ -42,8 +49,18 @@ struct MonitorView {
 struct BuiltSnapshot {
   autoscale::Snapshot snapshot;
   std::map<std::string, std::string> instance_of;  // snapshot node id -> instance id
-  std::set<std::string> registered;                // instance ids with an ALIVE node
+  // Instance ids with an ALIVE node, or with a node that drained and left: not launching.
+  std::set<std::string> registered;
 };
+
+// What a provider's List() answer `listed`, a call that began at `list_started_micros`, may be
+// trusted to say: its entries less those that say an instance of the books launched at or after
+// that time (LaunchedInstance::launched_micros, when its Launch began) is terminated or failed.
+// A List that began before the Launch may not know of the instance yet, and a provider that
+// keeps its own records (a `command` list script, as the slurm provider once did) may then call
+// it ended; the monitor would forget it and launch another in its place. The next List says.
+std::vector<Instance> TrustedListing(const std::vector<Instance>& listed,
+                                     int64_t list_started_micros, const MonitorBooks& books);
 
 // The cloud node types of `config` as the policy sees them.
 std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config);

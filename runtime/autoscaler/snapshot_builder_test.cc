@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/head/node_codec.h"
+#include "scheduler/autoscale/policy.h"
 
 namespace cumulus {
 namespace {
@@ -69,6 +70,72 @@ TEST(SnapshotBuilderTest, DemandIsDatedFromWhenItWasFirstReported) {
   EXPECT_EQ(
       BuildSnapshot(ClusterConfig(), MonitorBooks(), view, &idle_since).snapshot.demand[0].since,
       9000);
+}
+
+// A launched node (type "cpu", instance "i-1") as the head records it.
+NodeRecord LaunchedNode() {
+  NodeRecord n;
+  n.id = NodeId::FromRandom();
+  n.total.Set("CPU", 2);
+  n.available = n.total;
+  n.state = NodeState::kAlive;
+  n.labels = {{kNodeTypeLabel, "cpu"}, {kInstanceIdLabel, "i-1"}, {"site", "cloud"}};
+  return n;
+}
+
+ClusterConfig OneType() {
+  ClusterConfig config;
+  NodeTypeConfig type;
+  type.name = "cpu";
+  type.provider = "local";
+  type.resources.Set("CPU", 2);
+  type.idle_timeout_s = 2;
+  config.node_types = {type};
+  return config;
+}
+
+// The autoscaler drained an idle node; the head marked it ("asked to drain"), but the node's
+// last heartbeat (all resources free) predates the drain, or work just sent to it. That view is
+// not the node saying it is done: the node is not terminated until it has left by itself. (It
+// was: a SLURM node was scancelled while it ran a task.)
+TEST(SnapshotBuilderTest, ADrainingNodeIsTerminatedOnlyOnceItHasLeft) {
+  ClusterConfig config = OneType();
+  MonitorBooks books;
+  books.instances["i-1"] = {"i-1", "cpu", "local", 0, /*draining=*/true};
+  MonitorView view;
+  view.now = 10'000'000;
+  view.nodes.push_back(LaunchedNode());
+  NodeRecord& node = view.nodes[0];
+  node.draining = true;
+  std::map<std::string, int64_t> idle_since = {{node.id.Hex(), 0}};  // idle for 10 s
+  for (const char* note : {"asked to drain", "", "handing 2 objects to node 3f2a9c01"}) {
+    node.drain_note = note;
+    BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+    ASSERT_EQ(built.snapshot.nodes.size(), 1u);
+    EXPECT_EQ(built.snapshot.nodes[0].state, autoscale::NodeState::kDraining);
+    EXPECT_FALSE(built.snapshot.nodes[0].drained) << note;
+    auto decided = autoscale::Decide(built.snapshot);
+    ASSERT_TRUE(decided.ok()) << decided.status();
+    EXPECT_TRUE(decided->terminations.empty())
+        << "note '" << note << "': " << decided->terminations[0].why;
+  }
+  // The node's drain is done: it left the cluster. Its instance is terminated, and it is not
+  // taken for a launch that never registered (no failure is recorded for it).
+  node.state = NodeState::kDead;
+  node.left = true;
+  node.death_reason = "stopped: drained";
+  BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+  ASSERT_EQ(built.snapshot.nodes.size(), 1u);
+  EXPECT_EQ(built.snapshot.nodes[0].state, autoscale::NodeState::kDraining);
+  EXPECT_TRUE(built.snapshot.nodes[0].drained);
+  EXPECT_TRUE(built.registered.count("i-1"));
+  auto decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  ASSERT_EQ(decided->terminations.size(), 1u);
+  EXPECT_EQ(built.instance_of.at(decided->terminations[0].node), "i-1");
+  // Once the instance is off the books, its record is history: nothing more to terminate.
+  books.instances.clear();
+  EXPECT_TRUE(BuildSnapshot(config, books, view, &idle_since).snapshot.nodes.empty());
 }
 
 // The purpose and the reason travel in the node record (heartbeat and control store).

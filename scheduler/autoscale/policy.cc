@@ -472,7 +472,10 @@ void Round::ScaleDown() {
     if (node.state == NodeState::kOnPrem || node.state == NodeState::kLaunching) continue;
     bool quiet = !node.busy && !node.holds_sole_copy;
     if (node.state == NodeState::kDraining) {
-      if (quiet) d_.terminations.push_back({node.id, "drained: nothing runs on it"});
+      // Only the node's own word ends it: a quiet view may predate the drain (snapshot.h).
+      if (node.drained && quiet) {
+        d_.terminations.push_back({node.id, "drained: it finished its work and left"});
+      }
       continue;
     }
     if (!quiet || node.idle_since < 0 || needed.count(node.id)) continue;

@@ -21,8 +21,10 @@
 //      Snapshot::idle_gaps for a type with learn_idle_timeout: autoscale/idle_gaps.h), not busy
 //      and holding no
 //      sole copy of an object, with its type above min, is drained (at most
-//      Options::max_drains_per_round per round, longest idle first); a draining node that is
-//      neither busy nor holds a sole copy is terminated. A launch that has not registered after
+//      Options::max_drains_per_round per round, longest idle first); a draining node is
+//      terminated only once it has reported itself drained (Node::drained: it finished what ran,
+//      handed its objects on and left), never because a view says it is quiet, which may be
+//      older than the drain or than work just sent to it. A launch that has not registered after
 //      its launch timeout is terminated and its type backed off at once.
 //
 // Every copy of every pending item gets a Verdict: launching, or why not.

@@ -356,9 +356,35 @@ TEST_F(PolicyTest, AnIdleCloudNodeIsDrainedThenTerminated) {
   d = DecideOk(s_);
   EXPECT_TRUE(d.drains.empty());
   EXPECT_EQ(d.recheck_at, s_.now + 3 * kMin);
-  // Draining and quiet: terminated.
+  // Draining: kept until the node itself says it is done (it left), then terminated.
   s_.nodes[1].state = NodeState::kDraining;
   d = DecideOk(s_);
+  EXPECT_TRUE(d.terminations.empty()) << "draining, not yet drained";
+  s_.nodes[1].drained = true;
+  d = DecideOk(s_);
+  ASSERT_EQ(d.terminations.size(), 1u);
+  EXPECT_EQ(d.terminations[0].node, "c1");
+}
+
+// The autoscaler drained a node from a view in which it was idle; work reached it meanwhile (or
+// its heartbeat since the drain has not come yet). Its last report still says quiet and the head
+// only says "asked to drain": it is not terminated until the node reports itself drained. (It
+// was: a SLURM node was scancelled while it ran a task.)
+TEST_F(PolicyTest, ADrainingNodeIsNotTerminatedOnAViewOlderThanTheDrain) {
+  Node draining = Cloud("c1", cpu4_, NodeState::kDraining);
+  draining.idle_since = s_.now - 10 * kMin;  // from the heartbeat before the drain
+  draining.busy = false;
+  draining.holds_sole_copy = false;
+  draining.free = ResourceSet();  // draining: no capacity for demand
+  s_.nodes = {draining};
+  for (int round = 0; round < 3; ++round) {
+    s_.now += kMin;
+    Decision d = DecideOk(s_);
+    EXPECT_TRUE(d.terminations.empty()) << "round " << round << ": " << d.terminations[0].why;
+    EXPECT_TRUE(d.drains.empty()) << "drained once is enough";
+  }
+  s_.nodes[0].drained = true;  // the node finished, handed its objects on and left
+  Decision d = DecideOk(s_);
   ASSERT_EQ(d.terminations.size(), 1u);
   EXPECT_EQ(d.terminations[0].node, "c1");
 }
@@ -375,7 +401,10 @@ TEST_F(PolicyTest, ABusyNodeOrOneHoldingASoleCopyIsNeverTerminated) {
   EXPECT_TRUE(d.drains.empty());
   s_.nodes[0].state = s_.nodes[1].state = NodeState::kDraining;
   d = DecideOk(s_);
-  EXPECT_TRUE(d.terminations.empty()) << "draining, but still busy or holding a sole copy";
+  EXPECT_TRUE(d.terminations.empty()) << "draining, busy or holding a sole copy";
+  s_.nodes[0].drained = s_.nodes[1].drained = true;  // (inconsistent, but never a kill)
+  d = DecideOk(s_);
+  EXPECT_TRUE(d.terminations.empty()) << "drained, but still busy or holding a sole copy";
 }
 
 TEST_F(PolicyTest, DrainsPerRoundAreCappedAndMinCountsKept) {

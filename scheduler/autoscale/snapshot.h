@@ -12,7 +12,9 @@
 //     registered yet are kLaunching with `since` = when the launch was requested: they are
 //     capacity, so the same demand does not launch twice while they boot (Ray #36926).
 //     `idle_since`, `busy` and `holds_sole_copy` come from the node's heartbeat (tasks and actors
-//     running; primary copies of objects still referenced).
+//     running; primary copies of objects still referenced). A launched node that was draining
+//     and has left the cluster (its own drain finished: nothing runs, its objects handed on) is
+//     kDraining with `drained` set until its instance is terminated.
 //   - `demand`: what waits. The heartbeat carries NodeRecord::pending_demand as (shape, count,
 //     label selector) triples (runtime/proto/node.capnp, Demand): each is one DemandItem with
 //     `count` copies (runtime/autoscaler/snapshot_builder.cc); placement groups that wait (the
@@ -37,7 +39,7 @@
 namespace cumulus::autoscale {
 
 // Bumped when a field changes meaning; Decide refuses a snapshot of another version.
-constexpr int kSnapshotVersion = 1;
+constexpr int kSnapshotVersion = 2;  // 2: kDraining nodes end only once `drained`
 
 constexpr int64_t kMicrosPerSecond = 1'000'000;
 constexpr int64_t kMicrosPerMinute = 60 * kMicrosPerSecond;
@@ -66,7 +68,7 @@ enum class NodeState {
   kOnPrem,     // a static node: never launched, drained or terminated by the autoscaler
   kLaunching,  // requested from the provider, not registered yet
   kRunning,    // a launched node that is registered
-  kDraining,   // takes no new work; terminated once it is neither busy nor holds a sole copy
+  kDraining,   // takes no new work; terminated only once `drained` (the node said it is done)
 };
 const char* NodeStateName(NodeState s);  // "on-prem", "launching", "running", "draining"
 
@@ -81,6 +83,12 @@ struct Node {
   int64_t idle_since = -1;       // since when nothing runs on it; -1: something runs
   bool busy = false;             // runs tasks or hosts actors
   bool holds_sole_copy = false;  // holds the only copy of an object still referenced
+  // kDraining: the node itself has reported, after its drain began, that it is done: nothing
+  // runs on it and it holds no primary copy left to hand on (it left the cluster). Only then is
+  // a draining node terminated. `busy`, `idle_since` and `holds_sole_copy` are never read as
+  // "done" for a draining node: they may come from a view older than the drain, or than work
+  // sent to the node just before it (a busy node killed, Ray #46492).
+  bool drained = false;
 };
 
 // Work that waits: a task or actor (one bundle), or a placement group (its bundles, placed as one).
