@@ -224,6 +224,13 @@ TEST_F(CallTest, AnActorByItsIdCalledDescribedRestartedAndKilledByUser) {
       },
       20s))
       << out;
+  // `list actors` shows it once, its new life alive (its node recalls the old one's end too).
+  ASSERT_EQ(cli({"list", "actors", "--filter", "actor=" + actor.substr(0, 12), "--json"}, &out), 0)
+      << out;
+  EXPECT_EQ(Count(out, "\"actor\":"), 1) << out;
+  EXPECT_NE(out.find("\"restarts\":\"1\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"state\":\"ALIVE\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"restart_cause\":"), std::string::npos) << out;
 
   // Killed by the user, by its id: dead for good (no restarts left), and describe says so.
   EXPECT_EQ(cli({"kill", actor.substr(0, 16)}, &out), 0) << out;
