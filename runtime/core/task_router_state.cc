@@ -283,6 +283,7 @@ std::vector<StateRowFields> TaskRouter::Impl::ActorEndRows(const StateQuerySpec&
       if (!e.restart_cause.empty()) row["restart_cause"] = e.restart_cause;
       if (e.by_user) row["by_user"] = "1";
       if (e.with_job) row["with_job"] = "1";
+      if (e.job_ended && !e.detached) row["job_ended"] = "1";  // nobody restarts it now
       row["ended_micros"] = std::to_string(e.ended_micros);
       return row;
     });

@@ -15,7 +15,7 @@ std::string ActorEndCause(const std::string& why, bool* by_user) {
 
 std::string ActorEndState(const ActorEnd& e, std::string* death) {
   death->clear();
-  if (e.with_job || (e.job_ended && !e.detached)) {
+  if (e.with_job) {
     *death = "owner died (its job ended)";
     return "DEAD";
   }
@@ -24,6 +24,10 @@ std::string ActorEndState(const ActorEnd& e, std::string* death) {
     return "DEAD";
   }
   bool restarts_left = e.max_restarts < 0 || e.life < e.max_restarts;
+  if (restarts_left && e.job_ended && !e.detached) {
+    *death = "owner died (its job ended)";  // before its owner restarted it
+    return "DEAD";
+  }
   if (restarts_left) return "RESTARTING";
   *death = e.by_user ? e.cause
                      : "out of restarts (max_restarts " + std::to_string(e.max_restarts) +

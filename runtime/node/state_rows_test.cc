@@ -150,6 +150,10 @@ TEST(ActorRowsTest, AnEndIsDeadOnlyWhenItsRecordSaysNoRestartFollows) {
   e.life = 1;  // its restart ended too: none left
   EXPECT_EQ(ActorEndState(e, &death), "DEAD");
   EXPECT_EQ(death, "out of restarts (max_restarts 1): its worker crashed: killed by signal 9");
+  e.job_ended = true;  // its job ended later: it died of its restarts, not of that
+  EXPECT_EQ(ActorEndState(e, &death), "DEAD");
+  EXPECT_EQ(death, "out of restarts (max_restarts 1): its worker crashed: killed by signal 9");
+  e.job_ended = false;
   e.max_restarts = -1;  // forever
   EXPECT_EQ(ActorEndState(e, &death), "RESTARTING");
   e.job_ended = true;  // its job ended since: nobody restarts it
