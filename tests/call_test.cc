@@ -224,6 +224,13 @@ TEST_F(CallTest, AnActorByItsIdCalledDescribedRestartedAndKilledByUser) {
       },
       20s))
       << out;
+  // `list actors` shows it once, its new life alive (its node recalls the old one's end too).
+  ASSERT_EQ(cli({"list", "actors", "--filter", "actor=" + actor.substr(0, 12), "--json"}, &out), 0)
+      << out;
+  EXPECT_EQ(Count(out, "\"actor\":"), 1) << out;
+  EXPECT_NE(out.find("\"restarts\":\"1\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"state\":\"ALIVE\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"restart_cause\":"), std::string::npos) << out;
 
   // Killed by the user, by its id: dead for good (no restarts left), and describe says so.
   EXPECT_EQ(cli({"kill", actor.substr(0, 16)}, &out), 0) << out;
@@ -239,6 +246,77 @@ TEST_F(CallTest, AnActorByItsIdCalledDescribedRestartedAndKilledByUser) {
   EXPECT_NE(out.find("  death:    killed by user (cumulus kill)"), std::string::npos) << out;
   EXPECT_NE(Call({actor, "Read"}, &out), 0) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
+  driver->CloseStdin();
+  EXPECT_TRUE(driver->Wait(30s));
+}
+
+// `cumulus list actors`: every actor, the anonymous one too, asked of the nodes with the head's
+// names joined; filtered on state before the cap, paged, and a killed one shown DEAD with why.
+TEST_F(CallTest, ListActorsShowsEveryActorByStateWithItsName) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  std::string before;
+  auto driver = StartDriver("call_driver", {}, CoreSocket(HeadNodeId()));
+  std::optional<std::string> ready = WaitForReady(*driver, &before);
+  ASSERT_TRUE(ready) << before;
+  std::string job = Field(*ready, "job"), phoenix = Field(*ready, "phoenix");
+  ASSERT_EQ(phoenix.size(), 2 * ActorId::kSize) << *ready;
+  std::string out;
+  auto list = [&](std::vector<std::string> args, std::string* o) {
+    args.insert(args.begin(), {"list", "actors"});
+    args.insert(args.end(), {"--address", address_, "--token-file", token_file_});
+    return Cli(args, o);
+  };
+  // The JSON object of the row whose actor is `id` ("" when none).
+  auto row_of = [](const std::string& json, const std::string& id) {
+    size_t at = json.find("\"actor\":\"" + id);
+    if (at == std::string::npos) return std::string();
+    size_t from = json.rfind('{', at), to = json.find('}', at);
+    return json.substr(from, to - from + 1);
+  };
+
+  ASSERT_EQ(list({"--filter", "state=ALIVE", "--json"}, &out), 0) << out;
+  std::string anonymous = row_of(out, phoenix);
+  EXPECT_NE(anonymous.find("\"name\":\"\""), std::string::npos) << out;
+  EXPECT_NE(anonymous.find("\"job\":\"" + job + "\""), std::string::npos) << out;
+  EXPECT_NE(anonymous.find("\"node\":\"" + HeadNodeId()), std::string::npos) << out;
+  EXPECT_NE(anonymous.find("\"max_restarts\":\"1\""), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\"state\":\"ALIVE\""), 2) << out;
+  ASSERT_EQ(list({"--filter", "name=counter", "--json"}, &out), 0) << out;
+  EXPECT_EQ(Count(out, "\"actor\":"), 1) << out;
+  size_t at = out.find("\"actor\":\"");
+  ASSERT_NE(at, std::string::npos) << out;
+  std::string counter = out.substr(at + 9, 2 * ActorId::kSize);
+  EXPECT_NE(counter, phoenix);
+  EXPECT_NE(row_of(out, counter).find("\"state\":\"ALIVE\""), std::string::npos) << out;
+  // Paged: one row, then the other after it.
+  ASSERT_EQ(list({"--limit", "1"}, &out), 0) << out;
+  const std::string& first = std::min(counter, phoenix);
+  EXPECT_NE(out.find("(1 of 2 shown; next page: --after " + first + ")"), std::string::npos) << out;
+  ASSERT_EQ(list({"--after", first, "--json"}, &out), 0) << out;
+  EXPECT_EQ(Count(out, "\"actor\":"), 1) << out;
+  EXPECT_NE(row_of(out, std::max(counter, phoenix)), "") << out;
+  EXPECT_EQ(list({"--filter", "state=SLEEPING"}, &out), 2) << out;
+  EXPECT_NE(out.find("no row can be in state 'SLEEPING'"), std::string::npos) << out;
+
+  // Killed by the user (it has no restarts): DEAD, with why, and no longer among the alive.
+  ASSERT_EQ(Cli({"kill", "counter", "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        list({"--filter", "state=DEAD", "--json"}, &out);
+        return !row_of(out, counter).empty();
+      },
+      10s))
+      << out;
+  std::string dead = row_of(out, counter);
+  EXPECT_NE(dead.find("\"death\":\"killed by user (cumulus kill)\""), std::string::npos) << out;
+  EXPECT_EQ(row_of(out, phoenix), "") << out;
+  ASSERT_EQ(list({"--filter", "state=ALIVE", "--json"}, &out), 0) << out;
+  EXPECT_EQ(row_of(out, counter), "") << out;
+  EXPECT_NE(row_of(out, phoenix), "") << out;
+  ASSERT_EQ(list({}, &out), 0) << out;
+  EXPECT_NE(out.find("DEAD"), std::string::npos) << out;
+  EXPECT_NE(out.find(phoenix.substr(0, 12)), std::string::npos) << out;
   driver->CloseStdin();
   EXPECT_TRUE(driver->Wait(30s));
 }

@@ -207,8 +207,9 @@ TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   EXPECT_TRUE(WIFEXITED(t.Exit()));
 }
 
-// A running job's function called, and its named actor completed by name and killed, from the
-// shell on a terminal (tests/call_driver.cc holds the job and the actor "counter").
+// A running job's function called, its anonymous actor's id completed and described, and its
+// named actor completed by name and killed, from the shell on a terminal (tests/call_driver.cc
+// holds the job, the actor "counter" and an anonymous one).
 TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   head_store_memory_ = "256M";  // the driver's program is shipped through the store
   auto head = StartHead({"--resources", "CPU=2"});
@@ -222,6 +223,19 @@ TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   t.Mark();
   t.Type("call " + job + " Square 7\n");
   EXPECT_TRUE(t.WaitFor("49")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  // The anonymous actor's id completed from the nodes (`list actors`), then described.
+  std::string phoenix = Field(*ready, "phoenix");
+  ASSERT_FALSE(phoenix.empty()) << *ready;
+  t.Mark();
+  t.Type("describe actor " + phoenix.substr(0, 10) + "\t");
+  // (A Tab waits 0.6 s for a fetch: a slow first one is given another Tab.)
+  for (int tab = 0; tab < 3 && !t.WaitFor("describe actor " + phoenix + " ", 3s); ++tab) {
+    t.Type("\t");
+  }
+  ASSERT_TRUE(t.WaitFor("describe actor " + phoenix + " ")) << t.Since();
+  t.Type("\n");
+  EXPECT_TRUE(t.WaitFor("state:    ALIVE")) << t.Since();
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
   t.Mark();
   t.Type("kill cou\t");

@@ -362,7 +362,7 @@ int DescribeActor(const std::vector<NodeRecord>& nodes, const std::string& token
     out["node"] = Get(e, "node");
     out["pid"] = Get(e, "pid");
     out["state"] = "DEAD";
-    if (e.count("with_job")) {
+    if (e.count("with_job") || (restarts_left && e.count("job_ended"))) {
       out["death"] = "owner died (its job ended)";
     } else if (cause.rfind("killed by its owner", 0) == 0) {
       out["death"] = cause;

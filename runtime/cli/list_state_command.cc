@@ -1,6 +1,7 @@
-// cumulus list jobs|actors|placement-groups (and `cumulus jobs`): rows read from the head's records
+// cumulus list jobs|placement-groups (and `cumulus jobs`): rows read from the head's records
 // (every record, then filtered, then capped: --filter, --after, --limit) and shown as a table or
-// --json. `list tasks|objects|workers` ask the nodes themselves (list_node_state.cc).
+// --json. `list tasks|objects|workers` ask the nodes themselves (list_node_state.cc), and so does
+// `list actors`, joining the head's names (list_actors.cc).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -115,30 +116,7 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
     if (!st.ok()) return Fail(st);
     columns = {"id", "job", "bundles", "nodes"};
   } else if (what == "actors") {
-    std::map<std::string, std::string> addresses;
-    std::vector<std::pair<std::string, std::string>> records;
-    st = ForEachKv(**head, kActorsNamespace, "", [&](const std::string& k, const std::string& v) {
-      size_t slash = k.rfind("/address");
-      if (slash != std::string::npos && slash + 8 == k.size()) {
-        addresses[k.substr(0, slash)] = v;
-      } else {
-        records.emplace_back(k, v);
-      }
-    });
-    if (!st.ok()) return Fail(st);
-    for (auto& [name, v] : records) {
-      auto a = DecodeRecord<ActorNameRecord>(v);
-      Row row{{"name", name}, {"address", addresses.count(name) ? addresses[name] : ""}};
-      if (a.ok()) {
-        row["id"] = a->actor_id;
-        row["class"] = a->class_name;
-        auto id = ActorId::FromHex(a->actor_id);
-        row["job"] = id.ok() ? id->Job().Hex() : "";
-      }
-      row["state"] = row["address"].empty() ? "PENDING" : "ALIVE";
-      rows.push_back(row);
-    }
-    columns = {"name", "id", "class", "job", "state", "address"};
+    return ListActors(flags, **head, *limit, help);
   } else if (what == "tasks" || what == "objects" || what == "workers") {
     return ListFromNodes(what, flags, **head, *limit, help);
   } else {

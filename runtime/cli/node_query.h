@@ -42,5 +42,8 @@ Result<NodeAnswers> QueryNodes(const std::vector<NodeRecord>& view, const std::s
 // the merged rows printed (`flags` parsed; `help` for usage errors). Returns the exit code.
 int ListFromNodes(const std::string& what, const Flags& flags, ControlClient& head, size_t limit,
                   const std::string& help);
+// `cumulus list actors` (list_actors.cc): as ListFromNodes, one row per actor across the nodes,
+// with the head's named actors joined (filter `name`) and those no node reports added.
+int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std::string& help);
 
 }  // namespace cumulus::cli

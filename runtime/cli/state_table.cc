@@ -25,7 +25,7 @@ constexpr int64_t kMaxLimit = 1'000'000'000;
 const std::vector<std::string>& KnownStates(const std::string& what) {
   static const auto* states = new std::map<std::string, std::vector<std::string>>{
       {"jobs", {"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "FINISHED"}},
-      {"actors", {"PENDING", "ALIVE"}},
+      {"actors", {"PENDING", "ALIVE", "EXITING", "RESTARTING", "DEAD"}},
       {"tasks", {"QUEUED", "RETRY_WAIT", "FORWARDED", "RUNNING", "FINISHED", "FAILED"}},
       {"workers", {"IDLE", "BUSY", "BLOCKED", "ACTOR", "EXITING"}},
   };

@@ -38,16 +38,18 @@ failed launches, cost so far and per hour; for each pending demand why a node is
 launched for it), the recent failures, and each
 node's disk: its program cache (used/bound), submitted jobs' files, spilled objects, logs,
 and free space (--json: "disk" in each node).
-list jobs: as 'cumulus jobs'. list actors: named actors (only named actors are known to the
-head). list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
+list jobs: as 'cumulus jobs'. list actors: every actor, anonymous ones too, with its state
+(PENDING, ALIVE, EXITING, RESTARTING, DEAD with why it died), class, job, node, pid, restarts so
+far and its name if it has one (filters: actor, job, class, state, node, pid, restarts, name);
+each node reports the actors it hosts and the last 2000 actor ends it saw. list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
 RETRY_WAIT) and the last ended ones it ran (FINISHED, FAILED; 10000 per node by default). list objects: the objects in each node's store (MEMORY, DISK, BOTH). list workers:
-each node's worker processes (IDLE, BUSY, BLOCKED, ACTOR with its actor id, EXITING). Tasks,
-objects and workers are asked of every alive node at once: each node applies the filters to
+each node's worker processes (IDLE, BUSY, BLOCKED, ACTOR with its actor id, EXITING). Actors,
+tasks, objects and workers are asked of every alive node at once: each node applies the filters to
 everything it holds before it caps what it sends, so --filter state=RUNNING finds running tasks
 among any number; a node that does not answer within 5 s is named on stderr (one line) and the
 others' rows are shown. list placement-groups: groups and the nodes of their bundles.
 --filter keeps rows whose field equals VALUE (ids match by prefix; several --filter must all
-match); --limit shows at most N (default 100); tasks, objects and workers are sorted by id, and when more rows match the last line says
+match); --limit shows at most N (default 100); actors, tasks, objects and workers are sorted by id, and when more rows match the last line says
 how many and the --after ID that shows the next page (jobs: newest first, --after JOB continues
 after that job). The filters always apply to every row before the limit.
 

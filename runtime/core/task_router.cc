@@ -230,6 +230,7 @@ void TaskRouter::Impl::WorkerGone(const WorkerId& wid, std::string why) {
       e.max_restarts = w.actor_max_restarts;
       e.restart_cause = w.actor_restart_cause;
       e.with_job = why == kEndedWithJob;
+      e.detached = w.detached;
       e.cause = e.with_job ? "its owner left (its job ended)" : ActorEndCause(why, &by_user);
       e.by_user = by_user;
       e.ended_micros = clock_.WallMicros();
@@ -283,6 +284,7 @@ void TaskRouter::Impl::EndJob(const JobId& job, bool tell_peers) {
     WorkerGone(id, kEndedWithJob);
   }
   tasks_.EraseJob(job);
+  actor_ends_.EndJob(job);  // nobody restarts its actors now
   leases_.programs().Forget(job);
   scheduler_.ForgetJob(job);
   // Its objects: their owner is gone, so nobody could free or read them.

@@ -129,6 +129,7 @@ class TaskRouter::Impl : public NodeContext {
   std::vector<StateRowFields> WorkerRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   void FinishedTaskRows(RowSelector& selector, bool detail);
   std::vector<StateRowFields> ActorEndRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
+  std::vector<StateRowFields> ActorRows(const StateQuerySpec& q, bool* more, uint64_t* matched);
   StateRowFields NodeRow();
   std::string PendingReason(const RoutedTask& t);
 

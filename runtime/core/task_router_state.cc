@@ -1,6 +1,7 @@
 // TaskRouter: state queries from `cumulus list|describe|top` (a caller with the cluster token,
 // over TCP). Answered on the loop thread from the live tables — tasks, workers, the object store
 // — filtered before the cap (RowSelector), so a filter finds rows however many the node holds.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <unordered_set>
@@ -62,6 +63,8 @@ void TaskRouter::Impl::HandleStateQuery(uint64_t id, proto::StateQuery::Reader i
     rows = WorkerRows(q, &more, &matched);
   } else if (q.kind == "actor_ends") {
     rows = ActorEndRows(q, &more, &matched);
+  } else if (q.kind == "actors") {
+    rows = ActorRows(q, &more, &matched);
   } else {
     rows = {NodeRow()};
     matched = 1;
@@ -285,9 +288,80 @@ std::vector<StateRowFields> TaskRouter::Impl::ActorEndRows(const StateQuerySpec&
       if (!e.restart_cause.empty()) row["restart_cause"] = e.restart_cause;
       if (e.by_user) row["by_user"] = "1";
       if (e.with_job) row["with_job"] = "1";
+      if (e.job_ended && !e.detached) row["job_ended"] = "1";  // nobody restarts it now
       row["ended_micros"] = std::to_string(e.ended_micros);
       return row;
     });
+  });
+  return selector.Take(more, matched);
+}
+
+// One row per actor: its latest life here. Offered newest first (RowSelector keeps an id's first
+// offer): its live worker (an exiting one after any other), else a constructor of it waiting here
+// to be placed, else its newest end.
+std::vector<StateRowFields> TaskRouter::Impl::ActorRows(const StateQuerySpec& q, bool* more,
+                                                        uint64_t* matched) {
+  RowSelector selector(q);
+  const std::string here = node_id_.Hex();
+  auto offer = [&](const std::string& actor, StateRowFields fields) {
+    auto field = [&](const std::string& key) -> std::string {
+      auto it = fields.find(key);
+      return it == fields.end() ? "" : it->second;
+    };
+    selector.Offer(actor, field, [&] {
+      fields["actor"] = actor;
+      fields["node"] = here;
+      return fields;
+    });
+  };
+  std::vector<const Worker*> live;
+  for (auto& [wid, w] : leases_.workers().workers()) {
+    if (w.pid > 0 && !w.actor.empty()) live.push_back(&w);
+  }
+  std::sort(live.begin(), live.end(), [](const Worker* a, const Worker* b) {
+    if (a->closing() != b->closing()) return !a->closing();
+    return a->actor_life > b->actor_life;
+  });
+  for (const Worker* w : live) {
+    StateRowFields row{{"job", w->job.Hex()},
+                       {"class", w->actor_class},
+                       {"state", w->closing()               ? "EXITING"
+                                 : w->actor_address.empty() ? "PENDING"
+                                                            : "ALIVE"},
+                       {"pid", Pid(w->spawned_pid)},
+                       {"restarts", std::to_string(w->actor_life)},
+                       {"max_restarts", std::to_string(w->actor_max_restarts)},
+                       {"worker", w->id.Hex()},
+                       {"address", w->actor_address}};
+    if (!w->actor_restart_cause.empty()) row["restart_cause"] = w->actor_restart_cause;
+    offer(w->actor, std::move(row));
+  }
+  // A constructor queued here (its first life, or a restart its owner asked for); a forwarded
+  // one is answered for by the node it went to.
+  for (auto& [tid, t] : tasks_.all()) {
+    if (!t.actor_creation || t.actor.empty() || t.state != RoutedTask::kQueued) continue;
+    StateRowFields row{{"job", t.job.Hex()},
+                       {"class", t.function},
+                       {"state", t.actor_life > 0 ? "RESTARTING" : "PENDING"},
+                       {"pid", ""},
+                       {"restarts", std::to_string(t.actor_life)},
+                       {"max_restarts", std::to_string(t.max_restarts)}};
+    if (!t.restart_cause.empty()) row["restart_cause"] = t.restart_cause;
+    offer(t.actor, std::move(row));
+  }
+  actor_ends_.ForEachNewestFirst([&](const ActorEnd& e) {
+    std::string death;
+    StateRowFields row{{"job", e.job.Hex()},
+                       {"class", e.class_name},
+                       {"state", ActorEndState(e, &death)},
+                       {"pid", Pid(e.pid)},
+                       {"restarts", std::to_string(e.life)},
+                       {"max_restarts", std::to_string(e.max_restarts)},
+                       {"cause", e.cause},
+                       {"death", death},
+                       {"ended_micros", std::to_string(e.ended_micros)}};
+    if (!e.restart_cause.empty()) row["restart_cause"] = e.restart_cause;
+    offer(e.actor, std::move(row));
   });
   return selector.Take(more, matched);
 }

@@ -13,14 +13,46 @@ std::string ActorEndCause(const std::string& why, bool* by_user) {
   return why;
 }
 
+std::string ActorEndState(const ActorEnd& e, std::string* death) {
+  death->clear();
+  if (e.with_job) {
+    *death = "owner died (its job ended)";
+    return "DEAD";
+  }
+  if (e.cause.rfind("killed by its owner", 0) == 0) {
+    *death = e.cause;
+    return "DEAD";
+  }
+  bool restarts_left = e.max_restarts < 0 || e.life < e.max_restarts;
+  if (restarts_left && e.job_ended && !e.detached) {
+    *death = "owner died (its job ended)";  // before its owner restarted it
+    return "DEAD";
+  }
+  if (restarts_left) return "RESTARTING";
+  *death = e.by_user ? e.cause
+                     : "out of restarts (max_restarts " + std::to_string(e.max_restarts) +
+                           "): " + e.cause;
+  return "DEAD";
+}
+
 void ActorEnds::Add(ActorEnd e) {
   if (capacity_ == 0) return;
   if (kept_.size() >= capacity_) kept_.pop_front();
   kept_.push_back(std::move(e));
 }
 
+void ActorEnds::EndJob(const JobId& job) {
+  for (ActorEnd& e : kept_) {
+    if (e.job == job && !e.detached) e.job_ended = true;
+  }
+}
+
 void ActorEnds::ForEach(const std::function<void(const ActorEnd&)>& fn) const {
   for (const ActorEnd& e : kept_) fn(e);
+}
+
+void ActorEnds::ForEachNewestFirst(const std::function<void(const ActorEnd&)>& fn) const {
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) fn(*it);
 }
 
 }  // namespace cumulus

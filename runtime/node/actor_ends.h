@@ -34,6 +34,8 @@ struct ActorEnd {
   std::string cause;          // why this life ended (ActorEndCause)
   bool by_user = false;       // killed by `cumulus kill`
   bool with_job = false;      // ended with its job (its owner left)
+  bool detached = false;      // a detached actor: its job's end does not end it
+  bool job_ended = false;     // its job ended after this life did (nobody restarts it now)
   int64_t ended_micros = 0;
 };
 
@@ -41,11 +43,22 @@ struct ActorEnd {
 // it ("killed by signal 9", "exited with status N", the memory monitor's reason).
 std::string ActorEndCause(const std::string& why, bool* by_user);
 
+// What an ended life says of its actor, from its record alone (the rule `cumulus describe actor`
+// uses): "DEAD" when it ended with its job, was killed by its owner, or had no restarts left
+// (`*death`: "owner died (its job ended)", the cause, or "out of restarts (max_restarts M):
+// CAUSE"; a `cumulus kill` without restarts left: its cause); otherwise "RESTARTING" (`*death`
+// empty): its owner starts it again — unless its job has ended since (`job_ended`: DEAD, "owner
+// died (its job ended)"); the record cannot tell whether it already did so on another node.
+std::string ActorEndState(const ActorEnd& e, std::string* death);
+
 class ActorEnds {
  public:
   explicit ActorEnds(size_t capacity) : capacity_(capacity) {}
   void Add(ActorEnd e);
-  void ForEach(const std::function<void(const ActorEnd&)>& fn) const;
+  // Its job ended: the ends of its actors (not detached ones) are marked `job_ended`.
+  void EndJob(const JobId& job);
+  void ForEach(const std::function<void(const ActorEnd&)>& fn) const;  // oldest first
+  void ForEachNewestFirst(const std::function<void(const ActorEnd&)>& fn) const;
   size_t size() const { return kept_.size(); }
 
  private:

@@ -1,6 +1,7 @@
 #include "runtime/node/state_rows.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "runtime/base/numeric.h"
 
@@ -15,6 +16,10 @@ const std::vector<std::string>* StateFields(const std::string& kind) {
       // Each actor process that ended on the node (runtime/node/actor_ends.h): "end" is
       // ACTOR/LIFE (the life zero-padded, so that an actor's ends sort in order).
       {"actor_ends", {"end", "actor", "job", "node", "pid", "life", "cause", "class"}},
+      // Each actor the node hosts now or remembers the end of (one row per actor: its latest life
+      // here): state PENDING (its constructor has not answered yet, or it waits here to be
+      // placed), ALIVE, EXITING (its process is going), RESTARTING or DEAD (ActorEndState).
+      {"actors", {"actor", "job", "class", "state", "node", "pid", "restarts"}},
   };
   auto it = fields->find(kind);
   return it == fields->end() ? nullptr : &it->second;
@@ -84,6 +89,27 @@ bool EndedLater(const StateRowFields& row, const StateRowFields& than) {
   };
   if (!ended(row)) return false;
   return !ended(than) || micros(row) > micros(than);
+}
+
+bool ActorRowPreferred(const StateRowFields& row, const StateRowFields& than) {
+  auto get = [](const StateRowFields& r, const char* key) {
+    auto it = r.find(key);
+    return it == r.end() ? std::string() : it->second;
+  };
+  auto number = [&](const StateRowFields& r, const char* key) -> int64_t {
+    auto n = ParseInteger(key, get(r, key), {-1, std::numeric_limits<int64_t>::max()});
+    return n.ok() ? *n : 0;
+  };
+  auto live = [&](const StateRowFields& r) {
+    std::string s = get(r, "state");
+    return s == "ALIVE" || s == "PENDING" || s == "EXITING";
+  };
+  if (live(row) != live(than)) return live(row);
+  if (number(row, "restarts") != number(than, "restarts")) {
+    return number(row, "restarts") > number(than, "restarts");
+  }
+  if (live(row)) return get(row, "state") == "ALIVE" && get(than, "state") != "ALIVE";
+  return number(row, "ended_micros") > number(than, "ended_micros");
 }
 
 void EncodeStateQuery(const StateQuerySpec& q, proto::StateQuery::Builder out) {

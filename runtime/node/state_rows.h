@@ -24,7 +24,7 @@ struct StateFilter {
 };
 
 struct StateQuerySpec {
-  std::string kind;  // "tasks", "objects", "workers", "node", "actor_ends"
+  std::string kind;  // "tasks", "objects", "workers", "node", "actor_ends", "actors"
   std::vector<StateFilter> filters;
   std::string after;   // only rows whose id sorts after this
   size_t limit = 100;  // capped at kMaxStateRows
@@ -70,6 +70,12 @@ class RowSelector {
 // (FINISHED or FAILED) and `than` did not, or both ended and `row` later (by ended_micros, a
 // detail field; a row without a readable one counts as ending at 0).
 bool EndedLater(const StateRowFields& row, const StateRowFields& than);
+
+// Between two rows of one actor (kind "actors", from the nodes that answer for it — it restarted
+// on another node): true when `row` should be shown rather than `than`: a live one (PENDING,
+// ALIVE, EXITING) over an ended one, then the later life (restarts), then ALIVE over the other
+// live states, then the later end (ended_micros).
+bool ActorRowPreferred(const StateRowFields& row, const StateRowFields& than);
 
 // The query and the reply as core messages.
 void EncodeStateQuery(const StateQuerySpec& q, proto::StateQuery::Builder out);

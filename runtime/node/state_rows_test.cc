@@ -1,5 +1,7 @@
 #include "runtime/node/state_rows.h"
 
+#include "runtime/node/actor_ends.h"
+
 #include <gtest/gtest.h>
 
 #include <capnp/message.h>
@@ -104,6 +106,91 @@ TEST(RowSelectorTest, OfATaskThatEndedTwiceTheLatestEndWins) {
   EXPECT_FALSE(EndedLater(early, late));
   EXPECT_TRUE(EndedLater(early, running));
   EXPECT_FALSE(EndedLater(running, early));
+}
+
+TEST(ActorRowsTest, AnActorsRowsFilterOnTheirFieldsAndKeepTheNewestLifeOffered) {
+  EXPECT_TRUE(
+      CheckStateQuery({"actors", {{"state", "DEAD"}, {"class", "Counter"}}, "", 10, false}).ok());
+  Status st = CheckStateQuery({"actors", {{"colour", "red"}}, "", 10, false});
+  EXPECT_NE(st.message().find("cannot filter actors on 'colour' (fields: actor, job, class, state"),
+            std::string::npos)
+      << st.message();
+  // A node offers an actor's live worker before its ends (newest first): one row per actor, and
+  // a state filter sees only that row (an actor alive again is not DEAD here).
+  StateQuerySpec q{"actors", {{"state", "DEAD"}}, "", 10, false};
+  RowSelector s(q);
+  auto offer = [&](const std::string& actor, const std::string& state, const std::string& life) {
+    StateRowFields row{{"actor", actor}, {"state", state}, {"restarts", life}};
+    s.Offer(
+        actor, [&](const std::string& key) { return row.count(key) ? row.at(key) : ""; },
+        [&] { return row; });
+  };
+  offer("aa01", "ALIVE", "1");
+  offer("aa01", "RESTARTING", "0");
+  offer("bb02", "DEAD", "2");
+  offer("bb02", "RESTARTING", "1");
+  bool more = false;
+  uint64_t matched = 0;
+  auto rows = s.Take(&more, &matched);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("actor"), "bb02");
+  EXPECT_EQ(rows[0].at("restarts"), "2");
+  EXPECT_EQ(matched, 1u);
+}
+
+TEST(ActorRowsTest, AnEndIsDeadOnlyWhenItsRecordSaysNoRestartFollows) {
+  ActorEnd e;
+  e.cause = "its worker crashed: killed by signal 9";
+  e.max_restarts = 1;
+  std::string death;
+  EXPECT_EQ(ActorEndState(e, &death), "RESTARTING");
+  EXPECT_EQ(death, "");
+  e.life = 1;  // its restart ended too: none left
+  EXPECT_EQ(ActorEndState(e, &death), "DEAD");
+  EXPECT_EQ(death, "out of restarts (max_restarts 1): its worker crashed: killed by signal 9");
+  e.job_ended = true;  // its job ended later: it died of its restarts, not of that
+  EXPECT_EQ(ActorEndState(e, &death), "DEAD");
+  EXPECT_EQ(death, "out of restarts (max_restarts 1): its worker crashed: killed by signal 9");
+  e.job_ended = false;
+  e.max_restarts = -1;  // forever
+  EXPECT_EQ(ActorEndState(e, &death), "RESTARTING");
+  e.job_ended = true;  // its job ended since: nobody restarts it
+  EXPECT_EQ(ActorEndState(e, &death), "DEAD");
+  EXPECT_EQ(death, "owner died (its job ended)");
+  e.detached = true;  // a detached actor outlives its job
+  EXPECT_EQ(ActorEndState(e, &death), "RESTARTING");
+  ActorEnd killed;
+  bool by_user = false;
+  killed.cause =
+      ActorEndCause("exited with status " + std::to_string(kKilledByCallerExitStatus), &by_user);
+  killed.by_user = by_user;
+  EXPECT_EQ(ActorEndState(killed, &death), "DEAD");
+  EXPECT_EQ(death, "killed by user (cumulus kill)");
+  ActorEnd owner;
+  owner.max_restarts = 5;
+  owner.cause = ActorEndCause("exited with status 0", &by_user);
+  EXPECT_EQ(ActorEndState(owner, &death), "DEAD");
+  EXPECT_EQ(death.rfind("killed by its owner", 0), 0u) << death;
+  ActorEnd with_job;
+  with_job.max_restarts = -1;
+  with_job.with_job = true;
+  EXPECT_EQ(ActorEndState(with_job, &death), "DEAD");
+  EXPECT_EQ(death, "owner died (its job ended)");
+}
+
+TEST(ActorRowsTest, TwoNodesReportingOneActorShowTheLiveRowElseTheLatestEnd) {
+  StateRowFields alive{{"state", "ALIVE"}, {"restarts", "1"}};
+  StateRowFields restarting{{"state", "RESTARTING"}, {"restarts", "0"}, {"ended_micros", "50"}};
+  StateRowFields early{{"state", "DEAD"}, {"restarts", "0"}, {"ended_micros", "100"}};
+  StateRowFields late{{"state", "DEAD"}, {"restarts", "1"}, {"ended_micros", "200"}};
+  StateRowFields exiting{{"state", "EXITING"}, {"restarts", "1"}};
+  EXPECT_TRUE(ActorRowPreferred(alive, restarting));
+  EXPECT_FALSE(ActorRowPreferred(restarting, alive));
+  EXPECT_TRUE(ActorRowPreferred(alive, late));
+  EXPECT_TRUE(ActorRowPreferred(late, early));
+  EXPECT_FALSE(ActorRowPreferred(early, late));
+  EXPECT_TRUE(ActorRowPreferred(alive, exiting));
+  EXPECT_FALSE(ActorRowPreferred(exiting, alive));
 }
 
 TEST(RowSelectorTest, QueryAndRowsSurviveTheirMessages) {

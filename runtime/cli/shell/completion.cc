@@ -41,6 +41,7 @@ std::string FilterKind(const std::string& key) {
   if (key == "node" || key == "job" || key == "task" || key == "object") return key;
   if (key == "id") return "group";
   if (key == "name") return "actor";
+  if (key == "actor") return "actor_id";
   return "";
 }
 
@@ -103,7 +104,8 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   if (previous == "--filter") {
     size_t eq = partial.find('=');
     if (eq == std::string::npos) {
-      return Matching({"node=", "job=", "task=", "object=", "id=", "name=", "state="}, partial);
+      return Matching({"node=", "job=", "task=", "object=", "id=", "name=", "actor=", "state="},
+                      partial);
     }
     std::string key = partial.substr(0, eq);
     return Matching(live_ ? live_->Get(FilterKind(key)) : std::vector<std::string>{}, partial,
@@ -158,7 +160,9 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   // describe KIND ID: the ids of that kind.
   if (positional == 1 && first == "describe") {
     for (size_t i = 1; i < before.size(); ++i) {
-      if (before[i].rfind("-", 0) != 0) return Ids(before[i], partial);
+      if (before[i].rfind("-", 0) != 0) {
+        return Ids(before[i] == "actor" ? "actor_id" : before[i], partial);
+      }
     }
   }
   return {};

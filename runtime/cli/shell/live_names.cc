@@ -8,6 +8,7 @@
 
 #include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
+#include "runtime/cli/node_query.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
 #include "runtime/tune/experiment_state.h"
@@ -54,6 +55,15 @@ Result<std::vector<std::string>> Fetch(const LiveNames::Options& o, const std::s
     CUMULUS_RETURN_IF_ERROR(keys(kJobsNamespace));
   } else if (kind == "actor") {
     CUMULUS_RETURN_IF_ERROR(keys(kActorsNamespace, /*skip_addresses=*/true));
+  } else if (kind == "actor_id") {
+    // Every actor the nodes host or recall the end of (`list actors`), anonymous ones too.
+    CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head->GetClusterStatus());
+    cli::NodeQueryOptions qo;
+    qo.deadline = o.fetch_timeout;
+    CUMULUS_ASSIGN_OR_RETURN(
+        auto answers,
+        QueryNodes(view.nodes, token, StateQuerySpec{"actors", {}, "", 1000, false}, qo));
+    for (auto& r : answers.rows) names.insert(r["actor"]);
   } else if (kind == "group") {
     CUMULUS_RETURN_IF_ERROR(keys(kGroupsNamespace));
   } else if (kind == "experiment") {

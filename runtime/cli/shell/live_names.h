@@ -27,7 +27,8 @@ class LiveNames {
 
   explicit LiveNames(Options options);
 
-  // The names of `kind`: "node", "job", "actor", "task", "object", "group", "experiment";
+  // The names of `kind`: "node", "job", "actor" (named actors' names), "actor_id" (the ids of the
+  // actors the nodes host or recall, at most 1000), "task", "object", "group", "experiment";
   // "trial:EXP" (the trial ids of experiment EXP), "trial" (every experiment's, as TRIAL and as
   // EXP/TRIAL).
   // Thread-safe; returns within about Options::wait.

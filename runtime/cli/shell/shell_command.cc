@@ -41,8 +41,8 @@ Ctrl-C stops the running command or view and returns to the prompt; it never lea
 
 On a terminal: line editing (emacs keys), a history kept across sessions in $CUMULUS_HISTORY
 (default ~/.cumulus_history, at most 1000 lines), Tab completion of commands, subcommands, flags
-and of live ids from the cluster (nodes, jobs, named actors, tasks, objects, placement groups,
-experiments). Commands that stop or retire something (cancel, drain, down, stop) ask y/N first.
+and of live ids from the cluster (nodes, jobs, named actors and every actor's id, tasks, objects,
+placement groups, experiments). Commands that stop or retire something (cancel, drain, down, stop) ask y/N first.
 
   --read-only       refuse the commands that stop or retire something, with one line
 Not a terminal (a pipe, a file): lines are read one by one, the output is plain, nothing is
