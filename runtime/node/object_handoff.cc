@@ -129,10 +129,12 @@ void ObjectHandoff::Round(NodeRecord to) {
     if (!st.ok()) {
       // The taker's copies go (below): the records already written (and the one that failed,
       // which the head may have applied) would send readers to copies that are gone. Best
-      // effort: a record left behind costs a reader one lookup before it looks elsewhere.
+      // effort, stopping at the first failure (a head that does not answer would cost a
+      // timeout per record): a record left behind costs a reader one lookup, then it looks
+      // elsewhere.
       if (client.ok()) {
         for (size_t i = 0; i < written && i < moved.size(); ++i) {
-          (void)(*client)->KvDelete(kObjectMovesNamespace, ObjectMoveKey(moved[i]));
+          if (!(*client)->KvDelete(kObjectMovesNamespace, ObjectMoveKey(moved[i])).ok()) break;
         }
       }
       st = st.WithContext("recording the moves at the head");
