@@ -231,6 +231,18 @@ TEST_F(CallTest, AnActorByItsIdCalledDescribedRestartedAndKilledByUser) {
   EXPECT_NE(out.find("\"restarts\":\"1\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"state\":\"ALIVE\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"restart_cause\":"), std::string::npos) << out;
+  // Its old life's end is not a second row: a state filter does not find the actor there, and no
+  // page claims more rows than there are.
+  ASSERT_EQ(cli({"list", "actors", "--filter", "actor=" + actor.substr(0, 12), "--filter",
+                 "state=RESTARTING"},
+                &out),
+            0)
+      << out;
+  EXPECT_EQ(out.find(actor.substr(0, 12)), std::string::npos) << out;
+  ASSERT_EQ(
+      cli({"list", "actors", "--filter", "actor=" + actor.substr(0, 12), "--limit", "1"}, &out), 0)
+      << out;
+  EXPECT_EQ(out.find("next page"), std::string::npos) << out;
 
   // Killed by the user, by its id: dead for good (no restarts left), and describe says so.
   EXPECT_EQ(cli({"kill", actor.substr(0, 16)}, &out), 0) << out;

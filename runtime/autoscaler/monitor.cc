@@ -134,9 +134,11 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
             if (!late) RecordFailure(type_config.name, count, ids.status().message());
             return;
           }
+          int64_t booked = WallNow();
           for (auto& id : *ids) {
             books_.instances[id] =
                 LaunchedInstance{id, type_config.name, provider->name(), asked, false};
+            booked_at_[id] = booked;
           }
         };
       },
@@ -231,9 +233,12 @@ Status Monitor::RunRound() {
 
   // What the providers' last List() may say (not that an instance launched after it began has
   // ended: TrustedListing).
+  for (auto it = booked_at_.begin(); it != booked_at_.end();) {
+    it = books_.instances.count(it->first) ? std::next(it) : booked_at_.erase(it);
+  }
   std::map<std::string, std::vector<Instance>> listed;
   for (auto& [provider, instances] : listed_) {
-    listed[provider] = TrustedListing(instances, listed_started_[provider], books_);
+    listed[provider] = TrustedListing(instances, listed_started_[provider], books_, booked_at_);
   }
   // Instances the providers list as ended leave the books; one that never came up is a failure.
   for (auto& [provider, instances] : listed) {
@@ -308,14 +313,19 @@ Status Monitor::RunRound() {
     if (in == built.instance_of.end()) continue;
     auto it = books_.instances.find(in->second);
     if (it == books_.instances.end() || it->second.draining) continue;
+    // The head marks it, so placement gives it no new work and the node drains itself; it is
+    // terminated only once it has left. Booked as draining only once the head has marked it: a
+    // node the head was never told about would never leave (the policy asks again next round).
+    auto id = NodeId::FromHex(d.node);
+    if (!id.ok()) continue;
+    Status marked = head_->DrainNode(*id, "autoscaler: " + d.why);
+    if (!marked.ok()) {
+      CUMULUS_LOG(WARN) << "autoscaler: cannot mark " << d.node << " draining (asked again next "
+                        << "round): " << marked;
+      continue;
+    }
     CUMULUS_LOG(INFO) << "autoscaler: draining " << d.node << " (" << d.why << ")";
     it->second.draining = true;
-    // The head marks it too, so placement gives it no new work (the books alone would not).
-    if (auto id = NodeId::FromHex(d.node); id.ok()) {
-      Status marked = head_->DrainNode(*id, "autoscaler: " + d.why);
-      if (!marked.ok())
-        CUMULUS_LOG(WARN) << "autoscaler: cannot mark " << d.node << " draining: " << marked;
-    }
   }
   for (auto& t : decision_.terminations) {
     auto in = built.instance_of.find(t.node);

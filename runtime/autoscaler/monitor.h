@@ -122,18 +122,21 @@ class Monitor {
   autoscale::Decision decision_;
   std::map<std::string, std::vector<Instance>> listed_;  // provider -> its last List()
   std::map<std::string, int64_t> listed_started_;        // provider -> when that List() began
-  std::map<std::string, int64_t> idle_since_;            // node hex -> since when idle (micros)
-  std::map<std::string, int64_t> demand_since_;          // pending demand -> since when (micros)
-  autoscale::IdleGapRecorder idle_gaps_;                 // for types that learn_idle_timeout
-  std::map<std::string, int> in_flight_launches_;        // type -> nodes being asked for
-  std::map<std::string, int64_t> in_flight_since_;       // type -> when the oldest was asked
-  std::set<std::string> terminating_;                    // instance ids with a call in flight
-  std::set<std::string> seen_registered_;                // instance ids seen as alive nodes
-  std::set<std::string> alive_;                          // node hexes alive last round
-  int64_t capacity_changed_ = 0;   // when a node last joined (micros; 0: not yet)
-  std::set<std::string> listing_;  // providers with a List() in flight
-  bool down_asked_ = false;        // the head's KV said "down"
-  bool gave_up_calls_ = false;     // FinishLateCalls gave up on calls (providers_ went with them)
+  // Instance -> when its Launch's answer put it in the books (a Launch may answer rounds after
+  // it began, past a List begun meanwhile); pruned with the books.
+  std::map<std::string, int64_t> booked_at_;
+  std::map<std::string, int64_t> idle_since_;       // node hex -> since when idle (micros)
+  std::map<std::string, int64_t> demand_since_;     // pending demand -> since when (micros)
+  autoscale::IdleGapRecorder idle_gaps_;            // for types that learn_idle_timeout
+  std::map<std::string, int> in_flight_launches_;   // type -> nodes being asked for
+  std::map<std::string, int64_t> in_flight_since_;  // type -> when the oldest was asked
+  std::set<std::string> terminating_;               // instance ids with a call in flight
+  std::set<std::string> seen_registered_;           // instance ids seen as alive nodes
+  std::set<std::string> alive_;                     // node hexes alive last round
+  int64_t capacity_changed_ = 0;                    // when a node last joined (micros; 0: not yet)
+  std::set<std::string> listing_;                   // providers with a List() in flight
+  bool down_asked_ = false;                         // the head's KV said "down"
+  bool gave_up_calls_ = false;  // FinishLateCalls gave up on calls (providers_ went with them)
 
   // The provider calls still running when Run returned and the actor system they run in
   // (monitor_loop.cc; type-erased: no CAF type in this header).

@@ -22,15 +22,19 @@ const Instance* Listed(const MonitorView& view, const std::string& provider,
 }  // namespace
 
 std::vector<Instance> TrustedListing(const std::vector<Instance>& listed,
-                                     int64_t list_started_micros, const MonitorBooks& books) {
+                                     int64_t list_started_micros, const MonitorBooks& books,
+                                     const std::map<std::string, int64_t>& booked_micros) {
   std::vector<Instance> out;
   out.reserve(listed.size());
   for (const Instance& in : listed) {
     bool ended = in.state == InstanceState::kTerminated || in.state == InstanceState::kFailed;
     auto booked = books.instances.find(in.id);
-    if (ended && booked != books.instances.end() &&
-        booked->second.launched_micros >= list_started_micros)
-      continue;  // the List began before the Launch did: it cannot know
+    if (ended && booked != books.instances.end()) {
+      int64_t since = booked->second.launched_micros;
+      auto answered = booked_micros.find(in.id);
+      if (answered != booked_micros.end()) since = std::max(since, answered->second);
+      if (since >= list_started_micros) continue;  // the List began before the Launch ended
+    }
     out.push_back(in);
   }
   return out;
@@ -139,12 +143,14 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     }
   }
 
-  // Launched nodes that were draining and have left: a node leaves once its own drain is done
-  // (nothing runs, its objects handed on; or it was stopped: nothing runs there either). Its
-  // instance is still in the books: kDraining and `drained`, so the policy terminates it. One
-  // record per instance, and none while another record of it is ALIVE.
+  // Launched nodes that were draining and are gone: a node leaves once its own drain is done
+  // (nothing runs, its objects handed on; or it was stopped: nothing runs there either), or it
+  // died meanwhile (crashed, killed, cut off: the head declared it dead, so nothing runs there
+  // for the cluster). Its instance is still in the books: kDraining and `drained`, so the policy
+  // terminates it, and no launch failure is counted against its type. One record per instance,
+  // and none while another record of it is ALIVE.
   for (auto& n : view.nodes) {
-    if (n.state != NodeState::kDead || !n.left) continue;
+    if (n.state != NodeState::kDead) continue;
     auto type = n.labels.find(kNodeTypeLabel);
     auto instance = n.labels.find(kInstanceIdLabel);
     if (type == n.labels.end() || instance == n.labels.end() || !config.FindType(type->second))

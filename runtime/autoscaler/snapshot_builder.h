@@ -59,8 +59,11 @@ struct BuiltSnapshot {
 // A List that began before the Launch may not know of the instance yet, and a provider that
 // keeps its own records (a `command` list script, as the slurm provider once did) may then call
 // it ended; the monitor would forget it and launch another in its place. The next List says.
+// `booked_micros`: when each instance's Launch answered (if later than it began, the later time
+// counts: a provider may not know an instance its Launch has not made yet).
 std::vector<Instance> TrustedListing(const std::vector<Instance>& listed,
-                                     int64_t list_started_micros, const MonitorBooks& books);
+                                     int64_t list_started_micros, const MonitorBooks& books,
+                                     const std::map<std::string, int64_t>& booked_micros = {});
 
 // The cloud node types of `config` as the policy sees them.
 std::vector<autoscale::NodeType> PolicyTypes(const ClusterConfig& config);

@@ -3,6 +3,8 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "runtime/head/node_codec.h"
 #include "scheduler/autoscale/policy.h"
 
@@ -133,6 +135,19 @@ TEST(SnapshotBuilderTest, ADrainingNodeIsTerminatedOnlyOnceItHasLeft) {
   ASSERT_TRUE(decided.ok()) << decided.status();
   ASSERT_EQ(decided->terminations.size(), 1u);
   EXPECT_EQ(built.instance_of.at(decided->terminations[0].node), "i-1");
+  // A draining node that died instead (killed, or cut off: declared dead, not left) is gone
+  // too: terminated as drained, not taken for a launch that timed out (which would back its
+  // type off).
+  node.left = false;
+  node.death_reason = "no heartbeat for 10s";
+  built = BuildSnapshot(config, books, view, &idle_since);
+  ASSERT_EQ(built.snapshot.nodes.size(), 1u);
+  EXPECT_TRUE(built.snapshot.nodes[0].drained);
+  EXPECT_TRUE(built.registered.count("i-1"));
+  decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  ASSERT_EQ(decided->terminations.size(), 1u);
+  EXPECT_EQ(decided->terminations[0].why, "drained, and gone from the cluster");
   // Once the instance is off the books, its record is history: nothing more to terminate.
   books.instances.clear();
   EXPECT_TRUE(BuildSnapshot(config, books, view, &idle_since).snapshot.nodes.empty());
@@ -152,6 +167,32 @@ TEST(SnapshotBuilderTest, DemandPurposeAndReasonSurviveTheNodeRecord) {
   ASSERT_EQ(back->pending_demand.size(), 1u);
   EXPECT_EQ(back->pending_demand[0].purpose, "trial gang/t0001");
   EXPECT_EQ(back->pending_demand[0].reason, "waiting for room");
+}
+
+// A provider's List() that began before an instance was booked cannot say it ended: not before
+// its Launch began, nor while that Launch had not answered yet (a slow launch call).
+TEST(SnapshotBuilderTest, AListingMayEndOnlyInstancesBookedBeforeItBegan) {
+  MonitorBooks books;
+  books.instances["old"] = {"old", "cpu", "local", 1'000, false};
+  books.instances["slow"] = {"slow", "cpu", "local", 1'000, false};
+  books.instances["new"] = {"new", "cpu", "local", 6'000, false};
+  std::vector<Instance> listed;
+  for (const char* id : {"old", "slow", "new", "unknown"}) {
+    Instance in;
+    in.id = id;
+    in.state = InstanceState::kTerminated;
+    listed.push_back(in);
+  }
+  // The List began at 5,000: "slow" began launching at 1,000 but was booked at 7,000.
+  auto trusted = TrustedListing(listed, 5'000, books, {{"old", 2'000}, {"slow", 7'000}});
+  std::set<std::string> ids;
+  for (auto& in : trusted) ids.insert(in.id);
+  EXPECT_EQ(ids, (std::set<std::string>{"old", "unknown"}));
+  // Without the booking times (a monitor restarted from its books), the launch times count.
+  trusted = TrustedListing(listed, 5'000, books);
+  ids.clear();
+  for (auto& in : trusted) ids.insert(in.id);
+  EXPECT_EQ(ids, (std::set<std::string>{"old", "slow", "unknown"}));
 }
 
 }  // namespace

@@ -288,7 +288,7 @@ std::vector<StateRowFields> TaskRouter::Impl::ActorEndRows(const StateQuerySpec&
       if (!e.restart_cause.empty()) row["restart_cause"] = e.restart_cause;
       if (e.by_user) row["by_user"] = "1";
       if (e.with_job) row["with_job"] = "1";
-      if (e.job_ended && !e.detached) row["job_ended"] = "1";  // nobody restarts it now
+      if (e.job_ended) row["job_ended"] = "1";  // nobody restarts it now
       row["ended_micros"] = std::to_string(e.ended_micros);
       return row;
     });
@@ -296,14 +296,17 @@ std::vector<StateRowFields> TaskRouter::Impl::ActorEndRows(const StateQuerySpec&
   return selector.Take(more, matched);
 }
 
-// One row per actor: its latest life here. Offered newest first (RowSelector keeps an id's first
-// offer): its live worker (an exiting one after any other), else a constructor of it waiting here
-// to be placed, else its newest end.
+// One row per actor: its latest life here, the first of: its live worker (an exiting one after
+// any other), a constructor of it waiting here to be placed, its newest end. Later records of an
+// id already offered are skipped here (RowSelector counts every offer).
 std::vector<StateRowFields> TaskRouter::Impl::ActorRows(const StateQuerySpec& q, bool* more,
                                                         uint64_t* matched) {
   RowSelector selector(q);
   const std::string here = node_id_.Hex();
+  // Bounded by this node's actor workers, queued constructors and remembered ends.
+  std::unordered_set<std::string> offered;
   auto offer = [&](const std::string& actor, StateRowFields fields) {
+    if (!offered.insert(actor).second) return;
     auto field = [&](const std::string& key) -> std::string {
       auto it = fields.find(key);
       return it == fields.end() ? "" : it->second;

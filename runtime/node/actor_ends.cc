@@ -24,7 +24,7 @@ std::string ActorEndState(const ActorEnd& e, std::string* death) {
     return "DEAD";
   }
   bool restarts_left = e.max_restarts < 0 || e.life < e.max_restarts;
-  if (restarts_left && e.job_ended && !e.detached) {
+  if (restarts_left && e.job_ended) {
     *death = "owner died (its job ended)";  // before its owner restarted it
     return "DEAD";
   }
@@ -43,7 +43,7 @@ void ActorEnds::Add(ActorEnd e) {
 
 void ActorEnds::EndJob(const JobId& job) {
   for (ActorEnd& e : kept_) {
-    if (e.job == job && !e.detached) e.job_ended = true;
+    if (e.job == job) e.job_ended = true;  // detached too: only its owner restarts an actor
   }
 }
 

@@ -55,7 +55,8 @@ class ActorEnds {
  public:
   explicit ActorEnds(size_t capacity) : capacity_(capacity) {}
   void Add(ActorEnd e);
-  // Its job ended: the ends of its actors (not detached ones) are marked `job_ended`.
+  // Its job ended: the ends of its actors are marked `job_ended` (detached ones too: their
+  // owner, which alone restarts them, has gone with the job).
   void EndJob(const JobId& job);
   void ForEach(const std::function<void(const ActorEnd&)>& fn) const;  // oldest first
   void ForEachNewestFirst(const std::function<void(const ActorEnd&)>& fn) const;

@@ -49,8 +49,8 @@ class FinishedTasks {
 
   // Keeps `t`, dropping the oldest record beyond the capacity (nothing with capacity 0).
   void Add(FinishedTask t);
-  // Each record, newest first (so that a task that ended twice, e.g. re-run to rebuild a lost
-  // object, shows its latest end to a RowSelector, which keeps the first offer of an id).
+  // Each record, newest first (so that of a task that ended twice, e.g. re-run to rebuild a lost
+  // object, a caller that keeps the first record of an id keeps its latest end).
   void ForEach(const std::function<void(const FinishedTask&)>& fn) const;
   size_t size() const { return kept_.size(); }
   size_t capacity() const { return capacity_; }

@@ -46,8 +46,8 @@ bool IsIdField(const std::string& key);
 // ("cannot filter tasks on 'colour' (fields: task, job, ...)").
 Status CheckStateQuery(const StateQuerySpec& q);
 
-// Keeps the `limit` matching rows with the smallest ids after the cursor: O(limit) rows, plus the
-// ids offered so far (one string each).
+// Keeps the `limit` matching rows with the smallest ids after the cursor: O(limit) rows. Every
+// offer counts: callers offer each id once.
 class RowSelector {
  public:
   explicit RowSelector(const StateQuerySpec& q);

@@ -108,34 +108,15 @@ TEST(RowSelectorTest, OfATaskThatEndedTwiceTheLatestEndWins) {
   EXPECT_FALSE(EndedLater(running, early));
 }
 
-TEST(ActorRowsTest, AnActorsRowsFilterOnTheirFieldsAndKeepTheNewestLifeOffered) {
+TEST(ActorRowsTest, AnActorsRowsFilterOnTheirFieldsOnly) {
   EXPECT_TRUE(
       CheckStateQuery({"actors", {{"state", "DEAD"}, {"class", "Counter"}}, "", 10, false}).ok());
   Status st = CheckStateQuery({"actors", {{"colour", "red"}}, "", 10, false});
   EXPECT_NE(st.message().find("cannot filter actors on 'colour' (fields: actor, job, class, state"),
             std::string::npos)
       << st.message();
-  // A node offers an actor's live worker before its ends (newest first): one row per actor, and
-  // a state filter sees only that row (an actor alive again is not DEAD here).
-  StateQuerySpec q{"actors", {{"state", "DEAD"}}, "", 10, false};
-  RowSelector s(q);
-  auto offer = [&](const std::string& actor, const std::string& state, const std::string& life) {
-    StateRowFields row{{"actor", actor}, {"state", state}, {"restarts", life}};
-    s.Offer(
-        actor, [&](const std::string& key) { return row.count(key) ? row.at(key) : ""; },
-        [&] { return row; });
-  };
-  offer("aa01", "ALIVE", "1");
-  offer("aa01", "RESTARTING", "0");
-  offer("bb02", "DEAD", "2");
-  offer("bb02", "RESTARTING", "1");
-  bool more = false;
-  uint64_t matched = 0;
-  auto rows = s.Take(&more, &matched);
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].at("actor"), "bb02");
-  EXPECT_EQ(rows[0].at("restarts"), "2");
-  EXPECT_EQ(matched, 1u);
+  // One row per actor (its live worker before its ends) is the node's part (ActorRows), checked
+  // through a real node in CallTest.AnActorByItsIdCalledDescribedRestartedAndKilledByUser.
 }
 
 TEST(ActorRowsTest, AnEndIsDeadOnlyWhenItsRecordSaysNoRestartFollows) {
@@ -157,8 +138,8 @@ TEST(ActorRowsTest, AnEndIsDeadOnlyWhenItsRecordSaysNoRestartFollows) {
   e.job_ended = true;  // its job ended since: nobody restarts it
   EXPECT_EQ(ActorEndState(e, &death), "DEAD");
   EXPECT_EQ(death, "owner died (its job ended)");
-  e.detached = true;  // a detached actor outlives its job
-  EXPECT_EQ(ActorEndState(e, &death), "RESTARTING");
+  e.detached = true;  // a detached actor outlives its job, but only its owner restarts it
+  EXPECT_EQ(ActorEndState(e, &death), "DEAD");
   ActorEnd killed;
   bool by_user = false;
   killed.cause =

@@ -474,7 +474,7 @@ void Round::ScaleDown() {
     if (node.state == NodeState::kDraining) {
       // Only the node's own word ends it: a quiet view may predate the drain (snapshot.h).
       if (node.drained && quiet) {
-        d_.terminations.push_back({node.id, "drained: it finished its work and left"});
+        d_.terminations.push_back({node.id, "drained, and gone from the cluster"});
       }
       continue;
     }
