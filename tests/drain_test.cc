@@ -516,6 +516,23 @@ TEST_F(DrainTest, DrainMarkSurvivesAHeadRestart) {
   NodeRecord b = Record(b_id_);
   EXPECT_TRUE(b.draining);
   EXPECT_NE(Status().find("DRAINING"), std::string::npos);
+  // B's workers, one in the middle of a task that holds until a file appears, end with B: no
+  // orphan keeps running its task (it held the test's output open for minutes).
+  ASSERT_EQ(
+      Cli({"list", "workers", "--json", "--address", address_, "--token-file", token_file_}, &out),
+      0)
+      << out;
+  std::vector<pid_t> workers;
+  for (size_t at = out.find("\"pid\":\""); at != std::string::npos;
+       at = out.find("\"pid\":\"", at + 1)) {
+    workers.push_back(std::atoi(out.c_str() + at + 7));
+  }
+  ASSERT_FALSE(workers.empty()) << out;
+  b_->Kill(SIGKILL);
+  for (pid_t p : workers) {
+    EXPECT_TRUE(WaitUntil([&] { return p <= 0 || kill(p, 0) != 0; }, 10s))
+        << "worker " << p << " outlived its node";
+  }
   driver->Kill(SIGKILL);
 }
 

@@ -441,10 +441,17 @@ void CoreWorkerImpl::OnClose(uint64_t tag, const std::string& why) {
   Peer c = peers_[tag];
   peers_.erase(tag);
   if (tag == node_conn_) {
+    if (is_worker_) {
+      // A worker ends with its node, even in the middle of a task: nobody takes its result,
+      // the cluster runs the work elsewhere, and an orphan would hold CPUs (and its task's
+      // side effects) until the task returned. (Its node's log needs no line for it.)
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(1);
+    }
     node_conn_ = 0;
     node_lost_ = why;
-    // (A worker exits now: its node's log needs no line for it.)
-    if (!stopped_ && !is_worker_) CUMULUS_LOG(WARN) << "cumulus: " << NodeLostMessage();
+    if (!stopped_) CUMULUS_LOG(WARN) << "cumulus: " << NodeLostMessage();
     tasks_.NodeLost();
     groups_.NodeLost();
     execution_.Close();
