@@ -87,25 +87,6 @@ struct Target {
   std::string actor_address;
 };
 
-Result<std::map<std::string, ActorNameRecord>> NamedActors(ControlClient& head) {
-  std::map<std::string, ActorNameRecord> out;
-  std::map<std::string, std::string> addresses;
-  CUMULUS_RETURN_IF_ERROR(
-      ForEachKv(head, kActorsNamespace, "", [&](const std::string& k, const std::string& v) {
-        size_t slash = k.rfind("/address");
-        if (slash != std::string::npos && slash + 8 == k.size()) {
-          addresses[k.substr(0, slash)] = v;
-          return;
-        }
-        auto r = DecodeRecord<ActorNameRecord>(v);
-        if (r.ok()) out[k] = *r;
-      }));
-  for (auto& [name, r] : out) {
-    if (r.address.empty() && addresses.count(name)) r.address = addresses[name];
-  }
-  return out;
-}
-
 // An actor alive on the nodes whose id starts with `prefix` (named or not: its worker's row says
 // its class and address); nullopt if none. InvalidArgument if the prefix fits several.
 Result<std::optional<Target>> ActorOnNodes(ControlClient& head, const std::string& token,
@@ -147,7 +128,7 @@ Result<Target> Resolve(ControlClient& head, const std::string& what, const std::
         ForEachKv(head, kJobsNamespace, what,
                   [&](const std::string& k, const std::string&) { jobs.push_back(k); }));
   }
-  CUMULUS_ASSIGN_OR_RETURN(auto actors, NamedActors(head));
+  CUMULUS_ASSIGN_OR_RETURN(auto actors, NamedActorRecords(head));
   std::vector<std::string> actor_matches;
   bool exact_job = std::find(jobs.begin(), jobs.end(), what) != jobs.end();
   if (exact_job) {

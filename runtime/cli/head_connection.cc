@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "runtime/cli/local_state.h"
+#include "runtime/core/messages.h"
 
 namespace cumulus::cli {
 
@@ -37,6 +38,25 @@ Status ForEachKv(ControlClient& head, const std::string& ns, const std::string& 
     if (!page.more || page.entries.empty()) return Status();
     after = page.entries.back().first;
   }
+}
+
+Result<std::map<std::string, ActorNameRecord>> NamedActorRecords(ControlClient& head) {
+  std::map<std::string, ActorNameRecord> out;
+  std::map<std::string, std::string> addresses;
+  CUMULUS_RETURN_IF_ERROR(
+      ForEachKv(head, kActorsNamespace, "", [&](const std::string& k, const std::string& v) {
+        size_t slash = k.rfind("/address");
+        if (slash != std::string::npos && slash + 8 == k.size()) {
+          addresses[k.substr(0, slash)] = v;
+          return;
+        }
+        auto r = DecodeRecord<ActorNameRecord>(v);
+        if (r.ok() && !r->actor_id.empty()) out[k] = *r;
+      }));
+  for (auto& [name, r] : out) {
+    if (r.address.empty() && addresses.count(name)) r.address = addresses[name];
+  }
+  return out;
 }
 
 }  // namespace cumulus::cli

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "cumulus/status.h"
 #include "runtime/cli/flags.h"
+#include "runtime/core/records.h"
 #include "runtime/head/control_client.h"
 
 namespace cumulus::cli {
@@ -23,5 +25,9 @@ int64_t NowMicros();
 // Every entry of a namespace under `prefix`, page by page.
 Status ForEachKv(ControlClient& head, const std::string& ns, const std::string& prefix,
                  const std::function<void(const std::string&, const std::string&)>& fn);
+
+// The head's named actors by name, each with its address: its record's, else the NAME/address
+// key written once it lives ("" while it has none). Records without an actor id are skipped.
+Result<std::map<std::string, ActorNameRecord>> NamedActorRecords(ControlClient& head);
 
 }  // namespace cumulus::cli

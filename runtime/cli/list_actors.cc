@@ -20,35 +20,6 @@
 
 namespace cumulus::cli {
 
-namespace {
-
-struct Named {
-  ActorNameRecord record;
-  std::string address;
-};
-
-// The head's named actors by name (NAME holds the record, NAME/address its host:port).
-Result<std::map<std::string, Named>> NamedActorRecords(ControlClient& head) {
-  std::map<std::string, Named> named;
-  std::map<std::string, std::string> addresses;
-  CUMULUS_RETURN_IF_ERROR(
-      ForEachKv(head, kActorsNamespace, "", [&](const std::string& k, const std::string& v) {
-        size_t slash = k.rfind("/address");
-        if (slash != std::string::npos && slash + 8 == k.size()) {
-          addresses[k.substr(0, slash)] = v;
-          return;
-        }
-        auto r = DecodeRecord<ActorNameRecord>(v);
-        if (r.ok() && !r->actor_id.empty()) named[k].record = *r;
-      }));
-  for (auto& [name, n] : named) {
-    if (addresses.count(name)) n.address = addresses[name];
-  }
-  return named;
-}
-
-}  // namespace
-
 int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std::string& help) {
   std::vector<std::string> fields = *StateFields("actors");
   fields.push_back("name");
@@ -59,7 +30,7 @@ int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std:
   auto named = NamedActorRecords(head);
   if (!named.ok()) return Fail(named.status());
   std::map<std::string, std::string> name_of;  // actor id -> name
-  for (auto& [name, n] : *named) name_of[n.record.actor_id] = name;
+  for (auto& [name, n] : *named) name_of[n.actor_id] = name;
 
   StateQuerySpec q;
   q.kind = "actors";
@@ -73,7 +44,7 @@ int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std:
       if (it == named->end()) {
         none = true;
       } else {
-        q.filters.push_back({"actor", it->second.record.actor_id});
+        q.filters.push_back({"actor", it->second.actor_id});
       }
       continue;
     }
@@ -113,12 +84,12 @@ int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std:
     // node's `limit` rows, so after this page.
     if (!nodes_only) {
       for (auto& [name, n] : *named) {
-        const std::string& id = n.record.actor_id;
+        const std::string& id = n.actor_id;
         if (best.count(id) || (!q.after.empty() && id <= q.after)) continue;
         auto actor = ActorId::FromHex(id);
         Row row{{"actor", id},
                 {"name", name},
-                {"class", n.record.class_name},
+                {"class", n.class_name},
                 {"job", actor.ok() ? actor->Job().Hex() : ""},
                 {"state", n.address.empty() ? "PENDING" : "ALIVE"},
                 {"address", n.address},
