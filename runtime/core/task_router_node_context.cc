@@ -23,6 +23,8 @@ using Moves = std::vector<std::pair<ObjectId, NodeId>>;
 
 // Where the head says each of `ids` was handed on (those it has no move for are left out), in
 // a few requests: per job, one get per object, or for many objects a listing of the job's moves.
+// A request that fails loses only the objects it was for: the moves found by the others are
+// returned (and freed by the caller), and the failure is logged with how many were not looked up.
 Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids) {
   std::map<std::string, std::map<std::string, ObjectId>> by_job;  // job prefix -> key -> id
   for (const ObjectId& id : ids) {
@@ -33,6 +35,12 @@ Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids)
     auto move = ParseObjectMove(value);
     if (move.ok()) out.emplace_back(id, move->node);
   };
+  size_t not_looked_up = 0;
+  Status first_error;
+  auto failed = [&](size_t n, const Status& why) {
+    if (not_looked_up == 0) first_error = why;
+    not_looked_up += n;
+  };
   for (auto& [prefix, wanted] : by_job) {
     if (wanted.size() <= kMoveGetsPerJob) {
       for (auto& [key, id] : wanted) {
@@ -40,7 +48,7 @@ Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids)
         if (r.ok()) {
           add(id, *r);
         } else if (r.status().code() != StatusCode::kNotFound) {
-          return r.status();
+          failed(1, r.status());
         }
       }
       continue;
@@ -52,7 +60,10 @@ Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids)
     size_t seen = 0;
     for (;;) {
       auto page = head.KvList(kObjectMovesNamespace, prefix, after);
-      if (!page.ok()) return page.status();
+      if (!page.ok()) {
+        failed(wanted.size() - seen, page.status());
+        break;
+      }
       for (auto& [key, value] : page->entries) {
         auto w = wanted.find(key);
         if (w != wanted.end()) {
@@ -66,6 +77,12 @@ Result<Moves> LookUpMoves(ControlClient& head, const std::vector<ObjectId>& ids)
       }
       after = page->entries.back().first;
     }
+  }
+  if (not_looked_up > 0) {
+    if (out.empty()) return first_error;
+    CUMULUS_LOG(WARN) << "node: could not ask the head where " << not_looked_up << " of "
+                      << ids.size() << " freed objects were handed on (" << first_error
+                      << "); freeing the " << out.size() << " found, their copies elsewhere stay";
   }
   return out;
 }

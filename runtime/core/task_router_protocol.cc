@@ -365,7 +365,12 @@ void TaskRouter::Impl::FreeWhereMoved(const NodeId& node, const std::vector<std:
   }
   // One request to the head's queue for the whole batch.
   HeadMoves(std::move(ids), [this, node](Result<std::vector<std::pair<ObjectId, NodeId>>> r) {
-    if (!r.ok()) return;  // the head cannot say: nothing more to free
+    if (!r.ok()) {  // the head cannot say: nothing more to free
+      CUMULUS_LOG(WARN) << "node: could not ask the head where freed objects sent to drained node "
+                        << node << " were handed on (" << r.status()
+                        << "); their copies elsewhere stay";
+      return;
+    }
     std::vector<std::string> elsewhere;
     for (auto& [obj, to] : *r) {
       if (to != node) elsewhere.push_back(obj.Binary() + to.Binary());
