@@ -235,6 +235,14 @@ class Pbt final : public TrialScheduler {
 
   void OnTrialAdd(TrialId id, const Config& config) override { trials_[id].config = config; }
 
+  // An ended trial (finished, stopped or failed) leaves the population, as in Ray's PBT: it is
+  // neither ranked nor copied from (its weights may be those that failed, and it counts in no
+  // quantile of the trials still training).
+  void OnTrialEnd(TrialId id, bool) override {
+    auto it = trials_.find(id);
+    if (it != trials_.end()) it->second.ended = true;
+  }
+
   Decision OnReport(const TrialReport& r) override {
     Member& me = trials_[r.trial];
     me.score = Score(o_.mode, r.metric);
@@ -243,7 +251,7 @@ class Pbt final : public TrialScheduler {
     me.last_perturbation = r.iteration;
     std::vector<std::pair<double, TrialId>> ranked;
     for (const auto& [id, m] : trials_)
-      if (m.scored) ranked.emplace_back(m.score, id);
+      if (m.scored && !m.ended) ranked.emplace_back(m.score, id);
     if (ranked.size() <= 1) return {};
     std::sort(ranked.begin(), ranked.end());
     auto n = static_cast<size_t>(std::ceil(static_cast<double>(ranked.size()) * o_.pbt_quantile));
@@ -274,6 +282,7 @@ class Pbt final : public TrialScheduler {
     Config config;
     double score = 0;
     bool scored = false;
+    bool ended = false;
     int64_t last_perturbation = 0;
   };
 

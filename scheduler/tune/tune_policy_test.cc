@@ -256,6 +256,31 @@ TEST(Pbt, TheBottomTrialExploitsATopTrialAndPerturbsItsConfig) {
   EXPECT_TRUE(w == 1 || w == 4) << w;
 }
 
+// A trial that ended (here: failed at the top of the population) is no donor and no rank: the
+// bottom trial exploits the best trial still training.
+TEST(Pbt, AnEndedTrialIsNeitherRankedNorCopiedFrom) {
+  SchedulerOptions o = Options(SchedulerKind::kPbt);
+  o.pbt_interval = 2;
+  o.pbt_quantile = 0.25;
+  o.pbt_mutations.Uniform("lr", 0.001, 1);
+  auto s = MakeTrialScheduler(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (TrialId id = 1; id <= 5; ++id) (*s)->OnTrialAdd(id, Config().Set("lr", 0.1 * id));
+  for (TrialId id = 1; id <= 5; ++id)
+    EXPECT_EQ((*s)->OnReport({id, 1, 0.1 * id}).action, Action::kContinue);
+  (*s)->OnTrialEnd(5, false);  // the leader fails
+  for (TrialId id = 4; id >= 2; --id)
+    EXPECT_EQ((*s)->OnReport({id, 2, 0.1 * id}).action, Action::kContinue);
+  // Four trials still train: the top quarter is trial 4 alone (with trial 5 ranked, the top
+  // quarter of five would be trial 5 and 4, and the pick among them random).
+  for (int k = 0; k < 4; ++k) {
+    Decision d = (*s)->OnReport({1, 2 * (k + 1), 0.1});
+    ASSERT_EQ(d.action, Action::kExploit) << d.reason;
+    EXPECT_EQ(d.exploit_from, 4u) << d.reason;
+    (*s)->OnReport({4, 2 * (k + 1) + 1, 0.9});  // stays on top
+  }
+}
+
 TEST(CurveBound, PausesBelowARungAndStopsOnlyWhatNoSeenGainCouldLift) {
   SchedulerOptions o = Options(SchedulerKind::kBound, 3);  // rungs: 1 (rf 4)
   o.bound_min_finished = 2;
