@@ -99,6 +99,16 @@ class AutoscalerTest : public ClusterTest {
     return WaitUntil([&] { return Status(json).find(what) != std::string::npos; }, timeout);
   }
 
+  // cpu-small counts no failed launch and is not backed off (`cumulus status --json`).
+  void ExpectNoFailedLaunch() {
+    std::string json = Status(true);
+    size_t at = json.find("{\"type\":\"cpu-small\"");
+    ASSERT_NE(at, std::string::npos) << json;
+    std::string row = json.substr(at, json.find('}', at) - at);
+    EXPECT_NE(row.find("\"failed_launches\":0,"), std::string::npos) << row;
+    EXPECT_NE(row.find("\"backoff_until_micros\":0,"), std::string::npos) << row;
+  }
+
   void TearDown() override {
     if (monitor_) monitor_->Kill(SIGKILL);
     for (auto& in : Live()) (void)provider_->Terminate(in.id, SystemClock::Get().Now() + 10s);
@@ -128,6 +138,59 @@ TEST_F(AutoscalerTest, LaunchesOnDemandKeepsBusyNodeAndRemovesItWhenIdle) {
   // It left by itself once its drain was done; the monitor did not stop it while it drained
   // (its instance is terminated only after that).
   EXPECT_EQ(DeathReason(where), "stopped: drained");
+}
+
+// A launched node that hosts only an actor asking for no resources (all its resources free) is
+// busy: not drained past its idle timeout while the actor lives (it was: its drain then waited
+// for the detached actor forever, the node paid for and taking no work). Once the actor is
+// killed, the node is idle, drained, leaves and is terminated.
+TEST_F(AutoscalerTest, NodeHostingOnlyAZeroResourceActorIsNotDrained) {
+  const double idle_timeout_s = 3;
+  StartCluster(WriteClusterFile("", false, idle_timeout_s));
+  auto driver = Driver({"--cpus=3", "--actor=keeper"});
+  std::string out = driver->ReadAll(60s);
+  ExpectChecks(out, {"ran", "actor"});
+  ASSERT_NE(out.find("ACTOR "), std::string::npos) << out;
+  std::string hex = out.substr(out.find("ACTOR ") + 6, 32);
+  auto record = [&] {
+    ClusterView v = View();
+    const NodeRecord* n = Find(v, hex);
+    return n ? std::optional<NodeRecord>(*n) : std::nullopt;
+  };
+  auto node = record();
+  ASSERT_TRUE(node && node->labels.count("cumulus.node_type")) << "not a launched node: " << hex;
+  // The node reports the actor as work (its heartbeat), while its resources are all free.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        node = record();
+        return node && node->work > 0;
+      },
+      10s))
+      << "the node never reported the actor";
+  EXPECT_TRUE(node->available == node->total) << "the actor holds resources: a weaker test";
+  // The monitor's rounds go on (each publishes its time) well past the idle timeout: the node
+  // stays alive and is never marked draining.
+  auto published = [&] {
+    std::string json = Status(true);
+    size_t at = json.find("\"updated_micros\":");
+    return at == std::string::npos ? int64_t{0} : std::stoll(json.substr(at + 17));
+  };
+  int64_t until = SystemClock::Get().WallMicros() + static_cast<int64_t>(idle_timeout_s * 2e6);
+  bool drained = false;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto n = record();
+        drained = !n || n->state != NodeState::kAlive || n->draining;
+        return drained || published() >= until;
+      },
+      30s))
+      << Status();
+  ASSERT_FALSE(drained) << "a node hosting an actor was drained:\n" << Status();
+  // The actor killed: the node is idle, drained, leaves by itself and its instance goes.
+  EXPECT_EQ(Cli({"kill", "keeper", "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 30s)) << Status();
+  EXPECT_EQ(DeathReason(hex), "stopped: drained");
 }
 
 // Work only on-prem nodes may run launches nothing, and status says why.
@@ -235,6 +298,32 @@ TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
   std::string out = driver->ReadAll(90s);
   ExpectChecks(out, {"ran"});
   EXPECT_EQ(out.find(first.id.Hex()), std::string::npos) << "it ran on the killed node?\n" << out;
+  // A node that died is not a failed launch: its type is not backed off.
+  ExpectNoFailedLaunch();
+}
+
+// The same with the monitor restarted after the kill, once the head shows the node dead: the
+// monitor's books say the instance registered, so its end (the provider lists it failed) is no
+// failed launch, and while the provider has not said so it is not "launching" (covering the
+// retried work). It was both: the type was backed off and the work waited for no node.
+TEST_F(AutoscalerTest, KilledNodeIsNoFailedLaunchForARestartedMonitor) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));
+  auto driver = Driver({"--cpus=3", "--hold_ms=3000", "--wait_s=40"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  auto first = CloudNodes()[0];
+  ASSERT_TRUE(WaitUntil([&] { return !(CloudNodes()[0].available == first.total); }, 20s))
+      << "the work never started on the cloud node" << Status();
+  // The monitor booked it running (its books, saved before the status it publishes).
+  ASSERT_TRUE(StatusShows("\"type\":\"cpu-small\",\"running\":1", 10s, true)) << Status(true);
+  monitor_->Kill(SIGKILL);
+  ASSERT_TRUE(monitor_->Wait(10s));
+  ASSERT_EQ(kill(first.pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] { return !DeathReason(first.id.Hex()).empty(); }, 20s));
+  StartMonitor(dir_.path() + "/cluster.yaml");
+  std::string out = driver->ReadAll(60s);
+  ExpectChecks(out, {"ran"});
+  EXPECT_EQ(out.find(first.id.Hex()), std::string::npos) << "it ran on the killed node?\n" << out;
+  ExpectNoFailedLaunch();
 }
 
 // `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long

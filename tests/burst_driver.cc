@@ -3,7 +3,11 @@
 // on, or the error:
 //   CHECK ran ok          then   WHERE <node hex>
 //   CHECK ran FAIL <why>
-// Arguments: --cpus=N [--selector=SEL] [--hold_ms=MS] [--wait_s=S].
+// With --actor=NAME, it then starts a detached actor NAME that asks for no resources on the node
+// the task ran on, and prints once the actor runs there (it outlives this program: `cumulus kill
+// NAME` ends it):
+//   CHECK actor ok        then   ACTOR <node hex>
+// Arguments: --cpus=N [--selector=SEL] [--hold_ms=MS] [--wait_s=S] [--actor=NAME].
 #include <cumulus/cumulus.h>
 
 #include <chrono>
@@ -17,7 +21,14 @@ std::string HoldThenWhere(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return cumulus::CurrentNodeId().Hex();
 }
-CUMULUS_REMOTE(HoldThenWhere);
+// An actor that holds nothing: it takes no resources (an actor's default), only a worker.
+class Keeper {
+ public:
+  std::string Where() const { return cumulus::CurrentNodeId().Hex(); }
+};
+Keeper* MakeKeeper() { return new Keeper(); }
+
+CUMULUS_REMOTE(HoldThenWhere, MakeKeeper, &Keeper::Where);
 
 int main(int argc, char** argv) {
   cumulus::Status st = cumulus::Init(argc, argv);
@@ -34,6 +45,23 @@ int main(int argc, char** argv) {
   auto where = cumulus::TryGet(task.Remote(hold), std::chrono::seconds(wait_s));
   driver::Check("ran", where.ok(), where.ok() ? "" : where.status().ToString());
   if (where.ok()) std::printf("WHERE %s\n", where->c_str());
+  if (where.ok() && args.count("actor")) {
+    auto node = cumulus::NodeId::FromHex(*where);
+    bool ok = node.ok();
+    std::string why = node.ok() ? "" : node.status().ToString();
+    if (ok) {
+      auto keeper = cumulus::Actor(MakeKeeper)
+                        .SetName(args["actor"])
+                        .SetDetached()
+                        .SetNodeAffinity(*node)
+                        .Remote();
+      auto on = cumulus::TryGet(keeper.Task(&Keeper::Where).Remote(), std::chrono::seconds(wait_s));
+      ok = on.ok() && *on == *where;
+      why = on.ok() ? "it runs on " + *on + ", not " + *where : on.status().ToString();
+      if (ok) std::printf("ACTOR %s\n", on->c_str());
+    }
+    driver::Check("actor", ok, ok ? "" : why);
+  }
   std::printf("DONE failures=%d\n", driver::failures);
   std::fflush(stdout);
   return driver::failures == 0 ? 0 : 1;

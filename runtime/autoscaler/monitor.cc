@@ -228,7 +228,12 @@ Status Monitor::RunRound() {
     if (!books_.instances.count(id->second)) {
       books_.instances[id->second] = LaunchedInstance{id->second, t->name, t->provider, now, false};
     }
-    if (seen_registered_.insert(id->second).second) books_.types[t->name].history = {};
+    // Registered (kept in the books, so a restarted monitor knows too): its type launches.
+    LaunchedInstance& in = books_.instances[id->second];
+    if (!in.registered) {
+      in.registered = true;
+      books_.types[t->name].history = {};
+    }
   }
 
   // What the providers' last List() may say (not that an instance launched after it began has
@@ -246,7 +251,7 @@ Status Monitor::RunRound() {
       auto it = books_.instances.find(in.id);
       if (it == books_.instances.end() || alive_instances.count(in.id)) continue;
       if (in.state == InstanceState::kFailed) {
-        if (!seen_registered_.count(in.id)) RecordFailure(it->second.type, 1, in.detail);
+        if (!it->second.registered) RecordFailure(it->second.type, 1, in.detail);
         CUMULUS_LOG(INFO) << "autoscaler: instance " << in.id << " ended: " << in.detail;
         books_.instances.erase(it);
       } else if (in.state == InstanceState::kTerminated) {
@@ -300,6 +305,8 @@ Status Monitor::RunRound() {
   mv.in_flight_launches = in_flight_launches_;
   mv.in_flight_since = in_flight_since_;
   mv.now = now;
+  mv.dead_grace_micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.dead_node_grace).count();
   BuiltSnapshot built = BuildSnapshot(options_.config, books_, mv, &idle_since_, &demand_since_);
   built.snapshot.idle_gaps = idle_gaps_.Gaps();
   auto decision = autoscale::Decide(built.snapshot, options_.policy);
@@ -331,7 +338,12 @@ Status Monitor::RunRound() {
     auto in = built.instance_of.find(t.node);
     if (in == built.instance_of.end()) continue;
     bool launching = !built.registered.count(in->second);
-    CUMULUS_LOG(INFO) << "autoscaler: terminating " << in->second << " (" << t.why << ")";
+    auto gone = built.gone.find(in->second);
+    CUMULUS_LOG(INFO) << "autoscaler: terminating " << in->second << " ("
+                      << (gone == built.gone.end()
+                              ? t.why
+                              : "its node is gone without a drain: " + gone->second)
+                      << ")";
     Terminate(in->second, launching);
   }
   CUMULUS_RETURN_IF_ERROR(SaveBooks());

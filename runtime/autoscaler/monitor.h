@@ -58,6 +58,10 @@ struct MonitorOptions {
   // node's heartbeat may still report work it is about to send to the new node, which would
   // launch a second one (Ray #36926). At least two heartbeat intervals.
   Duration demand_settle = std::chrono::seconds(3);
+  // A launched node that registered and then died or stopped without a drain is taken as gone
+  // (its instance terminated, no launch failure counted) once the head has shown it DEAD this
+  // long: a node cut off from the head rejoins under a new id when it reconnects.
+  Duration dead_node_grace = std::chrono::seconds(10);
   // A new connection to the head, for when the one given is lost (the head restarted). Unset:
   // Run returns Unavailable instead.
   std::function<Result<std::unique_ptr<ControlClient>>()> reconnect;
@@ -131,7 +135,6 @@ class Monitor {
   std::map<std::string, int> in_flight_launches_;   // type -> nodes being asked for
   std::map<std::string, int64_t> in_flight_since_;  // type -> when the oldest was asked
   std::set<std::string> terminating_;               // instance ids with a call in flight
-  std::set<std::string> seen_registered_;           // instance ids seen as alive nodes
   std::set<std::string> alive_;                     // node hexes alive last round
   int64_t capacity_changed_ = 0;                    // when a node last joined (micros; 0: not yet)
   std::set<std::string> listing_;                   // providers with a List() in flight

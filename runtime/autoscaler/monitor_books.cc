@@ -29,7 +29,7 @@ std::string EncodeBooks(const MonitorBooks& books) {
   out << "until " << books.spend_until_micros << "\n";
   for (auto& [id, in] : books.instances) {
     out << "instance " << in.id << " " << in.type << " " << in.provider << " " << in.launched_micros
-        << " " << (in.draining ? 1 : 0) << "\n";
+        << " " << (in.draining ? 1 : 0) << " " << (in.registered ? 1 : 0) << "\n";
   }
   for (auto& [name, t] : books.types) {
     std::string error = t.history.last_error;
@@ -60,6 +60,8 @@ Result<MonitorBooks> DecodeBooks(const std::string& text) {
       ok = static_cast<bool>(fields >> i.id >> i.type >> i.provider >> i.launched_micros >>
                              draining);
       i.draining = draining != 0;
+      int registered = 0;  // optional: books written before it was kept say 0
+      if (ok && fields >> registered) i.registered = registered != 0;
       if (ok) books.instances[i.id] = i;
     } else if (kind == "type") {
       std::string name;

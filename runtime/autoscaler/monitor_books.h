@@ -5,7 +5,10 @@
 //   - the money spent so far, per type, and until when it was counted,
 //   - each type's launch history (failures in a row, the last error) and failed launches in all.
 // A plain value with a line-based text encoding (one record per line, fields separated by
-// spaces, the error text last); Decode of text Encode wrote gives the same books back.
+// spaces, the error text last); Decode of text Encode wrote gives the same books back. Fields
+// are only ever added at the end of a line, optional on reading: books an older monitor wrote
+// read back (an instance line without `registered` reads as not registered), and an older
+// monitor reads newer books (it ignores what follows the fields it knows).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,9 @@ struct LaunchedInstance {
   std::string provider;  // provider name
   int64_t launched_micros = 0;
   bool draining = false;  // the policy (or `cumulus drain`) drained it: terminated once idle
+  // Its node was seen ALIVE (registered with its cumulus.instance_id): from then on it is never
+  // a launch, and its end (the node died, or the provider lists it ended) is no launch failure.
+  bool registered = false;
 };
 
 struct TypeBooks {

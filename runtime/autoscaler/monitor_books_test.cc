@@ -20,6 +20,23 @@ TEST(MonitorBooksTest, EncodeDecodeRoundTrip) {
   EXPECT_FALSE(DecodeBooks("instance only-an-id\n").ok());
 }
 
+// Whether an instance's node registered is kept (a restarted monitor must not take its end
+// for a failed launch); books written before it was kept read back as not registered.
+TEST(MonitorBooksTest, RegisteredIsKeptAndOldBooksStillRead) {
+  MonitorBooks b;
+  b.instances["a"] = {"a", "t", "local", 10, false, /*registered=*/true};
+  b.instances["b"] = {"b", "t", "local", 20, true, /*registered=*/false};
+  auto back = DecodeBooks(EncodeBooks(b));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->instances.at("a").registered);
+  EXPECT_FALSE(back->instances.at("b").registered);
+  EXPECT_TRUE(back->instances.at("b").draining);
+  auto old = DecodeBooks("until 5\ninstance c t local 30 1\n");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE(old->instances.at("c").registered);
+  EXPECT_TRUE(old->instances.at("c").draining);
+}
+
 TEST(MonitorBooksTest, SpendAccruesPriceTimesTimeOnce) {
   MonitorBooks b;
   b.instances["a"] = {"a", "t", "local", 0, false};

@@ -76,7 +76,12 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
   for (auto& [name, t] : books.types) s.launch_history[name] = t.history;
 
   std::set<std::string> alive_hex;
+  std::set<std::string> recovering;  // instances whose node a restarted head waits to hear from
   for (auto& n : view.nodes) {
+    if (n.state == NodeState::kRecovering) {
+      auto instance = n.labels.find(kInstanceIdLabel);
+      if (instance != n.labels.end()) recovering.insert(instance->second);
+    }
     if (n.state != NodeState::kAlive) continue;
     std::string hex = n.id.Hex();
     alive_hex.insert(hex);
@@ -85,7 +90,9 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     node.total = n.total;
     node.free = n.available;
     node.labels = n.labels;
-    node.busy = !(n.available == n.total);
+    // Busy while it holds any work, whatever its resources say: an actor or task that takes no
+    // resources leaves them all free, and a node drained then would wait for it forever.
+    node.busy = !(n.available == n.total) || n.work > 0;
     if (n.draining) {
       // Marked DRAINING on the head: it takes no new work (no capacity for demand). While it
       // is alive it is never `drained`, whatever its resources or note say ("asked to drain",
@@ -147,8 +154,10 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
   // (nothing runs, its objects handed on; or it was stopped: nothing runs there either), or it
   // died meanwhile (crashed, killed, cut off: the head declared it dead, so nothing runs there
   // for the cluster). Its instance is still in the books: kDraining and `drained`, so the policy
-  // terminates it, and no launch failure is counted against its type. One record per instance,
-  // and none while another record of it is ALIVE.
+  // terminates it, and no launch failure is counted against its type. The same for a launched
+  // node that registered and then died or stopped without a drain, once it has been dead for
+  // the grace. One record per instance, and none while another record of it is ALIVE or
+  // RECOVERING.
   for (auto& n : view.nodes) {
     if (n.state != NodeState::kDead) continue;
     auto type = n.labels.find(kNodeTypeLabel);
@@ -156,8 +165,22 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     if (type == n.labels.end() || instance == n.labels.end() || !config.FindType(type->second))
       continue;
     auto in = books.instances.find(instance->second);
-    if (in == books.instances.end() || built.registered.count(instance->second)) continue;
-    if (!n.draining && !in->second.draining) continue;
+    if (in == books.instances.end() || built.registered.count(instance->second) ||
+        recovering.count(instance->second))
+      continue;
+    bool drain = n.draining || in->second.draining;
+    if (!drain && !in->second.registered) continue;  // not its node: a launch is not a death
+    if (!drain && view.now - n.death_micros < view.dead_grace_micros) {
+      // Died without a drain a moment ago: a node cut off rejoins under a new id when it
+      // reconnects. Not launching meanwhile (below), and not terminated yet.
+      continue;
+    }
+    if (!drain) {
+      // It registered, then died or stopped without a drain (killed, crashed, cut off, `cumulus
+      // stop`): gone, not a launch that never came up. Its instance is terminated (the provider
+      // frees it) and no launch failure is counted against its type.
+      built.gone[instance->second] = n.death_reason;
+    }
     autoscale::Node node;
     node.id = n.id.Hex();
     node.type = type->second;
@@ -170,8 +193,11 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
     s.nodes.push_back(std::move(node));
   }
 
-  // Instances launched and not registered yet: capacity that is booting.
+  // Instances launched and not registered yet: capacity that is booting. One whose node
+  // registered once is not launching whatever its node is now (gone: above; recovering after a
+  // head restart, dead for less than the grace, or missing from the view: left out).
   for (auto& [id, in] : books.instances) {
+    if (in.registered) built.registered.insert(id);
     if (built.registered.count(id) || !config.FindType(in.type)) continue;
     const Instance* listed = Listed(view, in.provider, id);
     if (listed &&

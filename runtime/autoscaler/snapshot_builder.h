@@ -5,15 +5,23 @@
 //   - A node record ALIVE with label cumulus.node_type=T (T a type of the cluster file) is a
 //     launched node: kRunning, or kDraining if its instance is drained in the books or the head
 //     marks it DRAINING. Any other ALIVE node is on-prem. A node is busy while its available
-//     resources differ from its total; `idle_since` tracks, per node, since when it has been
-//     idle (updated here). An ALIVE draining node is never `drained`: what the head shows of it
+//     resources differ from its total or it holds any work (NodeRecord::work: tasks, actors,
+//     also zero-resource ones); `idle_since` tracks, per node, since when it has been idle
+//     (updated here). An ALIVE draining node is never `drained`: what the head shows of it
 //     may be older than the drain.
 //   - A launched node that was draining and has LEFT the cluster (DEAD with `left`: the node's
 //     own drain finished and it stopped) while its instance is still in the books is kDraining
 //     and `drained`: the one way a draining node becomes something the policy terminates.
-//   - An instance in the books with no ALIVE node yet, that its provider does not list as ended,
-//     is kLaunching since its launch; launches still in flight are kLaunching too (ids
-//     "asking/TYPE/N"), so no demand launches twice.
+//   - A launched node that registered (LaunchedInstance::registered) and then died or stopped
+//     without a drain (DEAD, not draining, for at least `dead_grace_micros`, no other record of
+//     its instance ALIVE or RECOVERING) is gone: kDraining and `drained` too, so its instance is
+//     terminated, with no launch failure counted (BuiltSnapshot::gone says why it went). A
+//     registered instance is never kLaunching: while its node recovers after a head restart, is
+//     dead for less than the grace (a node cut off rejoins under a new id), or is missing from
+//     the view, it is left out of the snapshot.
+//   - An instance in the books that never registered, with no ALIVE node yet, that its provider
+//     does not list as ended, is kLaunching since its launch; launches still in flight are
+//     kLaunching too (ids "asking/TYPE/N"), so no demand launches twice.
 //   - Each ALIVE node's pending demand (shape, count, selector) is one DemandItem, unless
 //     `demand_settled` is false (heartbeats may still report work that is moving to a new node).
 //     Its id names who waits: the demand's purpose ("trial asha/7 {CPU=4}") when it has one,
@@ -44,13 +52,20 @@ struct MonitorView {
   std::map<std::string, int64_t> in_flight_since;       // type -> when
   bool demand_settled = true;  // false: leave pending demand out (a node just joined)
   int64_t now = 0;             // wall clock, micros
+  // A launched node dead (not drained) for less than this, by its record's death_micros, is not
+  // yet taken as gone (it may rejoin under a new id). MonitorOptions::dead_node_grace.
+  int64_t dead_grace_micros = 0;
 };
 
 struct BuiltSnapshot {
   autoscale::Snapshot snapshot;
   std::map<std::string, std::string> instance_of;  // snapshot node id -> instance id
-  // Instance ids with an ALIVE node, or with a node that drained and left: not launching.
+  // Instance ids with an ALIVE node, registered once (the books), or with a node that drained
+  // and left: not launching (terminating one is no launch failure).
   std::set<std::string> registered;
+  // Instances whose node registered and then died or stopped without a drain -> the head's
+  // reason; each is a kDraining, `drained` node of the snapshot (terminated).
+  std::map<std::string, std::string> gone;
 };
 
 // What a provider's List() answer `listed`, a call that began at `list_started_micros`, may be

@@ -153,6 +153,142 @@ TEST(SnapshotBuilderTest, ADrainingNodeIsTerminatedOnlyOnceItHasLeft) {
   EXPECT_TRUE(BuildSnapshot(config, books, view, &idle_since).snapshot.nodes.empty());
 }
 
+// A launched node that hosts only work that takes no resources (a zero-resource actor, Ray's
+// default for actors) has all its resources free. It is busy all the same: drained, it would
+// wait for the actor forever (a detached one: forever), paid for and taking no work.
+TEST(SnapshotBuilderTest, ANodeHoldingZeroResourceWorkIsBusy) {
+  ClusterConfig config = OneType();
+  MonitorBooks books;
+  books.instances["i-1"] = {"i-1", "cpu", "local", 0, false, /*registered=*/true};
+  MonitorView view;
+  view.now = 10'000'000;
+  view.nodes.push_back(LaunchedNode());
+  NodeRecord& node = view.nodes[0];
+  node.work = 1;  // one worker hosting an actor; available == total
+  std::string hex = node.id.Hex();
+  std::map<std::string, int64_t> idle_since = {{hex, 0}};  // it looked idle since 0
+  BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+  ASSERT_EQ(built.snapshot.nodes.size(), 1u);
+  EXPECT_TRUE(built.snapshot.nodes[0].busy);
+  EXPECT_EQ(built.snapshot.nodes[0].idle_since, -1);
+  EXPECT_FALSE(idle_since.count(hex)) << "its idle time goes on counting from before";
+  auto decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  EXPECT_TRUE(decided->drains.empty()) << decided->drains[0].why;
+  // The actor ended: idle from now, drained once past its type's idle timeout (2 s).
+  node.work = 0;
+  built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_FALSE(built.snapshot.nodes[0].busy);
+  EXPECT_EQ(built.snapshot.nodes[0].idle_since, view.now);
+  view.now += 3'000'000;
+  built = BuildSnapshot(config, books, view, &idle_since);
+  decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  ASSERT_EQ(decided->drains.size(), 1u);
+  EXPECT_EQ(decided->drains[0].node, hex);
+}
+
+// The work count travels in the node record (heartbeat and control store).
+TEST(SnapshotBuilderTest, WorkSurvivesTheNodeRecord) {
+  NodeRecord n = LaunchedNode();
+  n.work = 3;
+  capnp::MallocMessageBuilder message;
+  auto out = message.initRoot<proto::NodeInfo>();
+  EncodeNode(n, out);
+  auto back = DecodeNode(out.asReader());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->work, 3u);
+}
+
+// A launched node registered, ran, then died without a drain (SIGKILL, a crash, cut off; its
+// provider may still list the machine as running). It is not "launching": counted so, it
+// covered the demand it no longer serves (no replacement) until the launch timeout, which then
+// backed its type off as a failed launch. It is gone: terminated, no failure, and the demand
+// launches a replacement.
+TEST(SnapshotBuilderTest, ANodeThatDiedWithoutADrainIsGoneNotLaunching) {
+  ClusterConfig config = OneType();
+  MonitorBooks books;
+  books.instances["i-1"] = {"i-1", "cpu", "local", 0, false, /*registered=*/true};
+  ResourceSet cpu2;
+  cpu2.Set("CPU", 2);
+  MonitorView view;
+  view.now = 20 * 60'000'000LL;  // 20 minutes after its launch: past any launch timeout
+  view.dead_grace_micros = 5'000'000;
+  view.nodes.push_back(NodeWithDemand({{cpu2, 1, ""}}));  // on-prem, full, work waiting
+  view.nodes.push_back(LaunchedNode());
+  NodeRecord& node = view.nodes[1];
+  node.state = NodeState::kDead;
+  node.death_reason = "its connection to the head closed and it did not reconnect";
+  node.death_micros = view.now - 1'000'000;  // within the grace
+  Instance running;
+  running.id = "i-1";
+  running.state = InstanceState::kRunning;  // the machine is up; its node daemon is not
+  view.listed["local"] = {running};
+  std::map<std::string, int64_t> idle_since;
+
+  auto launching = [](const BuiltSnapshot& b) {
+    int n = 0;
+    for (auto& node : b.snapshot.nodes) n += node.state == autoscale::NodeState::kLaunching;
+    return n;
+  };
+  // Dead a moment ago: it may rejoin (under a new id), so it is not terminated yet; but it is
+  // no launch either, and the demand it served launches a replacement.
+  BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_EQ(launching(built), 0);
+  EXPECT_TRUE(built.registered.count("i-1"));
+  EXPECT_TRUE(built.gone.empty());
+  auto decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  EXPECT_TRUE(decided->terminations.empty()) << decided->terminations[0].why;
+  ASSERT_EQ(decided->launches.size(), 1u) << "the dead node still covers the demand";
+  EXPECT_EQ(decided->launches[0].type, "cpu");
+
+  // Past the grace: gone, its instance terminated (as a node that is done, not a launch that
+  // timed out: the monitor counts no failure for an instance in `registered`).
+  node.death_micros = view.now - 6'000'000;
+  built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_EQ(launching(built), 0);
+  EXPECT_TRUE(built.registered.count("i-1"));
+  EXPECT_EQ(built.gone.at("i-1"), node.death_reason);
+  decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  ASSERT_EQ(decided->terminations.size(), 1u);
+  EXPECT_EQ(built.instance_of.at(decided->terminations[0].node), "i-1");
+  EXPECT_EQ(decided->launches.size(), 1u);
+
+  // Stopped on purpose without a drain (`cumulus stop` on it): gone the same way.
+  node.left = true;
+  node.death_reason = "stopped: cumulus stop or a signal";
+  built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_EQ(built.gone.at("i-1"), node.death_reason);
+
+  // A head restarted and waiting to hear from the node again (RECOVERING): not gone, not
+  // launching either.
+  node.left = false;
+  NodeRecord recovering = LaunchedNode();
+  recovering.state = NodeState::kRecovering;
+  view.nodes.push_back(recovering);
+  built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_EQ(launching(built), 0);
+  EXPECT_TRUE(built.gone.empty());
+  view.nodes.pop_back();
+
+  // It rejoined under a new id (it was cut off, not dead): running, nothing terminated.
+  view.nodes.push_back(LaunchedNode());
+  built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_TRUE(built.gone.empty());
+  decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  EXPECT_TRUE(decided->terminations.empty()) << decided->terminations[0].why;
+  view.nodes.pop_back();
+
+  // An instance that never registered is still a launch (its dead record is another's).
+  books.instances["i-1"].registered = false;
+  built = BuildSnapshot(config, books, view, &idle_since);
+  EXPECT_EQ(launching(built), 1);
+  EXPECT_TRUE(built.gone.empty());
+}
+
 // The purpose and the reason travel in the node record (heartbeat and control store).
 TEST(SnapshotBuilderTest, DemandPurposeAndReasonSurviveTheNodeRecord) {
   ResourceSet cpu2;

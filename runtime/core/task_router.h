@@ -107,6 +107,8 @@ struct NodeWork {
   size_t bundles = 0;       // placement-group bundles held here
   size_t drivers = 0;       // drivers connected to this node
   bool idle() const { return !tasks && !actors && !busy_workers && !bundles && !drivers; }
+  // The counts summed (the heartbeat's `work`): 0 exactly when idle().
+  size_t held() const { return tasks + actors + busy_workers + bundles + drivers; }
   // "2 tasks, 1 actor" (what is not zero), "" when idle.
   std::string ToString() const;
 };

@@ -105,7 +105,8 @@ Result<Duration> ControlClient::RegisterNode(const NodeRecord& node) {
 
 Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& available,
                                       const DemandList& pending_demand, ViewCursor* view,
-                                      bool* view_changed, const std::string& drain_note) {
+                                      bool* view_changed, const std::string& drain_note,
+                                      uint32_t work) {
   if (view_changed) *view_changed = false;
   std::lock_guard<std::mutex> lock(mu_);
   Call call(this, options_.request_timeout);
@@ -120,6 +121,7 @@ Result<bool> ControlClient::Heartbeat(const NodeId& id, const ResourceSet& avail
   }
   EncodeDemand(pending_demand, hb.initPendingDemand(static_cast<unsigned>(pending_demand.size())));
   hb.setDrainNote(drain_note);
+  hb.setWork(work);
   if (view) {
     hb.setWantView(true);
     hb.setViewEpoch(view->epoch);

@@ -52,11 +52,13 @@ class ControlClient {
   Result<Duration> RegisterNode(const NodeRecord& node);
   // False if the head does not know the node (it must register again).
   // `drain_note`: what this node, if draining, still waits for (shown by `cumulus status`).
-  // With `view`, the ack also brings what changed in the cluster since `view` was last brought
-  // up to date, and applies it (*view_changed says whether anything did).
+  // `work`: what holds the node (NodeRecord::work). With `view`, the ack also brings what
+  // changed in the cluster since `view` was last brought up to date, and applies it
+  // (*view_changed says whether anything did).
   Result<bool> Heartbeat(const NodeId& id, const ResourceSet& available,
                          const DemandList& pending_demand = {}, ViewCursor* view = nullptr,
-                         bool* view_changed = nullptr, const std::string& drain_note = "");
+                         bool* view_changed = nullptr, const std::string& drain_note = "",
+                         uint32_t work = 0);
   Result<ClusterView> GetClusterStatus();
   // The node stops on purpose (`reason`): the head records it as STOPPED at once, not as a node
   // that failed. OK also if the head did not know it (or it was dead already).

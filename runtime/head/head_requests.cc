@@ -154,7 +154,7 @@ void HeadServer::Loop::HandleHeartbeat(Conn& c, uint64_t request_id, proto::Hear
     std::string note = hb.getDrainNote();
     if (note.size() > 200) note.resize(200);
     known = membership_.Heartbeat(id, DecodeResources(hb.getResourcesAvailable()),
-                                  DecodeDemand(hb.getPendingDemand()), note);
+                                  DecodeDemand(hb.getPendingDemand()), note, hb.getWork());
     if (known && !c.node) {
       c.node = id;
       node_conn_[id] = c.id;

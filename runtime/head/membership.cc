@@ -57,19 +57,21 @@ Status Membership::Register(NodeRecord node) {
 }
 
 bool Membership::Heartbeat(const NodeId& id, const ResourceSet& available,
-                           DemandList pending_demand, const std::string& drain_note) {
+                           DemandList pending_demand, const std::string& drain_note,
+                           uint32_t work) {
   auto live = liveness_.find(id);
   if (live == liveness_.end()) return false;
   live->second.last_heartbeat = clock_.Now();
   live->second.disconnected_at.reset();
   NodeRecord& node = nodes_.at(id);
   bool changed = node.state != NodeState::kAlive || !(node.available == available) ||
-                 node.pending_demand != pending_demand ||
+                 node.pending_demand != pending_demand || node.work != work ||
                  (node.draining && node.drain_note != drain_note);
   if (node.draining) node.drain_note = drain_note;
   node.state = NodeState::kAlive;
   node.available = available;
   node.pending_demand = std::move(pending_demand);
+  node.work = work;
   node.last_heartbeat_micros = clock_.WallMicros();
   if (changed) Changed(node);
   return true;
@@ -84,6 +86,7 @@ bool Membership::Left(const NodeId& id, const std::string& why) {
   node.death_reason = "stopped: " + why;
   node.death_micros = clock_.WallMicros();
   node.available = ResourceSet();
+  node.work = 0;
   Changed(node);
   liveness_.erase(live);
   return true;
@@ -166,6 +169,7 @@ std::vector<NodeId> Membership::Tick() {
     node.death_reason = reason;
     node.death_micros = clock_.WallMicros();
     node.available = ResourceSet();
+    node.work = 0;
     Changed(node);
     died.push_back(it->first);
     it = liveness_.erase(it);

@@ -53,7 +53,12 @@ struct NodeRecord {
   std::string core_socket;      // Unix socket where drivers on that machine connect
   DemandList pending_demand;    // shape, how many wait, their label selector
   std::string metrics_address;  // host:port of its Prometheus endpoint; "" if it serves none
-  uint64_t view_version = 0;    // Membership's version when this record last changed
+  // What holds the node, from its heartbeats: tasks it holds (queued, running, or forwarded and
+  // not answered), workers hosting an actor, busy workers, placement-group bundles and drivers
+  // attached, summed (what its drain would wait for); 0 when nothing does. A node hosting only
+  // zero-resource actors has all its resources free and work > 0 (the autoscaler: busy).
+  uint32_t work = 0;
+  uint64_t view_version = 0;  // Membership's version when this record last changed
 };
 
 struct MembershipOptions {
@@ -76,7 +81,7 @@ class Membership {
   Status Register(NodeRecord node);
   // Records a heartbeat. False if the node is unknown or dead (it should register again).
   bool Heartbeat(const NodeId& id, const ResourceSet& available, DemandList pending_demand = {},
-                 const std::string& drain_note = "");
+                 const std::string& drain_note = "", uint32_t work = 0);
   // Marks an alive (or recovering) node DRAINING. NotFound if unknown, InvalidArgument if it is
   // dead. Marking a draining node again is OK (no change).
   Status Drain(const NodeId& id);

@@ -37,6 +37,23 @@ TEST_F(MembershipTest, AMetricsAddressThatIsNotHostPortIsDropped) {
   }
 }
 
+// What holds a node (its heartbeat's work count) is recorded, news once when it changes, and
+// cleared when the node dies (the autoscaler reads it: a node with all its resources free may
+// still host actors that take none).
+TEST_F(MembershipTest, WorkIsRecordedNewsOnceAndClearedAtDeath) {
+  NodeRecord n = NewNode();
+  ASSERT_TRUE(m_.Register(n).ok());
+  uint64_t v = m_.version();
+  ASSERT_TRUE(m_.Heartbeat(n.id, n.total, {}, "", 2));
+  ASSERT_TRUE(m_.Heartbeat(n.id, n.total, {}, "", 2));
+  EXPECT_EQ(m_.Find(n.id)->work, 2u);
+  EXPECT_EQ(m_.version(), v + 1) << "a change of work is news, a repeat is not";
+  m_.Disconnected(n.id);
+  clock_.AdvanceTime(seconds(3));
+  ASSERT_EQ(m_.Tick().size(), 1u);
+  EXPECT_EQ(m_.Find(n.id)->work, 0u);
+}
+
 TEST_F(MembershipTest, HeartbeatsKeepANodeAliveAndSilenceKillsIt) {
   NodeRecord n = NewNode();
   ASSERT_TRUE(m_.Register(n).ok());

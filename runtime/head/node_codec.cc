@@ -94,6 +94,7 @@ void EncodeNode(const NodeRecord& node, proto::NodeInfo::Builder out) {
   out.setCoreAddress(node.core_address);
   out.setCoreSocket(node.core_socket);
   out.setMetricsAddress(node.metrics_address);
+  out.setWork(node.work);
   EncodeDemand(node.pending_demand,
                out.initPendingDemand(static_cast<unsigned>(node.pending_demand.size())));
 }
@@ -124,6 +125,7 @@ Result<NodeRecord> DecodeNode(proto::NodeInfo::Reader in) {
   node.draining = in.getDraining();
   node.drain_note = in.getDrainNote();
   node.metrics_address = in.getMetricsAddress();
+  node.work = in.getWork();
   node.death_micros = in.getDeathMicros();
   node.pid = in.getPid();
   node.core_address = in.getCoreAddress();

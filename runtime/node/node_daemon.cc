@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "runtime/base/logging.h"
 #include "runtime/base/numeric.h"
@@ -502,13 +503,19 @@ void NodeDaemon::Run() {
       backoff = std::min<Duration>(backoff * 2, options_.max_reconnect_backoff);
       continue;
     }
-    if (router_) record_.available = router_->Available();
+    if (router_) {
+      record_.available = router_->Available();
+      // What holds the node, also when it takes no resources (a zero-resource actor): the
+      // autoscaler never counts such a node idle.
+      record_.work = static_cast<uint32_t>(
+          std::min<size_t>(router_->Work().held(), std::numeric_limits<uint32_t>::max()));
+    }
     std::string drain_note = DrainNote();
     if (drained_) return;  // the process stops the daemon now (on_drained)
     bool view_changed = false;
     auto known = client_->Heartbeat(record_.id, record_.available,
                                     router_ ? router_->PendingDemand() : DemandList(), &view_,
-                                    &view_changed, drain_note);
+                                    &view_changed, drain_note, record_.work);
     if (!known.ok()) {
       CutOff(known.status().ToString());
       SetClient(nullptr);

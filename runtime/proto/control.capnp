@@ -39,6 +39,9 @@ struct Heartbeat {
   viewEpoch @4 :Int64;             # the head instance it came from (0: none yet)
   viewVersion @5 :UInt64;
   drainNote @6 :Text;              # a draining node: what it still waits for ("" when idle)
+  # What holds the node (tasks held, actors hosted, busy workers, bundles, drivers attached:
+  # what a drain waits for), summed; 0 when nothing does. Zero-resource actors count here.
+  work @7 :UInt32;
 }
 
 struct DrainNode {

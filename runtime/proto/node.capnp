@@ -40,6 +40,7 @@ struct NodeInfo {
   draining @18 :Bool;               # takes no new work; leaves once it runs and holds nothing
   drainNote @19 :Text;              # what a draining node still waits for (from its heartbeat)
   metricsAddress @20 :Text;         # host:port of its Prometheus endpoint ("" if it serves none)
+  work @21 :UInt32;                 # what holds it, from its heartbeat (Heartbeat.work); 0: nothing
 }
 
 struct Demand {

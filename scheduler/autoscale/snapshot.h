@@ -11,11 +11,12 @@
 //     once it asked the node to drain. Launches the provider has accepted but whose node has not
 //     registered yet are kLaunching with `since` = when the launch was requested: they are
 //     capacity, so the same demand does not launch twice while they boot (Ray #36926).
-//     `idle_since`, `busy` and `holds_sole_copy` come from the node's heartbeat (tasks and actors
-//     running; primary copies of objects still referenced). A launched node that was draining
-//     and is gone (it left, its own drain finished: nothing runs, its objects handed on; or the
-//     head declared it dead meanwhile) is kDraining with `drained` set until its instance is
-//     terminated.
+//     `idle_since`, `busy` and `holds_sole_copy` come from the node's heartbeat (resources in
+//     use, or any task or actor held, NodeRecord::work, also one that takes no resources;
+//     primary copies of objects still referenced). A launched node that was draining and is
+//     gone (it left, its own drain finished: nothing runs, its objects handed on; or the head
+//     declared it dead meanwhile), or that registered and then died or stopped without a drain,
+//     is kDraining with `drained` set until its instance is terminated.
 //   - `demand`: what waits. The heartbeat carries NodeRecord::pending_demand as (shape, count,
 //     label selector) triples (runtime/proto/node.capnp, Demand): each is one DemandItem with
 //     `count` copies (runtime/autoscaler/snapshot_builder.cc); placement groups that wait (the
