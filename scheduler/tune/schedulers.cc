@@ -376,6 +376,11 @@ Status CheckOptions(const SchedulerOptions& o) {
                  got(o.budget_reduction_factor));
     if (!(o.budget_promotion_share >= 0 && o.budget_promotion_share <= 1))
       return bad("budget_promotion_share must be in [0, 1]" + got(o.budget_promotion_share));
+    if (!(o.budget_score_window >= 0 && o.budget_score_window <= 1))
+      return bad(
+          "budget_score_window (a fraction of the iterations between rungs) must be in "
+          "[0, 1]" +
+          got(o.budget_score_window));
   }
   return Status::OK();
 }
