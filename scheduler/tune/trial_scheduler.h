@@ -48,6 +48,8 @@ std::string_view ModeName(Mode mode);
 
 // See SchedulerOptions::budget_score.
 enum class BudgetScore { kLast, kMean, kLine };
+Result<BudgetScore> ParseBudgetScore(std::string_view name);  // "last", "mean" or "line"
+std::string_view BudgetScoreName(BudgetScore score);
 
 struct TrialReport {
   TrialId trial = 0;
