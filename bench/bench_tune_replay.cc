@@ -368,6 +368,13 @@ int main(int argc, char** argv) {
   add("budget", SchedulerKind::kBudget,
       "ours (the default): 0.24 of full's iterations; a 5 % prefix, promotion (rf 2), then the "
       "rest on the paused trials nearest the leaders");
+  add("budget-line", SchedulerKind::kBudget,
+      "budget ranking a trial at a rung by a least-squares line through its reports since the "
+      "previous rung (budget_score line, window 1), not its last value",
+      [](SchedulerOptions& s) {
+        s.budget_score = BudgetScore::kLine;
+        s.budget_score_window = 1;
+      });
   const std::string kDefault = "budget";
 
   std::vector<std::vector<RunResult>> results(rows.size());

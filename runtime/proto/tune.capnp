@@ -49,6 +49,8 @@ struct ExperimentSpec {
   budgetMinPrefix @34 :Float64 = 0.05;
   budgetReductionFactor @35 :Float64 = 2;
   budgetPromotionShare @36 :Float64 = 0.7;
+  budgetScore @37 :Text = "last";
+  budgetScoreWindow @38 :Float64 = 1;
 }
 
 struct JournalEntry {

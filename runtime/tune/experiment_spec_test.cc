@@ -31,12 +31,16 @@ TEST(ExperimentSpec, BudgetSettingsRoundTrip) {
   s.budget_min_prefix = 0;
   s.budget_reduction_factor = 3;
   s.budget_promotion_share = 0.5;
+  s.budget_score = "line";
+  s.budget_score_window = 0.5;
   auto back = DecodeSpec(EncodeSpec(s));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->budget_fraction, 0.1);
   EXPECT_EQ(back->budget_min_prefix, 0);  // zero is a value, not "absent"
   EXPECT_EQ(back->budget_reduction_factor, 3);
   EXPECT_EQ(back->budget_promotion_share, 0.5);
+  EXPECT_EQ(back->budget_score, "line");
+  EXPECT_EQ(back->budget_score_window, 0.5);
 }
 
 // A spec as journals before the budget settings held it: made by `capnp encode` with the schema
@@ -61,18 +65,24 @@ TEST(ExperimentSpec, SpecFromBeforeTheBudgetSettingsReadsTheDefaults) {
   EXPECT_EQ(spec->budget_min_prefix, defaults.budget_min_prefix);
   EXPECT_EQ(spec->budget_reduction_factor, defaults.budget_reduction_factor);
   EXPECT_EQ(spec->budget_promotion_share, defaults.budget_promotion_share);
+  EXPECT_EQ(spec->budget_score, BudgetScoreName(defaults.budget_score));
+  EXPECT_EQ(spec->budget_score_window, defaults.budget_score_window);
   // ExperimentSpec's own defaults (a spec made in code) agree as well.
   const ExperimentSpec fresh;
   EXPECT_EQ(fresh.budget_fraction, defaults.budget_fraction);
   EXPECT_EQ(fresh.budget_min_prefix, defaults.budget_min_prefix);
   EXPECT_EQ(fresh.budget_reduction_factor, defaults.budget_reduction_factor);
   EXPECT_EQ(fresh.budget_promotion_share, defaults.budget_promotion_share);
+  EXPECT_EQ(fresh.budget_score, BudgetScoreName(defaults.budget_score));
+  EXPECT_EQ(fresh.budget_score_window, defaults.budget_score_window);
   // And so do the public settings' (cumulus/tune.h).
   const SchedulerSettings user;
   EXPECT_EQ(user.budget_fraction, defaults.budget_fraction);
   EXPECT_EQ(user.budget_min_prefix, defaults.budget_min_prefix);
   EXPECT_EQ(user.budget_reduction_factor, defaults.budget_reduction_factor);
   EXPECT_EQ(user.budget_promotion_share, defaults.budget_promotion_share);
+  EXPECT_EQ(user.budget_score, BudgetScoreName(defaults.budget_score));
+  EXPECT_EQ(user.budget_score_window, defaults.budget_score_window);
 }
 
 // One worker, trials run one at a time as the tuner would: trial k's curve rises to k / n, so the
@@ -120,6 +130,8 @@ TEST(ExperimentSpec, BudgetSettingsReachTheScheduler) {
   spec.budget_min_prefix = 0.1;
   spec.budget_reduction_factor = 3;
   spec.budget_promotion_share = 0.5;
+  spec.budget_score = "mean";
+  spec.budget_score_window = 0.25;
   auto tiny = SchedulerOptionsFromSpec(spec);
   ASSERT_TRUE(tiny.ok()) << tiny.status();
   EXPECT_EQ(tiny->kind, SchedulerKind::kBudget);
@@ -127,6 +139,8 @@ TEST(ExperimentSpec, BudgetSettingsReachTheScheduler) {
   EXPECT_EQ(tiny->budget_min_prefix, 0.1);
   EXPECT_EQ(tiny->budget_reduction_factor, 3);
   EXPECT_EQ(tiny->budget_promotion_share, 0.5);
+  EXPECT_EQ(tiny->budget_score, BudgetScore::kMean);
+  EXPECT_EQ(tiny->budget_score_window, 0.25);
 
   // 20 trials of 20 iterations: the default budget is 0.24 x 400 = 96 iterations, 0.1's is 40;
   // every trial runs its prefix (ceil(0.1 x 20) = 2 iterations) either way.
@@ -149,6 +163,14 @@ TEST(ExperimentSpec, BadBudgetSettingIsOneLineNamingIt) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(MakeTrialScheduler(*o).status().message(),
             "scheduler: budget_reduction_factor must be a number above 1, not 1");
+}
+
+TEST(ExperimentSpec, UnknownBudgetScoreIsOneLineNamingIt) {
+  ExperimentSpec spec;
+  spec.scheduler = "budget";
+  spec.budget_score = "median";
+  EXPECT_EQ(SchedulerOptionsFromSpec(spec).status().message(),
+            "budget_score \"median\" is unknown: use last, mean or line");
 }
 
 }  // namespace

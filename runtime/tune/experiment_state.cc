@@ -208,6 +208,8 @@ Result<SchedulerOptions> SchedulerOptionsFromSpec(const ExperimentSpec& spec) {
   o.budget_min_prefix = spec.budget_min_prefix;
   o.budget_reduction_factor = spec.budget_reduction_factor;
   o.budget_promotion_share = spec.budget_promotion_share;
+  CUMULUS_ASSIGN_OR_RETURN(o.budget_score, ParseBudgetScore(spec.budget_score));
+  o.budget_score_window = spec.budget_score_window;
   return o;
 }
 

@@ -95,6 +95,8 @@ std::string EncodeSpec(const ExperimentSpec& s) {
   b.setBudgetMinPrefix(s.budget_min_prefix);
   b.setBudgetReductionFactor(s.budget_reduction_factor);
   b.setBudgetPromotionShare(s.budget_promotion_share);
+  b.setBudgetScore(s.budget_score);
+  b.setBudgetScoreWindow(s.budget_score_window);
   b.setMaxIterations(s.max_iterations);
   SetNamed(b.initStop(static_cast<unsigned>(s.stop.size())), s.stop);
   b.setTimeBudgetSeconds(s.time_budget_seconds);
@@ -153,6 +155,8 @@ Result<ExperimentSpec> ReadSpec(std::string_view bytes) {
     s.budget_min_prefix = b.getBudgetMinPrefix();
     s.budget_reduction_factor = b.getBudgetReductionFactor();
     s.budget_promotion_share = b.getBudgetPromotionShare();
+    s.budget_score = Text(b.getBudgetScore());
+    s.budget_score_window = b.getBudgetScoreWindow();
     s.max_iterations = b.getMaxIterations();
     s.stop = Named(b.getStop());
     s.time_budget_seconds = b.getTimeBudgetSeconds();

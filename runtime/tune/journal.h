@@ -51,6 +51,8 @@ struct ExperimentSpec {
   // Journals from before these were recorded read SchedulerOptions' defaults (tune.capnp).
   double budget_fraction = 0.24, budget_min_prefix = 0.05;
   double budget_reduction_factor = 2, budget_promotion_share = 0.7;
+  std::string budget_score = "last";
+  double budget_score_window = 1;
   int64_t max_iterations = 100;
   std::map<std::string, double> stop;
   int64_t time_budget_seconds = 0;

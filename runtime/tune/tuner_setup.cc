@@ -38,6 +38,7 @@ Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace&
   if (!mode.ok()) return Bad("mode '" + o.mode + "' is neither max nor min");
   CUMULUS_RETURN_IF_ERROR(ParseSearcherKind(o.searcher).status());
   CUMULUS_RETURN_IF_ERROR(ParseSchedulerKind(o.scheduler.kind).status());
+  CUMULUS_RETURN_IF_ERROR(ParseBudgetScore(o.scheduler.budget_score).status());
   if (o.num_samples < 1 || o.num_samples > 1000000)
     return Bad("num_samples must be 1 to 1000000, got " + std::to_string(o.num_samples));
   if (o.max_iterations < 1) return Bad("max_iterations must be at least 1");
@@ -89,6 +90,8 @@ Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace&
   s.budget_min_prefix = o.scheduler.budget_min_prefix;
   s.budget_reduction_factor = o.scheduler.budget_reduction_factor;
   s.budget_promotion_share = o.scheduler.budget_promotion_share;
+  s.budget_score = o.scheduler.budget_score;
+  s.budget_score_window = o.scheduler.budget_score_window;
   s.max_iterations = o.max_iterations;
   s.stop = o.stop;
   s.time_budget_seconds = o.time_budget.count();

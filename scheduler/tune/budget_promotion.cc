@@ -18,6 +18,11 @@
 //     one that did) runs to its next rung, if the budget left covers that; at the rung it goes on
 //     only while no paused trial is nearer the leaders. Trials whose next rung the budget no
 //     longer covers are stopped.
+//   - A trial's score at a rung (what promotion and the re-check compare) is, by default, the
+//     value it reported there. budget_score = line scores it by a least-squares line through its
+//     reports since the previous rung, evaluated at the rung (kMean: their mean, which lags a
+//     rising curve): per-epoch noise is of the size of the gaps judged, and one lucky epoch
+//     otherwise decides a promotion. Measured in docs/benchmarks.md; off by default.
 // The budget counts iterations, the scheduler's clock; with uneven costs per iteration the
 // compute spent differs from it by the cost's spread.
 #include "scheduler/tune/budget_promotion.h"
@@ -26,8 +31,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace cumulus::tune {
@@ -42,7 +49,13 @@ class BudgetPromotion final : public TrialScheduler {
     for (double m = static_cast<double>(first); m < static_cast<double>(o.max_t);
          m *= o.budget_reduction_factor) {
       auto t = static_cast<int64_t>(std::llround(m));
-      if (rungs_.empty() || t > rungs_.back().milestone) rungs_.push_back(Rung{t, {}});
+      if (rungs_.empty() || t > rungs_.back().milestone) {
+        int64_t since = t - (rungs_.empty() ? 0 : rungs_.back().milestone);
+        auto w =
+            static_cast<int64_t>(std::llround(o.budget_score_window * static_cast<double>(since)));
+        rungs_.push_back(Rung{t, std::max<int64_t>(w, 2), {}});
+        window_ = std::max(window_, rungs_.back().window);
+      }
     }
   }
   std::string_view name() const override { return "budget"; }
@@ -51,7 +64,7 @@ class BudgetPromotion final : public TrialScheduler {
 
   Decision OnReport(const TrialReport& r) override {
     Trial& tr = Add(r.trial);
-    double score = o_.mode == Mode::kMax ? r.metric : -r.metric;
+    Remember(tr, r);
     int64_t step = std::max<int64_t>(r.iteration - tr.last, 0);
     used_ += step;
     if (tr.target > 0) {
@@ -59,11 +72,12 @@ class BudgetPromotion final : public TrialScheduler {
       if (r.iteration >= tr.target) tr.target = 0;
     }
     tr.last = r.iteration;
-    tr.score = score;
     tr.paused = false;
     Decision d;
     Rung* rung = RungAt(r.iteration);
     if (rung == nullptr) return d;
+    double score = Score(tr, *rung);
+    tr.score = score;
     rung->recorded[r.trial] = score;
     int64_t need = NextStop(r.iteration) - r.iteration;
     if (!recheck_) {
@@ -148,14 +162,49 @@ class BudgetPromotion final : public TrialScheduler {
  private:
   struct Trial {
     int64_t last = 0;    // the last iteration reported
-    double score = 0;    // its score (higher is better)
+    double score = 0;    // its score at its last rung (higher is better)
     int64_t target = 0;  // re-check: the iteration the reserved budget takes it to (0: none)
     bool paused = false;
+    // Its last reports (iteration, value as a score), oldest first, at most window_ of them.
+    std::deque<std::pair<int64_t, double>> recent;
   };
   struct Rung {
     int64_t milestone;
+    int64_t window;  // how many of a trial's last reports its score here is made of
     std::map<TrialId, double> recorded;
   };
+
+  void Remember(Trial& tr, const TrialReport& r) {
+    // A trial resumed from an earlier checkpoint reports iterations again: they replace the old.
+    while (!tr.recent.empty() && tr.recent.back().first >= r.iteration) tr.recent.pop_back();
+    tr.recent.emplace_back(r.iteration, o_.mode == Mode::kMax ? r.metric : -r.metric);
+    while (static_cast<int64_t>(tr.recent.size()) > window_) tr.recent.pop_front();
+  }
+
+  // The trial's score at `rung` (see SchedulerOptions::budget_score). REQUIRES: it has just
+  // reported the rung's iteration.
+  double Score(const Trial& tr, const Rung& rung) const {
+    double last = tr.recent.back().second;
+    size_t n = std::min<size_t>(tr.recent.size(), static_cast<size_t>(rung.window));
+    if (o_.budget_score == BudgetScore::kLast || n < 2) return last;
+    auto begin = tr.recent.end() - static_cast<std::ptrdiff_t>(n);
+    double mx = 0, my = 0;
+    for (auto it = begin; it != tr.recent.end(); ++it) {
+      mx += static_cast<double>(it->first);
+      my += it->second;
+    }
+    mx /= static_cast<double>(n);
+    my /= static_cast<double>(n);
+    if (o_.budget_score == BudgetScore::kMean) return my;
+    double sxy = 0, sxx = 0;
+    for (auto it = begin; it != tr.recent.end(); ++it) {
+      double dx = static_cast<double>(it->first) - mx;
+      sxy += dx * (it->second - my);
+      sxx += dx * dx;
+    }
+    if (sxx <= 0) return my;
+    return my + sxy / sxx * (static_cast<double>(rung.milestone) - mx);
+  }
 
   static std::string Format(double x) {
     char buf[32];
@@ -178,8 +227,14 @@ class BudgetPromotion final : public TrialScheduler {
     Decision d;
     d.action = Action::kPause;
     d.reason = "waits at the rung at iteration " + std::to_string(rung.milestone) + " (" +
-               Format(r.metric) + "): " + why;
+               Format(r.metric) + ScoreNote(trials_.at(r.trial)) + "): " + why;
     return d;
+  }
+
+  // ", its score there S" where the score is not the value reported (budget_score).
+  std::string ScoreNote(const Trial& tr) const {
+    if (o_.budget_score == BudgetScore::kLast) return "";
+    return ", its score there " + Format(o_.mode == Mode::kMax ? tr.score : -tr.score);
   }
 
   int64_t Budget() const {
@@ -247,6 +302,7 @@ class BudgetPromotion final : public TrialScheduler {
 
   SchedulerOptions o_;
   std::vector<Rung> rungs_;
+  int64_t window_ = 2;  // the largest window of any rung: the reports kept per trial
   std::map<TrialId, Trial> trials_;
   uint64_t added_ = 0;    // trials seen: the budget's measure of the experiment's size
   int64_t used_ = 0;      // iterations reported over all trials

@@ -164,6 +164,38 @@ TEST(BudgetPromotion, ALargerBudgetRunsMoreTrialsToTheEnd) {
   EXPECT_EQ(finished(1.0), level.size());
 }
 
+// Two trials level until iteration 12, then at the rung at 16 (max_t 40: rungs at 2, 4, 8, 16,
+// 32): `steady` reports 0.80 four times; `lucky` 0.70 three times and then one noisy 0.83. The
+// steady one reaches the rung first and goes on (alone there). What happens to the lucky one?
+Decision LuckyAtTheRung(BudgetScore score) {
+  SchedulerOptions o = BudgetOptions(40);
+  o.budget_score = score;  // budget_score_window 1: the 8 iterations since the rung at 8
+  auto s = MakeTrialScheduler(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  for (TrialId id = 1; id <= 40; ++id) (*s)->OnTrialAdd(id, Config());  // budget enough
+  const TrialId steady = 1, lucky = 2;
+  for (TrialId id : {steady, lucky})
+    for (int64_t t = 1; t <= 12; ++t)
+      EXPECT_EQ((*s)->OnReport({id, t, 0.70}).action, Action::kContinue) << id << " at " << t;
+  for (int64_t t = 13; t <= 16; ++t)
+    EXPECT_EQ((*s)->OnReport({steady, t, 0.80}).action, Action::kContinue) << t;
+  for (int64_t t = 13; t <= 15; ++t)
+    EXPECT_EQ((*s)->OnReport({lucky, t, 0.70}).action, Action::kContinue) << t;
+  return (*s)->OnReport({lucky, 16, 0.83});
+}
+
+TEST(BudgetPromotion, ANoisyLastReportDoesNotWinARungWithASmoothedScore) {
+  // The last value alone ranks the lucky trial first (0.83 against 0.80): promoted.
+  EXPECT_EQ(LuckyAtTheRung(BudgetScore::kLast).action, Action::kContinue);
+  // Over iterations 9-16 its mean (0.716) and its line at 16 (0.754) are below the steady
+  // trial's (0.75 and 0.817).
+  for (BudgetScore score : {BudgetScore::kMean, BudgetScore::kLine}) {
+    Decision d = LuckyAtTheRung(score);
+    EXPECT_EQ(d.action, Action::kPause) << static_cast<int>(score);
+    EXPECT_NE(d.reason.find("(0.83, its score there 0.7"), std::string::npos) << d.reason;
+  }
+}
+
 TEST(BudgetPromotion, BadOptionsAreOneClearError) {
   SchedulerOptions o = BudgetOptions(10);
   o.budget_fraction = 0;
@@ -179,6 +211,11 @@ TEST(BudgetPromotion, BadOptionsAreOneClearError) {
   o.budget_promotion_share = std::nan("");
   EXPECT_EQ(MakeTrialScheduler(o).status().message(),
             "scheduler: budget_promotion_share must be in [0, 1], not nan");
+  o = BudgetOptions(10);
+  o.budget_score_window = -1;
+  EXPECT_EQ(MakeTrialScheduler(o).status().message(),
+            "scheduler: budget_score_window (a fraction of the iterations between rungs) must be "
+            "in [0, 1], not -1");
 }
 
 }  // namespace

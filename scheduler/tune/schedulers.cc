@@ -60,6 +60,25 @@ std::string_view SchedulerKindName(SchedulerKind kind) {
   return "?";
 }
 
+Result<BudgetScore> ParseBudgetScore(std::string_view name) {
+  for (BudgetScore s : {BudgetScore::kLast, BudgetScore::kMean, BudgetScore::kLine})
+    if (BudgetScoreName(s) == name) return s;
+  return Status::InvalidArgument("budget_score \"" + std::string(name) +
+                                 "\" is unknown: use last, mean or line");
+}
+
+std::string_view BudgetScoreName(BudgetScore score) {
+  switch (score) {
+    case BudgetScore::kLast:
+      return "last";
+    case BudgetScore::kMean:
+      return "mean";
+    case BudgetScore::kLine:
+      return "line";
+  }
+  return "?";
+}
+
 double Percentile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   double pos = q / 100.0 * static_cast<double>(values.size() - 1);
@@ -385,6 +404,11 @@ Status CheckOptions(const SchedulerOptions& o) {
                  got(o.budget_reduction_factor));
     if (!(o.budget_promotion_share >= 0 && o.budget_promotion_share <= 1))
       return bad("budget_promotion_share must be in [0, 1]" + got(o.budget_promotion_share));
+    if (!(o.budget_score_window >= 0 && o.budget_score_window <= 1))
+      return bad(
+          "budget_score_window (a fraction of the iterations between rungs) must be in "
+          "[0, 1]" +
+          got(o.budget_score_window));
   }
   return Status::OK();
 }

@@ -46,6 +46,11 @@ enum class Mode { kMax, kMin };
 Result<Mode> ParseMode(std::string_view text);  // "max" or "min"
 std::string_view ModeName(Mode mode);
 
+// See SchedulerOptions::budget_score.
+enum class BudgetScore { kLast, kMean, kLine };
+Result<BudgetScore> ParseBudgetScore(std::string_view name);  // "last", "mean" or "line"
+std::string_view BudgetScoreName(BudgetScore score);
+
 struct TrialReport {
   TrialId trial = 0;
   int64_t iteration = 0;  // 1 for the first report, then 2, 3, ...
@@ -138,6 +143,14 @@ struct SchedulerOptions {
   // While the searcher has new configs, promotions spend at most this share of the budget so
   // far; the rest waits for the re-check, when every trial's prefix is known.
   double budget_promotion_share = 0.7;
+  // What a trial is ranked by at a rung (its score there): kLast, the value it reported at the
+  // rung; kMean, the mean of its last w reports; kLine, a least-squares line through its last w
+  // reports evaluated at the rung's iteration (unbiased for a curve that is still rising, which
+  // the mean is not). w = max(2, round(budget_score_window x the iterations since the previous
+  // rung)), fewer where the trial has reported fewer. Per-epoch noise of the size of the gaps
+  // being judged is what a score over several reports is for (docs/benchmarks.md).
+  BudgetScore budget_score = BudgetScore::kLast;
+  double budget_score_window = 1;
 };
 
 // InvalidArgument naming the option: max_t < 1, grace outside [1, max_t], rf <= 1, brackets < 1,
