@@ -486,6 +486,42 @@ TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
   }
 }
 
+// A gang under a scheduler that pauses (budget): a paused gang resumed later forms its collective
+// group anew, under a name its earlier start did not use (a reused name meets the old start's
+// rendezvous entries, and the resumed ranks fail to join: "could not join group").
+TEST_F(TuneTest, PausedGangTrialResumesAndFormsItsGroupAgain) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  // One gang at a time; with the whole budget (1.0) the paused trials are resumed once the
+  // searcher has no more configs.
+  auto driver =
+      Driver({"--scenario=gang", "--name=gpause", "--samples=4", "--iters=4", "--gang=2",
+              "--scheduler=budget", "--budget-fraction=1", "--step-ms=10", "--concurrent=1"});
+  std::string out = Finish(*driver, 25s);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 4u) << out;
+  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+  auto j = Load("gpause");
+  ASSERT_TRUE(j.ok()) << j.status();
+  // A trial paused, resumed, and reported after its resume.
+  std::set<uint64_t> paused;
+  std::set<uint64_t> resumed_and_reported;
+  int64_t resumed = -1;
+  for (auto& e : j->entries) {
+    if (e.kind == JournalEntry::Kind::kReport && e.action == uint8_t(tune::Action::kPause))
+      paused.insert(e.trial);
+    if (e.kind == JournalEntry::Kind::kChoose && e.resume >= 0 && paused.count(uint64_t(e.resume)))
+      resumed = e.resume;
+    if (e.kind == JournalEntry::Kind::kReport && resumed >= 0 && e.trial == uint64_t(resumed))
+      resumed_and_reported.insert(e.trial);
+  }
+  ASSERT_FALSE(paused.empty()) << "no gang trial was paused:\n" << out;
+  EXPECT_FALSE(resumed_and_reported.empty()) << "no paused gang trial ran again:\n" << out;
+  for (auto& [id, line] : trials) {
+    EXPECT_EQ(line.find("state=FAILED"), std::string::npos) << line;
+    EXPECT_NE(line.find("world=2 "), std::string::npos) << line;
+  }
+}
+
 // A trial that fits the cluster but not what is free now waits, and `cumulus status` names it
 // (EXP/TRIAL) in the pending demand, with why it waits; the autoscaler reads the same records.
 TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {

@@ -122,7 +122,6 @@ Status Tuner::Impl::FillSlots() {
 Status Tuner::Impl::StartTrial(uint64_t id) {
   Live& live = live_[id];
   live.since = Clock::now();
-  live.attempt = state_.trials().at(id).restarts;
   if (spec_.gang_size > 1) {
     std::vector<std::map<std::string, double>> bundles(spec_.gang_size, spec_.resources);
     auto strategy = static_cast<PlacementGroupStrategy>(spec_.gang_strategy);
@@ -152,8 +151,11 @@ Status Tuner::Impl::CreateActors(uint64_t id, Live& live, const PlacementGroup* 
   ts.trial_id = TrialName(id);
   ts.config = t.config.Encode();
   ts.world_size = spec_.gang_size;
-  ts.group = "tune." + spec_.name + "." + ts.trial_id + "." + std::to_string(live.attempt) + "." +
-             std::to_string(state_.runs());
+  // A new name for every start of the trial's actors (a pause and resume, an exploit, a retry
+  // of an unplaced gang restart it with the same restarts and runs): a collective group's name
+  // must not be reused, or its ranks meet the earlier start's rendezvous entries.
+  ts.group = "tune." + spec_.name + "." + ts.trial_id + ".r" + std::to_string(state_.runs()) +
+             ".s" + std::to_string(++actor_starts_);
   ts.log_key = job_ + "/" + spec_.name + "/" + ts.trial_id;
   if (t.checkpoint) {
     auto bytes = tune::Journal::GetCheckpoint(journal_->head(), *t.checkpoint);

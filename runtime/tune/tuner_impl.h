@@ -65,7 +65,6 @@ class Tuner::Impl {
     // fill what the current nodes hold (CheckPendingTimeouts).
     Clock::time_point since;
     int64_t host_iteration = 0;  // iterations the actors have done (from their checkpoint)
-    int attempt = 0;
   };
 
   Status MakePolicies();
@@ -129,6 +128,9 @@ class Tuner::Impl {
   std::set<uint64_t> budget_stopped_;
   bool budget_spent_ = false;
   uint64_t appended_ = 0;  // journal entries this run appended
+  // Trials' actors created by this run (CreateActors): with the run's number, names each gang's
+  // collective group uniquely.
+  uint64_t actor_starts_ = 0;
   // appended_ when the scheduler last had nothing to run (no call again until something changes)
   uint64_t idle_choose_at_ = UINT64_MAX;
   Clock::time_point started_;
