@@ -5,8 +5,10 @@
 //               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
 //               [--concurrent=N] [--pending=N (max_pending_trials)]
 //               [--budget-fraction=F (the budget scheduler's budget_fraction)]
+//               [--time-budget=S (seconds)]
 //
 // It prints "RESULT ..." lines and then DONE.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -129,6 +131,7 @@ int main(int argc, char** argv) {
   if (std::string f = Flag(argc, argv, "budget-fraction", ""); !f.empty())
     o.scheduler.budget_fraction = std::stod(f);
   o.seed = 7;
+  o.time_budget = std::chrono::seconds(std::stoll(Flag(argc, argv, "time-budget", "0")));
   o.max_concurrent_trials = std::stoi(Flag(argc, argv, "concurrent", "0"));
   if (std::string pending = Flag(argc, argv, "pending", ""); !pending.empty())
     o.max_pending_trials = std::stoi(pending);

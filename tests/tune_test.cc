@@ -269,6 +269,80 @@ TEST_F(TuneTest, DriverKilledAndRestoredWithTheBudgetScheduler) {
   EXPECT_GE(iterations, 20) << out;  // every trial ran its prefix (1 iteration)
 }
 
+// The time budget is the experiment's, not a run's: a driver SIGKILLed after spending part of it,
+// the restored run has only what is left (it does not start a fresh budget); an experiment that
+// ended on its budget, restored again, starts no trial.
+TEST_F(TuneTest, TimeBudgetCarriesAcrossRestore) {
+  const int64_t budget_s = 8;
+  auto head = StartHead({"--resources", "CPU=3"});
+  // Trials far longer than the budget, and more samples than run at once: the searcher is not
+  // done when the budget ends the experiment.
+  auto driver =
+      Driver({"--scenario=run", "--name=tbudget", "--samples=6", "--iters=1000", "--step-ms=150",
+              "--concurrent=3", "--scheduler=fifo", "--time-budget=" + std::to_string(budget_s)});
+  // The first run's time, as the journal says (its kRun entry to its last entry).
+  auto run_seconds = [](const std::vector<JournalEntry>& entries, size_t from, size_t to) {
+    return (entries[to - 1].micros - entries[from].micros) / 1e6;
+  };
+  double first_run = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto j = Load("tbudget");
+        if (!j.ok() || j->entries.empty()) return false;
+        first_run = run_seconds(j->entries, 0, j->entries.size());
+        if (first_run >= budget_s / 2.0) return true;
+        std::this_thread::sleep_for(100ms);  // polling the head's state, not synchronising
+        return false;
+      },
+      20000ms))
+      << driver->ReadAll(1s);
+  driver->Kill(SIGKILL);
+  (void)driver->Wait(10s);
+  auto before = Load("tbudget");
+  ASSERT_TRUE(before.ok()) << before.status();
+  first_run = run_seconds(before->entries, 0, before->entries.size());
+  ASSERT_LT(first_run, budget_s) << "the first run ended on its budget before it was killed";
+
+  auto restored = Driver({"--scenario=restore", "--name=tbudget", "--step-ms=150"});
+  std::string out = Finish(*restored, 30s);
+  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+  auto after = Load("tbudget");
+  ASSERT_TRUE(after.ok()) << after.status();
+  size_t begun = before->entries.size();  // the restored run's kRun entry
+  ASSERT_EQ(after->entries[begun].kind, JournalEntry::Kind::kRun);
+  // When the restored run saw the budget spent: its first trial stopped for it.
+  double second_run = -1;
+  for (size_t i = begun; i < after->entries.size() && second_run < 0; ++i) {
+    const JournalEntry& e = after->entries[i];
+    if (e.kind == JournalEntry::Kind::kReport && e.action == tune::kActionBudgetStop)
+      second_run = run_seconds(after->entries, begun, i + 1);
+  }
+  ASSERT_GE(second_run, 0) << "no trial was stopped by the time budget:\n" << out;
+  // What was left of the budget, and a margin for restarting the trials (a fresh budget would
+  // be all of it).
+  double left = budget_s - first_run;
+  EXPECT_LT(second_run, left + 2.0)
+      << "the restored run spent " << second_run << " s of a budget that had " << left
+      << " s left (the first run spent " << first_run << " s)";
+  ASSERT_EQ(after->entries.back().kind, JournalEntry::Kind::kExperimentEnded);
+  EXPECT_EQ(after->entries.back().reason, tune::kTimeBudgetSpentReason);
+
+  // Ended on its budget: restored again, it adds, starts and runs nothing.
+  auto again = Driver({"--scenario=restore", "--name=tbudget", "--step-ms=150"});
+  out = Finish(*again, 30s);
+  auto last = Load("tbudget");
+  ASSERT_TRUE(last.ok()) << last.status();
+  for (size_t i = after->entries.size(); i < last->entries.size(); ++i) {
+    const JournalEntry& e = last->entries[i];
+    bool ran = e.kind == JournalEntry::Kind::kTrialAdded ||
+               e.kind == JournalEntry::Kind::kTrialStarted || e.kind == JournalEntry::Kind::kReport;
+    ASSERT_FALSE(ran) << "entry " << i + 1 << " (kind " << int(e.kind) << ", trial " << e.trial
+                      << ") after restoring an experiment whose budget was spent:\n"
+                      << out;
+  }
+  EXPECT_EQ(last->entries.back().reason, tune::kTimeBudgetSpentReason) << out;
+}
+
 // `cumulus stop trial`: one trial of a running experiment stopped from the command line (within
 // a bounded time, the others going on), the journal and `cumulus trials` saying so, bad input
 // one line each; then a stop asked while the driver is dead, applied by Tuner::Restore, which

@@ -104,6 +104,8 @@ struct JournalEntry {
 constexpr uint8_t kActionFinished = 100;
 // kReport's action when the time budget was spent: the trial stops (not completed).
 constexpr uint8_t kActionBudgetStop = 101;
+// kExperimentEnded's reason when the time budget ended the experiment.
+constexpr const char* kTimeBudgetSpentReason = "time budget spent";
 
 // The key of an experiment's entry `sequence` (from 1) in kJournalNamespace.
 std::string JournalEntryKey(const std::string& name, uint64_t sequence);

@@ -479,7 +479,8 @@ Result<ExperimentResult> Tuner::Impl::Run() {
 }
 
 Result<ExperimentResult> Tuner::Impl::RunLoop() {
-  started_ = Clock::now();
+  // The budget's clock started with the experiment's first run (Resume counts earlier runs).
+  started_ = Clock::now() - earlier_runs_;
   {
     JournalEntry e;
     e.kind = JournalEntry::Kind::kRun;
@@ -489,7 +490,8 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
   cumulus::internal::Runtime& rt = cumulus::internal::RuntimeOrThrow();
   while (true) {
     if (!budget_spent_ && spec_.time_budget_seconds > 0 &&
-        Clock::now() - started_ >= std::chrono::seconds(spec_.time_budget_seconds)) {
+        (budget_spent_before_ ||
+         Clock::now() - started_ >= std::chrono::seconds(spec_.time_budget_seconds))) {
       budget_spent_ = true;
       for (uint64_t id : fresh_) {
         JournalEntry e;
@@ -577,7 +579,7 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
   }
   JournalEntry end;
   end.kind = JournalEntry::Kind::kExperimentEnded;
-  end.reason = budget_spent_ ? "time budget spent" : "every trial ended";
+  end.reason = budget_spent_ ? kTimeBudgetSpentReason : "every trial ended";
   CUMULUS_RETURN_IF_ERROR(Journal(end));
   Progress(true);
   return state_.ToResult();

@@ -127,6 +127,11 @@ class Tuner::Impl {
   std::map<uint64_t, int> placement_failures_;
   std::set<uint64_t> budget_stopped_;
   bool budget_spent_ = false;
+  // From the journal (Resume): the wall time the experiment's earlier runs spent, each from its
+  // kRun entry to its last entry (a dead driver's time after its last entry is not counted), and
+  // whether one of them spent the time budget. The time budget is the experiment's, not a run's.
+  Clock::duration earlier_runs_{};
+  bool budget_spent_before_ = false;
   uint64_t appended_ = 0;  // journal entries this run appended
   // Trials' actors created by this run (CreateActors): with the run's number, names each gang's
   // collective group uniquely.
