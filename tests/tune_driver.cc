@@ -5,7 +5,7 @@
 //               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
 //               [--concurrent=N] [--pending=N (max_pending_trials)]
 //               [--budget-fraction=F (the budget scheduler's budget_fraction)]
-//               [--time-budget=S (seconds)]
+//               [--time-budget=S (seconds)] [--checkpoint-every=N]
 //
 // It prints "RESULT ..." lines and then DONE.
 #include <chrono>
@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
     o.scheduler.budget_fraction = std::stod(f);
   o.seed = 7;
   o.time_budget = std::chrono::seconds(std::stoll(Flag(argc, argv, "time-budget", "0")));
+  o.checkpoint_every = std::stoll(Flag(argc, argv, "checkpoint-every", "1"));
   o.max_concurrent_trials = std::stoi(Flag(argc, argv, "concurrent", "0"));
   if (std::string pending = Flag(argc, argv, "pending", ""); !pending.empty())
     o.max_pending_trials = std::stoi(pending);

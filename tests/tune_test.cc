@@ -514,33 +514,41 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
 }
 
 // PBT: the bottom trials take over a top trial's checkpoint and config, and go on to the end.
-TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
-  auto head = StartHead({"--resources", "CPU=4"});
-  auto driver = Driver({"--scenario=run", "--name=pbt", "--samples=4", "--iters=12",
-                        "--scheduler=pbt", "--concurrent=4", "--step-ms=20"});
-  std::string out = Finish(*driver);
-  ASSERT_NE(out.find("RESULT trials=4 finished=4 "), std::string::npos) << out;
-  auto j = Load("pbt");
-  ASSERT_TRUE(j.ok()) << j.status();
+// The copy of the donor's checkpoint is made before the exploit is journaled, and the report
+// names it (one append: a restore never sees the new config without its checkpoint). With
+// `checkpoint_every` 0 (no checkpoint but when paused, and PBT never pauses) the running donor
+// saves one for the copy.
+void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const std::string& out) {
   size_t exploits = 0;
-  for (size_t i = 0; i < j->entries.size(); ++i) {
-    const JournalEntry& e = j->entries[i];
+  for (const JournalEntry& e : j.entries) {
     if (e.kind != JournalEntry::Kind::kReport || e.action != uint8_t(tune::Action::kExploit))
       continue;
     ++exploits;
-    // The exploiting trial's config becomes the donor's (no mutations: exploit only), and the
-    // donor's checkpoint is copied to it before it runs again.
     EXPECT_NE(e.exploit_from, e.trial);
-    bool copied = false;
-    for (size_t k = i + 1; k < j->entries.size() && !copied; ++k) {
-      copied =
-          j->entries[k].kind == JournalEntry::Kind::kCheckpoint && j->entries[k].trial == e.trial;
-    }
-    EXPECT_TRUE(copied) << "trial " << e.trial << " exploited " << e.exploit_from
-                        << " without its checkpoint";
+    EXPECT_FALSE(tune::IsSkippedExploit(e)) << e.reason;
+    // (The copy's key: EXP/TRIAL/ITERATION-fromDONOR.)
+    EXPECT_NE(e.checkpoint_key.find("-from" + std::to_string(e.exploit_from)), std::string::npos)
+        << "trial " << e.trial << " exploited " << e.exploit_from
+        << " and its report names no copy of the donor's checkpoint: '" << e.checkpoint_key << "'";
   }
   EXPECT_GT(exploits, 0u) << out;
-  for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=12 "), std::string::npos);
+}
+
+TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
+  auto head = StartHead({"--resources", "CPU=4"});
+  for (const char* every : {"1", "0"}) {
+    std::string name = std::string("pbt") + every;
+    auto driver =
+        Driver({"--scenario=run", "--name=" + name, "--samples=4", "--iters=12", "--scheduler=pbt",
+                "--concurrent=4", "--step-ms=20", std::string("--checkpoint-every=") + every});
+    std::string out = Finish(*driver);
+    ASSERT_NE(out.find("RESULT trials=4 finished=4 "), std::string::npos) << out;
+    auto j = Load(name);
+    ASSERT_TRUE(j.ok()) << j.status();
+    SCOPED_TRACE("checkpoint_every " + std::string(every));
+    ExpectExploitsCopyTheDonorsCheckpoint(*j, out);
+    for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=12 "), std::string::npos);
+  }
 }
 
 TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {

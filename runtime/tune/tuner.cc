@@ -365,17 +365,56 @@ Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
     e.reason = "the time budget is spent";
   }
   if (d.action == Action::kExploit && e.action == static_cast<uint8_t>(Action::kExploit)) {
+    // The donor's checkpoint is copied first and the report names the copy: one append says
+    // both, so a restore never sees the new config without the checkpoint it goes with.
     e.exploit_from = d.exploit_from;
-    e.config = d.new_config.Encode();
+    CUMULUS_ASSIGN_OR_RETURN(std::string skipped,
+                             CopyDonorCheckpoint(id, iteration, d.exploit_from, &e));
+    if (skipped.empty()) {
+      e.config = d.new_config.Encode();
+    } else {
+      e.config = t.config.Encode();
+      e.reason = kExploitSkippedReason + skipped;
+    }
   }
   std::optional<JournalEntry> old_checkpoint = t.checkpoint;
-  if (r.has_checkpoint) {
+  if (r.has_checkpoint && e.checkpoint_key.empty()) {
     CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, iteration, r.checkpoint, &e));
   }
   CUMULUS_RETURN_IF_ERROR(Journal(e));
-  if (r.has_checkpoint && old_checkpoint && old_checkpoint->checkpoint_key != e.checkpoint_key)
+  if (!e.checkpoint_key.empty() && old_checkpoint &&
+      old_checkpoint->checkpoint_key != e.checkpoint_key)
     (void)journal_->DeleteCheckpoint(*old_checkpoint);
   return ApplyDecision(id, e);
+}
+
+Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iteration,
+                                                     uint64_t donor_id, JournalEntry* report) {
+  const TrialStatus& donor = state_.trials().at(donor_id);
+  std::string donor_name = TrialName(donor_id);
+  std::string bytes;
+  if (donor.checkpoint) {
+    auto got = tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint);
+    if (!got.ok()) return donor_name + "'s checkpoint could not be read: " + got.status().message();
+    bytes = std::move(*got);
+  } else if (!spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed) {
+    // No checkpoint yet (checkpoint_every): the donor saves one now, as a paused trial does.
+    auto saved = TryGet(live_.at(donor_id).actors[0].Task(&TrialHost::Save).Remote(),
+                        std::chrono::minutes(5));
+    if (!saved.ok())
+      return donor_name + " could not save a checkpoint: " + saved.status().message();
+    bytes = std::move(*saved);
+  }
+  if (bytes.empty()) {
+    return donor_name + " has no checkpoint to copy (" +
+           (spec_.is_function ? std::string("its train function reported none")
+                              : "checkpoint_every " + std::to_string(spec_.checkpoint_every) +
+                                    ", and its actors are gone") +
+           ")";
+  }
+  CUMULUS_RETURN_IF_ERROR(
+      journal_->PutCheckpoint(id, iteration, bytes, report, "from" + std::to_string(donor_id)));
+  return std::string();
 }
 
 Status Tuner::Impl::ApplyDecision(uint64_t id, const JournalEntry& report) {
@@ -413,23 +452,14 @@ Status Tuner::Impl::ApplyDecision(uint64_t id, const JournalEntry& report) {
       return Status::OK();
     }
     case static_cast<uint8_t>(Action::kExploit): {
-      // Continue from the donor's latest checkpoint, copied so that the donor's next one does
-      // not delete it, with the new config (already in the state from the report).
-      const TrialStatus& donor = state_.trials().at(report.exploit_from);
-      Kill(id);
-      if (donor.checkpoint) {
-        CUMULUS_ASSIGN_OR_RETURN(auto bytes,
-                                 tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint));
-        JournalEntry c;
-        c.kind = JournalEntry::Kind::kCheckpoint;
-        c.trial = id;
-        c.iteration = report.iteration;
-        CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, report.iteration, bytes, &c,
-                                                        "from" + std::to_string(donor.id)));
-        std::optional<JournalEntry> old = state_.trials().at(id).checkpoint;
-        CUMULUS_RETURN_IF_ERROR(Journal(c));
-        if (old && old->checkpoint_key != c.checkpoint_key) (void)journal_->DeleteCheckpoint(*old);
+      // Skipped (no donor checkpoint to copy; the report says why): it goes on as it was.
+      if (IsSkippedExploit(report)) {
+        SubmitStep(id, live);
+        return Status::OK();
       }
+      // Continue from the copy of the donor's checkpoint and the new config, both in the state
+      // from the report.
+      Kill(id);
       restart_.emplace_front(id, Clock::time_point());
       return Status::OK();
     }

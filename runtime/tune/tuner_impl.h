@@ -87,6 +87,13 @@ class Tuner::Impl {
   Status HandleFailure(uint64_t id, const Status& why);
   Status EndTrial(uint64_t id, TrialState state, const std::string& reason);
   Status ApplyDecision(uint64_t id, const JournalEntry& report);
+  // A PBT exploit of `donor_id` by `id` at `iteration`: stores a copy of the donor's latest
+  // checkpoint (or, for a class trainable whose running donor has none yet, one it saves now)
+  // under `id`'s key and names it in `report`. Returns "" when copied, else why the exploit is
+  // skipped (the donor has no checkpoint, or it could not be read); an error only when the copy
+  // could not be stored.
+  Result<std::string> CopyDonorCheckpoint(uint64_t id, int64_t iteration, uint64_t donor_id,
+                                          JournalEntry* report);
   void Kill(uint64_t id);
   Status CheckPendingTimeouts();
   // Ends the trials that `cumulus stop trial` asked to stop (stop_requests.h): looks at most

@@ -123,7 +123,8 @@ Status Tuner::Impl::Replay(const JournalEntry& e) {
                        std::string(ActionName(static_cast<Action>(e.action))));
       }
       if (d.action == Action::kExploit &&
-          (d.exploit_from != e.exploit_from || d.new_config.Encode() != e.config)) {
+          (d.exploit_from != e.exploit_from ||
+           (!IsSkippedExploit(e) && d.new_config.Encode() != e.config))) {
         return differs("PBT now has " + TrialName(e.trial) + " exploit " +
                        TrialName(d.exploit_from) + " with " + d.new_config.ToString() +
                        ", the journal has " + TrialName(e.exploit_from));
