@@ -6,6 +6,7 @@
 //               [--concurrent=N] [--pending=N (max_pending_trials)]
 //               [--budget-fraction=F (the budget scheduler's budget_fraction)]
 //               [--time-budget=S (seconds)] [--checkpoint-every=N]
+//               [--fail-rank=R (a gang's rank R throws at its iteration 2)]
 //
 // It prints "RESULT ..." lines and then DONE.
 #include <chrono>
@@ -38,11 +39,14 @@ class Quadratic : public tune::Trainable {
     step_ms_ = c.Get<int64_t>("step_ms");
     metric_ = c.Get<std::string>("metric");
     if (c.Get<bool>("fail")) throw std::runtime_error("this trial fails on purpose");
+    if (c.Has("fail_rank")) fail_rank_ = c.Get<int64_t>("fail_rank");
   }
   tune::Metrics Step() override {
     ++iteration_;
     std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
     double acc = Curve(lr_, iteration_);
+    if (group() != nullptr && trial().rank == fail_rank_ && iteration_ == 2)
+      throw std::runtime_error("rank " + std::to_string(fail_rank_) + " fails on purpose");
     if (group() != nullptr) {  // a gang: the ranks agree on the mean of their values
       double v = acc * (trial().rank + 1);
       auto st = group()->AllReduce(&v, 1, cumulus::DType::kFloat64, cumulus::ReduceOp::kSum);
@@ -60,7 +64,7 @@ class Quadratic : public tune::Trainable {
 
  private:
   double lr_ = 0;
-  int64_t step_ms_ = 0, iteration_ = 0;
+  int64_t step_ms_ = 0, iteration_ = 0, fail_rank_ = -1;
   std::string metric_;
 };
 CUMULUS_TRAINABLE(Quadratic);
@@ -85,8 +89,9 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return def;
 }
 
-tune::SearchSpace Space(int64_t step_ms, bool with_failure) {
+tune::SearchSpace Space(int64_t step_ms, bool with_failure, int64_t fail_rank) {
   tune::SearchSpace s;
+  if (fail_rank >= 0) s.Choice("fail_rank", {fail_rank});
   s.LogUniform("lr", 1e-4, 1.0)
       .Choice("step_ms", {step_ms})
       .Choice("metric", {std::string("accuracy")})
@@ -143,7 +148,8 @@ int main(int argc, char** argv) {
   o.max_failures = 2;
   int64_t step_ms = std::stoll(Flag(argc, argv, "step-ms", "50"));
   bool with_failure = Flag(argc, argv, "with-failure", "0") == "1";
-  tune::SearchSpace space = Space(step_ms, with_failure);
+  tune::SearchSpace space =
+      Space(step_ms, with_failure, std::stoll(Flag(argc, argv, "fail-rank", "-1")));
   int rc = 0;
   // Runs the tuner (or says why it could not be made or run) and prints its result.
   auto run = [&](cumulus::Result<tune::Tuner> tuner) {

@@ -604,6 +604,21 @@ TEST_F(TuneTest, PausedGangTrialResumesAndFormsItsGroupAgain) {
   }
 }
 
+// A gang whose rank 1 throws while rank 0 waits in an allreduce with it: the trial fails with
+// rank 1's own error, and without waiting for rank 0's collective operation to time out (60 s).
+TEST_F(TuneTest, GangRanksOwnErrorIsTheTrialsFailure) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  auto driver = Driver({"--scenario=gang", "--name=grank", "--samples=1", "--iters=5", "--gang=2",
+                        "--scheduler=fifo", "--step-ms=10", "--fail-rank=1"});
+  std::string out = Finish(*driver, 25s);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 1u) << out;
+  const std::string& line = trials.begin()->second;
+  EXPECT_NE(line.find("state=FAILED"), std::string::npos) << line;
+  EXPECT_NE(line.find("rank 1: "), std::string::npos) << line;
+  EXPECT_NE(line.find("rank 1 fails on purpose"), std::string::npos) << line;
+}
+
 // A trial that fits the cluster but not what is free now waits, and `cumulus status` names it
 // (EXP/TRIAL) in the pending demand, with why it waits; the autoscaler reads the same records.
 TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {

@@ -186,6 +186,7 @@ void Tuner::Impl::SubmitStep(uint64_t id, Live& live) {
   bool checkpoint = !spec_.is_function && spec_.checkpoint_every > 0 &&
                     (live.host_iteration + 1) % spec_.checkpoint_every == 0;
   live.steps.clear();
+  live.step_done.assign(live.actors.size(), false);
   for (size_t rank = 0; rank < live.actors.size(); ++rank) {
     live.steps.push_back(live.actors[rank].Task(&TrialHost::Step).Remote(checkpoint && rank == 0));
   }
@@ -282,28 +283,37 @@ Status Tuner::Impl::HandleWhere(uint64_t id, Live& live) {
   return Journal(e);
 }
 
-Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
-  auto first = TryGet(live.steps[0], std::chrono::milliseconds(0));
-  if (!first.ok()) {
-    // In a gang, rank 0's error may only be the echo of another rank's death (its collective
-    // operation failed): a rank whose actor died makes the trial restart, not fail.
-    Status why = first.status();
-    for (size_t rank = 1; rank < live.steps.size() && why.code() == StatusCode::kTaskFailed;
-         ++rank) {
-      auto other = TryGet(live.steps[rank], std::chrono::seconds(10));
-      if (!other.ok() && other.status().code() != StatusCode::kTaskFailed &&
-          other.status().code() != StatusCode::kTimedOut) {
-        why = Status(other.status().code(), "rank " + std::to_string(rank) + ": " +
-                                                other.status().message() +
-                                                " (rank 0: " + first.status().message() + ")");
-      }
+Status Tuner::Impl::HandleStepFailure(uint64_t id, Live& live, size_t rank, const Status& error) {
+  if (live.steps.size() == 1) return HandleFailure(id, error);
+  // The first rank whose step failed is the one the trial's failure names: the others may only
+  // be blocked in (or failing with) a collective operation with it. But a rank's error may also
+  // be the echo of another rank's actor dying, which makes the trial restart, not fail: the
+  // other ranks' steps are looked at (a while) for such a death.
+  Status why(error.code(), "rank " + std::to_string(rank) + ": " + error.message());
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (size_t other = 0; other < live.steps.size() && why.code() == StatusCode::kTaskFailed;
+       ++other) {
+    if (other == rank || live.step_done[other]) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto got = TryGet(live.steps[other], std::max(left, std::chrono::milliseconds(0)));
+    if (!got.ok() && got.status().code() != StatusCode::kTaskFailed &&
+        got.status().code() != StatusCode::kTimedOut) {
+      why = Status(got.status().code(), "rank " + std::to_string(other) + ": " +
+                                            got.status().message() + " (rank " +
+                                            std::to_string(rank) + ": " + error.message() + ")");
     }
-    return HandleFailure(id, why);
   }
-  for (size_t rank = 1; rank < live.steps.size(); ++rank) {
-    auto other = TryGet(live.steps[rank], std::chrono::minutes(5));
-    if (!other.ok()) return HandleFailure(id, other.status());
-  }
+  return HandleFailure(id, why);
+}
+
+Status Tuner::Impl::HandleStep(uint64_t id, Live& live, size_t rank) {
+  auto got = TryGet(live.steps[rank], std::chrono::milliseconds(0));
+  if (!got.ok()) return HandleStepFailure(id, live, rank, got.status());
+  live.step_done[rank] = true;
+  if (std::find(live.step_done.begin(), live.step_done.end(), false) != live.step_done.end())
+    return Status::OK();  // the others' next
+  auto first = rank == 0 ? std::move(got) : TryGet(live.steps[0], std::chrono::milliseconds(0));
+  if (!first.ok()) return HandleStepFailure(id, live, 0, first.status());
   StepResult r = std::move(*first);
   const TrialStatus& t = state_.trials().at(id);
   if (r.done) {  // a train function returned
@@ -560,14 +570,23 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     }
 
     std::vector<ObjectId> ids;
-    std::vector<std::pair<uint64_t, bool>> owners;  // trial, is a Where
+    struct Owner {
+      uint64_t trial;
+      bool is_where;
+      size_t rank;  // of a step
+    };
+    std::vector<Owner> owners;
     for (auto& [id, live] : live_) {
       if (live.where) {
         ids.push_back(live.where->id());
-        owners.emplace_back(id, true);
-      } else if (!live.steps.empty()) {
-        ids.push_back(live.steps[0].id());
-        owners.emplace_back(id, false);
+        owners.push_back(Owner{id, true, 0});
+      } else {
+        // Every rank's step that has not returned: a gang's rank that fails is seen at once.
+        for (size_t rank = 0; rank < live.steps.size(); ++rank) {
+          if (live.step_done[rank]) continue;
+          ids.push_back(live.steps[rank].id());
+          owners.push_back(Owner{id, false, rank});
+        }
       }
     }
     int64_t wait_ms =
@@ -586,10 +605,20 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     }
     for (size_t i = 0; i < ready.size(); ++i) {
       if (!ready[i]) continue;
-      auto [id, is_where] = owners[i];
-      auto it = live_.find(id);
+      const Owner& o = owners[i];
+      auto it = live_.find(o.trial);
       if (it == live_.end()) continue;
-      CUMULUS_RETURN_IF_ERROR(is_where ? HandleWhere(id, it->second) : HandleStep(id, it->second));
+      Live& live = it->second;
+      if (o.is_where) {
+        if (live.where && live.where->id() == ids[i])
+          CUMULUS_RETURN_IF_ERROR(HandleWhere(o.trial, live));
+        continue;
+      }
+      // (Handled already: an earlier rank's failure restarted the trial, or its next step runs.)
+      if (o.rank >= live.steps.size() || live.steps[o.rank].id() != ids[i] ||
+          live.step_done[o.rank])
+        continue;
+      CUMULUS_RETURN_IF_ERROR(HandleStep(o.trial, live, o.rank));
     }
     Progress(false);
   }

@@ -60,6 +60,7 @@ class Tuner::Impl {
     PlacementGroupId reserving_id;                // the group being reserved (Kill cancels it)
     std::optional<ObjectRef<std::string>> where;  // rank 0's Where(): answered once placed
     std::vector<ObjectRef<StepResult>> steps;     // in flight, one per rank
+    std::vector<bool> step_done;                  // which ranks' steps returned (not failed)
     bool placed = false;
     // Since when it waits for resources; not counted while the experiment's own placed trials
     // fill what the current nodes hold (CheckPendingTimeouts).
@@ -83,7 +84,11 @@ class Tuner::Impl {
   Status CreateActors(uint64_t id, Live& live, const PlacementGroup* group);
   void SubmitStep(uint64_t id, Live& live);
   Status HandleWhere(uint64_t id, Live& live);
-  Status HandleStep(uint64_t id, Live& live);
+  // Rank `rank`'s step is ready: a failure ends or restarts the trial at once (a gang's other
+  // ranks may be blocked in a collective operation with it); the report is handled once every
+  // rank's step returned.
+  Status HandleStep(uint64_t id, Live& live, size_t rank);
+  Status HandleStepFailure(uint64_t id, Live& live, size_t rank, const Status& error);
   Status HandleFailure(uint64_t id, const Status& why);
   Status EndTrial(uint64_t id, TrialState state, const std::string& reason);
   Status ApplyDecision(uint64_t id, const JournalEntry& report);
