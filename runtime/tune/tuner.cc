@@ -276,6 +276,9 @@ Status Tuner::Impl::HandleWhere(uint64_t id, Live& live) {
   live.where.reset();
   if (!node.ok()) return HandleFailure(id, node.status());
   live.placed = true;
+  // The limit on placement tries is per episode of waiting: a trial placed after a few failed
+  // tries starts its next wait (a resume, a restart) from none.
+  placement_failures_.erase(id);
   JournalEntry e;
   e.kind = JournalEntry::Kind::kTrialStarted;
   e.trial = id;

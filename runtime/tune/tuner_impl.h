@@ -136,6 +136,7 @@ class Tuner::Impl {
   // trial whose actor could not be placed (its node died and the head does not know yet) waits
   // 1, 2, 4 ... 10 s between tries.
   std::deque<std::pair<uint64_t, Clock::time_point>> restart_;
+  // Failed tries to place each trial since it was last placed (HandleFailure gives up after 20).
   std::map<uint64_t, int> placement_failures_;
   std::set<uint64_t> budget_stopped_;
   bool budget_spent_ = false;
