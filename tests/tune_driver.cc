@@ -5,8 +5,11 @@
 //               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
 //               [--concurrent=N] [--pending=N (max_pending_trials)]
 //               [--budget-fraction=F (the budget scheduler's budget_fraction)]
+//               [--time-budget=S (seconds)] [--checkpoint-every=N]
+//               [--fail-rank=R (a gang's rank R throws at its iteration 2)]
 //
 // It prints "RESULT ..." lines and then DONE.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,11 +39,14 @@ class Quadratic : public tune::Trainable {
     step_ms_ = c.Get<int64_t>("step_ms");
     metric_ = c.Get<std::string>("metric");
     if (c.Get<bool>("fail")) throw std::runtime_error("this trial fails on purpose");
+    if (c.Has("fail_rank")) fail_rank_ = c.Get<int64_t>("fail_rank");
   }
   tune::Metrics Step() override {
     ++iteration_;
     std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
     double acc = Curve(lr_, iteration_);
+    if (group() != nullptr && trial().rank == fail_rank_ && iteration_ == 2)
+      throw std::runtime_error("rank " + std::to_string(fail_rank_) + " fails on purpose");
     if (group() != nullptr) {  // a gang: the ranks agree on the mean of their values
       double v = acc * (trial().rank + 1);
       auto st = group()->AllReduce(&v, 1, cumulus::DType::kFloat64, cumulus::ReduceOp::kSum);
@@ -58,7 +64,7 @@ class Quadratic : public tune::Trainable {
 
  private:
   double lr_ = 0;
-  int64_t step_ms_ = 0, iteration_ = 0;
+  int64_t step_ms_ = 0, iteration_ = 0, fail_rank_ = -1;
   std::string metric_;
 };
 CUMULUS_TRAINABLE(Quadratic);
@@ -83,8 +89,9 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return def;
 }
 
-tune::SearchSpace Space(int64_t step_ms, bool with_failure) {
+tune::SearchSpace Space(int64_t step_ms, bool with_failure, int64_t fail_rank) {
   tune::SearchSpace s;
+  if (fail_rank >= 0) s.Choice("fail_rank", {fail_rank});
   s.LogUniform("lr", 1e-4, 1.0)
       .Choice("step_ms", {step_ms})
       .Choice("metric", {std::string("accuracy")})
@@ -129,6 +136,8 @@ int main(int argc, char** argv) {
   if (std::string f = Flag(argc, argv, "budget-fraction", ""); !f.empty())
     o.scheduler.budget_fraction = std::stod(f);
   o.seed = 7;
+  o.time_budget = std::chrono::seconds(std::stoll(Flag(argc, argv, "time-budget", "0")));
+  o.checkpoint_every = std::stoll(Flag(argc, argv, "checkpoint-every", "1"));
   o.max_concurrent_trials = std::stoi(Flag(argc, argv, "concurrent", "0"));
   if (std::string pending = Flag(argc, argv, "pending", ""); !pending.empty())
     o.max_pending_trials = std::stoi(pending);
@@ -139,7 +148,8 @@ int main(int argc, char** argv) {
   o.max_failures = 2;
   int64_t step_ms = std::stoll(Flag(argc, argv, "step-ms", "50"));
   bool with_failure = Flag(argc, argv, "with-failure", "0") == "1";
-  tune::SearchSpace space = Space(step_ms, with_failure);
+  tune::SearchSpace space =
+      Space(step_ms, with_failure, std::stoll(Flag(argc, argv, "fail-rank", "-1")));
   int rc = 0;
   // Runs the tuner (or says why it could not be made or run) and prints its result.
   auto run = [&](cumulus::Result<tune::Tuner> tuner) {

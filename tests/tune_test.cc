@@ -269,6 +269,80 @@ TEST_F(TuneTest, DriverKilledAndRestoredWithTheBudgetScheduler) {
   EXPECT_GE(iterations, 20) << out;  // every trial ran its prefix (1 iteration)
 }
 
+// The time budget is the experiment's, not a run's: a driver SIGKILLed after spending part of it,
+// the restored run has only what is left (it does not start a fresh budget); an experiment that
+// ended on its budget, restored again, starts no trial.
+TEST_F(TuneTest, TimeBudgetCarriesAcrossRestore) {
+  const int64_t budget_s = 8;
+  auto head = StartHead({"--resources", "CPU=3"});
+  // Trials far longer than the budget, and more samples than run at once: the searcher is not
+  // done when the budget ends the experiment.
+  auto driver =
+      Driver({"--scenario=run", "--name=tbudget", "--samples=6", "--iters=1000", "--step-ms=150",
+              "--concurrent=3", "--scheduler=fifo", "--time-budget=" + std::to_string(budget_s)});
+  // The first run's time, as the journal says (its kRun entry to its last entry).
+  auto run_seconds = [](const std::vector<JournalEntry>& entries, size_t from, size_t to) {
+    return (entries[to - 1].micros - entries[from].micros) / 1e6;
+  };
+  double first_run = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto j = Load("tbudget");
+        if (!j.ok() || j->entries.empty()) return false;
+        first_run = run_seconds(j->entries, 0, j->entries.size());
+        if (first_run >= budget_s / 2.0) return true;
+        std::this_thread::sleep_for(100ms);  // polling the head's state, not synchronising
+        return false;
+      },
+      20000ms))
+      << driver->ReadAll(1s);
+  driver->Kill(SIGKILL);
+  (void)driver->Wait(10s);
+  auto before = Load("tbudget");
+  ASSERT_TRUE(before.ok()) << before.status();
+  first_run = run_seconds(before->entries, 0, before->entries.size());
+  ASSERT_LT(first_run, budget_s) << "the first run ended on its budget before it was killed";
+
+  auto restored = Driver({"--scenario=restore", "--name=tbudget", "--step-ms=150"});
+  std::string out = Finish(*restored, 30s);
+  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+  auto after = Load("tbudget");
+  ASSERT_TRUE(after.ok()) << after.status();
+  size_t begun = before->entries.size();  // the restored run's kRun entry
+  ASSERT_EQ(after->entries[begun].kind, JournalEntry::Kind::kRun);
+  // When the restored run saw the budget spent: its first trial stopped for it.
+  double second_run = -1;
+  for (size_t i = begun; i < after->entries.size() && second_run < 0; ++i) {
+    const JournalEntry& e = after->entries[i];
+    if (e.kind == JournalEntry::Kind::kReport && e.action == tune::kActionBudgetStop)
+      second_run = run_seconds(after->entries, begun, i + 1);
+  }
+  ASSERT_GE(second_run, 0) << "no trial was stopped by the time budget:\n" << out;
+  // What was left of the budget, and a margin for restarting the trials (a fresh budget would
+  // be all of it).
+  double left = budget_s - first_run;
+  EXPECT_LT(second_run, left + 2.0)
+      << "the restored run spent " << second_run << " s of a budget that had " << left
+      << " s left (the first run spent " << first_run << " s)";
+  ASSERT_EQ(after->entries.back().kind, JournalEntry::Kind::kExperimentEnded);
+  EXPECT_EQ(after->entries.back().reason, tune::kTimeBudgetSpentReason);
+
+  // Ended on its budget: restored again, it adds, starts and runs nothing.
+  auto again = Driver({"--scenario=restore", "--name=tbudget", "--step-ms=150"});
+  out = Finish(*again, 30s);
+  auto last = Load("tbudget");
+  ASSERT_TRUE(last.ok()) << last.status();
+  for (size_t i = after->entries.size(); i < last->entries.size(); ++i) {
+    const JournalEntry& e = last->entries[i];
+    bool ran = e.kind == JournalEntry::Kind::kTrialAdded ||
+               e.kind == JournalEntry::Kind::kTrialStarted || e.kind == JournalEntry::Kind::kReport;
+    ASSERT_FALSE(ran) << "entry " << i + 1 << " (kind " << int(e.kind) << ", trial " << e.trial
+                      << ") after restoring an experiment whose budget was spent:\n"
+                      << out;
+  }
+  EXPECT_EQ(last->entries.back().reason, tune::kTimeBudgetSpentReason) << out;
+}
+
 // `cumulus stop trial`: one trial of a running experiment stopped from the command line (within
 // a bounded time, the others going on), the journal and `cumulus trials` saying so, bad input
 // one line each; then a stop asked while the driver is dead, applied by Tuner::Restore, which
@@ -440,33 +514,41 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
 }
 
 // PBT: the bottom trials take over a top trial's checkpoint and config, and go on to the end.
-TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
-  auto head = StartHead({"--resources", "CPU=4"});
-  auto driver = Driver({"--scenario=run", "--name=pbt", "--samples=4", "--iters=12",
-                        "--scheduler=pbt", "--concurrent=4", "--step-ms=20"});
-  std::string out = Finish(*driver);
-  ASSERT_NE(out.find("RESULT trials=4 finished=4 "), std::string::npos) << out;
-  auto j = Load("pbt");
-  ASSERT_TRUE(j.ok()) << j.status();
+// The copy of the donor's checkpoint is made before the exploit is journaled, and the report
+// names it (one append: a restore never sees the new config without its checkpoint). With
+// `checkpoint_every` 0 (no checkpoint but when paused, and PBT never pauses) the running donor
+// saves one for the copy.
+void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const std::string& out) {
   size_t exploits = 0;
-  for (size_t i = 0; i < j->entries.size(); ++i) {
-    const JournalEntry& e = j->entries[i];
+  for (const JournalEntry& e : j.entries) {
     if (e.kind != JournalEntry::Kind::kReport || e.action != uint8_t(tune::Action::kExploit))
       continue;
     ++exploits;
-    // The exploiting trial's config becomes the donor's (no mutations: exploit only), and the
-    // donor's checkpoint is copied to it before it runs again.
     EXPECT_NE(e.exploit_from, e.trial);
-    bool copied = false;
-    for (size_t k = i + 1; k < j->entries.size() && !copied; ++k) {
-      copied =
-          j->entries[k].kind == JournalEntry::Kind::kCheckpoint && j->entries[k].trial == e.trial;
-    }
-    EXPECT_TRUE(copied) << "trial " << e.trial << " exploited " << e.exploit_from
-                        << " without its checkpoint";
+    EXPECT_FALSE(tune::IsSkippedExploit(e)) << e.reason;
+    // (The copy's key: EXP/TRIAL/ITERATION-fromDONOR.)
+    EXPECT_NE(e.checkpoint_key.find("-from" + std::to_string(e.exploit_from)), std::string::npos)
+        << "trial " << e.trial << " exploited " << e.exploit_from
+        << " and its report names no copy of the donor's checkpoint: '" << e.checkpoint_key << "'";
   }
   EXPECT_GT(exploits, 0u) << out;
-  for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=12 "), std::string::npos);
+}
+
+TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
+  auto head = StartHead({"--resources", "CPU=4"});
+  for (const char* every : {"1", "0"}) {
+    std::string name = std::string("pbt") + every;
+    auto driver =
+        Driver({"--scenario=run", "--name=" + name, "--samples=4", "--iters=12", "--scheduler=pbt",
+                "--concurrent=4", "--step-ms=20", std::string("--checkpoint-every=") + every});
+    std::string out = Finish(*driver);
+    ASSERT_NE(out.find("RESULT trials=4 finished=4 "), std::string::npos) << out;
+    auto j = Load(name);
+    ASSERT_TRUE(j.ok()) << j.status();
+    SCOPED_TRACE("checkpoint_every " + std::string(every));
+    ExpectExploitsCopyTheDonorsCheckpoint(*j, out);
+    for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=12 "), std::string::npos);
+  }
 }
 
 TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
@@ -484,6 +566,57 @@ TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
     EXPECT_NE(line.find("iterations=3 "), std::string::npos) << line;
     EXPECT_NE(line.find("world=2 "), std::string::npos) << line;
   }
+}
+
+// A gang under a scheduler that pauses (budget): a paused gang resumed later forms its collective
+// group anew, under a name its earlier start did not use (a reused name meets the old start's
+// rendezvous entries, and the resumed ranks fail to join: "could not join group").
+TEST_F(TuneTest, PausedGangTrialResumesAndFormsItsGroupAgain) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  // One gang at a time; with the whole budget (1.0) the paused trials are resumed once the
+  // searcher has no more configs.
+  auto driver =
+      Driver({"--scenario=gang", "--name=gpause", "--samples=4", "--iters=4", "--gang=2",
+              "--scheduler=budget", "--budget-fraction=1", "--step-ms=10", "--concurrent=1"});
+  std::string out = Finish(*driver, 25s);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 4u) << out;
+  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
+  auto j = Load("gpause");
+  ASSERT_TRUE(j.ok()) << j.status();
+  // A trial paused, resumed, and reported after its resume.
+  std::set<uint64_t> paused;
+  std::set<uint64_t> resumed_and_reported;
+  int64_t resumed = -1;
+  for (auto& e : j->entries) {
+    if (e.kind == JournalEntry::Kind::kReport && e.action == uint8_t(tune::Action::kPause))
+      paused.insert(e.trial);
+    if (e.kind == JournalEntry::Kind::kChoose && e.resume >= 0 && paused.count(uint64_t(e.resume)))
+      resumed = e.resume;
+    if (e.kind == JournalEntry::Kind::kReport && resumed >= 0 && e.trial == uint64_t(resumed))
+      resumed_and_reported.insert(e.trial);
+  }
+  ASSERT_FALSE(paused.empty()) << "no gang trial was paused:\n" << out;
+  EXPECT_FALSE(resumed_and_reported.empty()) << "no paused gang trial ran again:\n" << out;
+  for (auto& [id, line] : trials) {
+    EXPECT_EQ(line.find("state=FAILED"), std::string::npos) << line;
+    EXPECT_NE(line.find("world=2 "), std::string::npos) << line;
+  }
+}
+
+// A gang whose rank 1 throws while rank 0 waits in an allreduce with it: the trial fails with
+// rank 1's own error, and without waiting for rank 0's collective operation to time out (60 s).
+TEST_F(TuneTest, GangRanksOwnErrorIsTheTrialsFailure) {
+  auto head = StartHead({"--resources", "CPU=2"});
+  auto driver = Driver({"--scenario=gang", "--name=grank", "--samples=1", "--iters=5", "--gang=2",
+                        "--scheduler=fifo", "--step-ms=10", "--fail-rank=1"});
+  std::string out = Finish(*driver, 25s);
+  auto trials = Trials(out);
+  ASSERT_EQ(trials.size(), 1u) << out;
+  const std::string& line = trials.begin()->second;
+  EXPECT_NE(line.find("state=FAILED"), std::string::npos) << line;
+  EXPECT_NE(line.find("rank 1: "), std::string::npos) << line;
+  EXPECT_NE(line.find("rank 1 fails on purpose"), std::string::npos) << line;
 }
 
 // A trial that fits the cluster but not what is free now waits, and `cumulus status` names it

@@ -106,6 +106,14 @@ struct JournalEntry {
 constexpr uint8_t kActionFinished = 100;
 // kReport's action when the time budget was spent: the trial stops (not completed).
 constexpr uint8_t kActionBudgetStop = 101;
+// The start of an exploit report's reason when the exploit was skipped (no donor checkpoint to
+// copy): the trial goes on with its own config and checkpoint.
+constexpr const char* kExploitSkippedReason = "exploit skipped: ";
+inline bool IsSkippedExploit(const JournalEntry& report) {
+  return report.reason.rfind(kExploitSkippedReason, 0) == 0;
+}
+// kExperimentEnded's reason when the time budget ended the experiment.
+constexpr const char* kTimeBudgetSpentReason = "time budget spent";
 
 // The key of an experiment's entry `sequence` (from 1) in kJournalNamespace.
 std::string JournalEntryKey(const std::string& name, uint64_t sequence);

@@ -122,7 +122,6 @@ Status Tuner::Impl::FillSlots() {
 Status Tuner::Impl::StartTrial(uint64_t id) {
   Live& live = live_[id];
   live.since = Clock::now();
-  live.attempt = state_.trials().at(id).restarts;
   if (spec_.gang_size > 1) {
     std::vector<std::map<std::string, double>> bundles(spec_.gang_size, spec_.resources);
     auto strategy = static_cast<PlacementGroupStrategy>(spec_.gang_strategy);
@@ -152,8 +151,11 @@ Status Tuner::Impl::CreateActors(uint64_t id, Live& live, const PlacementGroup* 
   ts.trial_id = TrialName(id);
   ts.config = t.config.Encode();
   ts.world_size = spec_.gang_size;
-  ts.group = "tune." + spec_.name + "." + ts.trial_id + "." + std::to_string(live.attempt) + "." +
-             std::to_string(state_.runs());
+  // A new name for every start of the trial's actors (a pause and resume, an exploit, a retry
+  // of an unplaced gang restart it with the same restarts and runs): a collective group's name
+  // must not be reused, or its ranks meet the earlier start's rendezvous entries.
+  ts.group = "tune." + spec_.name + "." + ts.trial_id + ".r" + std::to_string(state_.runs()) +
+             ".s" + std::to_string(++actor_starts_);
   ts.log_key = job_ + "/" + spec_.name + "/" + ts.trial_id;
   if (t.checkpoint) {
     auto bytes = tune::Journal::GetCheckpoint(journal_->head(), *t.checkpoint);
@@ -184,6 +186,7 @@ void Tuner::Impl::SubmitStep(uint64_t id, Live& live) {
   bool checkpoint = !spec_.is_function && spec_.checkpoint_every > 0 &&
                     (live.host_iteration + 1) % spec_.checkpoint_every == 0;
   live.steps.clear();
+  live.step_done.assign(live.actors.size(), false);
   for (size_t rank = 0; rank < live.actors.size(); ++rank) {
     live.steps.push_back(live.actors[rank].Task(&TrialHost::Step).Remote(checkpoint && rank == 0));
   }
@@ -273,6 +276,9 @@ Status Tuner::Impl::HandleWhere(uint64_t id, Live& live) {
   live.where.reset();
   if (!node.ok()) return HandleFailure(id, node.status());
   live.placed = true;
+  // The limit on placement tries is per episode of waiting: a trial placed after a few failed
+  // tries starts its next wait (a resume, a restart) from none.
+  placement_failures_.erase(id);
   JournalEntry e;
   e.kind = JournalEntry::Kind::kTrialStarted;
   e.trial = id;
@@ -280,28 +286,37 @@ Status Tuner::Impl::HandleWhere(uint64_t id, Live& live) {
   return Journal(e);
 }
 
-Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
-  auto first = TryGet(live.steps[0], std::chrono::milliseconds(0));
-  if (!first.ok()) {
-    // In a gang, rank 0's error may only be the echo of another rank's death (its collective
-    // operation failed): a rank whose actor died makes the trial restart, not fail.
-    Status why = first.status();
-    for (size_t rank = 1; rank < live.steps.size() && why.code() == StatusCode::kTaskFailed;
-         ++rank) {
-      auto other = TryGet(live.steps[rank], std::chrono::seconds(10));
-      if (!other.ok() && other.status().code() != StatusCode::kTaskFailed &&
-          other.status().code() != StatusCode::kTimedOut) {
-        why = Status(other.status().code(), "rank " + std::to_string(rank) + ": " +
-                                                other.status().message() +
-                                                " (rank 0: " + first.status().message() + ")");
-      }
+Status Tuner::Impl::HandleStepFailure(uint64_t id, Live& live, size_t rank, const Status& error) {
+  if (live.steps.size() == 1) return HandleFailure(id, error);
+  // The first rank whose step failed is the one the trial's failure names: the others may only
+  // be blocked in (or failing with) a collective operation with it. But a rank's error may also
+  // be the echo of another rank's actor dying, which makes the trial restart, not fail: the
+  // other ranks' steps are looked at (a while) for such a death.
+  Status why(error.code(), "rank " + std::to_string(rank) + ": " + error.message());
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (size_t other = 0; other < live.steps.size() && why.code() == StatusCode::kTaskFailed;
+       ++other) {
+    if (other == rank || live.step_done[other]) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto got = TryGet(live.steps[other], std::max(left, std::chrono::milliseconds(0)));
+    if (!got.ok() && got.status().code() != StatusCode::kTaskFailed &&
+        got.status().code() != StatusCode::kTimedOut) {
+      why = Status(got.status().code(), "rank " + std::to_string(other) + ": " +
+                                            got.status().message() + " (rank " +
+                                            std::to_string(rank) + ": " + error.message() + ")");
     }
-    return HandleFailure(id, why);
   }
-  for (size_t rank = 1; rank < live.steps.size(); ++rank) {
-    auto other = TryGet(live.steps[rank], std::chrono::minutes(5));
-    if (!other.ok()) return HandleFailure(id, other.status());
-  }
+  return HandleFailure(id, why);
+}
+
+Status Tuner::Impl::HandleStep(uint64_t id, Live& live, size_t rank) {
+  auto got = TryGet(live.steps[rank], std::chrono::milliseconds(0));
+  if (!got.ok()) return HandleStepFailure(id, live, rank, got.status());
+  live.step_done[rank] = true;
+  if (std::find(live.step_done.begin(), live.step_done.end(), false) != live.step_done.end())
+    return Status::OK();  // the others' next
+  auto first = rank == 0 ? std::move(got) : TryGet(live.steps[0], std::chrono::milliseconds(0));
+  if (!first.ok()) return HandleStepFailure(id, live, 0, first.status());
   StepResult r = std::move(*first);
   const TrialStatus& t = state_.trials().at(id);
   if (r.done) {  // a train function returned
@@ -363,17 +378,56 @@ Status Tuner::Impl::HandleStep(uint64_t id, Live& live) {
     e.reason = "the time budget is spent";
   }
   if (d.action == Action::kExploit && e.action == static_cast<uint8_t>(Action::kExploit)) {
+    // The donor's checkpoint is copied first and the report names the copy: one append says
+    // both, so a restore never sees the new config without the checkpoint it goes with.
     e.exploit_from = d.exploit_from;
-    e.config = d.new_config.Encode();
+    CUMULUS_ASSIGN_OR_RETURN(std::string skipped,
+                             CopyDonorCheckpoint(id, iteration, d.exploit_from, &e));
+    if (skipped.empty()) {
+      e.config = d.new_config.Encode();
+    } else {
+      e.config = t.config.Encode();
+      e.reason = kExploitSkippedReason + skipped;
+    }
   }
   std::optional<JournalEntry> old_checkpoint = t.checkpoint;
-  if (r.has_checkpoint) {
+  if (r.has_checkpoint && e.checkpoint_key.empty()) {
     CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, iteration, r.checkpoint, &e));
   }
   CUMULUS_RETURN_IF_ERROR(Journal(e));
-  if (r.has_checkpoint && old_checkpoint && old_checkpoint->checkpoint_key != e.checkpoint_key)
+  if (!e.checkpoint_key.empty() && old_checkpoint &&
+      old_checkpoint->checkpoint_key != e.checkpoint_key)
     (void)journal_->DeleteCheckpoint(*old_checkpoint);
   return ApplyDecision(id, e);
+}
+
+Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iteration,
+                                                     uint64_t donor_id, JournalEntry* report) {
+  const TrialStatus& donor = state_.trials().at(donor_id);
+  std::string donor_name = TrialName(donor_id);
+  std::string bytes;
+  if (donor.checkpoint) {
+    auto got = tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint);
+    if (!got.ok()) return donor_name + "'s checkpoint could not be read: " + got.status().message();
+    bytes = std::move(*got);
+  } else if (!spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed) {
+    // No checkpoint yet (checkpoint_every): the donor saves one now, as a paused trial does.
+    auto saved = TryGet(live_.at(donor_id).actors[0].Task(&TrialHost::Save).Remote(),
+                        std::chrono::minutes(5));
+    if (!saved.ok())
+      return donor_name + " could not save a checkpoint: " + saved.status().message();
+    bytes = std::move(*saved);
+  }
+  if (bytes.empty()) {
+    return donor_name + " has no checkpoint to copy (" +
+           (spec_.is_function ? std::string("its train function reported none")
+                              : "checkpoint_every " + std::to_string(spec_.checkpoint_every) +
+                                    ", and its actors are gone") +
+           ")";
+  }
+  CUMULUS_RETURN_IF_ERROR(
+      journal_->PutCheckpoint(id, iteration, bytes, report, "from" + std::to_string(donor_id)));
+  return std::string();
 }
 
 Status Tuner::Impl::ApplyDecision(uint64_t id, const JournalEntry& report) {
@@ -411,23 +465,14 @@ Status Tuner::Impl::ApplyDecision(uint64_t id, const JournalEntry& report) {
       return Status::OK();
     }
     case static_cast<uint8_t>(Action::kExploit): {
-      // Continue from the donor's latest checkpoint, copied so that the donor's next one does
-      // not delete it, with the new config (already in the state from the report).
-      const TrialStatus& donor = state_.trials().at(report.exploit_from);
-      Kill(id);
-      if (donor.checkpoint) {
-        CUMULUS_ASSIGN_OR_RETURN(auto bytes,
-                                 tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint));
-        JournalEntry c;
-        c.kind = JournalEntry::Kind::kCheckpoint;
-        c.trial = id;
-        c.iteration = report.iteration;
-        CUMULUS_RETURN_IF_ERROR(journal_->PutCheckpoint(id, report.iteration, bytes, &c,
-                                                        "from" + std::to_string(donor.id)));
-        std::optional<JournalEntry> old = state_.trials().at(id).checkpoint;
-        CUMULUS_RETURN_IF_ERROR(Journal(c));
-        if (old && old->checkpoint_key != c.checkpoint_key) (void)journal_->DeleteCheckpoint(*old);
+      // Skipped (no donor checkpoint to copy; the report says why): it goes on as it was.
+      if (IsSkippedExploit(report)) {
+        SubmitStep(id, live);
+        return Status::OK();
       }
+      // Continue from the copy of the donor's checkpoint and the new config, both in the state
+      // from the report.
+      Kill(id);
       restart_.emplace_front(id, Clock::time_point());
       return Status::OK();
     }
@@ -477,7 +522,8 @@ Result<ExperimentResult> Tuner::Impl::Run() {
 }
 
 Result<ExperimentResult> Tuner::Impl::RunLoop() {
-  started_ = Clock::now();
+  // The budget's clock started with the experiment's first run (Resume counts earlier runs).
+  started_ = Clock::now() - earlier_runs_;
   {
     JournalEntry e;
     e.kind = JournalEntry::Kind::kRun;
@@ -487,7 +533,8 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
   cumulus::internal::Runtime& rt = cumulus::internal::RuntimeOrThrow();
   while (true) {
     if (!budget_spent_ && spec_.time_budget_seconds > 0 &&
-        Clock::now() - started_ >= std::chrono::seconds(spec_.time_budget_seconds)) {
+        (budget_spent_before_ ||
+         Clock::now() - started_ >= std::chrono::seconds(spec_.time_budget_seconds))) {
       budget_spent_ = true;
       for (uint64_t id : fresh_) {
         JournalEntry e;
@@ -526,14 +573,23 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     }
 
     std::vector<ObjectId> ids;
-    std::vector<std::pair<uint64_t, bool>> owners;  // trial, is a Where
+    struct Owner {
+      uint64_t trial;
+      bool is_where;
+      size_t rank;  // of a step
+    };
+    std::vector<Owner> owners;
     for (auto& [id, live] : live_) {
       if (live.where) {
         ids.push_back(live.where->id());
-        owners.emplace_back(id, true);
-      } else if (!live.steps.empty()) {
-        ids.push_back(live.steps[0].id());
-        owners.emplace_back(id, false);
+        owners.push_back(Owner{id, true, 0});
+      } else {
+        // Every rank's step that has not returned: a gang's rank that fails is seen at once.
+        for (size_t rank = 0; rank < live.steps.size(); ++rank) {
+          if (live.step_done[rank]) continue;
+          ids.push_back(live.steps[rank].id());
+          owners.push_back(Owner{id, false, rank});
+        }
       }
     }
     int64_t wait_ms =
@@ -552,10 +608,20 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     }
     for (size_t i = 0; i < ready.size(); ++i) {
       if (!ready[i]) continue;
-      auto [id, is_where] = owners[i];
-      auto it = live_.find(id);
+      const Owner& o = owners[i];
+      auto it = live_.find(o.trial);
       if (it == live_.end()) continue;
-      CUMULUS_RETURN_IF_ERROR(is_where ? HandleWhere(id, it->second) : HandleStep(id, it->second));
+      Live& live = it->second;
+      if (o.is_where) {
+        if (live.where && live.where->id() == ids[i])
+          CUMULUS_RETURN_IF_ERROR(HandleWhere(o.trial, live));
+        continue;
+      }
+      // (Handled already: an earlier rank's failure restarted the trial, or its next step runs.)
+      if (o.rank >= live.steps.size() || live.steps[o.rank].id() != ids[i] ||
+          live.step_done[o.rank])
+        continue;
+      CUMULUS_RETURN_IF_ERROR(HandleStep(o.trial, live, o.rank));
     }
     Progress(false);
   }
@@ -575,7 +641,7 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
   }
   JournalEntry end;
   end.kind = JournalEntry::Kind::kExperimentEnded;
-  end.reason = budget_spent_ ? "time budget spent" : "every trial ended";
+  end.reason = budget_spent_ ? kTimeBudgetSpentReason : "every trial ended";
   CUMULUS_RETURN_IF_ERROR(Journal(end));
   Progress(true);
   return state_.ToResult();

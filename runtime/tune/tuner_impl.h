@@ -60,12 +60,12 @@ class Tuner::Impl {
     PlacementGroupId reserving_id;                // the group being reserved (Kill cancels it)
     std::optional<ObjectRef<std::string>> where;  // rank 0's Where(): answered once placed
     std::vector<ObjectRef<StepResult>> steps;     // in flight, one per rank
+    std::vector<bool> step_done;                  // which ranks' steps returned (not failed)
     bool placed = false;
     // Since when it waits for resources; not counted while the experiment's own placed trials
     // fill what the current nodes hold (CheckPendingTimeouts).
     Clock::time_point since;
     int64_t host_iteration = 0;  // iterations the actors have done (from their checkpoint)
-    int attempt = 0;
   };
 
   Status MakePolicies();
@@ -84,10 +84,21 @@ class Tuner::Impl {
   Status CreateActors(uint64_t id, Live& live, const PlacementGroup* group);
   void SubmitStep(uint64_t id, Live& live);
   Status HandleWhere(uint64_t id, Live& live);
-  Status HandleStep(uint64_t id, Live& live);
+  // Rank `rank`'s step is ready: a failure ends or restarts the trial at once (a gang's other
+  // ranks may be blocked in a collective operation with it); the report is handled once every
+  // rank's step returned.
+  Status HandleStep(uint64_t id, Live& live, size_t rank);
+  Status HandleStepFailure(uint64_t id, Live& live, size_t rank, const Status& error);
   Status HandleFailure(uint64_t id, const Status& why);
   Status EndTrial(uint64_t id, TrialState state, const std::string& reason);
   Status ApplyDecision(uint64_t id, const JournalEntry& report);
+  // A PBT exploit of `donor_id` by `id` at `iteration`: stores a copy of the donor's latest
+  // checkpoint (or, for a class trainable whose running donor has none yet, one it saves now)
+  // under `id`'s key and names it in `report`. Returns "" when copied, else why the exploit is
+  // skipped (the donor has no checkpoint, or it could not be read); an error only when the copy
+  // could not be stored.
+  Result<std::string> CopyDonorCheckpoint(uint64_t id, int64_t iteration, uint64_t donor_id,
+                                          JournalEntry* report);
   void Kill(uint64_t id);
   Status CheckPendingTimeouts();
   // Ends the trials that `cumulus stop trial` asked to stop (stop_requests.h): looks at most
@@ -125,10 +136,19 @@ class Tuner::Impl {
   // trial whose actor could not be placed (its node died and the head does not know yet) waits
   // 1, 2, 4 ... 10 s between tries.
   std::deque<std::pair<uint64_t, Clock::time_point>> restart_;
+  // Failed tries to place each trial since it was last placed (HandleFailure gives up after 20).
   std::map<uint64_t, int> placement_failures_;
   std::set<uint64_t> budget_stopped_;
   bool budget_spent_ = false;
+  // From the journal (Resume): the wall time the experiment's earlier runs spent, each from its
+  // kRun entry to its last entry (a dead driver's time after its last entry is not counted), and
+  // whether one of them spent the time budget. The time budget is the experiment's, not a run's.
+  Clock::duration earlier_runs_{};
+  bool budget_spent_before_ = false;
   uint64_t appended_ = 0;  // journal entries this run appended
+  // Trials' actors created by this run (CreateActors): with the run's number, names each gang's
+  // collective group uniquely.
+  uint64_t actor_starts_ = 0;
   // appended_ when the scheduler last had nothing to run (no call again until something changes)
   uint64_t idle_choose_at_ = UINT64_MAX;
   Clock::time_point started_;

@@ -1,5 +1,7 @@
 // The tuner's policies: made from the experiment's spec, and replayed from its journal on restore
 // (every decision checked against the journal's); see tuner_impl.h.
+#include <algorithm>
+
 #include "runtime/tune/tuner_impl.h"
 
 namespace cumulus::tune {
@@ -35,10 +37,22 @@ Status Tuner::Impl::Begin() {
 
 Status Tuner::Impl::Resume(Journal::Loaded loaded) {
   CUMULUS_RETURN_IF_ERROR(MakePolicies());
+  std::optional<int64_t> run_began;  // the current run's kRun entry, in journal micros
+  int64_t last_micros = 0;
   for (auto& e : loaded.entries) {
     CUMULUS_RETURN_IF_ERROR(state_.Apply(e));
     CUMULUS_RETURN_IF_ERROR(Replay(e));
+    if (e.kind == JournalEntry::Kind::kRun) {
+      if (run_began) earlier_runs_ += std::chrono::microseconds(last_micros - *run_began);
+      run_began = e.micros;
+    }
+    last_micros = std::max(last_micros, e.micros);
+    if ((e.kind == JournalEntry::Kind::kReport && e.action == kActionBudgetStop) ||
+        (e.kind == JournalEntry::Kind::kExperimentEnded && e.reason == kTimeBudgetSpentReason)) {
+      budget_spent_before_ = true;
+    }
   }
+  if (run_began) earlier_runs_ += std::chrono::microseconds(last_micros - *run_began);
   // What ran when the last driver died continues from its checkpoint; what was added and never
   // started waits for a slot like any new trial.
   for (auto& [id, t] : state_.trials()) {
@@ -109,7 +123,8 @@ Status Tuner::Impl::Replay(const JournalEntry& e) {
                        std::string(ActionName(static_cast<Action>(e.action))));
       }
       if (d.action == Action::kExploit &&
-          (d.exploit_from != e.exploit_from || d.new_config.Encode() != e.config)) {
+          (d.exploit_from != e.exploit_from ||
+           (!IsSkippedExploit(e) && d.new_config.Encode() != e.config))) {
         return differs("PBT now has " + TrialName(e.trial) + " exploit " +
                        TrialName(d.exploit_from) + " with " + d.new_config.ToString() +
                        ", the journal has " + TrialName(e.exploit_from));
