@@ -388,6 +388,7 @@ Status Tuner::Impl::HandleStep(uint64_t id, Live& live, size_t rank) {
     } else {
       e.config = t.config.Encode();
       e.reason = kExploitSkippedReason + skipped;
+      scheduler_->OnExploitSkipped(id);  // (replayed the same way: Replay)
     }
   }
   std::optional<JournalEntry> old_checkpoint = t.checkpoint;

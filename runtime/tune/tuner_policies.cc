@@ -129,6 +129,8 @@ Status Tuner::Impl::Replay(const JournalEntry& e) {
                        TrialName(d.exploit_from) + " with " + d.new_config.ToString() +
                        ", the journal has " + TrialName(e.exploit_from));
       }
+      if (d.action == Action::kExploit && IsSkippedExploit(e))
+        scheduler_->OnExploitSkipped(e.trial);
       if (d.action == Action::kStop) EndInPolicies(e.trial, false);
       return Status::OK();
     }

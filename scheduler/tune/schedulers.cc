@@ -262,8 +262,17 @@ class Pbt final : public TrialScheduler {
     if (it != trials_.end()) it->second.ended = true;
   }
 
+  void OnExploitSkipped(TrialId id) override {
+    auto it = trials_.find(id);
+    if (it == trials_.end() || !it->second.before_exploit) return;
+    it->second.config = it->second.before_exploit->first;
+    it->second.score = it->second.before_exploit->second;
+    it->second.before_exploit.reset();
+  }
+
   Decision OnReport(const TrialReport& r) override {
     Member& me = trials_[r.trial];
+    me.before_exploit.reset();
     me.score = Score(o_.mode, r.metric);
     me.scored = true;
     if (r.iteration - me.last_perturbation < o_.pbt_interval) return {};
@@ -291,6 +300,7 @@ class Pbt final : public TrialScheduler {
                   o_.pbt_quantile, static_cast<long long>(r.iteration), r.metric,
                   static_cast<unsigned long long>(from), Score(o_.mode, trials_[from].score));
     d.reason = buf;
+    me.before_exploit.emplace(me.config, me.score);  // until the next report: OnExploitSkipped
     me.config = d.new_config;
     me.score = trials_[from].score;  // it now carries the top trial's weights
     return d;
@@ -303,6 +313,7 @@ class Pbt final : public TrialScheduler {
     bool scored = false;
     bool ended = false;
     int64_t last_perturbation = 0;
+    std::optional<std::pair<Config, double>> before_exploit;  // the last exploit's undo
   };
 
   Config Explore(const Config& base) {

@@ -84,6 +84,9 @@ class TrialScheduler {
   virtual Decision OnReport(const TrialReport& r) = 0;
   // The trial no longer runs: it reached the end (`completed`), was stopped, or failed.
   virtual void OnTrialEnd(TrialId id, bool completed) {}
+  // The exploit just decided for `id` was not carried out (the donor had no checkpoint to copy):
+  // the trial goes on with its own config and weights, and the scheduler's view of it must too.
+  virtual void OnExploitSkipped(TrialId id) {}
   virtual std::vector<Cutoff> Cutoffs() const { return {}; }
 
   // Resources for one trial are free. `can_start_new`: the searcher has another config. The

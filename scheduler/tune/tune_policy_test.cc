@@ -281,6 +281,34 @@ TEST(Pbt, AnEndedTrialIsNeitherRankedNorCopiedFrom) {
   }
 }
 
+// An exploit that was not carried out (no donor checkpoint) leaves the trial as it was: its own
+// config is what a later exploit of it perturbs, and its own score is what it ranks with.
+TEST(Pbt, ASkippedExploitLeavesTheTrialItsOwnConfigAndScore) {
+  SchedulerOptions o = Options(SchedulerKind::kPbt);
+  o.pbt_interval = 1;
+  o.pbt_quantile = 0.5;
+  o.pbt_resample_probability = 0;
+  o.pbt_mutations.Uniform("lr", 0.001, 1);
+  auto s = MakeTrialScheduler(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  (*s)->OnTrialAdd(1, Config().Set("lr", 0.5));
+  (*s)->OnTrialAdd(2, Config().Set("lr", 0.1));
+  EXPECT_EQ((*s)->OnReport({1, 1, 0.2}).action, Action::kContinue);
+  Decision d = (*s)->OnReport({2, 1, 0.9});  // trial 1 at the bottom, 2 on top
+  EXPECT_EQ(d.action, Action::kContinue) << d.reason;
+  d = (*s)->OnReport({1, 2, 0.2});
+  ASSERT_EQ(d.action, Action::kExploit) << d.reason;
+  EXPECT_EQ(d.exploit_from, 2u);
+  (*s)->OnExploitSkipped(1);
+  // Trial 1 still ranks with its own 0.2 (not 2's 0.9) and keeps lr 0.5: when trial 2 falls to
+  // the bottom, it copies trial 1's own config, perturbed (0.4 or 0.6; 2's was 0.1).
+  d = (*s)->OnReport({2, 2, 0.1});
+  ASSERT_EQ(d.action, Action::kExploit) << d.reason;
+  EXPECT_EQ(d.exploit_from, 1u);
+  double lr = d.new_config.Get<double>("lr");
+  EXPECT_TRUE(std::fabs(lr - 0.4) < 1e-12 || std::fabs(lr - 0.6) < 1e-12) << lr;
+}
+
 TEST(CurveBound, PausesBelowARungAndStopsOnlyWhatNoSeenGainCouldLift) {
   SchedulerOptions o = Options(SchedulerKind::kBound, 3);  // rungs: 1 (rf 4)
   o.bound_min_finished = 2;
