@@ -481,10 +481,13 @@ int DescribeCommand(const std::vector<std::string>& args) {
     return Usage("describe needs what and an id: node|actor|task|job|object ID");
   }
   const std::string& what = args[0];
-  std::string prefix = args[1];
   if (what != "node" && what != "actor" && what != "task" && what != "job" && what != "object") {
     return Usage("cannot describe '" + what + "' (node, actor, task, job, object)");
   }
+  // An empty prefix would start every id: `describe node "$NODE"` with NODE unset.
+  auto checked = IdPrefix(what, args[1]);
+  if (!checked.ok()) return Usage(checked.status().message());
+  std::string prefix = *checked;
   Flags flags({"address", "token-file"}, {"json"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 2, args.end()));
   if (!st.ok()) return Usage(st.message());

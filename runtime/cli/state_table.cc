@@ -34,6 +34,22 @@ const std::vector<std::string>& KnownStates(const std::string& what) {
   return it == states->end() ? *none : it->second;
 }
 
+Result<std::string> IdPrefix(const std::string& what, const std::string& text) {
+  if (text.empty()) {
+    return Status::InvalidArgument("an empty " + what + " id names no " + what +
+                                   "; give its id or the start of it");
+  }
+  std::string lower;
+  for (char c : text) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      return Status::InvalidArgument("'" + text + "' is not a " + what +
+                                     " id (hex digits, or the start of them)");
+    }
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return lower;
+}
+
 Result<size_t> Limit(const Flags& flags) {
   if (!flags.Has("limit")) return size_t{100};
   CUMULUS_ASSIGN_OR_RETURN(int64_t n, ParseInteger("--limit", flags.Get("limit"), {1, kMaxLimit}));

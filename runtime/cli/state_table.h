@@ -30,6 +30,9 @@ Result<size_t> Limit(const Flags& flags);
 // InvalidArgument, one line, naming the bad key or value and what would do.
 Result<Filters> ParseFilters(const Flags& flags, const std::vector<std::string>& fields,
                              const std::vector<std::string>& states);
+// An id given on the command line, or the start of one (ids are shown shortened), lower-cased;
+// InvalidArgument, one line, when it is empty (it would name every `what`) or not hex digits.
+Result<std::string> IdPrefix(const std::string& what, const std::string& text);
 // Ids (job, node, id, task, object, worker, actor) match by prefix, as they are shown shortened.
 bool MatchesFilters(const Row& row, const Filters& filters);
 // Keeps the rows that match every filter and come after the row whose `key` is `after` ("":
