@@ -315,6 +315,16 @@ TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
   EXPECT_NE(out.find("read-only"), std::string::npos) << out;
+  // What starts servers is refused too (each line would fail at once without --read-only:
+  // a bad flag, a missing file); reading a store's stats is not.
+  rc = Script("start --no-such-flag\nup /nonexistent/cluster.yaml\nobject-store serve --nope\n",
+              read_only, &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(Count(out, "\n"), 3) << out;
+  EXPECT_EQ(Count(out, "is read-only"), 3) << out;
+  rc = Script("object-store stats --socket /nonexistent/store.sock\n", read_only, &out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_EQ(out.find("read-only"), std::string::npos) << out;
   // `stop trial` reaches the shell's head (its address passed on), never stops the cluster.
   rc = Script("stop trial nope/t0001\nstop trial nope\n", Auth(), &out);
   EXPECT_EQ(rc, 2) << out;

@@ -153,7 +153,8 @@ int Session::RunCommand(const Command& command, std::vector<std::string> args) {
   ClearInterrupt();
   int rc;
   if (command.own_process) {
-    std::vector<std::string> words = {command.name};
+    // A sub-form's name is two words ("object-store serve"): each is an argument.
+    auto words = Tokenize(command.name).value();
     words.insert(words.end(), args.begin(), args.end());
     rc = RunChild(words);
   } else {

@@ -44,7 +44,9 @@ On a terminal: line editing (emacs keys), a history kept across sessions in $CUM
 and of live ids from the cluster (nodes, jobs, named actors and every actor's id, tasks, objects,
 placement groups, experiments). Commands that stop or retire something (cancel, drain, down, stop) ask y/N first.
 
-  --read-only       refuse the commands that stop or retire something, with one line
+  --read-only       refuse, with one line, the commands that stop or retire something, change
+                    the cluster (submit, call) or start servers (start, up, object-store
+                    serve)
 Not a terminal (a pipe, a file): lines are read one by one, the output is plain, nothing is
 asked, 'watch' and 'top' run their command once; the exit status is that of the last command
 that failed (0 if none did). A line that cannot run (unknown command, bad quoting, a head that
@@ -95,7 +97,9 @@ int ShellCommand(const std::vector<std::string>& args) {
   auto address = ResolveAddress(options.address);
   std::printf("cumulus shell%s%s. Tab completes, 'help' lists the commands, Ctrl-D leaves.\n",
               address.ok() ? " on " : "", address.ok() ? address->ToString().c_str() : "");
-  if (options.read_only) std::printf("Read-only: cancel, drain, down and stop are refused.\n");
+  if (options.read_only) {
+    std::printf("Read-only: what changes the cluster or starts servers is refused.\n");
+  }
   std::fflush(stdout);
   while (!session.done()) {
     std::string line;
