@@ -249,6 +249,30 @@ TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   t.Type("call counter Increment 1\n");
   EXPECT_TRUE(t.WaitFor("cumulus: ")) << t.Since();
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // Ctrl-C stops a call that waits for its answer (run in the shell's own process): the prompt
+  // comes back long before Sleep 60 would answer.
+  t.Mark();
+  t.Type("call " + job + " Sleep 60\n");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::string out;
+        Cli({"list", "tasks", "--filter", "state=RUNNING", "--address", address_, "--token-file",
+             token_file_},
+            &out);
+        return out.find("Sleep") != std::string::npos;
+      },
+      20s));
+  t.Type("\x03");
+  EXPECT_TRUE(t.WaitForInOrder({"stopped before it answered", "cumulus> "}, 10s)) << t.Since();
+  // And drain --wait: the node stays DRAINING (the driver is attached), Ctrl-C ends the wait.
+  t.Mark();
+  t.Type("drain " + HeadNodeId() + " --wait\n");
+  ASSERT_TRUE(t.WaitFor("[y/N]")) << t.Since();
+  t.Type("y\n");
+  ASSERT_TRUE(t.WaitFor("Draining node")) << t.Since();
+  t.Type("\x03");
+  EXPECT_TRUE(t.WaitForInOrder({"Stopped waiting", "cumulus> "}, 10s)) << t.Since();
   t.Type("exit\n");
   EXPECT_TRUE(WIFEXITED(t.Exit()));
   driver->CloseStdin();

@@ -26,6 +26,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
+#include "runtime/cli/interrupt.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/cli/state_table.h"
 
@@ -457,7 +458,12 @@ int DrainCommand(const std::vector<std::string>& args) {
                                    (last_note.empty() ? "draining" : last_note) +
                                    "); it stays DRAINING: wait again, or 'cumulus stop' it"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling the head's view
+    // Polling the head's view; Ctrl-C in the shell returns to the prompt (the node drains on).
+    if (!SleepUnlessInterrupted(std::chrono::milliseconds(200))) {
+      std::printf("Stopped waiting; node %s goes on draining ('cumulus status' shows it).\n",
+                  id.Hex().c_str());
+      return kInterruptedExit;
+    }
   }
 }
 
