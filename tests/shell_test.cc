@@ -279,6 +279,35 @@ TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   EXPECT_TRUE(driver->Wait(30s));
 }
 
+// Typed at a terminal with the output kept in a file (`cumulus shell > session.log`): a
+// destructive command still asks (on stderr, the terminal), and Ctrl-C between commands does not
+// end the shell.
+TEST_F(ShellTest, OutputToAFileStillAsksAndSurvivesCtrlC) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  const std::string log = dir_.path() + "/session.log";
+  auto logged = [&] {
+    std::ifstream f(log);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  Terminal t(Auth(), History(), log);
+  ASSERT_TRUE(t.started());
+  t.Type("cancel 12345678\n");
+  ASSERT_TRUE(t.WaitFor("Run 'cancel 12345678'? [y/N]")) << t.Raw();
+  t.Type("n\n");
+  ASSERT_TRUE(WaitUntil([&] { return logged().find("Not done.") != std::string::npos; }, 10s))
+      << logged() << t.Raw();
+  EXPECT_EQ(t.Raw().find("no job 12345678"), std::string::npos) << t.Raw();
+  t.Type("\x03");
+  t.Type("status\n");
+  EXPECT_TRUE(WaitUntil([&] { return logged().find("ALIVE") != std::string::npos; }, 10s))
+      << logged() << t.Raw();
+  t.Type("exit\n");
+  int status = t.Exit();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << t.Raw();
+}
+
 TEST_F(ShellTest, ALostHeadIsOneLineAndTheNextCommandSaysItReconnected) {
   auto head = StartHead({"--no-node"});
   int port = std::atoi(address_.substr(address_.rfind(':') + 1).c_str());

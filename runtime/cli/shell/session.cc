@@ -126,7 +126,7 @@ int Session::Run(const std::vector<std::string>& words, bool confirm) {
                "' changes the cluster and this shell is read-only (--read-only)");
       return 1;
     }
-    if (confirm && options_.interactive && !Confirm(words)) {
+    if (confirm && options_.confirm && !Confirm(words)) {
       std::printf("Not done.\n");
       std::fflush(stdout);
       return 1;
@@ -196,8 +196,11 @@ void Session::CheckHeadBefore() {
 bool Session::Confirm(const std::vector<std::string>& words) {
   std::string line;
   for (const std::string& w : words) line += (line.empty() ? "" : " ") + Quote(w);
-  std::printf("Run '%s'? [y/N] ", line.c_str());
+  // Asked where the person sees it: stdout on a terminal, else stderr (`shell > session.log`).
+  std::FILE* ask = options_.interactive ? stdout : stderr;
   std::fflush(stdout);
+  std::fprintf(ask, "Run '%s'? [y/N] ", line.c_str());
+  std::fflush(ask);
   std::string answer;
   char c;
   ClearInterrupt();
@@ -215,7 +218,7 @@ bool Session::Confirm(const std::vector<std::string>& words) {
     if (n <= 0 || c == '\n') break;
     answer += c;
   }
-  if (Interrupted()) std::printf("\n");
+  if (Interrupted()) std::fprintf(ask, "\n");
   return !Interrupted() && !answer.empty() && (answer[0] == 'y' || answer[0] == 'Y');
 }
 
