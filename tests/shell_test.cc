@@ -144,6 +144,22 @@ TEST_F(ShellTest, CtrlCAtTheFirstPromptDropsTheLineEveryTime) {
   }
 }
 
+// Letters beyond ASCII typed at the prompt reach the command whole (the test's environment has
+// no locale: the shell reads UTF-8 then). No cluster needed.
+TEST_F(ShellTest, ATerminalTakesNonAsciiLettersWhole) {
+  const std::string token = dir_.path() + "/some-token";
+  std::ofstream(token) << std::string(64, 'x');
+  Terminal t({"--address", "127.0.0.1:1", "--token-file", token}, History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+  t.Mark();
+  t.Type("h\xc3\xa9llo caf\xc3\xa9\n");
+  EXPECT_TRUE(t.WaitFor("unknown command 'h\xc3\xa9llo'")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Type("exit\n");
+  EXPECT_TRUE(WIFEXITED(t.Exit()));
+}
+
 TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   auto head = StartHead({"--resources", "CPU=1"});
   {
