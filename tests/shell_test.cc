@@ -406,6 +406,11 @@ TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
   EXPECT_EQ(Count(out, "\n"), 2) << out;
   EXPECT_EQ(Script("status\n", Auth(), &out), 0) << out;
 
+  // `top --help` shows top's own flags beside the live view's.
+  EXPECT_EQ(Script("top --help\n", Auth(), &out), 0) << out;
+  EXPECT_NE(out.find("--interval"), std::string::npos) << out;
+  EXPECT_NE(out.find("--sort"), std::string::npos) << out;
+
   // No failure: exit status 0.
   EXPECT_EQ(Script("status\nexit\nfrobnicate\n", Auth(), &out), 0) << out;
 }

@@ -233,7 +233,11 @@ int Session::Watch(std::vector<std::string> words, const std::string& builtin) {
           "  top [--interval SECONDS] [ARGS...]               live view of 'cumulus %s'\n"
           "Any key (or Ctrl-C) returns to the prompt. Not on a terminal, the command runs once.\n",
           FindCommand(kTopCommand) ? kTopCommand : kTopFallback);
-      return 0;
+      // top's ARGS are its command's own flags: show them too.
+      const Command* shown = builtin == "top" ? FindCommand(kTopCommand) : nullptr;
+      if (!shown) return 0;
+      std::printf("\n");
+      return RunCommand(*shown, {"--help"});
     }
     if (size_t eq = flag.find('='); eq != std::string::npos) {
       value = flag.substr(eq + 1);
