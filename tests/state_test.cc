@@ -204,9 +204,19 @@ TEST_F(StateTest, DescribeSaysWhyATaskIsPendingAndEachAttempt) {
   ASSERT_EQ(Cumulus({"describe", "task", waiting}, &out), 0) << out;
   EXPECT_NE(out.find("pending:    waiting: "), std::string::npos) << out;
   EXPECT_NE(out.find("CPU"), std::string::npos) << out;
-  // An ambiguous prefix: one line naming candidates. An unknown one: one line.
-  EXPECT_EQ(Cumulus({"describe", "task", ""}, &out), 1) << out;
-  EXPECT_NE(out.find("is ambiguous"), std::string::npos) << out;
+  // An empty id: a usage error (it would start every id). An ambiguous prefix (when the two
+  // tasks' random ids share one): one line naming candidates. An unknown one: one line.
+  EXPECT_EQ(Cumulus({"describe", "task", ""}, &out), 2) << out;
+  EXPECT_NE(out.find("an empty task id names no task"), std::string::npos) << out;
+  size_t common = 0;
+  while (common < impossible.size() && common < waiting.size() &&
+         impossible[common] == waiting[common]) {
+    ++common;
+  }
+  if (common > 0) {
+    EXPECT_EQ(Cumulus({"describe", "task", impossible.substr(0, common)}, &out), 1) << out;
+    EXPECT_NE(out.find("is ambiguous"), std::string::npos) << out;
+  }
   EXPECT_EQ(Cumulus({"describe", "task", "ffffffffffff"}, &out), 1) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
 
