@@ -258,6 +258,11 @@ TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   t.Type("\n");
   EXPECT_TRUE(t.WaitFor("state:    ALIVE")) << t.Since();
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  // A named actor is described by its name, as kill and call take it.
+  t.Mark();
+  t.Type("describe actor counter\n");
+  EXPECT_TRUE(t.WaitFor("state:    ALIVE")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
   t.Mark();
   t.Type("kill cou\t");
   ASSERT_TRUE(t.WaitFor("kill counter ")) << t.Since();
