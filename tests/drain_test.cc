@@ -477,17 +477,36 @@ TEST_F(DrainTest, NodeWithNoTakerForItsObjectsStaysAndSaysWhyUntilOneJoins) {
   ExpectChecks(log + driver->ReadAll(30s), {"made", "all_bytes_same"});
 }
 
-// An idle node drains at once; --wait returns when it left. Unknown and ambiguous names are one
-// line and exit status 2.
+// An idle node drains at once; --wait returns when it left. Empty, non-hex, unknown and
+// ambiguous names are one line and exit status 2, and drain nothing.
 TEST_F(DrainTest, WaitReturnsWhenAnIdleNodeLeftAndBadNamesExit2) {
   StartCluster();
   std::string out;
   EXPECT_EQ(Drain({"zzzz"}, &out), 2) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
-  EXPECT_NE(out.find("no alive node's id starts with 'zzzz'"), std::string::npos) << out;
-  EXPECT_EQ(Drain({""}, &out), 2) << out;  // names both nodes
+  EXPECT_NE(out.find("'zzzz' is not a node id"), std::string::npos) << out;
+  EXPECT_EQ(Drain({"fffffffffffffffffffffffffffff"}, &out), 2) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
-  EXPECT_NE(out.find("more than one"), std::string::npos) << out;
+  EXPECT_NE(out.find("no alive node's id starts with 'ffff"), std::string::npos) << out;
+  // `cumulus drain "$NODE"` with NODE unset: the empty prefix starts every id; refused.
+  EXPECT_EQ(Drain({""}, &out), 2) << out;
+  EXPECT_NE(out.find("an empty node id names no node"), std::string::npos) << out;
+  std::string describe;
+  EXPECT_EQ(
+      Cli({"describe", "node", "", "--address", address_, "--token-file", token_file_}, &describe),
+      2)
+      << describe;
+  EXPECT_NE(describe.find("an empty node id names no node"), std::string::npos) << describe;
+  EXPECT_FALSE(Record(a_id_).draining);
+  EXPECT_FALSE(Record(b_id_).draining);
+  // A prefix the two ids share (when they share one) names both.
+  size_t common = 0;
+  while (common < a_id_.size() && a_id_[common] == b_id_[common]) ++common;
+  if (common > 0) {
+    EXPECT_EQ(Drain({a_id_.substr(0, common)}, &out), 2) << out;
+    EXPECT_EQ(Count(out, "\n"), 1) << out;
+    EXPECT_NE(out.find("more than one"), std::string::npos) << out;
+  }
 
   ASSERT_EQ(Drain({a_id_, "--wait", "--timeout", "30"}, &out), 0) << out;
   EXPECT_NE(out.find("left the cluster (stopped: drained)"), std::string::npos) << out;

@@ -2,6 +2,7 @@
 // person would see it; shared by the tests that drive the shell (shell_test, shell_session_test).
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
@@ -42,11 +43,13 @@ inline std::string Plain(const std::string& raw) {
   return out;
 }
 
-// `cumulus shell ARGS...` on a pseudo-terminal of 120x40, with CUMULUS_HISTORY=`history`. The
-// shell is killed when the Terminal goes, if it has not exited.
+// `cumulus shell ARGS...` on a pseudo-terminal of 120x40, with CUMULUS_HISTORY=`history`; its
+// stdout goes to the file `stdout_file` instead when one is named. The shell is killed when the
+// Terminal goes, if it has not exited.
 class Terminal {
  public:
-  Terminal(const std::vector<std::string>& args, const std::string& history) {
+  Terminal(const std::vector<std::string>& args, const std::string& history,
+           const std::string& stdout_file = "") {
     winsize ws{};
     ws.ws_row = 40;
     ws.ws_col = 120;
@@ -54,6 +57,11 @@ class Terminal {
     if (pid_ == 0) {
       setenv("TERM", "xterm", 1);
       setenv("CUMULUS_HISTORY", history.c_str(), 1);
+      if (!stdout_file.empty()) {
+        int out = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (out < 0 || dup2(out, STDOUT_FILENO) < 0) _exit(126);
+        close(out);
+      }
       std::vector<std::string> argv = {kCumulus, "shell"};
       argv.insert(argv.end(), args.begin(), args.end());
       std::vector<char*> raw;

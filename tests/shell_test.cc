@@ -144,6 +144,27 @@ TEST_F(ShellTest, CtrlCAtTheFirstPromptDropsTheLineEveryTime) {
   }
 }
 
+// Letters beyond ASCII typed at the prompt reach the command whole (the test's environment has
+// no locale: the shell reads UTF-8 then). No cluster needed.
+TEST_F(ShellTest, ATerminalTakesNonAsciiLettersWhole) {
+  const std::string token = dir_.path() + "/some-token";
+  std::ofstream(token) << std::string(64, 'x');
+  Terminal t({"--address", "127.0.0.1:1", "--token-file", token}, History());
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.WaitFor("cumulus> ")) << t.Raw();
+  t.Mark();
+  t.Type("h\xc3\xa9llo caf\xc3\xa9\n");
+  EXPECT_TRUE(t.WaitFor("unknown command 'h\xc3\xa9llo'")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  // Tab offers only what runs: no 'history' (the shell has no such command).
+  t.Mark();
+  t.Type("hist\t\n");
+  EXPECT_TRUE(t.WaitFor("unknown command 'hist'")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  t.Type("exit\n");
+  EXPECT_TRUE(WIFEXITED(t.Exit()));
+}
+
 TEST_F(ShellTest, ReadOnlyRefusesAndHistorySurvivesARestart) {
   auto head = StartHead({"--resources", "CPU=1"});
   {
@@ -237,6 +258,11 @@ TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   t.Type("\n");
   EXPECT_TRUE(t.WaitFor("state:    ALIVE")) << t.Since();
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+  // A named actor is described by its name, as kill and call take it.
+  t.Mark();
+  t.Type("describe actor counter\n");
+  EXPECT_TRUE(t.WaitFor("state:    ALIVE")) << t.Since();
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
   t.Mark();
   t.Type("kill cou\t");
   ASSERT_TRUE(t.WaitFor("kill counter ")) << t.Since();
@@ -249,10 +275,63 @@ TEST_F(ShellTest, ATerminalCallsAJobsFunctionAndKillsItsActor) {
   t.Type("call counter Increment 1\n");
   EXPECT_TRUE(t.WaitFor("cumulus: ")) << t.Since();
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // Ctrl-C stops a call that waits for its answer (run in the shell's own process): the prompt
+  // comes back long before Sleep 60 would answer.
+  t.Mark();
+  t.Type("call " + job + " Sleep 60\n");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::string out;
+        Cli({"list", "tasks", "--filter", "state=RUNNING", "--address", address_, "--token-file",
+             token_file_},
+            &out);
+        return out.find("Sleep") != std::string::npos;
+      },
+      20s));
+  t.Type("\x03");
+  EXPECT_TRUE(t.WaitForInOrder({"stopped before it answered", "cumulus> "}, 10s)) << t.Since();
+  // And drain --wait: the node stays DRAINING (the driver is attached), Ctrl-C ends the wait.
+  t.Mark();
+  t.Type("drain " + HeadNodeId() + " --wait\n");
+  ASSERT_TRUE(t.WaitFor("[y/N]")) << t.Since();
+  t.Type("y\n");
+  ASSERT_TRUE(t.WaitFor("Draining node")) << t.Since();
+  t.Type("\x03");
+  EXPECT_TRUE(t.WaitForInOrder({"Stopped waiting", "cumulus> "}, 10s)) << t.Since();
   t.Type("exit\n");
   EXPECT_TRUE(WIFEXITED(t.Exit()));
   driver->CloseStdin();
   EXPECT_TRUE(driver->Wait(30s));
+}
+
+// Typed at a terminal with the output kept in a file (`cumulus shell > session.log`): a
+// destructive command still asks (on stderr, the terminal), and Ctrl-C between commands does not
+// end the shell.
+TEST_F(ShellTest, OutputToAFileStillAsksAndSurvivesCtrlC) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  const std::string log = dir_.path() + "/session.log";
+  auto logged = [&] {
+    std::ifstream f(log);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  Terminal t(Auth(), History(), log);
+  ASSERT_TRUE(t.started());
+  t.Type("cancel 12345678\n");
+  ASSERT_TRUE(t.WaitFor("Run 'cancel 12345678'? [y/N]")) << t.Raw();
+  t.Type("n\n");
+  ASSERT_TRUE(WaitUntil([&] { return logged().find("Not done.") != std::string::npos; }, 10s))
+      << logged() << t.Raw();
+  EXPECT_EQ(t.Raw().find("no job 12345678"), std::string::npos) << t.Raw();
+  t.Type("\x03");
+  t.Type("status\n");
+  EXPECT_TRUE(WaitUntil([&] { return logged().find("ALIVE") != std::string::npos; }, 10s))
+      << logged() << t.Raw();
+  t.Type("exit\n");
+  int status = t.Exit();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << t.Raw();
 }
 
 TEST_F(ShellTest, ALostHeadIsOneLineAndTheNextCommandSaysItReconnected) {
@@ -315,12 +394,27 @@ TEST_F(ShellTest, APipeRunsAScriptPlainlyAndExitsWithTheLastFailure) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
   EXPECT_NE(out.find("read-only"), std::string::npos) << out;
+  // What starts servers is refused too (each line would fail at once without --read-only:
+  // a bad flag, a missing file); reading a store's stats is not.
+  rc = Script("start --no-such-flag\nup /nonexistent/cluster.yaml\nobject-store serve --nope\n",
+              read_only, &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(Count(out, "\n"), 3) << out;
+  EXPECT_EQ(Count(out, "is read-only"), 3) << out;
+  rc = Script("object-store stats --socket /nonexistent/store.sock\n", read_only, &out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_EQ(out.find("read-only"), std::string::npos) << out;
   // `stop trial` reaches the shell's head (its address passed on), never stops the cluster.
   rc = Script("stop trial nope/t0001\nstop trial nope\n", Auth(), &out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("no experiment named 'nope'"), std::string::npos) << out;
   EXPECT_EQ(Count(out, "\n"), 2) << out;
   EXPECT_EQ(Script("status\n", Auth(), &out), 0) << out;
+
+  // `top --help` shows top's own flags beside the live view's.
+  EXPECT_EQ(Script("top --help\n", Auth(), &out), 0) << out;
+  EXPECT_NE(out.find("--interval"), std::string::npos) << out;
+  EXPECT_NE(out.find("--sort"), std::string::npos) << out;
 
   // No failure: exit status 0.
   EXPECT_EQ(Script("status\nexit\nfrobnicate\n", Auth(), &out), 0) << out;

@@ -148,6 +148,28 @@ TEST_F(StateTest, FiltersApplyOnTheNodesBeforeTheCap) {
   EXPECT_NE(out.find("  ended:      "), std::string::npos) << out;
 }
 
+// A cursor that is not an id, or names no job, is one line and a usage status, not an empty
+// page; a well-formed cursor whose row has gone continues in id order where rows are sorted so.
+TEST_F(StateTest, ACursorThatNamesNoRowIsAnError) {
+  auto head = StartHead({"--resources", "CPU=1"});
+  std::string out;
+  for (const char* what : {"tasks", "objects", "workers", "actors", "jobs", "placement-groups"}) {
+    EXPECT_EQ(Cumulus({"list", what, "--after", "zzzz"}, &out), 2) << what << ": " << out;
+    EXPECT_NE(out.find("--after 'zzzz' is not a"), std::string::npos) << what << ": " << out;
+    EXPECT_EQ(Count(out, "\n"), 1) << what << ": " << out;
+  }
+  EXPECT_EQ(Cumulus({"list", "jobs", "--after", "0123456789"}, &out), 2) << out;
+  EXPECT_NE(out.find("--after '0123456789' names no job"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  // The workers the head's node runs, in id order: a cursor just before the first (gone, or
+  // never there) shows them all.
+  ASSERT_EQ(Cumulus({"list", "workers", "--json"}, &out), 0) << out;
+  auto all = Values(out, "worker");
+  EXPECT_EQ(Cumulus({"list", "workers", "--json", "--after", "0"}, &out), 0) << out;
+  EXPECT_EQ(Values(out, "worker"), all) << out;
+  EXPECT_EQ(Cumulus({"list", "placement-groups", "--after", "0"}, &out), 0) << out;
+}
+
 // Why a task waits, and each attempt of a retried one.
 TEST_F(StateTest, DescribeSaysWhyATaskIsPendingAndEachAttempt) {
   auto head = StartHead({"--resources", "CPU=0", "--wait-for-nodes"});
@@ -182,9 +204,19 @@ TEST_F(StateTest, DescribeSaysWhyATaskIsPendingAndEachAttempt) {
   ASSERT_EQ(Cumulus({"describe", "task", waiting}, &out), 0) << out;
   EXPECT_NE(out.find("pending:    waiting: "), std::string::npos) << out;
   EXPECT_NE(out.find("CPU"), std::string::npos) << out;
-  // An ambiguous prefix: one line naming candidates. An unknown one: one line.
-  EXPECT_EQ(Cumulus({"describe", "task", ""}, &out), 1) << out;
-  EXPECT_NE(out.find("is ambiguous"), std::string::npos) << out;
+  // An empty id: a usage error (it would start every id). An ambiguous prefix (when the two
+  // tasks' random ids share one): one line naming candidates. An unknown one: one line.
+  EXPECT_EQ(Cumulus({"describe", "task", ""}, &out), 2) << out;
+  EXPECT_NE(out.find("an empty task id names no task"), std::string::npos) << out;
+  size_t common = 0;
+  while (common < impossible.size() && common < waiting.size() &&
+         impossible[common] == waiting[common]) {
+    ++common;
+  }
+  if (common > 0) {
+    EXPECT_EQ(Cumulus({"describe", "task", impossible.substr(0, common)}, &out), 1) << out;
+    EXPECT_NE(out.find("is ambiguous"), std::string::npos) << out;
+  }
   EXPECT_EQ(Cumulus({"describe", "task", "ffffffffffff"}, &out), 1) << out;
   EXPECT_EQ(Count(out, "\n"), 1) << out;
 

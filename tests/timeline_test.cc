@@ -4,8 +4,10 @@
 // runs of one worker one after another, only the job asked for; a small ring drops its oldest
 // events and says how many; a node that does not answer is one line and the rest is written.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -299,6 +301,25 @@ TEST_F(TimelineTest, BadArgumentsAndASilentNodeAreOneLine) {
   EXPECT_EQ(Count(out, "\n"), 1) << out;
   EXPECT_EQ(Cli({"timeline", "--help"}, &out), 0);
   EXPECT_NE(out.find("CUMULUS_TIMELINE_EVENTS"), std::string::npos) << out;
+  // -o DIR: one line, and no DIR.tmp left behind; -o -: the trace on stdout, no file "-".
+  const std::string dir = dir_.path() + "/traces";
+  ASSERT_TRUE(std::filesystem::create_directory(dir));
+  EXPECT_EQ(Cli({"timeline", "-o", dir, "--address", address_, "--token-file", token_file_}, &out),
+            2);
+  EXPECT_NE(out.find("is a directory"), std::string::npos) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+  {
+    Subprocess p({"/bin/sh", "-c",
+                  "cd '" + dir_.path() + "' && exec '" + kCumulus + "' timeline -o - --address " +
+                      address_ + " --token-file '" + token_file_ + "' 2>/dev/null"});
+    std::string trace = p.ReadAll(30s);
+    auto st = p.Wait(10s);
+    ASSERT_TRUE(st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << trace;
+    EXPECT_EQ(trace.rfind("{", 0), 0u) << trace.substr(0, 200);  // JSON, nothing before it
+    EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos) << trace.substr(0, 200);
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/-"));
+  }
 
   // A node that does not answer (stopped): one line naming it, the others still written.
   node->Kill(SIGSTOP);

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/node_codec.h"
@@ -90,18 +92,30 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
   }
   Status sent = conn->SendEncoded(submit);
   if (!sent.ok()) return Status::Unavailable("cannot send to the " + where + ": " + sent.message());
+  // A task left unanswered is cancelled on its node; an actor's method cannot be.
+  auto cancel = [&] {
+    if (!to_node) return;
+    capnp::MallocMessageBuilder message;
+    message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
+    (void)conn->Send(message, SystemClock::Get().Now() + std::chrono::seconds(2));
+  };
+  const std::string left = to_node ? " (it was cancelled)" : " (the call may still run)";
+  constexpr auto kStopCheck = std::chrono::milliseconds(200);
   while (true) {
-    auto words = conn->Next(deadline);
+    // With a stop check, the wait goes in slices (the decoder keeps a partly read frame).
+    TimePoint until = deadline;
+    if (target.stop) until = std::min(deadline, SystemClock::Get().Now() + kStopCheck);
+    auto words = conn->Next(until);
+    if (!words.ok() && words.status().code() == StatusCode::kTimedOut && until < deadline) {
+      if (!target.stop()) continue;
+      cancel();
+      return Status::Cancelled(request.function + " was stopped before it answered" + left);
+    }
     if (!words.ok()) {
       if (words.status().code() == StatusCode::kUnauthenticated) return words.status();
       if (words.status().code() == StatusCode::kTimedOut) {
-        if (to_node) {
-          capnp::MallocMessageBuilder message;
-          message.initRoot<proto::CoreMessage>().setCancelTask(DataOf(task));
-          (void)conn->Send(message, SystemClock::Get().Now() + std::chrono::seconds(2));
-        }
-        return Status::TimedOut(request.function + " did not finish within the timeout" +
-                                (to_node ? " (it was cancelled)" : " (the call may still run)"));
+        cancel();
+        return Status::TimedOut(request.function + " did not finish within the timeout" + left);
       }
       return Status::Unavailable("the " + where + " closed the connection before answering (" +
                                  words.status().message() +

@@ -10,6 +10,7 @@
 // closes, and a node cancels the tasks it left unfinished.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,10 +36,15 @@ struct CallTarget {
   HostPort address;  // the node's core address (tasks) or the actor's address (method calls)
   std::string token;
   Duration timeout = std::chrono::seconds(60);
+  // When set, asked every 200 ms while the answer is awaited: true ends the wait with Cancelled
+  // (a task is then cancelled, as at the timeout; an actor's method may still run). The shell
+  // passes its Ctrl-C flag. Called on the calling thread.
+  std::function<bool()> stop;
 };
 
 // The serialized result, or the task's error (its code and one line). TimedOut when no answer
-// came within the timeout (a task is then cancelled; an actor's method may still run).
+// came within the timeout (a task is then cancelled; an actor's method may still run); Cancelled
+// when `target.stop` said so.
 Result<std::string> RunCall(const CallRequest& request, const CallTarget& target);
 
 }  // namespace cumulus

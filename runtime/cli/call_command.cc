@@ -23,6 +23,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
+#include "runtime/cli/interrupt.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/cli/node_query.h"
 #include "runtime/core/caller_connection.h"
@@ -434,7 +435,14 @@ int CallCommand(const std::vector<std::string>& args) {
     if (!address.ok()) return Failed(address.status());
     where.address = *address;
   }
+  // Ctrl-C in the shell (which runs this in its own process) ends the wait; a plain `cumulus
+  // call` keeps the default and dies, and its node cancels the task of the closed connection.
+  where.stop = [] { return Interrupted(); };
   auto bytes = RunCall(request, where);
+  if (!bytes.ok() && bytes.status().code() == StatusCode::kCancelled && Interrupted()) {
+    std::fprintf(stderr, "cumulus: %s\n", OneLine(bytes.status().message()).c_str());
+    return kInterruptedExit;
+  }
   if (!bytes.ok()) return Failed(bytes.status());
   auto json = BytesToJson(*bytes, e.result, e.result_fingerprint);
   if (!json.ok()) return Failed(json.status().WithContext("the result of " + e.name));

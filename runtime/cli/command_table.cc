@@ -10,6 +10,12 @@ namespace {
 
 int List(const std::vector<std::string>& args) { return ListCommand(args); }
 
+int ObjectStoreServe(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"serve"};
+  all.insert(all.end(), args.begin(), args.end());
+  return ObjectStoreCommand(all);
+}
+
 }  // namespace
 
 const std::vector<Command>& Commands() {
@@ -19,7 +25,8 @@ const std::vector<Command>& Commands() {
        "--head --address --token-file --port --bind --block --resources --labels --data-dir "
        "--object-store-memory --program-cache-size --no-node --wait-for-nodes --metrics-port "
        "--metrics-host --metrics-sd-file "
-       "--heartbeat-interval-ms --heartbeat-timeout-ms --disconnect-grace-ms --help"},
+       "--heartbeat-interval-ms --heartbeat-timeout-ms --disconnect-grace-ms --help",
+       "", /*changes_state=*/true},
       {"status", "show the cluster: nodes, their state, labels and resources", StatusCommand, false,
        true, false, "--address --token-file --json --help"},
       {"list", "list nodes, jobs, actors, tasks, objects, workers or placement-groups", List, false,
@@ -55,7 +62,8 @@ const std::vector<Command>& Commands() {
       {"up", "start a cluster and its autoscaler from a cluster file (bursting)", UpCommand, false,
        false, true,
        "--address --token-file --round-ms --insecure --block --metrics-port --metrics-sd-file "
-       "--help"},
+       "--help",
+       "", /*changes_state=*/true},
       {"down", "terminate the autoscaler's nodes, then stop;  drain NODE: retire a node",
        DownCommand, true, true, true, "--address --token-file --help"},
       {"drain", nullptr, DrainCommand, true, true, false,
@@ -63,6 +71,9 @@ const std::vector<Command>& Commands() {
       {"object-store", "run or inspect a node's object store (shared memory + RocksDB)",
        ObjectStoreCommand, false, false, true, "--dir --socket --memory --prefault --json --help",
        "store"},
+      // Serving a store starts one (refused by a read-only shell); `object-store stats` reads.
+      {"object-store serve", nullptr, ObjectStoreServe, false, false, true,
+       "--dir --socket --memory --prefault --help", "", /*changes_state=*/true},
       {"shell", "an interactive shell: history, completion, live views (watch, top)", ShellCommand,
        false, true, false, "--address --token-file --read-only --help"},
   };

@@ -21,7 +21,8 @@ constexpr const char* kDescribeHelp = R"(Usage:
   cumulus describe node|actor|task|job|object ID [--address HOST:PORT] [--token-file FILE]
                    [--json]
 
-One thing in detail; ID may be a prefix (an ambiguous one lists the candidates).
+One thing in detail; ID may be a prefix (an ambiguous one lists the candidates); an actor may
+also be given by its name.
   task    its state and node; for a pending task why it waits: 'infeasible' naming the resource
           or label no node offers, or 'waiting' for resources in use, and what the autoscaler
           does for it; each earlier attempt with its node, worker pid and cause; for an ended
@@ -481,15 +482,33 @@ int DescribeCommand(const std::vector<std::string>& args) {
     return Usage("describe needs what and an id: node|actor|task|job|object ID");
   }
   const std::string& what = args[0];
-  std::string prefix = args[1];
   if (what != "node" && what != "actor" && what != "task" && what != "job" && what != "object") {
     return Usage("cannot describe '" + what + "' (node, actor, task, job, object)");
+  }
+  // An empty prefix would start every id: `describe node "$NODE"` with NODE unset.
+  auto checked = IdPrefix(what, args[1]);
+  // An actor may be named by its name (as call and kill take it): asked of the head below.
+  if (!checked.ok() && (what != "actor" || args[1].empty())) {
+    return Usage(checked.status().message());
   }
   Flags flags({"address", "token-file"}, {"json"});
   Status st = flags.Parse(std::vector<std::string>(args.begin() + 2, args.end()));
   if (!st.ok()) return Usage(st.message());
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
+  std::string prefix = checked.ok() ? *checked : "";
+  if (what == "actor") {
+    // A name first (a name may look like hex), else an id prefix.
+    auto named = NamedActorRecords(**head);
+    if (!named.ok()) return Fail(named.status());
+    auto it = named->find(args[1]);
+    if (it != named->end()) {
+      prefix = it->second.actor_id;
+    } else if (!checked.ok()) {
+      return Fail(Status::NotFound("no actor is named '" + args[1] +
+                                   "' ('cumulus list actors' lists names and ids)"));
+    }
+  }
   auto token = ResolveToken(flags.Get("token-file"));
   if (!token.ok()) return Fail(token.status());
   auto view = (*head)->GetClusterStatus();

@@ -129,9 +129,15 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   // Every record was read: the filters and the cursor apply to all of them, then the cap.
   const std::string key = columns.front() == "name" ? "name" : columns.front();
   size_t total = 0;
-  std::vector<Row> selected = Select(rows, *filters, key, flags.Get("after"), *limit, &total);
-  PrintRows(selected, columns, flags.Has("json"), total,
-            selected.empty() ? "" : selected.back()[key]);
+  // Placement groups come in id order (the head's keys), jobs newest first.
+  if (Status c = CheckCursor(key, flags.Get("after")); !c.ok()) {
+    return UsageError(c.message(), help);
+  }
+  auto selected = Select(rows, *filters, key, flags.Get("after"), *limit,
+                         /*in_key_order=*/what == "placement-groups", &total);
+  if (!selected.ok()) return UsageError(selected.status().message(), help);
+  PrintRows(*selected, columns, flags.Has("json"), total,
+            selected->empty() ? "" : selected->back()[key]);
   return 0;
 }
 

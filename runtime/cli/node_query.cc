@@ -30,7 +30,7 @@ OneAnswer AskNode(const NodeRecord& node, const std::string& token, const StateQ
     out.status = address.status();
     return out;
   }
-  auto result = [&]() -> Status {
+  auto ask = [&]() -> Status {
     CUMULUS_ASSIGN_OR_RETURN(auto node_conn, CallerConnection::Open(*address, token, deadline));
     capnp::MallocMessageBuilder query;
     EncodeStateQuery(q, query.initRoot<proto::CoreMessage>().initStateQuery());
@@ -47,7 +47,16 @@ OneAnswer AskNode(const NodeRecord& node, const std::string& token, const StateQ
     out.more = reply.getMore();
     out.matched = reply.getMatched();
     return Status();
-  }();
+  };
+  // A malformed reply makes Cap'n Proto throw; on this thread an escaped exception would end the
+  // process (the shell with it): it is this node's error instead.
+  Status result;
+  try {
+    result = ask();
+  } catch (const kj::Exception& e) {
+    out.rows.clear();
+    result = Status::Internal(std::string("its answer is malformed: ") + e.getDescription().cStr());
+  }
   out.status = result;
   return out;
 }

@@ -34,6 +34,22 @@ const std::vector<std::string>& KnownStates(const std::string& what) {
   return it == states->end() ? *none : it->second;
 }
 
+Result<std::string> IdPrefix(const std::string& what, const std::string& text) {
+  if (text.empty()) {
+    return Status::InvalidArgument("an empty " + what + " id names no " + what +
+                                   "; give its id or the start of it");
+  }
+  std::string lower;
+  for (char c : text) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      return Status::InvalidArgument("'" + text + "' is not a " + what +
+                                     " id (hex digits, or the start of them)");
+    }
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return lower;
+}
+
 Result<size_t> Limit(const Flags& flags) {
   if (!flags.Has("limit")) return size_t{100};
   CUMULUS_ASSIGN_OR_RETURN(int64_t n, ParseInteger("--limit", flags.Get("limit"), {1, kMaxLimit}));
@@ -80,18 +96,35 @@ bool MatchesFilters(const Row& r, const Filters& filters) {
   return true;
 }
 
-std::vector<Row> Select(const std::vector<Row>& rows, const Filters& filters,
-                        const std::string& key, const std::string& after, size_t limit,
-                        size_t* total) {
+Status CheckCursor(const std::string& what, const std::string& after) {
+  if (after.empty() || after.find_first_not_of("0123456789abcdef") == std::string::npos) {
+    return Status();
+  }
+  return Status::InvalidArgument("--after '" + after + "' is not a " + what +
+                                 " id (give the id the 'next page: --after ID' line names)");
+}
+
+Result<std::vector<Row>> Select(const std::vector<Row>& rows, const Filters& filters,
+                                const std::string& key, const std::string& after, size_t limit,
+                                bool in_key_order, size_t* total) {
   size_t from = 0;
   if (!after.empty()) {
-    from = rows.size();  // a cursor that names no row: nothing after it
+    from = rows.size() + 1;  // not found yet
     for (size_t i = 0; i < rows.size(); ++i) {
       auto it = rows[i].find(key);
       if (it != rows[i].end() && it->second == after) {
         from = i + 1;
         break;
       }
+    }
+    if (from > rows.size() && in_key_order) {
+      // Its row has gone: continue with the first row whose key sorts after it.
+      from = 0;
+      while (from < rows.size() && rows[from].count(key) && rows[from].at(key) <= after) ++from;
+    } else if (from > rows.size()) {
+      return Status::InvalidArgument("--after '" + after + "' names no " + key +
+                                     " in this listing (it may have gone since that page; list "
+                                     "again without --after)");
     }
   }
   std::vector<Row> out;

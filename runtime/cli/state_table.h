@@ -30,13 +30,21 @@ Result<size_t> Limit(const Flags& flags);
 // InvalidArgument, one line, naming the bad key or value and what would do.
 Result<Filters> ParseFilters(const Flags& flags, const std::vector<std::string>& fields,
                              const std::vector<std::string>& states);
+// An id given on the command line, or the start of one (ids are shown shortened), lower-cased;
+// InvalidArgument, one line, when it is empty (it would name every `what`) or not hex digits.
+Result<std::string> IdPrefix(const std::string& what, const std::string& text);
 // Ids (job, node, id, task, object, worker, actor) match by prefix, as they are shown shortened.
 bool MatchesFilters(const Row& row, const Filters& filters);
+// A --after cursor: "" (from the first row) or an id of the listed kind `what` (hex digits, as
+// the "next page: --after ID" line gives); InvalidArgument, one line, otherwise.
+Status CheckCursor(const std::string& what, const std::string& after);
 // Keeps the rows that match every filter and come after the row whose `key` is `after` ("":
 // from the first), at most `limit` of them, in their order; `*total`: how many matched after it.
-std::vector<Row> Select(const std::vector<Row>& rows, const Filters& filters,
-                        const std::string& key, const std::string& after, size_t limit,
-                        size_t* total);
+// A cursor that names no row (its row has gone since that page): when the rows are in order of
+// `key` (`in_key_order`), the rows after it in that order; else InvalidArgument, one line.
+Result<std::vector<Row>> Select(const std::vector<Row>& rows, const Filters& filters,
+                                const std::string& key, const std::string& after, size_t limit,
+                                bool in_key_order, size_t* total);
 // The rows as a table of `columns` (ids shortened), or all their fields as --json. Below the
 // table, when rows are left out: "(N of M shown; next page: --after ID)".
 void PrintRows(const std::vector<Row>& rows, const std::vector<std::string>& columns, bool json,

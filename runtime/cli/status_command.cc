@@ -51,7 +51,8 @@ others' rows are shown. list placement-groups: groups and the nodes of their bun
 --filter keeps rows whose field equals VALUE (ids match by prefix; several --filter must all
 match); --limit shows at most N (default 100); actors, tasks, objects and workers are sorted by id, and when more rows match the last line says
 how many and the --after ID that shows the next page (jobs: newest first, --after JOB continues
-after that job). The filters always apply to every row before the limit.
+after that job). An --after ID whose row has gone since continues after it in id order; for jobs
+it is an error (list again). The filters always apply to every row before the limit.
 
 The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
 machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined

@@ -39,7 +39,8 @@ Arguments:
   JOB                  only this job's tasks (a job id from 'cumulus jobs'); default: all jobs
 
 Options:
-  -o, --output FILE    where to write the trace (required)
+  -o, --output FILE    where to write the trace (required; '-': stdout, the summary line then
+                       goes to stderr)
   --address HOST:PORT  the head (default: CUMULUS_ADDRESS, or the cluster started here)
   --token-file FILE    the cluster token (default: the one of the cluster started here)
   --timeout SECONDS    how long to wait for each node's answer (default 10)
@@ -117,7 +118,11 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable("cannot write " + path + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // nothing is left behind
+    return Status::Unavailable("cannot write " + path + ": " + ec.message());
+  }
   return Status();
 }
 
@@ -145,6 +150,13 @@ int TimelineCommand(const std::vector<std::string>& given) {
   if (Status st = flags.Parse(args); !st.ok()) return UsageError(st.message(), help);
   if (!flags.Has("output") || flags.Get("output").empty()) {
     return UsageError("timeline needs -o FILE (where to write the trace)", help);
+  }
+  const std::string out = flags.Get("output");
+  const bool to_stdout = out == "-";
+  if (std::error_code ec; !to_stdout && std::filesystem::is_directory(out, ec)) {
+    return UsageError("-o " + out + " is a directory: give a file name, e.g. " +
+                          (std::filesystem::path(out) / "trace.json").string(),
+                      help);
   }
   Duration timeout = std::chrono::seconds(10);
   if (flags.Has("timeout")) {
@@ -203,13 +215,18 @@ int TimelineCommand(const std::vector<std::string>& given) {
   }
   ChromeTraceSummary summary;
   std::string trace = ChromeTrace(timelines, &summary);
-  const std::string out = flags.Get("output");
-  if (Status st = WriteFileAtomically(out, trace); !st.ok()) return Fail(st);
-  std::printf(
-      "Wrote %zu run(s) and %zu scheduling span(s) from %zu of %zu node(s)%s to %s "
-      "(open it in https://ui.perfetto.dev).\n",
-      summary.runs, summary.scheduled, timelines.size(), alive.size(),
-      job.IsNil() ? "" : (" for job " + job.Hex()).c_str(), out.c_str());
+  if (to_stdout) {
+    std::fwrite(trace.data(), 1, trace.size(), stdout);
+    std::fflush(stdout);
+  } else if (Status st = WriteFileAtomically(out, trace); !st.ok()) {
+    return Fail(st);
+  }
+  std::fprintf(to_stdout ? stderr : stdout,
+               "Wrote %zu run(s) and %zu scheduling span(s) from %zu of %zu node(s)%s to %s "
+               "(open it in https://ui.perfetto.dev).\n",
+               summary.runs, summary.scheduled, timelines.size(), alive.size(),
+               job.IsNil() ? "" : (" for job " + job.Hex()).c_str(),
+               to_stdout ? "stdout" : out.c_str());
   return 0;
 }
 

@@ -26,7 +26,9 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
+#include "runtime/cli/interrupt.h"
 #include "runtime/cli/local_state.h"
+#include "runtime/cli/state_table.h"
 
 namespace cumulus::cli {
 
@@ -85,7 +87,7 @@ The autoscaler terminates a launched node's instance once the node no longer wai
 (or is gone). The mark is kept by the head (it survives a restart).
   --wait       wait until the node left; exit 0 when it did, 1 if it died or time ran out
   --timeout S  how long --wait waits (default 600, 1 to 86400)
-An unknown or ambiguous NODE is one line on stderr and exit status 2.
+An empty or non-hex NODE, or an unknown or ambiguous one, is one line on stderr and exit status 2.
 )";
 
 bool IsLoopbackOrPrivate(const std::string& host) {
@@ -385,13 +387,16 @@ int DrainCommand(const std::vector<std::string>& args) {
   if (!st.ok()) return UsageError(st.message(), "cumulus drain --help");
   auto timeout_s = ParseInteger("--timeout", flags.Get("timeout", "600"), {1, 86400, "seconds"});
   if (!timeout_s.ok()) return UsageError(timeout_s.status().message(), "cumulus drain --help");
+  // An empty id would start every node's id: `cumulus drain "$NODE"` with NODE unset.
+  auto prefix = IdPrefix("node", args[0]);
+  if (!prefix.ok()) return UsageError(prefix.status().message(), "cumulus drain --help");
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   auto view = (*head)->GetClusterStatus();
   if (!view.ok()) return Fail(view.status());
   const NodeRecord* found = nullptr;
   for (auto& n : view->nodes) {
-    if (n.state != NodeState::kAlive || n.id.Hex().rfind(args[0], 0) != 0) continue;
+    if (n.state != NodeState::kAlive || n.id.Hex().rfind(*prefix, 0) != 0) continue;
     if (found) {
       std::fprintf(stderr,
                    "cumulus: '%s' names more than one alive node; give more of its id "
@@ -453,7 +458,12 @@ int DrainCommand(const std::vector<std::string>& args) {
                                    (last_note.empty() ? "draining" : last_note) +
                                    "); it stays DRAINING: wait again, or 'cumulus stop' it"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling the head's view
+    // Polling the head's view; Ctrl-C in the shell returns to the prompt (the node drains on).
+    if (!SleepUnlessInterrupted(std::chrono::milliseconds(200))) {
+      std::printf("Stopped waiting; node %s goes on draining ('cumulus status' shows it).\n",
+                  id.Hex().c_str());
+      return kInterruptedExit;
+    }
   }
 }
 

@@ -134,7 +134,11 @@ void MetricsEndpoint::Run() {
     for (auto& c : conns) timeout = std::min(timeout, MillisUntil(c.deadline));
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    bool accepting = conns.size() < options_.max_connections && now >= accept_paused_until;
+    // Full, a new connection displaces the oldest still waiting for its request.
+    bool room = conns.size() < options_.max_connections ||
+                std::any_of(conns.begin(), conns.end(),
+                            [](const Connection& c) { return c.state == Connection::kReading; });
+    bool accepting = room && now >= accept_paused_until;
     if (now < accept_paused_until) timeout = std::min(timeout, MillisUntil(accept_paused_until));
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
     for (auto& c : conns) {
@@ -217,6 +221,20 @@ void MetricsEndpoint::Run() {
     if (accepting && n > 0 && (fds[1].revents & POLLIN)) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
+        if (conns.size() >= options_.max_connections) {
+          // Every reading connection's deadline is its accept time plus the same timeout.
+          auto oldest = conns.end();
+          for (auto it = conns.begin(); it != conns.end(); ++it) {
+            if (it->state == Connection::kReading &&
+                (oldest == conns.end() || it->deadline < oldest->deadline)) {
+              oldest = it;
+            }
+          }
+          if (oldest != conns.end()) {  // (there is one: `room` said so before the poll)
+            close(oldest->fd);
+            conns.erase(oldest);
+          }
+        }
         Connection c;
         c.fd = fd;
         c.deadline = now + options_.request_timeout;

@@ -6,8 +6,10 @@
 //   a request line and headers over `max_request_bytes`  431
 //   nothing complete within `request_timeout`            408
 // and closes every connection after its one answer (Connection: close). At most
-// `max_connections` are served at once; more wait in the kernel's backlog. A request body is
-// not read.
+// `max_connections` are served at once; when all are taken, a new connection displaces the
+// oldest one still waiting for its request (closed without an answer), so silent connections
+// cannot hold a scrape back; with none waiting, it waits in the kernel's backlog. A request
+// body is not read.
 //
 // `render` runs on the endpoint's thread, once per scrape: it must not block on the event loop
 // of the head or node it describes (it reads what that loop published; see node_metrics.h,
@@ -32,9 +34,9 @@ struct MetricsEndpointOptions {
   std::string host = "127.0.0.1";   // the address it listens on (never chosen here: given)
   uint16_t port = 0;                // 0 picks a free one (see port())
   size_t max_request_bytes = 8192;  // request line and headers
-  Duration request_timeout = std::chrono::seconds(5);  // accept to complete request
+  Duration request_timeout = std::chrono::seconds(2);  // accept to complete request
   Duration write_timeout = std::chrono::seconds(10);   // for the answer to be taken
-  size_t max_connections = 4;                          // served at once
+  size_t max_connections = 64;                         // served at once
 };
 
 class MetricsEndpoint {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "runtime/net/tcp.h"
 
@@ -126,8 +127,8 @@ TEST_F(EndpointTest, ARequestThatNeverEndsTimesOut) {
 }
 
 TEST_F(EndpointTest, SilentConnectionsDoNotStopOthersBeingServed) {
-  // More idle connections than it serves at once: the rest wait in the backlog until the idle
-  // ones time out, and a scrape then goes through.
+  // Idle connections beside a scrape: it goes through (for more of them than it serves at
+  // once, see EndpointFullTest).
   std::vector<int> idle;
   for (int i = 0; i < 6; ++i) {
     auto fd = ConnectTcp(HostPort{"127.0.0.1", endpoint_->port()}, 5s);
@@ -136,6 +137,28 @@ TEST_F(EndpointTest, SilentConnectionsDoNotStopOthersBeingServed) {
   }
   EXPECT_NE(Exchange(endpoint_->port(), "GET /metrics HTTP/1.1\r\n\r\n").find("up 1"),
             std::string::npos);
+  for (int fd : idle) close(fd);
+}
+
+// Silent connections, three times as many as it serves at once, with a request timeout far
+// longer than a scrape may wait: the scrape displaces the oldest of them and is answered at once
+// (before, it waited in the backlog until they timed out).
+TEST(EndpointFullTest, AScrapeDisplacesTheOldestSilentConnection) {
+  MetricsEndpointOptions o;
+  o.max_connections = 4;
+  o.request_timeout = 60s;
+  auto e = MetricsEndpoint::Start(o, [] { return std::string("up 1\n"); });
+  ASSERT_TRUE(e.ok()) << e.status();
+  std::vector<int> idle;
+  for (size_t i = 0; i < 3 * o.max_connections; ++i) {
+    auto fd = ConnectTcp(HostPort{"127.0.0.1", (*e)->port()}, 5s);
+    ASSERT_TRUE(fd.ok());
+    idle.push_back(*fd);
+  }
+  auto start = SystemClock::Get().Now();
+  std::string r = Exchange((*e)->port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_NE(r.find("up 1"), std::string::npos) << r;
+  EXPECT_LT(SystemClock::Get().Now() - start, 5s);  // Exchange gives up after 10 s
   for (int fd : idle) close(fd);
 }
 

@@ -48,8 +48,7 @@ std::string FilterKind(const std::string& key) {
 }  // namespace
 
 const std::vector<std::string>& BuiltinNames() {
-  static const auto* names =
-      new std::vector<std::string>{"watch", "top", "help", "exit", "quit", "history"};
+  static const auto* names = new std::vector<std::string>{"watch", "top", "help", "exit", "quit"};
   return *names;
 }
 

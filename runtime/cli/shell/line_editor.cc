@@ -2,6 +2,7 @@
 #include "runtime/cli/shell/line_editor.h"
 
 #include <histedit.h>
+#include <langinfo.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,8 +11,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <clocale>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <cwchar>
 
 #include "runtime/cli/interrupt.h"
 #include "runtime/cli/shell/tokenizer.h"
@@ -43,7 +47,8 @@ char* Prompt(EditLine* el) {
 // pipe beside the terminal: the signal may be delivered to any thread (a completion fetch), and a
 // key typed after the Ctrl-C must not be read before it. SIGINT is also blocked except inside
 // ppoll, which unblocks it atomically while it waits, so one that lands on this thread between
-// reads is seen at the next read.
+// reads is seen at the next read. A character of several bytes (UTF-8: "é") is read whole and
+// decoded in the locale's encoding; a byte that starts no character is handed on as it is.
 int GetChar(EditLine*, wchar_t* c) {
   sigset_t sigint, outside;
   sigemptyset(&sigint);
@@ -52,6 +57,7 @@ int GetChar(EditLine*, wchar_t* c) {
   sigset_t waiting = outside;
   sigdelset(&waiting, SIGINT);
   int result = -1;
+  std::mbstate_t state{};
   while (true) {
     if (Interrupted()) break;
     struct pollfd p[2]{};
@@ -76,7 +82,10 @@ int GetChar(EditLine*, wchar_t* c) {
     unsigned char byte;
     ssize_t n = read(STDIN_FILENO, &byte, 1);
     if (n == 1) {
-      *c = static_cast<wchar_t>(byte);
+      wchar_t wide = 0;
+      size_t used = std::mbrtowc(&wide, reinterpret_cast<const char*>(&byte), 1, &state);
+      if (used == static_cast<size_t>(-2)) continue;  // more bytes of this character to come
+      *c = used == static_cast<size_t>(-1) ? static_cast<wchar_t>(byte) : wide;
       result = 1;
       break;
     }
@@ -136,6 +145,13 @@ unsigned char Complete(EditLine* el, int) {
   return CC_REDISPLAY;
 }
 
+void UseTerminalEncoding() {
+  std::setlocale(LC_CTYPE, "");
+  if (std::strcmp(nl_langinfo(CODESET), "ANSI_X3.4-1968") == 0) {  // glibc's name for ASCII
+    if (!std::setlocale(LC_CTYPE, "C.UTF-8")) std::setlocale(LC_CTYPE, "C.utf8");
+  }
+}
+
 }  // namespace
 
 std::string DefaultHistoryFile() {
@@ -163,6 +179,9 @@ Result<std::unique_ptr<LineEditor>> LineEditor::Create(const LineEditorOptions& 
   if (!options.history_file.empty()) {
     history(impl->history, &ev, H_LOAD, options.history_file.c_str());  // none yet is fine
   }
+  // libedit reads and writes characters in the locale's encoding: the environment's, or UTF-8
+  // where that is plain ASCII (C, POSIX), so that "café" typed is "café" run, not "caf".
+  UseTerminalEncoding();
   impl->el = el_init("cumulus", stdin, stdout, stderr);
   if (!impl->el) return Status::Internal("libedit: cannot set up the terminal (is TERM set?)");
   el_set(impl->el, EL_CLIENTDATA, &impl->options);

@@ -126,7 +126,7 @@ int Session::Run(const std::vector<std::string>& words, bool confirm) {
                "' changes the cluster and this shell is read-only (--read-only)");
       return 1;
     }
-    if (confirm && options_.interactive && !Confirm(words)) {
+    if (confirm && options_.confirm && !Confirm(words)) {
       std::printf("Not done.\n");
       std::fflush(stdout);
       return 1;
@@ -153,7 +153,8 @@ int Session::RunCommand(const Command& command, std::vector<std::string> args) {
   ClearInterrupt();
   int rc;
   if (command.own_process) {
-    std::vector<std::string> words = {command.name};
+    // A sub-form's name is two words ("object-store serve"): each is an argument.
+    auto words = Tokenize(command.name).value();
     words.insert(words.end(), args.begin(), args.end());
     rc = RunChild(words);
   } else {
@@ -195,8 +196,11 @@ void Session::CheckHeadBefore() {
 bool Session::Confirm(const std::vector<std::string>& words) {
   std::string line;
   for (const std::string& w : words) line += (line.empty() ? "" : " ") + Quote(w);
-  std::printf("Run '%s'? [y/N] ", line.c_str());
+  // Asked where the person sees it: stdout on a terminal, else stderr (`shell > session.log`).
+  std::FILE* ask = options_.interactive ? stdout : stderr;
   std::fflush(stdout);
+  std::fprintf(ask, "Run '%s'? [y/N] ", line.c_str());
+  std::fflush(ask);
   std::string answer;
   char c;
   ClearInterrupt();
@@ -214,7 +218,7 @@ bool Session::Confirm(const std::vector<std::string>& words) {
     if (n <= 0 || c == '\n') break;
     answer += c;
   }
-  if (Interrupted()) std::printf("\n");
+  if (Interrupted()) std::fprintf(ask, "\n");
   return !Interrupted() && !answer.empty() && (answer[0] == 'y' || answer[0] == 'Y');
 }
 
@@ -229,7 +233,11 @@ int Session::Watch(std::vector<std::string> words, const std::string& builtin) {
           "  top [--interval SECONDS] [ARGS...]               live view of 'cumulus %s'\n"
           "Any key (or Ctrl-C) returns to the prompt. Not on a terminal, the command runs once.\n",
           FindCommand(kTopCommand) ? kTopCommand : kTopFallback);
-      return 0;
+      // top's ARGS are its command's own flags: show them too.
+      const Command* shown = builtin == "top" ? FindCommand(kTopCommand) : nullptr;
+      if (!shown) return 0;
+      std::printf("\n");
+      return RunCommand(*shown, {"--help"});
     }
     if (size_t eq = flag.find('='); eq != std::string::npos) {
       value = flag.substr(eq + 1);

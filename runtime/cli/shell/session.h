@@ -20,6 +20,9 @@ struct SessionOptions {
   // On a terminal: destructive commands ask first, watch and top are live views, output may
   // hold escape codes. Off (a pipe or a file): none of that.
   bool interactive = false;
+  // Someone types the lines (stdin is a terminal, even with stdout redirected to a file):
+  // destructive commands ask first, on stderr when stdout is not the terminal.
+  bool confirm = false;
   // How often watch and top redraw unless --interval says.
   std::chrono::milliseconds default_interval{2000};
 };

@@ -42,14 +42,17 @@ Ctrl-C stops the running command or view and returns to the prompt; it never lea
 On a terminal: line editing (emacs keys), a history kept across sessions in $CUMULUS_HISTORY
 (default ~/.cumulus_history, at most 1000 lines), Tab completion of commands, subcommands, flags
 and of live ids from the cluster (nodes, jobs, named actors and every actor's id, tasks, objects,
-placement groups, experiments). Commands that stop or retire something (cancel, drain, down, stop) ask y/N first.
+placement groups, experiments). Commands that stop or retire something (cancel, drain, down,
+stop, kill) ask y/N first, whenever stdin is a terminal (with stdout redirected, on stderr).
 
-  --read-only       refuse the commands that stop or retire something, with one line
+  --read-only       refuse, with one line, the commands that stop or retire something, change
+                    the cluster (submit, call) or start servers (start, up, object-store
+                    serve)
 Not a terminal (a pipe, a file): lines are read one by one, the output is plain, nothing is
-asked, 'watch' and 'top' run their command once; the exit status is that of the last command
-that failed (0 if none did). A line that cannot run (unknown command, bad quoting, a head that
-does not answer) is one line on stderr and the shell goes on; when the head answers again the
-next command says so.
+asked (unless stdin is a terminal), 'watch' and 'top' run their command once; the exit status
+is that of the last command that failed (0 if none did). A line that cannot run (unknown
+command, bad quoting, a head that does not answer) is one line on stderr and the shell goes on;
+when the head answers again the next command says so.
 )";
 
 }  // namespace
@@ -70,6 +73,7 @@ int ShellCommand(const std::vector<std::string>& args) {
   options.token_file = flags.Get("token-file");
   options.read_only = flags.Has("read-only");
   options.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  options.confirm = isatty(STDIN_FILENO);
   // Ctrl-C stops the running command, not the shell; a reader that went away is an error on
   // the write, not a death.
   CatchInterrupts(/*terminate_too=*/false);
@@ -82,7 +86,21 @@ int ShellCommand(const std::vector<std::string>& args) {
   };
 
   if (!options.interactive) {
-    for (std::string line; !session.done() && std::getline(std::cin, line);) run(line);
+    for (std::string line; !session.done();) {
+      if (std::getline(std::cin, line)) {
+        run(line);
+        continue;
+      }
+      // Ctrl-C between commands (stdin a terminal, stdout a file) interrupts the read (EINTR):
+      // not the end of the input, the shell reads on.
+      if (Interrupted() && std::ferror(stdin)) {
+        std::clearerr(stdin);
+        std::cin.clear();
+        ClearInterrupt();
+        continue;
+      }
+      break;
+    }
     return last_failure;
   }
 
@@ -95,7 +113,9 @@ int ShellCommand(const std::vector<std::string>& args) {
   auto address = ResolveAddress(options.address);
   std::printf("cumulus shell%s%s. Tab completes, 'help' lists the commands, Ctrl-D leaves.\n",
               address.ok() ? " on " : "", address.ok() ? address->ToString().c_str() : "");
-  if (options.read_only) std::printf("Read-only: cancel, drain, down and stop are refused.\n");
+  if (options.read_only) {
+    std::printf("Read-only: what changes the cluster or starts servers is refused.\n");
+  }
   std::fflush(stdout);
   while (!session.done()) {
     std::string line;
