@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
     }
     driver::Check("actor", ok, ok ? "" : why);
   }
+  // Shutdown runs what is still queued, such as the publication of the keeper's address under
+  // its name (without it, a quick exit could leave the name without an address).
+  cumulus::Shutdown();
   std::printf("DONE failures=%d\n", driver::failures);
   std::fflush(stdout);
   return driver::failures == 0 ? 0 : 1;
