@@ -77,10 +77,16 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
 
   std::set<std::string> alive_hex;
   std::set<std::string> recovering;  // instances whose node a restarted head waits to hear from
+  // Instances with a node record that died without a drain less than the grace ago: the grace
+  // holds for the instance, whatever older DEAD records of it (an earlier cut-off) say.
+  std::set<std::string> dying;
   for (auto& n : view.nodes) {
-    if (n.state == NodeState::kRecovering) {
-      auto instance = n.labels.find(kInstanceIdLabel);
-      if (instance != n.labels.end()) recovering.insert(instance->second);
+    auto its = n.labels.find(kInstanceIdLabel);
+    if (its != n.labels.end()) {
+      if (n.state == NodeState::kRecovering) recovering.insert(its->second);
+      if (n.state == NodeState::kDead && !n.draining &&
+          view.now - n.death_micros < view.dead_grace_micros)
+        dying.insert(its->second);
     }
     if (n.state != NodeState::kAlive) continue;
     std::string hex = n.id.Hex();
@@ -170,7 +176,7 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
       continue;
     bool drain = n.draining || in->second.draining;
     if (!drain && !in->second.registered) continue;  // not its node: a launch is not a death
-    if (!drain && view.now - n.death_micros < view.dead_grace_micros) {
+    if (!drain && dying.count(instance->second)) {
       // Died without a drain a moment ago: a node cut off rejoins under a new id when it
       // reconnects. Not launching meanwhile (below), and not terminated yet.
       continue;

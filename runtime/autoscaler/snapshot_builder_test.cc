@@ -282,6 +282,32 @@ TEST(SnapshotBuilderTest, ANodeThatDiedWithoutADrainIsGoneNotLaunching) {
   EXPECT_TRUE(decided->terminations.empty()) << decided->terminations[0].why;
   view.nodes.pop_back();
 
+  // It had been cut off once before (an older DEAD record, long past the grace), rejoined under
+  // a new id, and that node has just died: the grace holds for the instance, whichever of its
+  // records is read first.
+  NodeRecord rejoined = LaunchedNode();
+  rejoined.state = NodeState::kDead;
+  rejoined.death_reason = "its connection to the head closed and it did not reconnect";
+  rejoined.death_micros = view.now - 1'000'000;  // within the grace
+  for (bool newer_first : {false, true}) {
+    if (newer_first) {
+      view.nodes.insert(view.nodes.begin() + 1, rejoined);
+    } else {
+      view.nodes.push_back(rejoined);
+    }
+    built = BuildSnapshot(config, books, view, &idle_since);
+    EXPECT_EQ(launching(built), 0);
+    EXPECT_TRUE(built.gone.empty()) << "terminated within the grace of its newest record";
+    decided = autoscale::Decide(built.snapshot);
+    ASSERT_TRUE(decided.ok()) << decided.status();
+    EXPECT_TRUE(decided->terminations.empty()) << decided->terminations[0].why;
+    if (newer_first) {
+      view.nodes.erase(view.nodes.begin() + 1);
+    } else {
+      view.nodes.pop_back();
+    }
+  }
+
   // An instance that never registered is still a launch (its dead record is another's).
   books.instances["i-1"].registered = false;
   built = BuildSnapshot(config, books, view, &idle_since);
