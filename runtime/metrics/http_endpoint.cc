@@ -134,10 +134,13 @@ void MetricsEndpoint::Run() {
     for (auto& c : conns) timeout = std::min(timeout, MillisUntil(c.deadline));
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    // Full, a new connection displaces the oldest still waiting for its request.
-    bool room = conns.size() < options_.max_connections ||
-                std::any_of(conns.begin(), conns.end(),
-                            [](const Connection& c) { return c.state == Connection::kReading; });
+    // Full, a new connection displaces the oldest that has sent nothing yet (one that has sent
+    // part of its request is a client at work, not displaced).
+    auto silent = [](const Connection& c) {
+      return c.state == Connection::kReading && c.in.empty();
+    };
+    bool room =
+        conns.size() < options_.max_connections || std::any_of(conns.begin(), conns.end(), silent);
     bool accepting = room && now >= accept_paused_until;
     if (now < accept_paused_until) timeout = std::min(timeout, MillisUntil(accept_paused_until));
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
@@ -218,22 +221,22 @@ void MetricsEndpoint::Run() {
     conns.erase(
         std::remove_if(conns.begin(), conns.end(), [](const Connection& c) { return c.fd < 0; }),
         conns.end());
+    // Room again, after this round's reads: a connection counted as displaceable before the
+    // poll may have sent its request since. No room: the new one waits in the backlog.
+    auto oldest = conns.end();
+    if (conns.size() >= options_.max_connections) {
+      // Every reading connection's deadline is its accept time plus the same timeout.
+      for (auto it = conns.begin(); it != conns.end(); ++it) {
+        if (silent(*it) && (oldest == conns.end() || it->deadline < oldest->deadline)) oldest = it;
+      }
+      if (oldest == conns.end()) accepting = false;
+    }
     if (accepting && n > 0 && (fds[1].revents & POLLIN)) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
-        if (conns.size() >= options_.max_connections) {
-          // Every reading connection's deadline is its accept time plus the same timeout.
-          auto oldest = conns.end();
-          for (auto it = conns.begin(); it != conns.end(); ++it) {
-            if (it->state == Connection::kReading &&
-                (oldest == conns.end() || it->deadline < oldest->deadline)) {
-              oldest = it;
-            }
-          }
-          if (oldest != conns.end()) {  // (there is one: `room` said so before the poll)
-            close(oldest->fd);
-            conns.erase(oldest);
-          }
+        if (oldest != conns.end()) {
+          close(oldest->fd);
+          conns.erase(oldest);
         }
         Connection c;
         c.fd = fd;
