@@ -35,7 +35,7 @@ int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std:
   StateQuerySpec q;
   q.kind = "actors";
   q.after = flags.Get("after");
-  if (Status c = CheckCursor("actor", q.after); !c.ok()) return UsageError(c.message(), help);
+  if (Status c = CheckCursor("actor", &q.after); !c.ok()) return UsageError(c.message(), help);
   q.limit = std::min(limit, kMaxStateRows);
   bool nodes_only = false;  // a filter on what only the nodes know
   bool none = false;        // a name no actor has: no node need be asked

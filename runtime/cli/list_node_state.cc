@@ -23,7 +23,7 @@ int ListFromNodes(const std::string& what, const Flags& flags, ControlClient& he
   for (auto& [k, v] : *filters) q.filters.push_back({k, v});
   // Rows come in id order: a cursor whose row has gone continues after it in that order.
   q.after = flags.Get("after");
-  if (Status c = CheckCursor(fields->front(), q.after); !c.ok()) {
+  if (Status c = CheckCursor(fields->front(), &q.after); !c.ok()) {
     return UsageError(c.message(), help);
   }
   q.limit = std::min(limit, kMaxStateRows);

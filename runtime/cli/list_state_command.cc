@@ -130,10 +130,11 @@ int ListStateCommand(const std::string& what, const std::vector<std::string>& ar
   const std::string key = columns.front() == "name" ? "name" : columns.front();
   size_t total = 0;
   // Placement groups come in id order (the head's keys), jobs newest first.
-  if (Status c = CheckCursor(key, flags.Get("after")); !c.ok()) {
+  std::string after = flags.Get("after");
+  if (Status c = CheckCursor(key, &after); !c.ok()) {
     return UsageError(c.message(), help);
   }
-  auto selected = Select(rows, *filters, key, flags.Get("after"), *limit,
+  auto selected = Select(rows, *filters, key, after, *limit,
                          /*in_key_order=*/what == "placement-groups", &total);
   if (!selected.ok()) return UsageError(selected.status().message(), help);
   PrintRows(*selected, columns, flags.Has("json"), total,

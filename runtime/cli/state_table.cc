@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <ctime>
 
+#include "cumulus/internal/json.h"
 #include "runtime/base/numeric.h"
 #include "runtime/cli/commands.h"
 
 namespace cumulus::cli {
+
+std::string JsonString(const std::string& s) { return internal::JsonQuote(s); }
 
 namespace {
 
@@ -96,11 +99,14 @@ bool MatchesFilters(const Row& r, const Filters& filters) {
   return true;
 }
 
-Status CheckCursor(const std::string& what, const std::string& after) {
-  if (after.empty() || after.find_first_not_of("0123456789abcdef") == std::string::npos) {
+Status CheckCursor(const std::string& what, std::string* after) {
+  std::string lower = *after;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find_first_not_of("0123456789abcdef") == std::string::npos) {
+    *after = lower;  // ids are written in lower case; ABCD is abcd, as describe and drain take it
     return Status();
   }
-  return Status::InvalidArgument("--after '" + after + "' is not a " + what +
+  return Status::InvalidArgument("--after '" + *after + "' is not a " + what +
                                  " id (give the id the 'next page: --after ID' line names)");
 }
 

@@ -36,8 +36,9 @@ Result<std::string> IdPrefix(const std::string& what, const std::string& text);
 // Ids (job, node, id, task, object, worker, actor) match by prefix, as they are shown shortened.
 bool MatchesFilters(const Row& row, const Filters& filters);
 // A --after cursor: "" (from the first row) or an id of the listed kind `what` (hex digits, as
-// the "next page: --after ID" line gives); InvalidArgument, one line, otherwise.
-Status CheckCursor(const std::string& what, const std::string& after);
+// the "next page: --after ID" line gives; upper case is taken as lower case and `*after` is
+// lowered); InvalidArgument, one line, otherwise.
+Status CheckCursor(const std::string& what, std::string* after);
 // Keeps the rows that match every filter and come after the row whose `key` is `after` ("":
 // from the first), at most `limit` of them, in their order; `*total`: how many matched after it.
 // A cursor that names no row (its row has gone since that page): when the rows are in order of

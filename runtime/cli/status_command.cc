@@ -61,8 +61,6 @@ with.
 
 }  // namespace
 
-std::string JsonString(const std::string& s) { return internal::JsonQuote(s); }
-
 namespace {
 
 std::string JsonNumber(double v) {
