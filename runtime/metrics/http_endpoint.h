@@ -7,8 +7,8 @@
 //   nothing complete within `request_timeout`            408
 // and closes every connection after its one answer (Connection: close). At most
 // `max_connections` are served at once; when all are taken, a new connection displaces the
-// oldest one still waiting for its request (closed without an answer), so silent connections
-// cannot hold a scrape back; with none waiting, it waits in the kernel's backlog. A request
+// oldest one that has sent nothing yet (closed without an answer), so silent connections cannot
+// hold a scrape back; with none such, it waits in the kernel's backlog. A request
 // body is not read.
 //
 // `render` runs on the endpoint's thread, once per scrape: it must not block on the event loop
