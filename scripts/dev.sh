@@ -36,8 +36,13 @@ die() {
 packages=(cmake ninja-build g++ pkg-config ccache libcaf-dev capnproto libcapnp-dev librocksdb-dev
   libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev zlib1g-dev
   dataset-fashion-mnist clang-14 libclang-rt-14-dev libyaml-cpp-dev)
-# A real Prometheus scrapes the metrics endpoints in tests/metrics_test.cc (skipped without it).
-packages+=(prometheus)
+# The shell's line editing (libedit, BSD-licensed; a required build dependency).
+packages+=(libedit-dev)
+# Real counterparts the tests start on this machine (each test is skipped, with its reason, where
+# one is missing): Prometheus scrapes the metrics endpoints (tests/metrics_test.cc); a private
+# munged + slurmctld + slurmd runs the slurm provider's jobs (tests/slurm_provider_test.cc,
+# tests/provider_e2e_test.cc); rsvg-convert renders the tuner's plots (curve_plot_test.cc).
+packages+=(prometheus slurm-wlm munge librsvg2-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
