@@ -1,8 +1,10 @@
 #include "runtime/tune/journal.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "cumulus/tune.h"
 #include "runtime/core/record_codec.h"
@@ -53,6 +55,25 @@ int64_t NowMicros() {
 }  // namespace
 
 Result<ExperimentSpec> ReadSpec(std::string_view bytes);
+
+std::chrono::microseconds TimeOfRuns(const std::vector<JournalEntry>& entries) {
+  std::chrono::microseconds total{0};
+  std::optional<int64_t> began;  // the current run's kRun entry
+  int64_t last = 0;              // the current run's latest entry
+  auto close = [&] {
+    if (began && last > *began) total += std::chrono::microseconds(last - *began);
+  };
+  for (const auto& e : entries) {
+    if (e.kind == JournalEntry::Kind::kRun) {
+      close();
+      began = e.micros;
+      last = e.micros;
+    }
+    last = std::max(last, e.micros);
+  }
+  close();
+  return total;
+}
 
 std::string JournalEntryKey(const std::string& name, uint64_t sequence) {
   return EntryKey(name, sequence);

@@ -11,6 +11,7 @@
 //   kCheckpointsNamespace  NAME/TRIAL/ITERATION/CHUNK   a checkpoint's bytes, in chunks
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -114,6 +115,11 @@ inline bool IsSkippedExploit(const JournalEntry& report) {
 }
 // kExperimentEnded's reason when the time budget ended the experiment.
 constexpr const char* kTimeBudgetSpentReason = "time budget spent";
+
+// How long the runs in `entries` lasted, each from its kRun entry to its own last entry (on its
+// own driver's clock: a run restored on a host whose clock is behind, or after the clock stepped
+// back, is not measured against an earlier run's times). What a restored time budget has left.
+std::chrono::microseconds TimeOfRuns(const std::vector<JournalEntry>& entries);
 
 // The key of an experiment's entry `sequence` (from 1) in kJournalNamespace.
 std::string JournalEntryKey(const std::string& name, uint64_t sequence);

@@ -37,22 +37,15 @@ Status Tuner::Impl::Begin() {
 
 Status Tuner::Impl::Resume(Journal::Loaded loaded) {
   CUMULUS_RETURN_IF_ERROR(MakePolicies());
-  std::optional<int64_t> run_began;  // the current run's kRun entry, in journal micros
-  int64_t last_micros = 0;
   for (auto& e : loaded.entries) {
     CUMULUS_RETURN_IF_ERROR(state_.Apply(e));
     CUMULUS_RETURN_IF_ERROR(Replay(e));
-    if (e.kind == JournalEntry::Kind::kRun) {
-      if (run_began) earlier_runs_ += std::chrono::microseconds(last_micros - *run_began);
-      run_began = e.micros;
-    }
-    last_micros = std::max(last_micros, e.micros);
     if ((e.kind == JournalEntry::Kind::kReport && e.action == kActionBudgetStop) ||
         (e.kind == JournalEntry::Kind::kExperimentEnded && e.reason == kTimeBudgetSpentReason)) {
       budget_spent_before_ = true;
     }
   }
-  if (run_began) earlier_runs_ += std::chrono::microseconds(last_micros - *run_began);
+  earlier_runs_ = TimeOfRuns(loaded.entries);
   // What ran when the last driver died continues from its checkpoint; what was added and never
   // started waits for a slot like any new trial.
   for (auto& [id, t] : state_.trials()) {

@@ -150,7 +150,8 @@ struct TunerOptions {
   int64_t max_iterations = 100;
   std::map<std::string, double> stop;
   // No new trial starts after this much wall time (0: no budget); running trials then end at
-  // their next report and the experiment ends.
+  // their next report and the experiment ends. The budget is the experiment's: a run restored
+  // with Tuner::Restore has what earlier runs left (each measured on its own driver's clock).
   std::chrono::seconds time_budget{0};
   // Trials running at once; 0: as many as there are samples (the cluster's capacity decides).
   int max_concurrent_trials = 0;
