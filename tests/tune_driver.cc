@@ -57,7 +57,11 @@ class Quadratic : public tune::Trainable {
     std::printf("trial %s iteration %lld acc %.4f\n", trial().trial_id.c_str(),
                 static_cast<long long>(iteration_), acc);
     std::fflush(stdout);
-    return {{metric_, acc}, {"pid", static_cast<double>(getpid())}};
+    // "state": the trainable's own step count, which Save() stores and Restore() takes, so a
+    // test can tell from the journal which weights an exploit copied.
+    return {{metric_, acc},
+            {"pid", static_cast<double>(getpid())},
+            {"state", static_cast<double>(iteration_)}};
   }
   std::string Save() override { return std::to_string(iteration_); }
   void Restore(const std::string& bytes) override { iteration_ = std::stoll(bytes); }

@@ -517,13 +517,41 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
 // The copy of the donor's checkpoint is made before the exploit is journaled, and the report
 // names it (one append: a restore never sees the new config without its checkpoint). With
 // `checkpoint_every` 0 (no checkpoint but when paused, and PBT never pauses) the running donor
-// saves one for the copy.
+// saves one for the copy, also when its only checkpoint is the copy of its own earlier exploit
+// (the copy must be the weights of the donor's last report, not older ones).
 void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const std::string& out) {
-  size_t exploits = 0;
+  size_t exploits = 0, checked = 0;
+  // The trainable's own step count ("state") of each trial's weights as of its last report (or
+  // exploit), and, for a trial that has just exploited, its donor's then: the copy it restored
+  // is at least that far along (checkpoint_every 0 copied the donor's weights of its own earlier
+  // exploit instead, many steps older).
+  std::map<uint64_t, double> state;
+  std::map<uint64_t, std::pair<uint64_t, double>> copied_from;
   for (const JournalEntry& e : j.entries) {
-    if (e.kind != JournalEntry::Kind::kReport || e.action != uint8_t(tune::Action::kExploit))
-      continue;
+    if (e.kind != JournalEntry::Kind::kReport) continue;
+    auto s = e.metrics.find("state");
+    if (s != e.metrics.end()) {
+      auto c = copied_from.find(e.trial);
+      if (c != copied_from.end()) {
+        ++checked;
+        // (Restore took the copy's step count; one Step later it reports that plus one.)
+        EXPECT_GE(s->second - 1, c->second.second)
+            << "trial " << e.trial << " exploited " << c->second.first
+            << " and restored weights older than the donor's last report (its next report, at "
+            << e.iteration << ", has state " << s->second << "; the donor's was "
+            << c->second.second << ")";
+        copied_from.erase(c);
+      }
+      state[e.trial] = s->second;
+    }
+    if (e.action != uint8_t(tune::Action::kExploit)) continue;
     ++exploits;
+    if (state.count(e.exploit_from)) {
+      // From now on the trial holds the donor's weights (and the scheduler gives it the donor's
+      // score): a trial that copies from it next gets those.
+      copied_from[e.trial] = {e.exploit_from, state[e.exploit_from]};
+      state[e.trial] = state[e.exploit_from];
+    }
     EXPECT_NE(e.exploit_from, e.trial);
     EXPECT_FALSE(tune::IsSkippedExploit(e)) << e.reason;
     // (The copy's key: EXP/TRIAL/ITERATION-fromDONOR.)
@@ -532,22 +560,24 @@ void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const
         << " and its report names no copy of the donor's checkpoint: '" << e.checkpoint_key << "'";
   }
   EXPECT_GT(exploits, 0u) << out;
+  EXPECT_GT(checked, 0u) << "no exploit was followed by a report of the trial that made it";
 }
 
 TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
-  auto head = StartHead({"--resources", "CPU=4"});
+  auto head = StartHead({"--resources", "CPU=8"});
   for (const char* every : {"1", "0"}) {
     std::string name = std::string("pbt") + every;
+    // (8 trials over 6 perturbation intervals: trials that exploited become donors in turn.)
     auto driver =
-        Driver({"--scenario=run", "--name=" + name, "--samples=4", "--iters=12", "--scheduler=pbt",
-                "--concurrent=4", "--step-ms=20", std::string("--checkpoint-every=") + every});
+        Driver({"--scenario=run", "--name=" + name, "--samples=8", "--iters=24", "--scheduler=pbt",
+                "--concurrent=8", "--step-ms=20", std::string("--checkpoint-every=") + every});
     std::string out = Finish(*driver);
-    ASSERT_NE(out.find("RESULT trials=4 finished=4 "), std::string::npos) << out;
+    ASSERT_NE(out.find("RESULT trials=8 finished=8 "), std::string::npos) << out;
     auto j = Load(name);
     ASSERT_TRUE(j.ok()) << j.status();
     SCOPED_TRACE("checkpoint_every " + std::string(every));
     ExpectExploitsCopyTheDonorsCheckpoint(*j, out);
-    for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=12 "), std::string::npos);
+    for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=24 "), std::string::npos);
   }
 }
 

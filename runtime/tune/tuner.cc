@@ -407,12 +407,17 @@ Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iterat
   const TrialStatus& donor = state_.trials().at(donor_id);
   std::string donor_name = TrialName(donor_id);
   std::string bytes;
-  if (donor.checkpoint) {
+  // A running class donor whose stored checkpoint is older than its last report (checkpoint_every
+  // 0 or N, or its only checkpoint is the copy of its own earlier exploit) saves one now, as a
+  // paused trial does: the exploit copies the weights that earned the donor's score, not stale
+  // ones labelled with its current iteration.
+  bool can_save = !spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed;
+  bool current = donor.checkpoint && donor.checkpoint->iteration >= donor.iteration;
+  if (donor.checkpoint && (current || !can_save)) {
     auto got = tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint);
     if (!got.ok()) return donor_name + "'s checkpoint could not be read: " + got.status().message();
     bytes = std::move(*got);
-  } else if (!spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed) {
-    // No checkpoint yet (checkpoint_every): the donor saves one now, as a paused trial does.
+  } else if (can_save) {
     auto saved = TryGet(live_.at(donor_id).actors[0].Task(&TrialHost::Save).Remote(),
                         std::chrono::minutes(5));
     if (!saved.ok())
@@ -422,8 +427,9 @@ Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iterat
   if (bytes.empty()) {
     return donor_name + " has no checkpoint to copy (" +
            (spec_.is_function ? std::string("its train function reported none")
+            : can_save        ? std::string("its Save() returned no bytes")
                               : "checkpoint_every " + std::to_string(spec_.checkpoint_every) +
-                                    ", and its actors are gone") +
+                             ", and its actors are gone") +
            ")";
   }
   CUMULUS_RETURN_IF_ERROR(
