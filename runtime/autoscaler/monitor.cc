@@ -136,9 +136,13 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
           }
           int64_t booked = WallNow();
           for (auto& id : *ids) {
-            books_.instances[id] =
-                LaunchedInstance{id, type_config.name, provider->name(), asked, false};
-            booked_at_[id] = booked;
+            // A node that registered before its slow launch answered was adopted (its round
+            // booked it, registered, maybe draining): the answer keeps those flags and only
+            // moves the launch time back to when it was asked for (it has cost since then).
+            auto [in, fresh] = books_.instances.try_emplace(
+                id, LaunchedInstance{id, type_config.name, provider->name(), asked, false});
+            if (!fresh) in->second.launched_micros = std::min(in->second.launched_micros, asked);
+            booked_at_.try_emplace(id, booked);
           }
         };
       },

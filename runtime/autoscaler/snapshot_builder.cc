@@ -200,15 +200,34 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
   }
 
   // Instances launched and not registered yet: capacity that is booting. One whose node
-  // registered once is not launching whatever its node is now (gone: above; recovering after a
-  // head restart, dead for less than the grace, or missing from the view: left out).
+  // registered once is not launching whatever its node is now (gone: above). One whose node is
+  // recovering after a head restart, dead for less than the grace, or missing from the view is
+  // still a machine the provider runs and bills: a busy node with nothing free, so that it
+  // counts against its type's max and min and the budget (a second machine is not launched for
+  // a type at its max while the first may come back), and is never placed on, drained or
+  // terminated on this view.
   for (auto& [id, in] : books.instances) {
-    if (in.registered) built.registered.insert(id);
-    if (built.registered.count(id) || !config.FindType(in.type)) continue;
+    const NodeTypeConfig* type = config.FindType(in.type);
+    if (!type) continue;
     const Instance* listed = Listed(view, in.provider, id);
-    if (listed &&
-        (listed->state == InstanceState::kFailed || listed->state == InstanceState::kTerminated))
+    bool ended = listed && (listed->state == InstanceState::kFailed ||
+                            listed->state == InstanceState::kTerminated);
+    if (in.registered && !built.registered.count(id)) {
+      built.registered.insert(id);
+      if (ended) continue;  // the provider says the machine is gone: it bills no more
+      autoscale::Node node;
+      node.id = id;
+      node.type = in.type;
+      node.state = autoscale::NodeState::kRunning;
+      node.total = type->resources;
+      node.labels = type->labels;
+      node.busy = true;
+      node.idle_since = -1;
+      built.instance_of[id] = id;
+      s.nodes.push_back(std::move(node));
       continue;
+    }
+    if (built.registered.count(id) || ended) continue;
     autoscale::Node node;
     node.id = id;
     node.type = in.type;

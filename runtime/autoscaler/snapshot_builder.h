@@ -13,12 +13,13 @@
 //     own drain finished and it stopped) while its instance is still in the books is kDraining
 //     and `drained`: the one way a draining node becomes something the policy terminates.
 //   - A launched node that registered (LaunchedInstance::registered) and then died or stopped
-//     without a drain (DEAD, not draining, for at least `dead_grace_micros`, no other record of
-//     its instance ALIVE or RECOVERING) is gone: kDraining and `drained` too, so its instance is
-//     terminated, with no launch failure counted (BuiltSnapshot::gone says why it went). A
-//     registered instance is never kLaunching: while its node recovers after a head restart, is
-//     dead for less than the grace (a node cut off rejoins under a new id), or is missing from
-//     the view, it is left out of the snapshot.
+//     without a drain (DEAD, not draining, its newest such record for at least
+//     `dead_grace_micros`, no other record of its instance ALIVE or RECOVERING) is gone:
+//     kDraining and `drained` too, so its instance is terminated, with no launch failure counted
+//     (BuiltSnapshot::gone says why it went). A registered instance is never kLaunching: while
+//     its node recovers after a head restart, is dead for less than the grace (a node cut off
+//     rejoins under a new id), or is missing from the view, it is a busy kRunning node with
+//     nothing free (the provider still bills it: it counts against max, min and the budget).
 //   - An instance in the books that never registered, with no ALIVE node yet, that its provider
 //     does not list as ended, is kLaunching since its launch; launches still in flight are
 //     kLaunching too (ids "asking/TYPE/N"), so no demand launches twice.

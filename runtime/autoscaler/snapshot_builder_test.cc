@@ -315,6 +315,50 @@ TEST(SnapshotBuilderTest, ANodeThatDiedWithoutADrainIsGoneNotLaunching) {
   EXPECT_TRUE(built.gone.empty());
 }
 
+// A registered instance whose node is not alive now (dead for less than the grace, RECOVERING
+// after a head restart, or missing from the view) is still a machine the provider bills: it
+// counts against its type's max. A type at max 1 launches no second machine for the demand
+// meanwhile; once the first is gone (past the grace) it launches its replacement.
+TEST(SnapshotBuilderTest, ARegisteredNodeNotAliveNowStillCountsAgainstItsTypesMax) {
+  ClusterConfig config = OneType();
+  config.node_types[0].max_count = 1;
+  MonitorBooks books;
+  books.instances["i-1"] = {"i-1", "cpu", "local", 0, false, /*registered=*/true};
+  ResourceSet cpu2;
+  cpu2.Set("CPU", 2);
+  MonitorView view;
+  view.now = 20 * 60'000'000LL;
+  view.dead_grace_micros = 5'000'000;
+  view.nodes.push_back(NodeWithDemand({{cpu2, 1, ""}}));  // on-prem, full, work waiting
+  std::map<std::string, int64_t> idle_since;
+  auto launches = [&] {
+    BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+    EXPECT_TRUE(built.registered.count("i-1"));
+    auto decided = autoscale::Decide(built.snapshot);
+    EXPECT_TRUE(decided.ok()) << decided.status();
+    if (!decided.ok()) return size_t{99};
+    EXPECT_TRUE(decided->terminations.empty());
+    return decided->launches.size();
+  };
+  // Missing from the view.
+  EXPECT_EQ(launches(), 0u) << "a second machine of a type at its max";
+  // RECOVERING.
+  view.nodes.push_back(LaunchedNode());
+  view.nodes[1].state = NodeState::kRecovering;
+  EXPECT_EQ(launches(), 0u) << "a second machine of a type at its max";
+  // Dead a moment ago.
+  view.nodes[1].state = NodeState::kDead;
+  view.nodes[1].death_reason = "its connection to the head closed and it did not reconnect";
+  view.nodes[1].death_micros = view.now - 1'000'000;
+  EXPECT_EQ(launches(), 0u) << "a second machine of a type at its max";
+  // Past the grace: gone (terminated), and its replacement launched.
+  view.nodes[1].death_micros = view.now - 6'000'000;
+  BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+  auto decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  EXPECT_EQ(decided->terminations.size(), 1u);
+}
+
 // The purpose and the reason travel in the node record (heartbeat and control store).
 TEST(SnapshotBuilderTest, DemandPurposeAndReasonSurviveTheNodeRecord) {
   ResourceSet cpu2;
