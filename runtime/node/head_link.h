@@ -27,7 +27,10 @@ class HeadLink {
     Status st = Connect();
     if (!st.ok()) return st;
     auto r = call(*client_);
-    if (!r.ok() && r.status().code() != StatusCode::kNotFound) client_.reset();
+    // A call of several requests may answer OK with one of them failed (a lookup that returns
+    // what it found): a connection left out of step is dropped whatever the answer says.
+    if ((!r.ok() && r.status().code() != StatusCode::kNotFound) || client_->broken())
+      client_.reset();
     return r;
   }
 
