@@ -320,6 +320,19 @@ TEST_F(TimelineTest, BadArgumentsAndASilentNodeAreOneLine) {
     EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos) << trace.substr(0, 200);
     EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/-"));
   }
+  {
+    // -o - into a full disk: a failure, said in one line, not "Wrote ... to stdout".
+    Subprocess p({"/bin/sh", "-c",
+                  "exec '" + kCumulus + "' timeline -o - --address " + address_ +
+                      " --token-file '" + token_file_ + "' 2>&1 >/dev/full"});
+    std::string said = p.ReadAll(30s);
+    auto st = p.Wait(10s);
+    ASSERT_TRUE(st && WIFEXITED(*st)) << said;
+    EXPECT_EQ(WEXITSTATUS(*st), 1) << said;
+    EXPECT_NE(said.find("cannot write the trace to stdout"), std::string::npos) << said;
+    EXPECT_EQ(said.find("Wrote"), std::string::npos) << said;
+    EXPECT_EQ(Count(said, "cannot write"), 1) << said;  // (beside the note on the node above)
+  }
 
   // A node that does not answer (stopped): one line naming it, the others still written.
   node->Kill(SIGSTOP);

@@ -2,7 +2,9 @@
 // fetched over its core TCP port with the cluster token, merged into one Chrome trace.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -111,9 +113,13 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status::Unavailable("cannot write " + tmp + " (does its directory exist?)");
     f << text;
     if (!f.flush()) {
-      return Status::Unavailable("cannot write " + tmp + " (does its directory exist?)");
+      f.close();
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);  // a partial file (a full disk) is not left behind
+      return Status::Unavailable("cannot write " + tmp + " (is the disk full?)");
     }
   }
   std::error_code ec;
@@ -216,8 +222,11 @@ int TimelineCommand(const std::vector<std::string>& given) {
   ChromeTraceSummary summary;
   std::string trace = ChromeTrace(timelines, &summary);
   if (to_stdout) {
-    std::fwrite(trace.data(), 1, trace.size(), stdout);
-    std::fflush(stdout);
+    bool written = std::fwrite(trace.data(), 1, trace.size(), stdout) == trace.size();
+    if (std::fflush(stdout) != 0 || !written) {
+      return Fail(Status::Unavailable(std::string("cannot write the trace to stdout: ") +
+                                      std::strerror(errno)));
+    }
   } else if (Status st = WriteFileAtomically(out, trace); !st.ok()) {
     return Fail(st);
   }
