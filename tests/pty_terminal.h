@@ -44,12 +44,13 @@ inline std::string Plain(const std::string& raw) {
 }
 
 // `cumulus shell ARGS...` on a pseudo-terminal of 120x40, with CUMULUS_HISTORY=`history`; its
-// stdout goes to the file `stdout_file` instead when one is named. The shell is killed when the
-// Terminal goes, if it has not exited.
+// stdout goes to the file `stdout_file` instead when one is named (and its stderr too with
+// `stderr_too`: `shell &> FILE`). The shell is killed when the Terminal goes, if it has not
+// exited.
 class Terminal {
  public:
   Terminal(const std::vector<std::string>& args, const std::string& history,
-           const std::string& stdout_file = "") {
+           const std::string& stdout_file = "", bool stderr_too = false) {
     winsize ws{};
     ws.ws_row = 40;
     ws.ws_col = 120;
@@ -60,6 +61,7 @@ class Terminal {
       if (!stdout_file.empty()) {
         int out = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (out < 0 || dup2(out, STDOUT_FILENO) < 0) _exit(126);
+        if (stderr_too && dup2(out, STDERR_FILENO) < 0) _exit(126);
         close(out);
       }
       std::vector<std::string> argv = {kCumulus, "shell"};

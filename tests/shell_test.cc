@@ -332,6 +332,20 @@ TEST_F(ShellTest, OutputToAFileStillAsksAndSurvivesCtrlC) {
   t.Type("exit\n");
   int status = t.Exit();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << t.Raw();
+
+  // stderr to the file as well (`cumulus shell &> session.log`): the question is asked on the
+  // terminal the answer is read from, not written into the file where no one sees it.
+  Terminal both(Auth(), History(), log, /*stderr_too=*/true);
+  ASSERT_TRUE(both.started());
+  both.Type("cancel 12345678\n");
+  ASSERT_TRUE(both.WaitFor("Run 'cancel 12345678'? [y/N]")) << both.Raw() << logged();
+  both.Type("n\n");
+  ASSERT_TRUE(WaitUntil([&] { return logged().find("Not done.") != std::string::npos; }, 10s))
+      << logged() << both.Raw();
+  EXPECT_EQ(logged().find("[y/N]"), std::string::npos) << logged();
+  both.Type("exit\n");
+  status = both.Exit();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << both.Raw();
 }
 
 TEST_F(ShellTest, ALostHeadIsOneLineAndTheNextCommandSaysItReconnected) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "runtime/base/numeric.h"
 #include "runtime/cli/interrupt.h"
@@ -196,8 +197,14 @@ void Session::CheckHeadBefore() {
 bool Session::Confirm(const std::vector<std::string>& words) {
   std::string line;
   for (const std::string& w : words) line += (line.empty() ? "" : " ") + Quote(w);
-  // Asked where the person sees it: stdout on a terminal, else stderr (`shell > session.log`).
+  // Asked where the person sees it: stdout on a terminal, else stderr (`shell > session.log`),
+  // else the terminal the answer is read from (`shell &> session.log`: stdin is that terminal).
   std::FILE* ask = options_.interactive ? stdout : stderr;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> tty(nullptr, &std::fclose);
+  if (!isatty(fileno(ask))) {
+    tty.reset(std::fopen("/dev/tty", "w"));
+    if (tty) ask = tty.get();
+  }
   std::fflush(stdout);
   std::fprintf(ask, "Run '%s'? [y/N] ", line.c_str());
   std::fflush(ask);
