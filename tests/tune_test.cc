@@ -516,15 +516,16 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
 // PBT: the bottom trials take over a top trial's checkpoint and config, and go on to the end.
 // The copy of the donor's checkpoint is made before the exploit is journaled, and the report
 // names it (one append: a restore never sees the new config without its checkpoint). With
-// `checkpoint_every` 0 (no checkpoint but when paused, and PBT never pauses) the running donor
-// saves one for the copy, also when its only checkpoint is the copy of its own earlier exploit
-// (the copy must be the weights of the donor's last report, not older ones).
+// `checkpoint_every` 0 every trial still checkpoints at its perturbation boundaries, so the copy
+// is the donor's weights of its last boundary, not those of its own earlier exploit (once
+// copied, many steps older).
 void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const std::string& out) {
   size_t exploits = 0, checked = 0;
-  // The trainable's own step count ("state") of each trial's weights as of its last report (or
-  // exploit), and, for a trial that has just exploited, its donor's then: the copy it restored
-  // is at least that far along (checkpoint_every 0 copied the donor's weights of its own earlier
-  // exploit instead, many steps older).
+  // The trainable's own step count ("state") of each trial's weights as of its last
+  // perturbation boundary (every 4th iteration, where PBT ranks and copies; or its exploit), and,
+  // for a trial that has just exploited, its donor's then: the copy it restored is at least that
+  // far along (checkpoint_every 0 once copied the donor's weights of its own earlier exploit
+  // instead, many steps older).
   std::map<uint64_t, double> state;
   std::map<uint64_t, std::pair<uint64_t, double>> copied_from;
   for (const JournalEntry& e : j.entries) {
@@ -537,12 +538,12 @@ void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const
         // (Restore took the copy's step count; one Step later it reports that plus one.)
         EXPECT_GE(s->second - 1, c->second.second)
             << "trial " << e.trial << " exploited " << c->second.first
-            << " and restored weights older than the donor's last report (its next report, at "
+            << " and restored weights older than the donor's last boundary (its next report, at "
             << e.iteration << ", has state " << s->second << "; the donor's was "
             << c->second.second << ")";
         copied_from.erase(c);
       }
-      state[e.trial] = s->second;
+      if (e.iteration % 4 == 0) state[e.trial] = s->second;
     }
     if (e.action != uint8_t(tune::Action::kExploit)) continue;
     ++exploits;
@@ -551,6 +552,8 @@ void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const
       // score): a trial that copies from it next gets those.
       copied_from[e.trial] = {e.exploit_from, state[e.exploit_from]};
       state[e.trial] = state[e.exploit_from];
+    } else {
+      state.erase(e.trial);  // a donor before its first boundary: what it gave is not known here
     }
     EXPECT_NE(e.exploit_from, e.trial);
     EXPECT_FALSE(tune::IsSkippedExploit(e)) << e.reason;

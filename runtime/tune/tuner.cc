@@ -183,8 +183,13 @@ Status Tuner::Impl::CreateActors(uint64_t id, Live& live, const PlacementGroup* 
 }
 
 void Tuner::Impl::SubmitStep(uint64_t id, Live& live) {
-  bool checkpoint = !spec_.is_function && spec_.checkpoint_every > 0 &&
-                    (live.host_iteration + 1) % spec_.checkpoint_every == 0;
+  int64_t next = live.host_iteration + 1;
+  bool checkpoint =
+      !spec_.is_function && spec_.checkpoint_every > 0 && next % spec_.checkpoint_every == 0;
+  // PBT copies donors' checkpoints at perturbation boundaries: every trial checkpoints at its
+  // own (in the step's answer, so no save ever waits behind a step in flight), as Ray's PBT
+  // saves a top trial when it reaches its interval.
+  if (!spec_.is_function && IsPbt() && next % spec_.pbt_interval == 0) checkpoint = true;
   live.steps.clear();
   live.step_done.assign(live.actors.size(), false);
   for (size_t rank = 0; rank < live.actors.size(); ++rank) {
@@ -407,12 +412,15 @@ Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iterat
   const TrialStatus& donor = state_.trials().at(donor_id);
   std::string donor_name = TrialName(donor_id);
   std::string bytes;
-  // A running class donor whose stored checkpoint is older than its last report (checkpoint_every
-  // 0 or N, or its only checkpoint is the copy of its own earlier exploit) saves one now, as a
-  // paused trial does: the exploit copies the weights that earned the donor's score, not stale
-  // ones labelled with its current iteration.
+  // The donor's checkpoint of its last perturbation boundary or later (each trial checkpoints
+  // at its boundaries: SubmitStep) is its weights as PBT ranks them, as in Ray's PBT. A running
+  // class donor whose stored checkpoint is older (it resumed between boundaries; or its only
+  // checkpoint is the copy of its own earlier exploit) saves one now, as a paused trial does,
+  // waiting behind its step in flight: the exploit copies the weights that earned the donor's
+  // score, not stale ones labelled with its current iteration.
   bool can_save = !spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed;
-  bool current = donor.checkpoint && donor.checkpoint->iteration >= donor.iteration;
+  int64_t boundary = donor.iteration - donor.iteration % std::max<int64_t>(spec_.pbt_interval, 1);
+  bool current = donor.checkpoint && donor.checkpoint->iteration >= boundary;
   if (donor.checkpoint && (current || !can_save)) {
     auto got = tune::Journal::GetCheckpoint(journal_->head(), *donor.checkpoint);
     if (!got.ok()) return donor_name + "'s checkpoint could not be read: " + got.status().message();

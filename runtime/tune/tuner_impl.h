@@ -83,6 +83,7 @@ class Tuner::Impl {
   }
   Status CreateActors(uint64_t id, Live& live, const PlacementGroup* group);
   void SubmitStep(uint64_t id, Live& live);
+  bool IsPbt() const { return scheduler_ && scheduler_->name() == "pbt"; }
   Status HandleWhere(uint64_t id, Live& live);
   // Rank `rank`'s step is ready: a failure ends or restarts the trial at once (a gang's other
   // ranks may be blocked in a collective operation with it); the report is handled once every

@@ -168,8 +168,9 @@ struct TunerOptions {
   int gang_size = 1;
   PlacementGroupStrategy gang_strategy = PlacementGroupStrategy::kPack;
   std::string label_selector;  // where trials may run, e.g. "site=onprem"
-  // Class trainables: a checkpoint every this many iterations (0: only when paused), stored in
-  // the head's control store so that losing a trial's node loses none.
+  // Class trainables: a checkpoint every this many iterations (0: only when paused; under PBT
+  // also at each perturbation boundary, whatever this says), stored in the head's control store
+  // so that losing a trial's node loses none.
   int64_t checkpoint_every = 1;
   // Times a trial is resumed (from its last checkpoint) after its actor or node died.
   int max_failures = 3;
