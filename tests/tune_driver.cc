@@ -1,7 +1,8 @@
 // The tuner on a real cluster (driven by tune_test.cc): a trainable whose metric follows a known
 // curve of its config, so the test knows what each trial must report.
 //
-//   tune_driver --scenario=run|restore|gang|function|bad --name=EXP [--samples=N] [--iters=N]
+//   tune_driver --scenario=run|restore|gang|function|function-pbt[-restore]|bad --name=EXP
+//   [--samples=N] [--iters=N]
 //               [--step-ms=MS] [--scheduler=S] [--gang=N] [--cpus=N] [--dir=D]
 //               [--concurrent=N] [--pending=N (max_pending_trials)]
 //               [--budget-fraction=F (the budget scheduler's budget_fraction)]
@@ -79,7 +80,11 @@ void Train(tune::TrialContext& ctx, const tune::Config& c) {
   if (auto ck = ctx.LoadCheckpoint()) start = std::stoll(*ck);
   for (int64_t it = start + 1;; ++it) {
     std::this_thread::sleep_for(std::chrono::milliseconds(c.Get<int64_t>("step_ms")));
-    ctx.Report({{"accuracy", Curve(lr, it)}}, std::to_string(it));
+    if (c.Has("no_checkpoint")) {
+      ctx.Report({{"accuracy", Curve(lr, it)}});  // (PBT has nothing to copy: skipped exploits)
+    } else {
+      ctx.Report({{"accuracy", Curve(lr, it)}}, std::to_string(it));
+    }
     if (it >= 6) return;  // a function may end by itself before max_iterations
   }
 }
@@ -172,6 +177,12 @@ int main(int argc, char** argv) {
   } else if (scenario == "function") {
     o.scheduler.kind = "fifo";
     run(tune::Tuner::Create(Train, space, o));
+  } else if (scenario == "function-pbt" || scenario == "function-pbt-restore") {
+    // A train function that reports no checkpoint, under PBT: every exploit is skipped.
+    space.Choice("no_checkpoint", {true});
+    o.scheduler.kind = "pbt";
+    run(scenario == "function-pbt" ? tune::Tuner::Create(Train, space, o)
+                                   : tune::Tuner::Restore(Train, o.name, space));
   } else if (scenario == "bad") {
     // Each bad input is one line naming what is wrong.
     tune::SearchSpace empty;

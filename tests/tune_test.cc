@@ -584,6 +584,38 @@ TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
   }
 }
 
+// PBT over a train function that reports no checkpoint: there is nothing to copy, so each
+// exploit is skipped with its reason and the trial goes on with its own config; the journal
+// says so, and a restore of the ended experiment replays those skips as the live run made them
+// (the scheduler's undo, OnExploitSkipped) instead of refusing the journal.
+TEST_F(TuneTest, PbtWithNothingToCopySkipsEachExploitAndRestoresIt) {
+  auto head = StartHead({"--resources", "CPU=8"});
+  auto driver = Driver({"--scenario=function-pbt", "--name=skips", "--samples=8", "--iters=6",
+                        "--concurrent=8", "--step-ms=20"});
+  std::string out = Finish(*driver);
+  ASSERT_NE(out.find("RESULT trials=8 finished=8 "), std::string::npos) << out;
+  auto j = Load("skips");
+  ASSERT_TRUE(j.ok()) << j.status();
+  std::map<uint64_t, std::string> config;
+  size_t skipped = 0;
+  for (const JournalEntry& e : j->entries) {
+    if (e.kind == JournalEntry::Kind::kTrialAdded) config[e.trial] = e.config;
+    if (e.kind != JournalEntry::Kind::kReport || e.action != uint8_t(tune::Action::kExploit))
+      continue;
+    ++skipped;
+    EXPECT_TRUE(tune::IsSkippedExploit(e)) << e.reason;
+    EXPECT_NE(e.reason.find("reported none"), std::string::npos) << e.reason;
+    EXPECT_EQ(e.config, config[e.trial]) << "trial " << e.trial << " took a config it had no "
+                                         << "checkpoint for";
+    EXPECT_TRUE(e.checkpoint_key.empty()) << e.checkpoint_key;
+  }
+  EXPECT_GT(skipped, 0u) << out;
+  auto restored = Driver({"--scenario=function-pbt-restore", "--name=skips", "--step-ms=20"});
+  std::string again = Finish(*restored);
+  EXPECT_EQ(again.find("ERROR"), std::string::npos) << again;
+  EXPECT_NE(again.find("RESULT trials=8 finished=8 "), std::string::npos) << again;
+}
+
 TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
   auto head = StartHead({"--resources", "CPU=0"});
   std::string b, c;
