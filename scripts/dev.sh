@@ -67,6 +67,10 @@ else
 fi
 
 # --- configure and build ---------------------------------------------------------------------
+# ccache keys on paths relative to the checkout (and not on the build directory), so another
+# checkout of the same sources (CI's fresh clone) hits what this one cached. Also for the fuzz
+# build and the examples' build below, which inherit these.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 if [[ ! -f "$build/build.ninja" ]]; then
   if [[ -f "$build/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build/CMakeCache.txt"; then
     die "$build was configured with another CMake generator; remove it (rm -rf build) and run again"
