@@ -137,8 +137,8 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
           int64_t booked = WallNow();
           for (auto& id : *ids) {
             // A node that registered before its slow launch answered was adopted (its round
-            // booked it, registered, maybe draining): the answer keeps those flags and only
-            // moves the launch time back to when it was asked for (it has cost since then).
+            // booked it, registered, maybe draining): the answer keeps that entry and its
+            // flags, and only dates its launch from when it was asked for.
             auto [in, fresh] = books_.instances.try_emplace(
                 id, LaunchedInstance{id, type_config.name, provider->name(), asked, false});
             if (!fresh) in->second.launched_micros = std::min(in->second.launched_micros, asked);

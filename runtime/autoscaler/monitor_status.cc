@@ -66,6 +66,11 @@ std::string StatusText(const MonitorStatusInput& in) {
                   t.running, t.launching + t.launches, t.idle, t.draining,
                   b ? b->failed_launches : 0, Money(b ? b->spend : 0).c_str(),
                   Money(t.price_per_hour_now).c_str());
+    // Registered machines whose nodes are not alive now are billed (PER HOUR) but not RUNNING.
+    if (t.unreachable > 0) {
+      backoff += "; " + std::to_string(t.unreachable) +
+                 " not alive now (recovering, or dead within the grace)";
+    }
     out += line + backoff + "\n";
   }
   if (d.verdicts.empty()) {
@@ -96,6 +101,7 @@ std::string StatusJson(const MonitorStatusInput& in) {
            ",\"running\":" + std::to_string(t.running) +
            ",\"launching\":" + std::to_string(t.launching + t.launches) +
            ",\"idle\":" + std::to_string(t.idle) + ",\"draining\":" + std::to_string(t.draining) +
+           ",\"unreachable\":" + std::to_string(t.unreachable) +
            ",\"failed_launches\":" + std::to_string(b ? b->failed_launches : 0) +
            ",\"cost\":" + Money(b ? b->spend : 0) + ",\"per_hour\":" + Money(t.price_per_hour_now) +
            ",\"backoff_until_micros\":" +

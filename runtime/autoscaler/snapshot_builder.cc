@@ -202,10 +202,10 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
   // Instances launched and not registered yet: capacity that is booting. One whose node
   // registered once is not launching whatever its node is now (gone: above). One whose node is
   // recovering after a head restart, dead for less than the grace, or missing from the view is
-  // still a machine the provider runs and bills: a busy node with nothing free, so that it
-  // counts against its type's max and min and the budget (a second machine is not launched for
-  // a type at its max while the first may come back), and is never placed on, drained or
-  // terminated on this view.
+  // still a machine the provider runs and bills: `unreachable` (draining, if it was), so that it
+  // counts against its type's max and the budget (a second machine is not launched for a type
+  // at its max while the first may come back) but keeps no min count, and is never placed on,
+  // drained or terminated on this view.
   for (auto& [id, in] : books.instances) {
     const NodeTypeConfig* type = config.FindType(in.type);
     if (!type) continue;
@@ -218,7 +218,9 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
       autoscale::Node node;
       node.id = id;
       node.type = in.type;
-      node.state = autoscale::NodeState::kRunning;
+      // Draining before its node went away: still draining (terminated once it has left).
+      node.state = in.draining ? autoscale::NodeState::kDraining : autoscale::NodeState::kRunning;
+      node.unreachable = !in.draining;
       node.total = type->resources;
       node.labels = type->labels;
       node.busy = true;

@@ -18,8 +18,9 @@
 //     kDraining and `drained` too, so its instance is terminated, with no launch failure counted
 //     (BuiltSnapshot::gone says why it went). A registered instance is never kLaunching: while
 //     its node recovers after a head restart, is dead for less than the grace (a node cut off
-//     rejoins under a new id), or is missing from the view, it is a busy kRunning node with
-//     nothing free (the provider still bills it: it counts against max, min and the budget).
+//     rejoins under a new id), or is missing from the view, it is an `unreachable` kRunning node
+//     (kDraining if it was draining): the provider still bills it, so it counts against max and
+//     the budget, but it is no capacity and keeps no min count.
 //   - An instance in the books that never registered, with no ALIVE node yet, that its provider
 //     does not list as ended, is kLaunching since its launch; launches still in flight are
 //     kLaunching too (ids "asking/TYPE/N"), so no demand launches twice.

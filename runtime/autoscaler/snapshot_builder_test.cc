@@ -318,7 +318,7 @@ TEST(SnapshotBuilderTest, ANodeThatDiedWithoutADrainIsGoneNotLaunching) {
 // A registered instance whose node is not alive now (dead for less than the grace, RECOVERING
 // after a head restart, or missing from the view) is still a machine the provider bills: it
 // counts against its type's max. A type at max 1 launches no second machine for the demand
-// meanwhile; once the first is gone (past the grace) it launches its replacement.
+// meanwhile; once the first is gone (past the grace) it is terminated.
 TEST(SnapshotBuilderTest, ARegisteredNodeNotAliveNowStillCountsAgainstItsTypesMax) {
   ClusterConfig config = OneType();
   config.node_types[0].max_count = 1;
@@ -351,12 +351,43 @@ TEST(SnapshotBuilderTest, ARegisteredNodeNotAliveNowStillCountsAgainstItsTypesMa
   view.nodes[1].death_reason = "its connection to the head closed and it did not reconnect";
   view.nodes[1].death_micros = view.now - 1'000'000;
   EXPECT_EQ(launches(), 0u) << "a second machine of a type at its max";
-  // Past the grace: gone (terminated), and its replacement launched.
+  // Past the grace: gone, terminated.
   view.nodes[1].death_micros = view.now - 6'000'000;
   BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
   auto decided = autoscale::Decide(built.snapshot);
   ASSERT_TRUE(decided.ok()) << decided.status();
   EXPECT_EQ(decided->terminations.size(), 1u);
+}
+
+// ... but it keeps no min count: with min 1, a healthy node idle past its timeout is the one
+// that keeps the min, so it is not drained on account of a machine that may never come back.
+TEST(SnapshotBuilderTest, ARegisteredNodeNotAliveNowKeepsNoMinCount) {
+  ClusterConfig config = OneType();  // idle timeout 2 s
+  config.node_types[0].min_count = 1;
+  MonitorBooks books;
+  books.instances["i-1"] = {"i-1", "cpu", "local", 0, false, /*registered=*/true};
+  books.instances["i-2"] = {"i-2", "cpu", "local", 0, false, /*registered=*/true};
+  MonitorView view;
+  view.now = 20 * 60'000'000LL;
+  view.dead_grace_micros = 5'000'000;
+  view.nodes.push_back(LaunchedNode());  // i-1: died a moment ago
+  view.nodes[0].state = NodeState::kDead;
+  view.nodes[0].death_reason = "its connection to the head closed and it did not reconnect";
+  view.nodes[0].death_micros = view.now - 1'000'000;
+  view.nodes.push_back(LaunchedNode());  // i-2: alive and idle
+  view.nodes[1].labels[kInstanceIdLabel] = "i-2";
+  std::map<std::string, int64_t> idle_since;
+  (void)BuildSnapshot(config, books, view, &idle_since);  // i-2 idle from now
+  view.now += 3'000'000;                                  // past its idle timeout
+  view.nodes[0].death_micros = view.now - 1'000'000;      // still within the grace
+  BuiltSnapshot built = BuildSnapshot(config, books, view, &idle_since);
+  auto decided = autoscale::Decide(built.snapshot);
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  EXPECT_TRUE(decided->drains.empty()) << "drained " << decided->drains[0].node;
+  EXPECT_TRUE(decided->terminations.empty());
+  ASSERT_EQ(decided->types.size(), 1u);
+  EXPECT_EQ(decided->types[0].unreachable, 1);
+  EXPECT_EQ(decided->types[0].running, 1);
 }
 
 // The purpose and the reason travel in the node record (heartbeat and control store).

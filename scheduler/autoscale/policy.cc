@@ -118,7 +118,7 @@ class Round {
   const Options& o_;
   Decision d_;
   std::map<std::string, int> type_index_;
-  std::vector<int> running_, launching_, draining_, idle_, opened_, alive_;
+  std::vector<int> running_, launching_, draining_, idle_, opened_, alive_, unreachable_;
   std::vector<int64_t> backoff_until_;
   std::vector<int64_t> idle_timeout_;  // per type: configured or learned (idle_gaps.h)
   std::vector<bool> learned_;          // per type: idle_timeout_ came from the gaps
@@ -160,6 +160,7 @@ void Round::CountNodes() {
   running_.assign(n, 0);
   launching_.assign(n, 0);
   draining_.assign(n, 0);
+  unreachable_.assign(n, 0);
   idle_.assign(n, 0);
   opened_.assign(n, 0);
   alive_.assign(n, 0);
@@ -208,6 +209,8 @@ void Round::CountNodes() {
       launching_[t]++;
       launching_now_++;
       booting_.push_back(Bin{node.id, t, type.labels, type.resources, type.resources});
+    } else if (node.state == NodeState::kRunning && node.unreachable) {
+      unreachable_[t]++;  // in alive_ (max, budget): no capacity, no min count, kept as it is
     } else if (node.state == NodeState::kRunning) {
       running_[t]++;
       running_cloud_++;
@@ -448,7 +451,7 @@ void Round::LaunchFor(std::vector<Unit>& units) {
 
 void Round::KeepMinCounts() {
   for (size_t t = 0; t < s_.types.size(); ++t) {
-    while (alive_[t] + opened_[t] - draining_[t] < s_.types[t].min_count) {
+    while (alive_[t] + opened_[t] - draining_[t] - unreachable_[t] < s_.types[t].min_count) {
       Reason r;
       std::string why;
       if (!MayOpen(static_cast<int>(t), &r, &why)) break;
@@ -540,6 +543,7 @@ void Round::Report(const std::vector<Unit>& units) {
     r.running = running_[t];
     r.launching = launching_[t];
     r.draining = draining_[t];
+    r.unreachable = unreachable_[t];
     r.idle = idle_[t];
     r.launches = opened_[t];
     r.backoff_until = backoff_until_[t] > s_.now ? backoff_until_[t] : 0;

@@ -91,6 +91,11 @@ struct Node {
   // "done" for a draining node: they may come from a view older than the drain, or than work
   // sent to the node just before it (a busy node killed, Ray #46492).
   bool drained = false;
+  // kRunning: a launched node that registered and is not alive now (its head restarted and
+  // waits to hear from it, it died less than the grace ago, or the view lacks it). The provider
+  // still runs and bills the machine: it counts against its type's max and the budget, but is
+  // no capacity, keeps no min count, and is never drained or terminated on this view.
+  bool unreachable = false;
 };
 
 // Work that waits: a task or actor (one bundle), or a placement group (its bundles, placed as one).
@@ -172,6 +177,7 @@ struct Verdict {
 struct TypeReport {
   std::string type;
   int running = 0, launching = 0, draining = 0, idle = 0;
+  int unreachable = 0;            // registered, not alive now (Node::unreachable)
   int launches = 0;               // decided this round
   int64_t backoff_until = 0;      // 0: not backed off
   double price_per_hour_now = 0;  // of its nodes that are launching, running or draining
