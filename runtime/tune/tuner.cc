@@ -414,10 +414,10 @@ Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iterat
   std::string bytes;
   // The donor's checkpoint of its last perturbation boundary or later (each trial checkpoints
   // at its boundaries: SubmitStep) is its weights as PBT ranks them, as in Ray's PBT. A running
-  // class donor whose stored checkpoint is older (it resumed between boundaries; or its only
-  // checkpoint is the copy of its own earlier exploit) saves one now, as a paused trial does,
-  // waiting behind its step in flight: the exploit copies the weights that earned the donor's
-  // score, not stale ones labelled with its current iteration.
+  // class donor whose stored checkpoint is older (before its first boundary under
+  // checkpoint_every 0; a journal written before boundary checkpoints) saves one now, as a paused
+  // trial does, waiting behind its step in flight: the exploit copies the weights that earned
+  // the donor's score, not stale ones labelled with its current iteration.
   bool can_save = !spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed;
   int64_t boundary = donor.iteration - donor.iteration % std::max<int64_t>(spec_.pbt_interval, 1);
   bool current = donor.checkpoint && donor.checkpoint->iteration >= boundary;
