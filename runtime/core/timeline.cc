@@ -57,7 +57,7 @@ void TimelineRing::Add(const TimelineRecord& r) {
 }
 
 TimelineRecord& TimelineRing::NextSlot() {
-  if (events_.size() < capacity_) return events_.emplace_back();
+  if (size_ < capacity_) return events_[size_++];
   TimelineRecord& slot = events_[next_];
   next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
   ++dropped_;
@@ -81,8 +81,8 @@ size_t TimelineRing::AddPacked(const uint8_t* data, size_t size, int32_t pid) {
 
 void TimelineRing::ForEach(const JobId& job,
                            const std::function<void(const TimelineRecord&)>& fn) const {
-  for (size_t i = 0; i < events_.size(); ++i) {
-    const TimelineRecord& r = events_[(next_ + i) % events_.size()];
+  for (size_t i = 0; i < size_; ++i) {
+    const TimelineRecord& r = events_[(next_ + i) % size_];
     if (!job.IsNil() && r.Task().Job() != job) continue;
     fn(r);
   }
