@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -671,17 +672,29 @@ TEST_F(TuneTest, PausedGangTrialResumesAndFormsItsGroupAgain) {
 
 // A gang whose rank 1 throws while rank 0 waits in an allreduce with it: the trial fails with
 // rank 1's own error, and without waiting for rank 0's collective operation to time out (60 s).
+// Two gangs whose rank 1 throws at iteration 2 (rank 0 is then blocked in its allreduce): each
+// trial fails with rank 1's own error, and the two looks at the other ranks (up to 10 s each)
+// run side by side on the controller, not one after the other (it used to block in the first).
 TEST_F(TuneTest, GangRanksOwnErrorIsTheTrialsFailure) {
-  auto head = StartHead({"--resources", "CPU=2"});
-  auto driver = Driver({"--scenario=gang", "--name=grank", "--samples=1", "--iters=5", "--gang=2",
-                        "--scheduler=fifo", "--step-ms=10", "--fail-rank=1"});
-  std::string out = Finish(*driver, 25s);
+  auto head = StartHead({"--resources", "CPU=4"});
+  auto driver = Driver({"--scenario=gang", "--name=grank", "--samples=2", "--iters=5", "--gang=2",
+                        "--scheduler=fifo", "--step-ms=10", "--fail-rank=1", "--concurrent=2"});
+  std::string out = Finish(*driver, 40s);
   auto trials = Trials(out);
-  ASSERT_EQ(trials.size(), 1u) << out;
-  const std::string& line = trials.begin()->second;
-  EXPECT_NE(line.find("state=FAILED"), std::string::npos) << line;
-  EXPECT_NE(line.find("rank 1: "), std::string::npos) << line;
-  EXPECT_NE(line.find("rank 1 fails on purpose"), std::string::npos) << line;
+  ASSERT_EQ(trials.size(), 2u) << out;
+  for (auto& [id, line] : trials) {
+    EXPECT_NE(line.find("state=FAILED"), std::string::npos) << line;
+    EXPECT_NE(line.find("rank 1: "), std::string::npos) << line;
+    EXPECT_NE(line.find("rank 1 fails on purpose"), std::string::npos) << line;
+  }
+  auto j = Load("grank");
+  ASSERT_TRUE(j.ok()) << j.status();
+  std::vector<int64_t> ended;
+  for (const JournalEntry& e : j->entries)
+    if (e.kind == JournalEntry::Kind::kTrialEnded) ended.push_back(e.micros);
+  ASSERT_EQ(ended.size(), 2u) << out;
+  EXPECT_LT(std::llabs(ended[1] - ended[0]), 5'000'000)
+      << "the second gang's failure waited out the first one's look at its ranks";
 }
 
 // A trial that fits the cluster but not what is free now waits, and `cumulus status` names it

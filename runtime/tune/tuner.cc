@@ -296,21 +296,31 @@ Status Tuner::Impl::HandleStepFailure(uint64_t id, Live& live, size_t rank, cons
   // The first rank whose step failed is the one the trial's failure names: the others may only
   // be blocked in (or failing with) a collective operation with it. But a rank's error may also
   // be the echo of another rank's actor dying, which makes the trial restart, not fail: the
-  // other ranks' steps are looked at (a while) for such a death.
+  // other ranks' steps are looked at, as they return and for a while (10 s), for such a death,
+  // without holding up the controller (the other trials' reports, stop requests) meanwhile.
+  live.step_done[rank] = true;  // (not waited on again)
   Status why(error.code(), "rank " + std::to_string(rank) + ": " + error.message());
-  auto deadline = Clock::now() + std::chrono::seconds(10);
-  for (size_t other = 0; other < live.steps.size() && why.code() == StatusCode::kTaskFailed;
-       ++other) {
-    if (other == rank || live.step_done[other]) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto got = TryGet(live.steps[other], std::max(left, std::chrono::milliseconds(0)));
-    if (!got.ok() && got.status().code() != StatusCode::kTaskFailed &&
-        got.status().code() != StatusCode::kTimedOut) {
-      why = Status(got.status().code(), "rank " + std::to_string(other) + ": " +
-                                            got.status().message() + " (rank " +
-                                            std::to_string(rank) + ": " + error.message() + ")");
+  if (live.failing) {
+    // Another rank's failure after the first: a death is what it says; an error is an echo.
+    if (error.code() != StatusCode::kTaskFailed && error.code() != StatusCode::kTimedOut &&
+        live.failing->why.code() == StatusCode::kTaskFailed) {
+      live.failing->why =
+          Status(error.code(), why.message() + " (" + live.failing->why.message() + ")");
     }
+  } else {
+    live.failing = Live::Failing{why, Clock::now() + std::chrono::seconds(10)};
   }
+  return FinishFailure(id, live, /*deadline_passed=*/false);
+}
+
+Status Tuner::Impl::FinishFailure(uint64_t id, Live& live, bool deadline_passed) {
+  bool waiting = false;
+  for (size_t r = 0; r < live.steps.size(); ++r) waiting |= !live.step_done[r];
+  // Only the trial's own error waits for the others: a death restarts it at once.
+  if (live.failing->why.code() == StatusCode::kTaskFailed && waiting && !deadline_passed &&
+      Clock::now() < live.failing->deadline)
+    return Status::OK();
+  Status why = live.failing->why;
   return HandleFailure(id, why);
 }
 
@@ -318,6 +328,7 @@ Status Tuner::Impl::HandleStep(uint64_t id, Live& live, size_t rank) {
   auto got = TryGet(live.steps[rank], std::chrono::milliseconds(0));
   if (!got.ok()) return HandleStepFailure(id, live, rank, got.status());
   live.step_done[rank] = true;
+  if (live.failing) return FinishFailure(id, live, /*deadline_passed=*/false);
   if (std::find(live.step_done.begin(), live.step_done.end(), false) != live.step_done.end())
     return Status::OK();  // the others' next
   auto first = rank == 0 ? std::move(got) : TryGet(live.steps[0], std::chrono::milliseconds(0));
@@ -587,6 +598,23 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
       CUMULUS_RETURN_IF_ERROR(CreateActors(id, live, &*live.group));
     }
 
+    // Failing gangs whose look at their other ranks is over (FinishFailure).
+    std::vector<uint64_t> failed;
+    auto next_deadline = Clock::time_point::max();
+    for (auto& [id, live] : live_) {
+      if (!live.failing) continue;
+      if (Clock::now() >= live.failing->deadline) {
+        failed.push_back(id);
+      } else {
+        next_deadline = std::min(next_deadline, live.failing->deadline);
+      }
+    }
+    for (uint64_t id : failed) {
+      auto it = live_.find(id);
+      if (it != live_.end() && it->second.failing)
+        CUMULUS_RETURN_IF_ERROR(FinishFailure(id, it->second, /*deadline_passed=*/true));
+    }
+
     std::vector<ObjectId> ids;
     struct Owner {
       uint64_t trial;
@@ -612,6 +640,12 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     if (spec_.pending_timeout_seconds > 0) wait_ms = std::min<int64_t>(wait_ms, 1000);
     // Stop requests are looked for at least this often, however long the trials' steps take.
     wait_ms = std::min<int64_t>(wait_ms, kStopPollInterval.count());
+    if (next_deadline != Clock::time_point::max()) {
+      wait_ms = std::min<int64_t>(wait_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               next_deadline - Clock::now())
+                                                   .count() +
+                                               1);
+    }
     std::vector<bool> ready;
     if (!ids.empty()) {
       ready = rt.Wait(ids, 1, std::max<int64_t>(wait_ms, 10));

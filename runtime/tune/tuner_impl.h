@@ -66,6 +66,14 @@ class Tuner::Impl {
     // fill what the current nodes hold (CheckPendingTimeouts).
     Clock::time_point since;
     int64_t host_iteration = 0;  // iterations the actors have done (from their checkpoint)
+    // A gang rank's step failed with its own error: the other ranks' steps are looked at, as
+    // they return, until `deadline` for an actor that died (a restart, not the trial's failure);
+    // the controller goes on with other trials meanwhile (HandleStepFailure, FinishFailure).
+    struct Failing {
+      Status why;
+      Clock::time_point deadline;
+    };
+    std::optional<Failing> failing;
   };
 
   Status MakePolicies();
@@ -83,6 +91,9 @@ class Tuner::Impl {
   }
   Status CreateActors(uint64_t id, Live& live, const PlacementGroup* group);
   void SubmitStep(uint64_t id, Live& live);
+  // A failing gang (Live::failing) ends once every other rank's step has returned or its
+  // deadline has passed: with a death seen meanwhile, else with the first rank's own error.
+  Status FinishFailure(uint64_t id, Live& live, bool deadline_passed);
   bool IsPbt() const { return scheduler_ && scheduler_->name() == "pbt"; }
   Status HandleWhere(uint64_t id, Live& live);
   // Rank `rank`'s step is ready: a failure ends or restarts the trial at once (a gang's other
