@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "runtime/base/subprocess.h"
@@ -320,6 +322,69 @@ TEST_F(MonitorLoopTest, AListingThatBeganBeforeALaunchDoesNotEndItsInstance) {
   EXPECT_EQ(provider->launches(), 1) << "a second node launched for the same need";
   EXPECT_EQ((*monitor)->books().instances.size(), 1u);
   EXPECT_EQ((*monitor)->books().instances.count("i-1"), 1u);
+}
+
+// A launch that answers after its node registered (a slow provider call; the node adopted by a
+// round meanwhile) keeps the books' entry of the adopted instance: still registered, though its
+// node has since stopped. (The answer used to replace the entry, so the instance read as a
+// launch that never came up: "launching" until its timeout, then a failed launch.)
+TEST_F(MonitorLoopTest, ALaunchThatAnswersAfterItsNodeRegisteredKeepsItRegistered) {
+  auto client = Connect();
+  ASSERT_TRUE(client.ok()) << client.status();
+  MonitorOptions o = StuckTypeOptions();
+  o.min_launch_timeout = 600s;  // the launch is within its deadline the whole test
+  o.stop_wait = 2s;
+  auto stuck = std::make_unique<StuckProvider>(/*launches_late=*/true);
+  StuckProvider* provider = stuck.get();
+  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+  providers["stuck"] = std::move(stuck);
+  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  ASSERT_TRUE(monitor.ok()) << monitor.status();
+  auto reader = Connect();
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto node_client = Connect();
+  ASSERT_TRUE(node_client.ok()) << node_client.status();
+  auto entry = [&]() -> std::optional<LaunchedInstance> {
+    auto text = (*reader)->KvGet(kAutoscalerNamespace, kBooksKey);
+    if (!text.ok()) return std::nullopt;
+    auto books = DecodeBooks(*text);
+    if (!books.ok() || !books->instances.count("late-1")) return std::nullopt;
+    return books->instances.at("late-1");
+  };
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { (void)(*monitor)->Run(stop); });
+  ASSERT_TRUE(WaitUntil([&] { return provider->launches() >= 1; }, 20000ms));
+  // Its node registers while the launch call still blocks: a round adopts it.
+  NodeRecord n;
+  n.id = NodeId::FromRandom();
+  n.total = *ResourceSet::Parse("CPU=1");
+  n.available = n.total;
+  n.labels = {{kNodeTypeLabel, "cpu"}, {kInstanceIdLabel, "late-1"}, {"site", "cloud"}};
+  ASSERT_TRUE((*node_client)->RegisterNode(n).ok());
+  bool adopted = WaitUntil(
+      [&] {
+        auto e = entry();
+        return e && e->registered;
+      },
+      20000ms);
+  int64_t adopted_at = adopted ? entry()->launched_micros : 0;
+  // The node stops without a drain (so no round marks it registered again), then the launch
+  // answers: its answer dates the instance from when it was asked for, and keeps the rest.
+  ASSERT_TRUE((*node_client)->Leave(n.id, "stopped by the test").ok());
+  provider->Release();
+  bool answered = adopted && WaitUntil(
+                                 [&] {
+                                   auto e = entry();
+                                   return e && e->launched_micros < adopted_at;
+                                 },
+                                 20000ms);
+  auto e = entry();
+  stop = true;
+  loop.join();
+  ASSERT_TRUE(adopted) << "no round adopted the registered node";
+  ASSERT_TRUE(answered) << "the late answer was never booked";
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->registered) << "the late answer reset the adopted instance's flags";
 }
 
 }  // namespace
