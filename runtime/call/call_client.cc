@@ -115,6 +115,9 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
       if (words.status().code() == StatusCode::kUnauthenticated) return words.status();
       if (words.status().code() == StatusCode::kTimedOut) {
         cancel();
+        // Stopped in the last slice, as the deadline came: said as stopped, not as timed out.
+        if (target.stop && target.stop())
+          return Status::Cancelled(request.function + " was stopped before it answered" + left);
         return Status::TimedOut(request.function + " did not finish within the timeout" + left);
       }
       return Status::Unavailable("the " + where + " closed the connection before answering (" +
