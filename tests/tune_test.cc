@@ -693,7 +693,8 @@ TEST_F(TuneTest, GangRanksOwnErrorIsTheTrialsFailure) {
   for (const JournalEntry& e : j->entries)
     if (e.kind == JournalEntry::Kind::kTrialEnded) ended.push_back(e.micros);
   ASSERT_EQ(ended.size(), 2u) << out;
-  EXPECT_LT(std::llabs(ended[1] - ended[0]), 5'000'000)
+  // (Side by side: as far apart as the two rank 1s failed. One after the other: 10 s apart.)
+  EXPECT_LT(std::llabs(ended[1] - ended[0]), 8'000'000)
       << "the second gang's failure waited out the first one's look at its ranks";
 }
 

@@ -367,7 +367,9 @@ TEST_F(MonitorLoopTest, ALaunchThatAnswersAfterItsNodeRegisteredKeepsItRegistere
         return e && e->registered;
       },
       20000ms);
-  int64_t adopted_at = adopted ? entry()->launched_micros : 0;
+  std::optional<LaunchedInstance> first = adopted ? entry() : std::nullopt;
+  adopted = adopted && first;
+  int64_t adopted_at = adopted ? first->launched_micros : 0;
   // The node stops without a drain (so no round marks it registered again), then the launch
   // answers: its answer dates the instance from when it was asked for, and keeps the rest.
   ASSERT_TRUE((*node_client)->Leave(n.id, "stopped by the test").ok());

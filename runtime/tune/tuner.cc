@@ -429,6 +429,11 @@ Result<std::string> Tuner::Impl::CopyDonorCheckpoint(uint64_t id, int64_t iterat
   // checkpoint_every 0; a journal written before boundary checkpoints) saves one now, as a paused
   // trial does, waiting behind its step in flight: the exploit copies the weights that earned
   // the donor's score, not stale ones labelled with its current iteration.
+  // A donor whose gang is failing (its other ranks being looked at) is no donor: its weights may
+  // be those that failed, and a save would queue behind a rank stuck in its collective.
+  if (live_.count(donor_id) && live_.at(donor_id).failing) {
+    return donor_name + " is failing (" + live_.at(donor_id).failing->why.message() + ")";
+  }
   bool can_save = !spec_.is_function && live_.count(donor_id) && live_.at(donor_id).placed;
   int64_t boundary = donor.iteration - donor.iteration % std::max<int64_t>(spec_.pbt_interval, 1);
   bool current = donor.checkpoint && donor.checkpoint->iteration >= boundary;

@@ -60,7 +60,7 @@ class Tuner::Impl {
     PlacementGroupId reserving_id;                // the group being reserved (Kill cancels it)
     std::optional<ObjectRef<std::string>> where;  // rank 0's Where(): answered once placed
     std::vector<ObjectRef<StepResult>> steps;     // in flight, one per rank
-    std::vector<bool> step_done;                  // which ranks' steps returned (not failed)
+    std::vector<bool> step_done;  // which ranks' steps returned (or, while failing, failed)
     bool placed = false;
     // Since when it waits for resources; not counted while the experiment's own placed trials
     // fill what the current nodes hold (CheckPendingTimeouts).
