@@ -56,7 +56,10 @@ TEST_F(StateTest, FiltersApplyOnTheNodesBeforeTheCap) {
   auto head = StartHead({"--resources", "CPU=0"});
   std::string a, b;
   auto node_a = StartNode("a", {"--resources", "CPU=1"}, &a);
-  auto node_b = StartNode("b", {"--resources", "CPU=1"}, &b);
+  // b holds no CPU, so that none of the tasks queued on a is ever sent there: the checks below
+  // count them all on a, also after b is killed (with CPU=1, a view that showed b free could
+  // forward some there while the test ran, and those that finished there went with b).
+  auto node_b = StartNode("b", {"--resources", "CPU=0"}, &b);
   ASSERT_FALSE(a.empty() || b.empty());
   auto driver = Driver(
       {"--scenario=many", "--n=" + std::to_string(kTasks), "--objects=" + std::to_string(kObjects)},
