@@ -135,6 +135,16 @@ class MonitorLoopTest : public ::testing::Test {
   Result<std::unique_ptr<ControlClient>> Connect() {
     return ControlClient::Connect(address_, token_);
   }
+  // A monitor over `o` with `provider` as its one provider (under its name), on the test's head.
+  Result<std::unique_ptr<Monitor>> MonitorWith(const MonitorOptions& o,
+                                               std::unique_ptr<NodeProvider> provider) {
+    auto client = Connect();
+    if (!client.ok()) return client.status();
+    std::map<std::string, std::unique_ptr<NodeProvider>> providers;
+    std::string name = provider->name();
+    providers[name] = std::move(provider);
+    return Monitor::Create(o, std::move(*client), std::move(providers));
+  }
   static MonitorOptions StuckTypeOptions() {
     MonitorOptions o;
     NodeTypeConfig type;
@@ -157,8 +167,6 @@ class MonitorLoopTest : public ::testing::Test {
 };
 
 TEST_F(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn) {
-  auto client = Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
   MonitorOptions o = StuckTypeOptions();
   o.min_launch_timeout = 200ms;  // the launch call's deadline
   o.provider_grace = 200ms;      // given up on 200 ms after it
@@ -166,9 +174,7 @@ TEST_F(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn
   o.policy.backoff_max_micros = 100000;
   auto stuck = std::make_unique<StuckProvider>();
   StuckProvider* provider = stuck.get();
-  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
-  providers["stuck"] = std::move(stuck);
-  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  auto monitor = MonitorWith(o, std::move(stuck));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
 
   auto reader = Connect();
@@ -200,16 +206,12 @@ TEST_F(MonitorLoopTest, AProviderCallPastItsDeadlineIsAFailedLaunchAndRoundsGoOn
 // monitor stops within its stop_wait, not when the launch answers; when the launch does answer,
 // the instance it made is terminated, not left running.
 TEST_F(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
-  auto client = Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
   MonitorOptions o = StuckTypeOptions();
   o.min_launch_timeout = 600s;  // the launch is within its deadline the whole test
   o.stop_wait = 200ms;
   auto stuck = std::make_unique<StuckProvider>(/*launches_late=*/true);
   StuckProvider* provider = stuck.get();
-  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
-  providers["stuck"] = std::move(stuck);
-  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  auto monitor = MonitorWith(o, std::move(stuck));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
 
   auto commander = Connect();
@@ -244,17 +246,13 @@ TEST_F(MonitorLoopTest, DownDoesNotWaitForALaunchAndTerminatesWhatItMadeLate) {
 // destructor: it waits destroy_wait, then gives the call up. The provider stays alive for the
 // call, which may still return into it.
 TEST_F(MonitorLoopTest, DestructorDoesNotWaitForAProviderCallThatNeverReturns) {
-  auto client = Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
   MonitorOptions o = StuckTypeOptions();
   o.min_launch_timeout = 600s;  // the call's own deadline is far off
   o.stop_wait = 100ms;
   o.destroy_wait = 300ms;
   auto stuck = std::make_unique<StuckProvider>();
   StuckProvider* provider = stuck.get();
-  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
-  providers["stuck"] = std::move(stuck);
-  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  auto monitor = MonitorWith(o, std::move(stuck));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
   std::atomic<bool> stop{false};
   std::thread loop([&] { (void)(*monitor)->Run(stop); });
@@ -285,16 +283,12 @@ TEST_F(MonitorLoopTest, DestructorDoesNotWaitForAProviderCallThatNeverReturns) {
 // place. Only a List that began after the launch may take it off. (The slurm provider had this
 // race; any provider, a `command` list script, may too.)
 TEST_F(MonitorLoopTest, AListingThatBeganBeforeALaunchDoesNotEndItsInstance) {
-  auto client = Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
   MonitorOptions o = StuckTypeOptions();  // min 1 of type "cpu": one launch at once
   o.config.node_types[0].provider = "gated";
   o.stop_wait = 2s;
   auto gated = std::make_unique<GatedListProvider>();
   GatedListProvider* provider = gated.get();
-  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
-  providers["gated"] = std::move(gated);
-  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  auto monitor = MonitorWith(o, std::move(gated));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
   auto reader = Connect();
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -329,16 +323,12 @@ TEST_F(MonitorLoopTest, AListingThatBeganBeforeALaunchDoesNotEndItsInstance) {
 // node has since stopped. (The answer used to replace the entry, so the instance read as a
 // launch that never came up: "launching" until its timeout, then a failed launch.)
 TEST_F(MonitorLoopTest, ALaunchThatAnswersAfterItsNodeRegisteredKeepsItRegistered) {
-  auto client = Connect();
-  ASSERT_TRUE(client.ok()) << client.status();
   MonitorOptions o = StuckTypeOptions();
   o.min_launch_timeout = 600s;  // the launch is within its deadline the whole test
   o.stop_wait = 2s;
   auto stuck = std::make_unique<StuckProvider>(/*launches_late=*/true);
   StuckProvider* provider = stuck.get();
-  std::map<std::string, std::unique_ptr<NodeProvider>> providers;
-  providers["stuck"] = std::move(stuck);
-  auto monitor = Monitor::Create(o, std::move(*client), std::move(providers));
+  auto monitor = MonitorWith(o, std::move(stuck));
   ASSERT_TRUE(monitor.ok()) << monitor.status();
   auto reader = Connect();
   ASSERT_TRUE(reader.ok()) << reader.status();
