@@ -245,7 +245,7 @@ Status Tuner::Impl::HandleStep(uint64_t id, Live& live, size_t rank) {
   auto got = TryGet(live.steps[rank], std::chrono::milliseconds(0));
   if (!got.ok()) return HandleStepFailure(id, live, rank, got.status());
   live.step_done[rank] = true;
-  if (live.failing) return FinishFailure(id, live, /*deadline_passed=*/false);
+  if (live.failing) return FinishFailure(id, live);
   if (std::find(live.step_done.begin(), live.step_done.end(), false) != live.step_done.end())
     return Status::OK();  // the others' next
   auto first = rank == 0 ? std::move(got) : TryGet(live.steps[0], std::chrono::milliseconds(0));
@@ -520,21 +520,15 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
       CUMULUS_RETURN_IF_ERROR(CreateActors(id, live, &*live.group));
     }
 
-    // Failing gangs whose look at their other ranks is over (FinishFailure).
-    std::vector<uint64_t> failed;
-    auto next_deadline = Clock::time_point::max();
-    for (auto& [id, live] : live_) {
-      if (!live.failing) continue;
-      if (Clock::now() >= live.failing->deadline) {
-        failed.push_back(id);
-      } else {
-        next_deadline = std::min(next_deadline, live.failing->deadline);
-      }
-    }
-    for (uint64_t id : failed) {
+    // Failing gangs whose look at their other ranks is over (FinishFailure; the loop turns at
+    // least every kStopPollInterval, well within the look's 10 s).
+    std::vector<uint64_t> failing;
+    for (auto& [id, live] : live_)
+      if (live.failing) failing.push_back(id);
+    for (uint64_t id : failing) {
       auto it = live_.find(id);
       if (it != live_.end() && it->second.failing)
-        CUMULUS_RETURN_IF_ERROR(FinishFailure(id, it->second, /*deadline_passed=*/true));
+        CUMULUS_RETURN_IF_ERROR(FinishFailure(id, it->second));
     }
 
     std::vector<ObjectId> ids;
@@ -562,12 +556,6 @@ Result<ExperimentResult> Tuner::Impl::RunLoop() {
     if (spec_.pending_timeout_seconds > 0) wait_ms = std::min<int64_t>(wait_ms, 1000);
     // Stop requests are looked for at least this often, however long the trials' steps take.
     wait_ms = std::min<int64_t>(wait_ms, kStopPollInterval.count());
-    if (next_deadline != Clock::time_point::max()) {
-      wait_ms = std::min<int64_t>(wait_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               next_deadline - Clock::now())
-                                                   .count() +
-                                               1);
-    }
     std::vector<bool> ready;
     if (!ids.empty()) {
       ready = rt.Wait(ids, 1, std::max<int64_t>(wait_ms, 10));

@@ -79,14 +79,14 @@ Status Tuner::Impl::HandleStepFailure(uint64_t id, Live& live, size_t rank, cons
   } else {
     live.failing = Live::Failing{why, Clock::now() + std::chrono::seconds(10)};
   }
-  return FinishFailure(id, live, /*deadline_passed=*/false);
+  return FinishFailure(id, live);
 }
 
-Status Tuner::Impl::FinishFailure(uint64_t id, Live& live, bool deadline_passed) {
+Status Tuner::Impl::FinishFailure(uint64_t id, Live& live) {
   bool waiting = false;
   for (size_t r = 0; r < live.steps.size(); ++r) waiting |= !live.step_done[r];
   // Only the trial's own error waits for the others: a death restarts it at once.
-  if (live.failing->why.code() == StatusCode::kTaskFailed && waiting && !deadline_passed &&
+  if (live.failing->why.code() == StatusCode::kTaskFailed && waiting &&
       Clock::now() < live.failing->deadline)
     return Status::OK();
   Status why = live.failing->why;

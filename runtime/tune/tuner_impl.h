@@ -93,7 +93,7 @@ class Tuner::Impl {
   void SubmitStep(uint64_t id, Live& live);
   // A failing gang (Live::failing) ends once every other rank's step has returned or its
   // deadline has passed: with a death seen meanwhile, else with the first rank's own error.
-  Status FinishFailure(uint64_t id, Live& live, bool deadline_passed);
+  Status FinishFailure(uint64_t id, Live& live);
   bool IsPbt() const { return scheduler_ && scheduler_->name() == "pbt"; }
   Status HandleWhere(uint64_t id, Live& live);
   // Rank `rank`'s step is ready: a failure ends or restarts the trial at once (a gang's other
