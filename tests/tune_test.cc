@@ -523,10 +523,10 @@ TEST_F(TuneTest, NodeKilledUnderARunningTrialResumesItElsewhere) {
 void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const std::string& out) {
   size_t exploits = 0, checked = 0;
   // The trainable's own step count ("state") of each trial's weights as of its last
-  // perturbation boundary (every 4th iteration, where PBT ranks and copies; or its exploit), and,
-  // for a trial that has just exploited, its donor's then: the copy it restored is at least that
-  // far along (checkpoint_every 0 once copied the donor's weights of its own earlier exploit
-  // instead, many steps older).
+  // perturbation boundary (every pbt_interval iterations, where PBT ranks and copies; or its
+  // exploit), and, for a trial that has just exploited, its donor's then: the copy it restored is
+  // at least that far along (checkpoint_every 0 once copied the donor's weights of its own earlier
+  // exploit instead, many steps older).
   std::map<uint64_t, double> state;
   std::map<uint64_t, std::pair<uint64_t, double>> copied_from;
   for (const JournalEntry& e : j.entries) {
@@ -544,7 +544,7 @@ void ExpectExploitsCopyTheDonorsCheckpoint(const tune::Journal::Loaded& j, const
             << c->second.second << ")";
         copied_from.erase(c);
       }
-      if (e.iteration % 4 == 0) state[e.trial] = s->second;
+      if (e.iteration % j.spec.pbt_interval == 0) state[e.trial] = s->second;
     }
     if (e.action != uint8_t(tune::Action::kExploit)) continue;
     ++exploits;
