@@ -18,6 +18,11 @@
 // placed on-prem first, then on running cloud nodes. Cloud types: the table in CloudTypes()
 // (AWS us-east-1 on-demand list prices). Deterministic: nothing is random, so no seeds.
 //
+// Besides cost and wait, each row splits its cost: idle (cloud nodes running no pod, booting
+// included) and oversized (the part of a busy node's price above the cheapest type that holds the
+// pods on it: small work that landed on a larger node, often one freed by large work, and keeps
+// it).
+//
 // Rows: ours, on-prem only (the anchor: no cloud cost), burst immediately, Ray-like,
 // kubernetes-ec2-autoscaler-like (bench/burst/scalers.h). Target: ours is at or below each
 // bursting baseline on both cost and p95 wait and strictly below on one; against on-prem only,
@@ -240,9 +245,10 @@ int main(int argc, char** argv) {
       const SimResult& r = rows[i].r;
       std::printf(
           "%s{\"name\": \"%s\", \"cost\": %.2f, \"wait_mean_s\": %.1f, \"wait_p95_s\": %.1f, "
-          "\"onprem_util\": %.4f, \"launches\": %d, \"never_started\": %d}",
+          "\"onprem_util\": %.4f, \"launches\": %d, \"never_started\": %d, \"idle_cost\": %.2f, "
+          "\"oversized_cost\": %.2f}",
           i ? ", " : "", rows[i].name.c_str(), r.cost, r.wait_mean_s, r.wait_p95_s, r.onprem_util,
-          r.launches, r.never_started);
+          r.launches, r.never_started, r.idle_cost, r.oversized_cost);
     }
     std::printf("], \"ours\": \"ours\", \"command\": \"%s\"}\n", command.c_str());
     return 0;
@@ -260,14 +266,18 @@ int main(int argc, char** argv) {
   for (const CloudType& t : types) {
     std::printf(" %s=%s $%.3f/h", t.name.c_str(), t.instance.c_str(), t.price_per_hour);
   }
-  std::printf("\n\n%-26s %12s %12s %12s %11s %9s %8s\n", "policy", "cloud cost", "wait mean s",
-              "wait p95 s", "onprem util", "launches", "waiting");
+  std::printf("\n\n%-26s %12s %12s %12s %11s %9s %8s %10s %10s\n", "policy", "cloud cost",
+              "wait mean s", "wait p95 s", "onprem util", "launches", "waiting", "of it idle",
+              "oversized");
   for (const Row& row : rows) {
     const SimResult& r = row.r;
-    std::printf("%-26s %12s %12.0f %12.0f %10.1f%% %9d %8d\n", row.name.c_str(),
+    std::printf("%-26s %12s %12.0f %12.0f %10.1f%% %9d %8d %10s %10s\n", row.name.c_str(),
                 Money(r.cost).c_str(), r.wait_mean_s, r.wait_p95_s, 100 * r.onprem_util, r.launches,
-                r.never_started);
+                r.never_started, Money(r.idle_cost).c_str(), Money(r.oversized_cost).c_str());
   }
+  std::printf(
+      "(of it idle: cloud node time with no pod, booting included; oversized: the part of a busy "
+      "node's price above the cheapest type that holds what runs on it)\n");
   // The target, checked against each baseline.
   const SimResult& o = rows[0].r;
   std::printf("\nours vs each baseline (cost, p95 wait):\n");

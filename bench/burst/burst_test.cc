@@ -80,5 +80,36 @@ TEST(BurstReplayTest, OnPremFirstAndCloudOnlyForWhatWaits) {
   EXPECT_EQ(none.wait_p95_s, 3600) << "on-prem only: the last two wait for the first two";
 }
 
+TEST(BurstReplayTest, CostSplitsIntoIdleOversizedAndRightSized) {
+  // A 4-GPU node launched for a 4-GPU pod (an hour); a 1-GPU pod arrives while it is idle and
+  // lands on it for two hours: $7/h of its $8/h pays for more node than the pod needs.
+  Pod big, small;
+  big.name = "big";
+  big.need = Res{1000, 1024, 4000};
+  big.duration = 3600;
+  small.name = "small";
+  small.need = Res{1000, 1024, 1000};
+  small.arrival = 300 + 3600 + 10;  // boot, run, then ten seconds idle
+  small.duration = 7200;
+  std::vector<Pod> pods{big, small};
+  CloudType x1, x4;
+  x1.name = "x1";
+  x1.res = Res{8000, 32768, 1000};
+  x1.model = "T4";
+  x1.price_per_hour = 1.0;
+  x4.name = "x4";
+  x4.res = Res{32000, 131072, 4000};
+  x4.model = "T4";
+  x4.price_per_hour = 8.0;
+  std::vector<bool> countable(pods.size(), true);
+  auto ours = MakeOurScaler();
+  SimResult r = Simulate(pods, {}, {x1, x4}, ours.get(), 30, countable);
+  EXPECT_EQ(r.launches, 1) << "the small pod reuses the idle node";
+  EXPECT_NEAR(r.oversized_cost, 7.0 * 2, 1e-6) << "$8/h where $1/h would hold it, for 2 h";
+  EXPECT_NEAR(r.cost - r.idle_cost - r.oversized_cost, 8.0 * 1 + 1.0 * 2, 1e-6)
+      << "right-sized: the big pod's hour at $8, the small pod's two at $1";
+  EXPECT_GT(r.idle_cost, 8.0 * 310 / 3600 - 1e-6) << "the boot and the ten seconds idle at least";
+}
+
 }  // namespace
 }  // namespace cumulus::burst

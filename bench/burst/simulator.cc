@@ -53,6 +53,8 @@ class Replay {
   int BestFit(const Pod& p) const;
   void Schedule(int64_t t, size_t first_new);
   void Apply(const Actions& a, int64_t t);
+  // Adds cloud node `i`'s cost from its last change until `t` to the idle or oversized cost.
+  void Account(size_t i, int64_t t);
 
   const std::vector<Pod>& pods_;
   const std::vector<CloudType>& types_;
@@ -64,6 +66,8 @@ class Replay {
   size_t shape_count_ = 0;
   std::vector<int64_t> start_;
   std::vector<int> pending_;
+  std::vector<std::vector<int>> on_;            // per node: the pods running on it
+  std::vector<int64_t> accounted_;              // per node: until when Account has counted its cost
   using Event = std::tuple<int64_t, int, int>;  // time, node, pod (-1: the node is ready)
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   int64_t t0_ = 0, trace_end_ = 0, last_t_ = 0;
@@ -77,6 +81,33 @@ void Replay::Advance(int64_t t) {
   int64_t until = std::min(t, trace_end_);
   if (until > last_t_) used_integral_ += static_cast<double>(onprem_used_) * (until - last_t_);
   last_t_ = std::max(last_t_, until);
+}
+
+void Replay::Account(size_t i, int64_t t) {
+  const SimNode& n = nodes_[i];
+  if (n.type < 0) return;
+  if (on_.size() < nodes_.size()) {
+    on_.resize(nodes_.size());
+    accounted_.resize(nodes_.size(), -1);
+  }
+  if (accounted_[i] < 0) accounted_[i] = n.launched;
+  double hours = static_cast<double>(t - accounted_[i]) / 3600.0;
+  accounted_[i] = t;
+  double price = types_[n.type].price_per_hour;
+  if (on_[i].empty()) {
+    r_.idle_cost += hours * price;
+    return;
+  }
+  Res used = n.total;
+  used -= n.free;
+  double cheapest = price;
+  for (const CloudType& c : types_) {
+    if (c.price_per_hour >= cheapest || !c.res.Fits(used)) continue;
+    bool accepted = true;
+    for (int pod : on_[i]) accepted = accepted && Accepts(pods_[pod], c.model);
+    if (accepted) cheapest = c.price_per_hour;
+  }
+  r_.oversized_cost += hours * (price - cheapest);
 }
 
 int Replay::BestFit(const Pod& p) const {
@@ -113,7 +144,9 @@ void Replay::Schedule(int64_t t, size_t first_new) {
       still.push_back(pod);
       continue;
     }
+    Account(node, t);
     SimNode& n = nodes_[node];
+    if (n.type >= 0) on_[node].push_back(pod);
     n.free -= pods_[pod].need;
     n.pods++;
     n.idle_since = -1;
@@ -170,6 +203,8 @@ SimResult Replay::Run() {
         }
         continue;
       }
+      Account(node, t);
+      if (n.type >= 0) on_[node].erase(std::find(on_[node].begin(), on_[node].end(), pod));
       n.free += pods_[pod].need;
       if (n.type < 0) onprem_used_ -= use_gpu_ ? pods_[pod].need.gpu : pods_[pod].need.cpu;
       if (--n.pods == 0) n.idle_since = t;
@@ -193,6 +228,8 @@ SimResult Replay::Run() {
   int64_t end = std::max(t == kNever ? last_t_ : t, trace_end_);
   for (const Pod& p : pods_) end = std::max(end, p.arrival - t0_);
   Advance(end);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    Account(i, nodes_[i].ended >= 0 ? nodes_[i].ended : end);
   for (const SimNode& n : nodes_) {
     if (n.type < 0) continue;
     double hours = static_cast<double>((n.ended >= 0 ? n.ended : end) - n.launched) / 3600.0;

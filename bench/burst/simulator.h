@@ -61,6 +61,10 @@ class Scaler {
 
 struct SimResult {
   double cost = 0;  // dollars for cloud nodes, launch to termination (or the end)
+  // Where `cost` went: time a cloud node ran no pod (booting included), and the part of its price
+  // above the cheapest type that holds what runs on it (summed, every pod's models accepted):
+  // small work that landed on a larger node and keeps it. The rest paid for right-sized nodes.
+  double idle_cost = 0, oversized_cost = 0;
   double wait_mean_s = 0, wait_p95_s = 0;
   double onprem_util = 0;  // on-prem GPUs (CPUs without GPUs) in use, averaged over the trace
   int launches = 0;
