@@ -2,10 +2,11 @@
 // (scheduler/autoscale/policy.h) with a simulated clock, against baseline rules in the same run.
 //
 //   build/bin/bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F] [--tick S]
-//                         [--idle-timeout S] [--learn-idle-timeout] [--launch-after-waiting S|boot]
-//                         [--json]
+//                         [--idle-timeout S|Mxboot] [--learn-idle-timeout]
+//                         [--launch-after-waiting S|boot] [--json]
 // The last three set our policy's node types as the cluster file's keys idle_timeout_s,
-// learn_idle_timeout and launch_after_waiting_s would (defaults: each type's boot time, off, 0).
+// learn_idle_timeout and launch_after_waiting_s would (defaults: each type's boot time, off, 0;
+// Mxboot: M times each type's boot time, e.g. 2xboot).
 //
 // PODS.csv / NODES.csv: the format of the Alibaba GPU cluster traces (../shared/data/cluster_trace:
 // pods name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,...,creation_time,deletion_time,
@@ -82,9 +83,10 @@ struct Args {
   std::string trace, nodes;
   double fraction = -1;  // default: MeanLoadFraction
   int64_t tick = 30;
-  int64_t idle_timeout = -1;  // ours: -1 = each type's boot time
-  bool learn = false;         // ours: each type's learn_idle_timeout
-  int64_t launch_after = 0;   // ours: each type's launch_after_waiting; -1 = its boot time
+  int64_t idle_timeout = -1;  // ours: -1 = idle_boots x each type's boot time
+  double idle_boots = 1;
+  bool learn = false;        // ours: each type's learn_idle_timeout
+  int64_t launch_after = 0;  // ours: each type's launch_after_waiting; -1 = its boot time
   bool json = false;
 };
 
@@ -94,7 +96,8 @@ Args ParseArgs(int argc, char** argv) {
     Fail(
         "usage: bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F (0..1; "
         "default: the trace's mean GPU load over its GPUs)] [--tick SECONDS (default 30)] "
-        "[--idle-timeout SECONDS (ours; default: each type's boot time)] [--learn-idle-timeout "
+        "[--idle-timeout SECONDS|Mxboot (ours; default: each type's boot time)] "
+        "[--learn-idle-timeout "
         "(ours)] [--launch-after-waiting SECONDS|boot (ours; default 0)] [--json]");
   };
   for (int i = 1; i < argc; ++i) {
@@ -123,9 +126,18 @@ Args ParseArgs(int argc, char** argv) {
     } else if (s == "--idle-timeout") {
       std::string v = value();
       char* end = nullptr;
+      const std::string suffix = "xboot";
+      if (v.size() > suffix.size() &&
+          v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        std::string m = v.substr(0, v.size() - suffix.size());
+        a.idle_boots = std::strtod(m.c_str(), &end);
+        if (*end || !(a.idle_boots >= 0 && a.idle_boots <= 100))
+          Fail("--idle-timeout Mxboot needs M from 0 to 100, got '" + v + "'");
+        continue;
+      }
       long long t = std::strtoll(v.c_str(), &end, 10);
       if (v.empty() || *end || t < 0 || t > 86400)
-        Fail("--idle-timeout must be whole seconds from 0 to 86400, got '" + v + "'");
+        Fail("--idle-timeout must be whole seconds from 0 to 86400 or Mxboot, got '" + v + "'");
       a.idle_timeout = t;
     } else if (s == "--learn-idle-timeout") {
       a.learn = true;
@@ -217,6 +229,7 @@ int main(int argc, char** argv) {
   };
   OurSettings settings;
   settings.idle_timeout_s = args.idle_timeout;
+  settings.idle_timeout_boots = args.idle_boots;
   settings.learn_idle_timeout = args.learn;
   settings.launch_after_waiting_s = args.launch_after;
   auto ours = MakeOurScaler(settings);
@@ -232,7 +245,9 @@ int main(int argc, char** argv) {
   std::string command =
       "build/bin/bench_burst --trace " + args.trace + " --nodes " + args.nodes +
       " --onprem-fraction " + Fraction(args.fraction) + " --tick " + std::to_string(args.tick) +
-      (args.idle_timeout >= 0 ? " --idle-timeout " + std::to_string(args.idle_timeout) : "") +
+      (args.idle_timeout >= 0 ? " --idle-timeout " + std::to_string(args.idle_timeout)
+       : args.idle_boots != 1 ? " --idle-timeout " + Fraction(args.idle_boots) + "xboot"
+                              : "") +
       (args.learn ? " --learn-idle-timeout" : "") +
       (args.launch_after != 0
            ? " --launch-after-waiting " +

@@ -182,9 +182,11 @@ class OurScaler : public Scaler {
         if (!t.model.empty()) nt.labels["gpu_model"] = t.model;
         nt.price_per_hour = t.price_per_hour;
         nt.boot_micros = t.boot_s * kMicrosPerSecond;
-        nt.idle_timeout_micros =
-            (settings_.idle_timeout_s >= 0 ? settings_.idle_timeout_s : t.boot_s) *
-            kMicrosPerSecond;
+        nt.idle_timeout_micros = settings_.idle_timeout_s >= 0
+                                     ? settings_.idle_timeout_s * kMicrosPerSecond
+                                     : static_cast<int64_t>(settings_.idle_timeout_boots *
+                                                            static_cast<double>(t.boot_s)) *
+                                           kMicrosPerSecond;
         nt.learn_idle_timeout = settings_.learn_idle_timeout;
         nt.launch_after_waiting_micros =
             (settings_.launch_after_waiting_s >= 0 ? settings_.launch_after_waiting_s : t.boot_s) *

@@ -13,6 +13,7 @@ struct OurSettings {
   // Each type's idle_timeout; -1: its boot time (keeping an idle node as long as a new one takes
   // to boot costs at most twice the best choice made knowing the future: ski rental).
   int64_t idle_timeout_s = -1;
+  double idle_timeout_boots = 1;    // with idle_timeout_s -1: this many times the type's boot time
   bool learn_idle_timeout = false;  // each type's learn_idle_timeout (the gaps recorded here)
   // Each type's launch_after_waiting; -1: its boot time.
   int64_t launch_after_waiting_s = 0;
