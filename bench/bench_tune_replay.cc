@@ -291,7 +291,8 @@ void Usage(FILE* f) {
                "  --workers W     trials run at once (default 8)\n"
                "  --samples N     trials per experiment, rows drawn at random (default 200)\n"
                "  --seeds S       experiments per scheduler; medians are printed (default 5)\n"
-               "  --json          {\"rows\": [{\"name\", \"best\", \"compute_fraction\"}], "
+               "  --json          {\"rows\": [{\"name\", \"best\", \"compute_fraction\", ...,\n"
+               "                  \"mean_gap\", \"within\" (share of seeds with gap <= 0.5)}], "
                "\"default\": NAME}\n");
 }
 
@@ -367,7 +368,7 @@ int main(int argc, char** argv) {
       [](SchedulerOptions& s) { s.bound_predict = true; });
   add("budget", SchedulerKind::kBudget,
       "ours (the default): 0.24 of full's iterations; a 5 % prefix, promotion (rf 2), then the "
-      "rest on the paused trials nearest the leaders");
+      "rest on the paused trials nearest the leaders (smallest share of their rung ahead)");
   add("budget-line", SchedulerKind::kBudget,
       "budget ranking a trial at a rung by a least-squares line through its reports since the "
       "previous rung (budget_score line, window 1), not its last value",
@@ -389,6 +390,7 @@ int main(int argc, char** argv) {
   };
   struct Summary {
     double best, fraction, gap, worst_gap, worst_fraction, stopped;
+    double mean_gap, within;  // the mean gap; the share of seeds with a gap <= 0.5
   };
   std::vector<Summary> sum;
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -399,9 +401,14 @@ int main(int argc, char** argv) {
       gaps.push_back(gap(results[0][s].best, results[k][s].best));
       stopped.push_back(static_cast<double>(results[k][s].stopped));
     }
-    sum.push_back(Summary{Median(best), Median(frac), Median(gaps),
-                          *std::max_element(gaps.begin(), gaps.end()),
-                          *std::max_element(frac.begin(), frac.end()), Median(stopped)});
+    double mean = 0, within = 0;
+    for (double g : gaps) {
+      mean += g / static_cast<double>(gaps.size());
+      within += (g <= 0.5 ? 1.0 : 0.0) / static_cast<double>(gaps.size());
+    }
+    sum.push_back(Summary{
+        Median(best), Median(frac), Median(gaps), *std::max_element(gaps.begin(), gaps.end()),
+        *std::max_element(frac.begin(), frac.end()), Median(stopped), mean, within});
   }
 
   std::string reproduce = "build/bin/bench_tune_replay --curves " + o.curves + " --mode " +
@@ -419,9 +426,9 @@ int main(int argc, char** argv) {
       std::printf(
           "%s{\"name\": \"%s\", \"best\": %.6g, \"compute_fraction\": %.4f, "
           "\"gap\": %.4f, \"worst_gap\": %.4f, \"worst_compute_fraction\": %.4f, "
-          "\"stopped\": %.1f}",
+          "\"stopped\": %.1f, \"mean_gap\": %.4f, \"within\": %.4f}",
           k ? ", " : "", rows[k].name.c_str(), sum[k].best, sum[k].fraction, sum[k].gap,
-          sum[k].worst_gap, sum[k].worst_fraction, sum[k].stopped);
+          sum[k].worst_gap, sum[k].worst_fraction, sum[k].stopped, sum[k].mean_gap, sum[k].within);
     std::printf("], \"default\": \"%s\", \"target_met\": %s, \"reproduce\": \"%s\"}\n",
                 kDefault.c_str(), target ? "true" : "false", reproduce.c_str());
     return 0;

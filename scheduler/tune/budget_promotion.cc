@@ -13,11 +13,15 @@
 //     goes on if it is in the rung's top 1/rf so far, else pauses (no resources held); a paused
 //     trial is resumed once it is in its rung's top 1/rf (the highest rung first). This is ASHA
 //     with promotion, and spends a few percent of the budget on the clear leaders.
-//   - Re-check (the searcher has no new configs): the paused trial nearest the leaders (fewest
-//     trials ahead of it at its own rung; a trial that did not reach a rung counts as behind every
-//     one that did) runs to its next rung, if the budget left covers that; at the rung it goes on
-//     only while no paused trial is nearer the leaders. Trials whose next rung the budget no
-//     longer covers are stopped.
+//   - Re-check (the searcher has no new configs): the paused trial nearest the leaders (the
+//     smallest share of its own rung's trials ahead of it; a trial that did not reach a rung
+//     counts as behind every one that did) runs to its next rung, if the budget left covers that;
+//     at the rung it goes on only while no paused trial is nearer the leaders. Trials whose next
+//     rung the budget no longer covers are stopped. The share, not the count, of trials ahead:
+//     a count favours the deep rungs, where few trials are recorded (ranked by count, of the
+//     33-39 trials of 200 that reached the fourth rung on the synthetic sets, 24-31 ran to the
+//     end), while a trial paused at the first rung, where values say least about the final one,
+//     was rarely looked at again (docs/benchmarks.md).
 //   - A trial's score at a rung (what promotion and the re-check compare) is, by default, the
 //     value it reported there. budget_score = line scores it by a least-squares line through its
 //     reports since the previous rung, evaluated at the rung (kMean: their mean, which lags a
@@ -32,6 +36,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -281,9 +286,16 @@ class BudgetPromotion final : public TrialScheduler {
     const Rung* rung = RungAt(tr.last);
     return TrialsAhead(rung ? &rung->recorded : nullptr, tr.score);
   }
+  double ShareAhead(const Trial& tr) const {
+    const Rung* rung = RungAt(tr.last);
+    return SharesAhead(rung ? &rung->recorded : nullptr, tr.score);
+  }
 
-  // Nearer the leaders: fewer trials ahead; then the deeper rung; then the older trial.
+  // Nearer the leaders: a smaller share of its rung ahead; then fewer trials ahead; then the
+  // deeper rung; then the older trial.
   bool Nearer(const Trial& a, TrialId ia, const Trial& b, TrialId ib) const {
+    double sa = ShareAhead(a), sb = ShareAhead(b);
+    if (sa != sb) return sa < sb;
     size_t na = Ahead(a), nb = Ahead(b);
     if (na != nb) return na < nb;
     if (a.last != b.last) return a.last > b.last;
@@ -317,6 +329,13 @@ size_t TrialsAhead(const std::map<TrialId, double>* rung_scores, double score) {
   size_t n = 0;
   for (const auto& [_, x] : *rung_scores) n += x > score;
   return n;
+}
+
+double SharesAhead(const std::map<TrialId, double>* rung_scores, double score) {
+  if (rung_scores == nullptr || rung_scores->empty())
+    return std::numeric_limits<double>::infinity();
+  return static_cast<double>(TrialsAhead(rung_scores, score)) /
+         static_cast<double>(rung_scores->size());
 }
 
 Result<std::unique_ptr<TrialScheduler>> MakeBudgetPromotionScheduler(const SchedulerOptions& o) {

@@ -17,4 +17,10 @@ Result<std::unique_ptr<TrialScheduler>> MakeBudgetPromotionScheduler(
 // as behind every one that is: SIZE_MAX. Used to rank paused trials nearest the leaders.
 size_t TrialsAhead(const std::map<TrialId, double>* rung_scores, double score);
 
+// The same as a share of the trials recorded at the rung, in [0, 1]: what the re-check ranks
+// paused trials by, so that one 20th of 200 at the first rung is nearer the leaders than one 5th
+// of 10 at a deep rung. A trial not at a rung (null, or nothing recorded there) counts as behind
+// every one that is: infinity.
+double SharesAhead(const std::map<TrialId, double>* rung_scores, double score);
+
 }  // namespace cumulus::tune

@@ -34,6 +34,47 @@ TEST(BudgetPromotion, ATrialNotAtARungIsBehindEveryTrialThatIs) {
   EXPECT_GT(TrialsAhead(nullptr, 1.0), TrialsAhead(&rung, -1.0));
 }
 
+TEST(BudgetPromotion, NearerTheLeadersIsASmallerShareOfTheRungAhead) {
+  std::map<TrialId, double> first, deep{{1, 0.9}, {2, 0.8}, {3, 0.7}, {4, 0.6}};
+  for (TrialId id = 1; id <= 20; ++id) first[id] = 0.05 * static_cast<double>(id);
+  // Three of 20 ahead at a wide rung is nearer than two of 4 at a narrow one.
+  EXPECT_EQ(TrialsAhead(&first, 0.86), 3u);
+  EXPECT_DOUBLE_EQ(SharesAhead(&first, 0.86), 0.15);
+  EXPECT_DOUBLE_EQ(SharesAhead(&deep, 0.75), 0.5);
+  EXPECT_GT(SharesAhead(nullptr, 1.0), SharesAhead(&deep, -1.0));
+}
+
+// The re-check resumes the paused trial with the smallest share of its rung ahead of it, though
+// another at a deeper rung has fewer trials ahead. max_t 40: rungs at 2, 4, 8, 16, 32.
+TEST(BudgetPromotion, TheRecheckResumesTheSmallestShareAheadFirst) {
+  auto s = MakeTrialScheduler(BudgetOptions(40));
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (TrialId id = 1; id <= 20; ++id) (*s)->OnTrialAdd(id, Config());
+  auto at_two = [](TrialId id) { return 0.01 * static_cast<double>(id); };
+  // Trials 19 and 20 reach the rung at 2 first, each in the top half so far, and go on to 4,
+  // where 20 (0.5) is first and 19 (0.4) is below the median of the two: it pauses there with
+  // one trial of two ahead, a share of 1/2.
+  for (TrialId id : {19, 20}) {
+    EXPECT_EQ((*s)->OnReport({id, 1, at_two(id)}).action, Action::kContinue);
+    EXPECT_EQ((*s)->OnReport({id, 2, at_two(id)}).action, Action::kContinue) << id;
+  }
+  for (TrialId id : {20, 19}) {
+    double at_four = id == 20 ? 0.5 : 0.4;
+    EXPECT_EQ((*s)->OnReport({id, 3, at_four}).action, Action::kContinue);
+    Decision d = (*s)->OnReport({id, 4, at_four});
+    EXPECT_EQ(d.action, id == 20 ? Action::kContinue : Action::kPause) << id << ": " << d.reason;
+  }
+  // Trials 18, 17, ..., 1 reach the rung at 2 below the median there and pause: trial 18 has two
+  // of 20 ahead, more trials than trial 19 has at its rung but a smaller share (1/10).
+  for (TrialId id = 18; id >= 1; --id) {
+    EXPECT_EQ((*s)->OnReport({id, 1, at_two(id)}).action, Action::kContinue);
+    EXPECT_EQ((*s)->OnReport({id, 2, at_two(id)}).action, Action::kPause) << id;
+  }
+  TrialScheduler::NextRun next = (*s)->ChooseTrialToRun(false);
+  ASSERT_TRUE(next.resume.has_value());
+  EXPECT_EQ(*next.resume, 18u);
+}
+
 TEST(BudgetPromotion, EveryTrialRunsItsPrefixAndARungsTopIsPromoted) {
   // max_t 40: the first rung is at ceil(0.05 x 40) = 2, then 4, 8, 16, 32 (rf 2).
   auto s = MakeTrialScheduler(BudgetOptions(40));

@@ -25,7 +25,8 @@
 //   budget       ours, the default: a compute budget (budget_fraction of every trial run to the
 //                end): every trial runs a minimum prefix, promotion-based successive halving
 //                while new trials arrive, then the budget left continues the paused trials
-//                nearest the leaders, rung by rung; see budget_promotion.cc.
+//                nearest the leaders (the smallest share of their rung ahead of them), rung by
+//                rung; see budget_promotion.cc.
 #pragma once
 
 #include <cstdint>
