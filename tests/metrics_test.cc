@@ -77,6 +77,9 @@ std::string HttpGet(uint16_t port, const std::string& path) {
 
 class MetricsTest : public ClusterTest {
  protected:
+  // A node runs the driver's tasks, so its store holds the driver's program (about 70 MiB with
+  // debug information).
+  MetricsTest() { node_store_memory_ = "256M"; }
   void TearDown() override {
     if (up_) {
       std::string out;
@@ -173,7 +176,7 @@ TEST_F(MetricsTest, PrometheusScrapesTheHeadAndANode) {
   const int kTasks = 25;
   auto driver = StartDriver("metrics_driver", {"--tasks=" + std::to_string(kTasks)},
                             CoreSocket(HeadNodeId()));
-  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->ReadAll(1s);
+  ASSERT_TRUE(driver->WaitForLine("READY", 120s)) << driver->Skipped() << driver->ReadAll(1s);
 
   // Prometheus scraping both every second.
   StartPrometheus(prometheus, "  - job_name: cumulus\n    static_configs:\n      - targets: ['" +

@@ -65,7 +65,7 @@ class Subprocess {
   }
 
   // Returns the next line the process prints that starts with `prefix`, or nullopt if the process
-  // closed its stdout or `timeout` passed first.
+  // closed its stdout or `timeout` passed first. The lines passed over are kept for Skipped().
   std::optional<std::string> WaitForLine(const std::string& prefix,
                                          std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -75,6 +75,8 @@ class Subprocess {
         std::string line = buffered_.substr(0, nl);
         buffered_.erase(0, nl + 1);
         if (line.rfind(prefix, 0) == 0) return line;
+        skipped_ += line + "\n";
+        if (skipped_.size() > kSkippedKept) skipped_.erase(0, skipped_.size() - kSkippedKept);
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
@@ -107,6 +109,10 @@ class Subprocess {
     return out;
   }
 
+  // The last lines WaitForLine passed over (up to 8 KiB): what a process printed before it died
+  // without the line a test waited for.
+  const std::string& Skipped() const { return skipped_; }
+
   void CloseStdin() {
     if (stdin_ >= 0) close(stdin_);
     stdin_ = -1;
@@ -131,7 +137,9 @@ class Subprocess {
  private:
   pid_t pid_ = -1;
   int stdin_ = -1, stdout_ = -1;
+  static constexpr size_t kSkippedKept = 8192;
   std::string buffered_;
+  std::string skipped_;
   std::optional<int> exit_status_;
 };
 
