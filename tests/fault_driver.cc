@@ -304,7 +304,7 @@ void NewActorAfterNodeDeath(const std::string& dir) {
   auto first = cumulus::Actor(CreateSurvivor).SetResources(kOneCpu).Remote();
   auto where = cumulus::TryGet(first.Task(&Survivor::Where).Remote(), kWait);
   auto running = first.Task(&Survivor::Await).Remote(dir + "/dead");
-  Say("READY where=" + (where.ok() ? *where : Text(where)));
+  Say("READY where=" + (where.ok() ? *where : Text(where)) + " actor=" + first.id().Hex());
   if (!WaitForFile(dir + "/killed")) return Check("test_killed_the_node", false, "no file");
   auto died = cumulus::TryGet(running, kWait);
   Check("call_on_killed_node_fails", Code(died) == cumulus::StatusCode::kActorDied, Text(died));

@@ -186,7 +186,9 @@ TEST_F(FaultTest, HungNodeIsDeclaredDeadAndItsActorsRestartElsewhere) {
 
 // The driver's node has no CPU; an actor of one CPU runs on b or c and that machine dies (the
 // node and its workers SIGKILLed): new actors of one CPU go to the other node, both at once
-// (before the head declares the node dead) and after.
+// (before the head declares the node dead) and after. The lost actor (no restarts) is still
+// listed and described, DEAD with its node and why: its owner's node keeps that end, since the
+// node it ran on is gone.
 TEST_F(FaultTest, NodeKilledNewActorsGoToTheNodeLeft) {
   auto head = StartHead({"--resources", "CPU=0"});
   std::string head_id = HeadNodeId();
@@ -205,6 +207,36 @@ TEST_F(FaultTest, NodeKilledNewActorsGoToTheNodeLeft) {
   Touch("killed");
   EXPECT_TRUE(WaitForState(where, NodeState::kDead, 30s)) << "the head never saw the node die";
   Touch("dead");
+  std::string lost = Field(*ready, "actor");
+  ASSERT_EQ(lost.size(), 2 * ActorId::kSize) << *ready;
+  auto cli = [&](std::vector<std::string> args, std::string* out) {
+    args.insert(args.end(), {"--address", address_, "--token-file", token_file_});
+    return Cli(args, out);
+  };
+  // The driver reports the end when it hears of the death, which it may after the head said so.
+  std::string out;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        cli({"list", "actors", "--filter", "state=DEAD", "--filter", "node=" + where.substr(0, 8),
+             "--json"},
+            &out);
+        return out.find("\"actor\":\"" + lost + "\"") != std::string::npos;
+      },
+      30s))
+      << out;
+  EXPECT_EQ(Count(out, "\"actor\":"), 1) << out;
+  EXPECT_NE(out.find("\"node\":\"" + where + "\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"death\":\"out of restarts (max_restarts 0): its node " + where +
+                     " was declared dead by the head"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(cli({"describe", "actor", lost.substr(0, 16)}, &out), 0) << out;
+  EXPECT_NE(out.find("state:    DEAD on node " + where.substr(0, 8) + ", worker pid unknown"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("death:    out of restarts (max_restarts 0): its node " + where),
+            std::string::npos)
+      << out;
   ExpectChecks(driver->ReadAll(120s),
                {"call_on_killed_node_fails", "new_actor_at_once_on_the_live_node",
                 "new_actor_after_dead_on_the_live_node"});

@@ -164,6 +164,10 @@ void ActorManager::CreationFinished(const PendingTask& t, const Status* error,
 
 void ActorManager::Lost(ActorEntry& a, const std::string& why) {
   if (a.state == ActorEntry::kDead) return;
+  // Its node recalls this end if it lives; if the head declares it dead, that record is gone
+  // with it, and this process's node keeps the one told here (HandleActorLost).
+  if (a.owned && !a.node.IsNil()) (void)io_.SendToNode(LostFrame(a, why));
+  a.node = NodeId();  // its next life's, once its constructor answers
   std::string name = "actor " + a.factory + " (" + a.id.Hex() + ")";
   std::string cannot = io_.CannotSubmit();
   if (!cannot.empty()) {
@@ -260,6 +264,20 @@ std::vector<uint64_t> ActorManager::NodeDied(const NodeId& dead) {
     Lost(a, "its node " + dead.Hex() + " was declared dead by the head");
   }
   return conns;
+}
+
+std::string ActorManager::LostFrame(const ActorEntry& a, const std::string& why) {
+  capnp::MallocMessageBuilder message(kFrameFirstSegmentWords);
+  auto lost = message.initRoot<proto::CoreMessage>().initActorLost();
+  lost.setActorId(DataOf(a.id));
+  lost.setClassName(a.class_name);
+  lost.setNodeId(DataOf(a.node));
+  lost.setLife(static_cast<uint32_t>(a.restarts));
+  lost.setMaxRestarts(a.max_restarts);
+  lost.setRestartCause(a.restart_cause);
+  lost.setCause(why);
+  lost.setDetached(a.detached);
+  return EncodeFrame(message);
 }
 
 Result<std::string> ActorManager::Kill(const ActorId& actor) {

@@ -115,6 +115,9 @@ class ActorManager {
   static std::string KillFrame(const ActorId& actor);
 
  private:
+  // The ActorLost frame for `a`'s life on a.node, ended for `why` (Lost tells every owned one to
+  // this process's node, which keeps it if the head declares a.node dead).
+  static std::string LostFrame(const ActorEntry& a, const std::string& why);
   bool CanRestart(const ActorEntry& a) const {
     return a.owned && (a.max_restarts < 0 || a.restarts < a.max_restarts);
   }

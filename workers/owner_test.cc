@@ -15,19 +15,35 @@
 namespace cumulus {
 namespace {
 
-// The task id of a frame that holds a submitTask (empty id for other messages).
-TaskId SubmittedTask(const std::string& frame) {
+// An actorLost message as the node reads it.
+struct LostReport {
+  ActorId actor;
+  NodeId node;
+  int life = 0;
+  std::string cause;
+};
+
+// The task id of a frame that holds a submitTask (empty id for other messages); an actorLost
+// message goes to `*lost`.
+TaskId SubmittedTask(const std::string& frame, std::vector<LostReport>* lost = nullptr) {
   auto words = kj::heapArray<capnp::word>((frame.size() - kFrameHeaderBytes) / 8);
   std::memcpy(words.begin(), frame.data() + kFrameHeaderBytes, words.size() * 8);
   capnp::FlatArrayMessageReader reader(words);
   auto msg = reader.getRoot<proto::CoreMessage>();
+  if (msg.isActorLost() && lost) {
+    auto l = msg.getActorLost();
+    lost->push_back({IdFrom<ActorId>(l.getActorId()), IdFrom<NodeId>(l.getNodeId()),
+                     static_cast<int>(l.getLife()), l.getCause()});
+  }
   return msg.isSubmitTask() ? IdFrom<TaskId>(msg.getSubmitTask().getTaskId()) : TaskId();
 }
 
 class FakeOwnerIo : public OwnerIo {
  public:
   Status SendToNode(std::string frame) override {
-    to_node.push_back(SubmittedTask(frame));
+    size_t reports = lost.size();
+    TaskId task = SubmittedTask(frame, &lost);
+    if (lost.size() == reports) to_node.push_back(task);
     return Status();
   }
   void SendToActor(uint64_t conn, std::string frame) override {
@@ -44,7 +60,8 @@ class FakeOwnerIo : public OwnerIo {
   std::string CannotSubmit() const override { return ""; }
   bool stopped() const override { return false; }
 
-  std::vector<TaskId> to_node;  // task ids sent to the node (nil: another message)
+  std::vector<TaskId> to_node;   // task ids sent to the node (nil: another message, not lost)
+  std::vector<LostReport> lost;  // actorLost messages sent to the node
   std::map<uint64_t, std::vector<TaskId>> to_actor;
   std::vector<std::pair<ActorId, int>> connects;
 };
@@ -160,6 +177,47 @@ TEST_F(OwnerTest, ActorCallsGoInOrderAndARestartSendsAgainOnlyCallsWithRetries) 
   EXPECT_EQ(actors.Find(actor)->state, ActorEntry::kDead);
   EXPECT_NE(refs_.Find(first)->error.message().find("no restarts left"), std::string::npos)
       << refs_.Find(first)->error.message();
+}
+
+// Each life of an owned actor that is lost is told to the owner's node, which keeps it if the
+// head declares the actor's node dead (no node is left to recall it then): the one whose
+// connection closed at once, with what the owner saw, and the one lost with its node; an actor
+// elsewhere is not reported.
+TEST_F(OwnerTest, EachLostLifeOfAnOwnedActorIsToldToTheOwnersNode) {
+  ActorManager& actors = tasks_.actors();
+  internal::CallOptions once;
+  once.max_restarts = 1;
+  ActorId crashed = ActorId::Of(job_), alive = ActorId::Of(job_), elsewhere = ActorId::Of(job_);
+  for (const ActorId& id : {crashed, alive}) {
+    actors.Start(actors.Create(id, "A", "A", {}, id == alive ? once : internal::CallOptions{}), {},
+                 {});
+    Answer(io_.to_node.back(), StatusCode::kOk, "127.0.0.1:1");  // on node_
+  }
+  actors.Start(actors.Create(elsewhere, "A", "A", {}, {}), {}, {});
+  NodeId other = NodeId::FromRandom();
+  std::swap(node_, other);
+  Answer(io_.to_node.back(), StatusCode::kOk, "127.0.0.1:2");
+  std::swap(node_, other);
+  actors.Adopt(1, crashed, 0);
+  actors.Adopt(2, alive, 0);
+  actors.Adopt(3, elsewhere, 0);
+
+  actors.ConnectionClosed(1, crashed, "closed");  // before the head says why
+  ASSERT_EQ(io_.lost.size(), 1u);
+  EXPECT_EQ(io_.lost[0].actor, crashed);
+  EXPECT_EQ(io_.lost[0].node, node_);
+  EXPECT_EQ(io_.lost[0].life, 0);
+  EXPECT_EQ(io_.lost[0].cause, "its process closed the connection");
+  std::vector<uint64_t> conns = actors.NodeDied(node_);
+  EXPECT_EQ(conns, std::vector<uint64_t>{2});
+  ASSERT_EQ(io_.lost.size(), 2u) << "the crashed one is told once";
+  EXPECT_EQ(io_.lost[1].actor, alive);
+  EXPECT_EQ(io_.lost[1].node, node_);
+  EXPECT_EQ(io_.lost[1].life, 0);
+  EXPECT_EQ(io_.lost[1].cause, "its node " + node_.Hex() + " was declared dead by the head");
+  EXPECT_EQ(actors.Find(alive)->state, ActorEntry::kPending) << "it restarts";
+  actors.NodeDied(node_);
+  EXPECT_EQ(io_.lost.size(), 2u) << "told once";
 }
 
 TEST_F(OwnerTest, AnActorKilledWhileItIsBuiltIsKilledOnceItAnswers) {

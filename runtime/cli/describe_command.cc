@@ -279,9 +279,16 @@ const Row* EndOf(const std::vector<Row>& ends, int life) {
   return nullptr;
 }
 
+// "worker pid P", or "worker pid unknown": no process yet, or an end its owner recorded because
+// the node it ran on died.
+std::string WorkerPid(const Row& r) {
+  std::string pid = Get(r, "pid");
+  return "worker pid " + (pid == "-" ? std::string("unknown") : pid);
+}
+
 std::string EndLine(const Row& e) {
-  return "node " + Get(e, "node").substr(0, 8) + ", worker pid " + Get(e, "pid") + ": " +
-         Get(e, "cause") + " (ended " + When(std::atoll(Get(e, "ended_micros").c_str())) + ")";
+  return "node " + Get(e, "node").substr(0, 8) + ", " + WorkerPid(e) + ": " + Get(e, "cause") +
+         " (ended " + When(std::atoll(Get(e, "ended_micros").c_str())) + ")";
 }
 
 // An actor: its process now (asked of the nodes' workers), each restart with why the process
@@ -386,8 +393,8 @@ int DescribeActor(const std::vector<NodeRecord>& nodes, const std::string& token
   }
   std::printf("actor %s  %s of job %s\n", id.c_str(), Get(out, "class").c_str(),
               Get(out, "job").c_str());
-  std::printf("  state:    %s on node %s, worker pid %s\n", out["state"].c_str(),
-              Get(out, "node").substr(0, 8).c_str(), Get(out, "pid").c_str());
+  std::printf("  state:    %s on node %s, %s\n", out["state"].c_str(),
+              Get(out, "node").substr(0, 8).c_str(), WorkerPid(out).c_str());
   if (!alive.empty()) {
     std::printf("  holds:    %s%s\n", Get(alive, "lease").c_str(),
                 alive["gpus"].empty() ? "" : (" (GPUs " + alive["gpus"] + ")").c_str());
@@ -405,8 +412,8 @@ int DescribeActor(const std::vector<NodeRecord>& nodes, const std::string& token
   }
   if (out["state"] == "DEAD") {
     const Row& e = ends.back();
-    std::printf("  death:    %s (node %s, worker pid %s, %s)\n", out["death"].c_str(),
-                Get(e, "node").substr(0, 8).c_str(), Get(e, "pid").c_str(),
+    std::printf("  death:    %s (node %s, %s, %s)\n", out["death"].c_str(),
+                Get(e, "node").substr(0, 8).c_str(), WorkerPid(e).c_str(),
                 When(std::atoll(Get(e, "ended_micros").c_str())).c_str());
   } else if (out["state"] == "RESTARTING") {
     std::printf("  pending:  %s\n", out["pending"].c_str());

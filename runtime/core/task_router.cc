@@ -166,6 +166,7 @@ void TaskRouter::Impl::DropDeadPeers() {
       for (auto& [cid, c] : conns_) {
         if (!c.closed && (c.role == Role::kDriver || c.role == Role::kWorker)) Send(cid, frame);
       }
+      actor_ends_.NodeDead(id.Hex(), clock_.WallMicros());  // what owners here saw end there
     }
     auto p = peers_.find(id);
     if (p != peers_.end()) Close(p->second, "the head declared node " + id.Hex() + " dead");

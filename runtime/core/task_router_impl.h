@@ -118,6 +118,7 @@ class TaskRouter::Impl : public NodeContext {
   // The timeline (task_router_timeline.cc): a worker's batch, a client's request, and the node's
   // own event for a task a worker of its answered.
   void HandleTimelineEvents(Conn& c, proto::TimelineEvents::Reader batch);
+  void HandleActorLost(uint64_t id, Conn& c, proto::ActorLost::Reader lost);
   void HandleTimelineRequest(uint64_t id, proto::TimelineRequest::Reader request);
   void RecordScheduled(const RoutedTask& t, const Worker& w);
   JobId JobOf(const Conn& c);

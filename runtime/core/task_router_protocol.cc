@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "runtime/base/logging.h"
@@ -94,6 +95,8 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
       return TellLocalProcesses(FrameOfWords(words));
     case proto::CoreMessage::TIMELINE_EVENTS:
       return HandleTimelineEvents(c, msg.getTimelineEvents());
+    case proto::CoreMessage::ACTOR_LOST:
+      return HandleActorLost(id, c, msg.getActorLost());
     case proto::CoreMessage::CREATE_GROUP:
       if (c.role == Role::kPeer) return Close(id, "a node may not create a group on another");
       groups_.Create(id, JobOf(c), msg.getCreateGroup());
@@ -416,6 +419,39 @@ void TaskRouter::Impl::HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b) {
     if (RoutedTask* t = tasks_.Find(id)) tasks_.Requeue(*t, /*front=*/true);
   }
   schedule_dirty_ = true;
+}
+
+// An owner here lost an actor's process on a node: kept here, where `cumulus list actors` and
+// `describe actor` find it, if the head declares that node dead (a dead node keeps nothing); set
+// aside until then. Only for the sender's own job's actors.
+void TaskRouter::Impl::HandleActorLost(uint64_t id, Conn& c, proto::ActorLost::Reader lost) {
+  if (c.role != Role::kDriver && c.role != Role::kWorker) {
+    return Close(id, "only a driver or worker may report its actor lost");
+  }
+  auto actor = IdFrom<ActorId>(lost.getActorId());
+  auto node = IdFrom<NodeId>(lost.getNodeId());
+  JobId job = JobOf(c);
+  if (actor.IsNil() || node.IsNil() || job.IsNil() || actor.Job() != job) {
+    return Close(id, "reported an actor lost that is not of its job, or without its node");
+  }
+  if (node == node_id_) return;  // this node recalls that end itself
+  // Texts the owner wrote: bounded, as every record kept here is (~200 bytes each).
+  auto text = [](capnp::Text::Reader t) {
+    return std::string(t.cStr(), std::min<size_t>(t.size(), 512));
+  };
+  ActorEnd e;
+  e.actor = actor.Hex();
+  e.class_name = text(lost.getClassName());
+  e.job = job;
+  e.node = node.Hex();
+  e.life = static_cast<int>(std::min<uint32_t>(lost.getLife(), INT32_MAX));
+  e.max_restarts = std::max(lost.getMaxRestarts(), -1);
+  e.restart_cause = text(lost.getRestartCause());
+  e.cause = text(lost.getCause());
+  e.detached = lost.getDetached();
+  e.ended_micros = clock_.WallMicros();
+  actor_ends_.AddPending(std::move(e));
+  if (remote_.AnnouncedDead(node)) actor_ends_.NodeDead(node.Hex(), clock_.WallMicros());
 }
 
 JobId TaskRouter::Impl::JobOf(const Conn& c) {

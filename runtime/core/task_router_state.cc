@@ -307,13 +307,13 @@ std::vector<StateRowFields> TaskRouter::Impl::ActorRows(const StateQuerySpec& q,
   std::unordered_set<std::string> offered;
   auto offer = [&](const std::string& actor, StateRowFields fields) {
     if (!offered.insert(actor).second) return;
+    fields.emplace("node", here);  // (an end kept for a node that died says that node)
     auto field = [&](const std::string& key) -> std::string {
       auto it = fields.find(key);
       return it == fields.end() ? "" : it->second;
     };
     selector.Offer(actor, field, [&] {
       fields["actor"] = actor;
-      fields["node"] = here;
       return fields;
     });
   };
@@ -356,6 +356,7 @@ std::vector<StateRowFields> TaskRouter::Impl::ActorRows(const StateQuerySpec& q,
     std::string death;
     StateRowFields row{{"job", e.job.Hex()},
                        {"class", e.class_name},
+                       {"node", e.node},
                        {"state", ActorEndState(e, &death)},
                        {"pid", Pid(e.pid)},
                        {"restarts", std::to_string(e.life)},

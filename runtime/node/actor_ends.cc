@@ -41,9 +41,32 @@ void ActorEnds::Add(ActorEnd e) {
   kept_.push_back(std::move(e));
 }
 
+void ActorEnds::AddPending(ActorEnd e) {
+  if (capacity_ == 0) return;
+  if (pending_.size() >= capacity_) pending_.pop_front();
+  pending_.push_back(std::move(e));
+}
+
+void ActorEnds::NodeDead(const std::string& node, int64_t now_micros) {
+  std::deque<ActorEnd> left;
+  for (ActorEnd& e : pending_) {
+    if (now_micros - e.ended_micros > kPendingMicros) continue;  // its node outlived it
+    if (e.node != node) {
+      left.push_back(std::move(e));
+      continue;
+    }
+    std::string dead = "its node " + node + " was declared dead by the head";
+    e.cause = e.cause == dead ? dead : dead + " (its owner had seen: " + e.cause + ")";
+    Add(std::move(e));
+  }
+  pending_.swap(left);
+}
+
 void ActorEnds::EndJob(const JobId& job) {
-  for (ActorEnd& e : kept_) {
-    if (e.job == job) e.job_ended = true;  // detached too: only its owner restarts an actor
+  for (std::deque<ActorEnd>* ends : {&kept_, &pending_}) {
+    for (ActorEnd& e : *ends) {
+      if (e.job == job) e.job_ended = true;  // detached too: only its owner restarts an actor
+    }
   }
 }
 

@@ -55,6 +55,15 @@ class ActorEnds {
  public:
   explicit ActorEnds(size_t capacity) : capacity_(capacity) {}
   void Add(ActorEnd e);
+  // An owner on this node lost an actor whose process ran on another node (`e.node`; `e.cause`:
+  // what the owner saw). That node recalls the end while it lives; if the head declares it dead
+  // (NodeDead), its records are gone and this one is kept instead. Set aside until then, for
+  // kPendingMicros at most (a node not declared dead by then lives on, and recalls the end).
+  void AddPending(ActorEnd e);
+  // The head declared `node` (hex id) dead at `now_micros`: the ends set aside for it are kept,
+  // each cause saying so; those older than kPendingMicros are dropped.
+  void NodeDead(const std::string& node, int64_t now_micros);
+  static constexpr int64_t kPendingMicros = 120'000'000;
   // Its job ended: the ends of its actors are marked `job_ended` (detached ones too: their
   // owner, which alone restarts them, has gone with the job).
   void EndJob(const JobId& job);
@@ -65,6 +74,7 @@ class ActorEnds {
  private:
   size_t capacity_;
   std::deque<ActorEnd> kept_;
+  std::deque<ActorEnd> pending_;  // AddPending's, oldest first, at most capacity_
 };
 
 }  // namespace cumulus

@@ -28,6 +28,8 @@ class RemoteNodes {
   std::vector<NodeId> Update(const std::vector<NodeRecord>& nodes, const NodeId& self);
   // True the first time it is asked about a dead node: announce it to local processes.
   bool FirstNewsOfDeath(const NodeId& node) { return announced_dead_.insert(node).second; }
+  // Whether `node` was announced dead (FirstNewsOfDeath said so once).
+  bool AnnouncedDead(const NodeId& node) const { return announced_dead_.count(node) > 0; }
   // This node got a new id (it rejoined): its old one may be declared dead, which is not news.
   void Renamed(const NodeId& old_id);
 

@@ -174,6 +174,38 @@ TEST(ActorRowsTest, TwoNodesReportingOneActorShowTheLiveRowElseTheLatestEnd) {
   EXPECT_FALSE(ActorRowPreferred(exiting, alive));
 }
 
+// An owner's report of an actor lost on another node is kept only once the head declares that
+// node dead, with the cause saying so; a node that lives on past kPendingMicros recalls the end
+// itself, and the report is dropped.
+TEST(ActorEndsTest, AnOwnersReportIsKeptOnlyWhenTheActorsNodeIsDeclaredDead) {
+  ActorEnds ends(10);
+  auto report = [](const std::string& actor, const std::string& node, int64_t at) {
+    ActorEnd e;
+    e.actor = actor;
+    e.node = node;
+    e.cause = "its process closed the connection";
+    e.ended_micros = at;
+    return e;
+  };
+  ends.AddPending(report("a1", "n1", 1'000'000));
+  ends.AddPending(report("a2", "n2", 1'000'000));
+  ends.AddPending(report("a3", "n1", 1'000'000));
+  EXPECT_EQ(ends.size(), 0u) << "n1 and n2 live: they recall these ends";
+  ends.NodeDead("n1", 2'000'000);
+  std::vector<std::string> kept;
+  ends.ForEach([&](const ActorEnd& e) {
+    kept.push_back(e.actor);
+    EXPECT_EQ(e.cause,
+              "its node n1 was declared dead by the head (its owner had seen: its process closed "
+              "the connection)");
+  });
+  EXPECT_EQ(kept, (std::vector<std::string>{"a1", "a3"}));
+  ends.NodeDead("n1", 3'000'000);
+  EXPECT_EQ(ends.size(), 2u) << "kept once";
+  ends.NodeDead("n2", 1'000'000 + ActorEnds::kPendingMicros + 1);
+  EXPECT_EQ(ends.size(), 2u) << "n2 outlived the report: its own record stands";
+}
+
 TEST(RowSelectorTest, QueryAndRowsSurviveTheirMessages) {
   StateQuerySpec q{"objects", {{"job", "ab"}, {"where", "DISK"}}, "cursor", 7, true};
   capnp::MallocMessageBuilder m;

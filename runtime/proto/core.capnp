@@ -118,7 +118,22 @@ struct CoreMessage {
     objectsMoved @19 :ObjectsMoved;        # a draining node -> every node -> its drivers and
                                            # workers: these objects are held elsewhere now
     refused @20 :CoreRefusal;              # node or actor's worker -> caller: a request refused
+    actorLost @21 :ActorLost;              # owner (driver or worker) -> its node
   }
+}
+
+# An owner's actor was lost with the node it ran on (the head declared that node dead): no node is
+# left to recall how that life ended, so the owner's node keeps its end instead
+# (runtime/node/actor_ends.h), for `cumulus list actors` and `describe actor`.
+struct ActorLost {
+  actorId @0 :Data;                   # 16 bytes; of the sender's job
+  className @1 :Text;
+  nodeId @2 :Data;                    # 16 bytes: the node it ran on, now dead
+  life @3 :UInt32;                    # the life that ended (0: its first process)
+  maxRestarts @4 :Int32;              # -1: forever
+  restartCause @5 :Text;              # life > 0: why this life was started
+  cause @6 :Text;                     # why it ended, as the owner saw it
+  detached @7 :Bool;
 }
 
 # A draining node handed its copies of `objects` to node `to` (runtime/node/object_handoff.h):
