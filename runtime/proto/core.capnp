@@ -122,13 +122,14 @@ struct CoreMessage {
   }
 }
 
-# An owner's actor was lost with the node it ran on (the head declared that node dead): no node is
-# left to recall how that life ended, so the owner's node keeps its end instead
-# (runtime/node/actor_ends.h), for `cumulus list actors` and `describe actor`.
+# An owner lost a life of its actor (its connection closed, or the head declared its node dead).
+# The owner's node sets it aside and keeps it only if the head declares the actor's node dead
+# (runtime/node/actor_ends.h): no node is left to recall that end then, for `cumulus list actors`
+# and `describe actor`; a live node recalls it itself.
 struct ActorLost {
   actorId @0 :Data;                   # 16 bytes; of the sender's job
   className @1 :Text;
-  nodeId @2 :Data;                    # 16 bytes: the node it ran on, now dead
+  nodeId @2 :Data;                    # 16 bytes: the node it ran on
   life @3 :UInt32;                    # the life that ended (0: its first process)
   maxRestarts @4 :Int32;              # -1: forever
   restartCause @5 :Text;              # life > 0: why this life was started
