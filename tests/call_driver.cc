@@ -2,10 +2,17 @@
 // several shapes, a named actor and an unnamed one that may restart once ("phoenix"), prints
 // "READY job=<hex> counter=0 phoenix=<actor id>" once both run, and stays up until its stdin
 // closes.
+//
+// With --wanderer-home=NODE_ID it also starts "wanderer", an actor that may restart once and
+// needs the resource `slot` (1), on NODE_ID by a soft affinity, and queues behind it there a task
+// that needs that slot on NODE_ID alone (it sleeps for 10 minutes): once the wanderer's process
+// dies the task takes the slot, and the wanderer's next life goes to another node with a slot.
+// READY then also says "wanderer=<actor id>".
 #include <cumulus/cumulus.h>
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -90,9 +97,29 @@ int main(int argc, char** argv) {
   int zero = cumulus::Get(counter.Task(&Counter::Read).Remote());
   auto phoenix = cumulus::Actor(MakeCounter).SetMaxRestarts(1).Remote(5);
   (void)cumulus::Get(phoenix.Task(&Counter::Read).Remote());
-  std::printf("READY job=%s counter=%d phoenix=%s\n",
+  std::string wanderer_line;
+  cumulus::ActorHandle<Counter> wanderer;
+  std::optional<cumulus::ObjectRef<int>> blocker;  // held until the end, as the actor's handle
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], flag = "--wanderer-home=";
+    if (a.rfind(flag, 0) != 0) continue;
+    auto home = cumulus::NodeId::FromHex(a.substr(flag.size()));
+    if (!home.ok()) {
+      std::fprintf(stderr, "call_driver: %s\n", home.status().ToString().c_str());
+      return 2;
+    }
+    wanderer = cumulus::Actor(MakeCounter)
+                   .SetResource("slot", 1)
+                   .SetNodeAffinity(*home, /*soft=*/true)
+                   .SetMaxRestarts(1)
+                   .Remote(1);
+    (void)cumulus::Get(wanderer.Task(&Counter::Read).Remote());
+    blocker = cumulus::Task(Sleep).SetResource("slot", 1).SetNodeAffinity(*home).Remote(600);
+    wanderer_line = " wanderer=" + wanderer.id().Hex();
+  }
+  std::printf("READY job=%s counter=%d phoenix=%s%s\n",
               cumulus::internal::CurrentRuntime()->job_id().Hex().c_str(), zero,
-              phoenix.id().Hex().c_str());
+              phoenix.id().Hex().c_str(), wanderer_line.c_str());
   std::fflush(stdout);
   std::string line;
   while (std::getline(std::cin, line)) {

@@ -262,6 +262,67 @@ TEST_F(CallTest, AnActorByItsIdCalledDescribedRestartedAndKilledByUser) {
   EXPECT_TRUE(driver->Wait(30s));
 }
 
+// An actor restarted on another node: the node it left still recalls that life's end, which says
+// RESTARTING; a listing filtered on state or node must not show it so (the actor is ALIVE on the
+// other node), and without filters it is one row, the live one.
+TEST_F(CallTest, AnActorRestartedOnAnotherNodeIsListedByItsNewLifeUnderEveryFilter) {
+  auto head = StartHead({"--resources", "CPU=2,slot=1"});
+  const std::string a = HeadNodeId();
+  std::string b, b_ready, before, out;
+  auto node = StartNode("b", {"--resources", "CPU=2,slot=1"}, &b, &b_ready);
+  auto driver = StartDriver("call_driver", {"--wanderer-home=" + a}, CoreSocket(a));
+  std::optional<std::string> ready = WaitForReady(*driver, &before);
+  ASSERT_TRUE(ready) << before;
+  std::string actor = Field(*ready, "wanderer");
+  ASSERT_EQ(actor.size(), 2 * ActorId::kSize) << *ready;
+  auto cli = [&](std::vector<std::string> args, std::string* o) {
+    args.insert(args.end(), {"--address", address_, "--token-file", token_file_});
+    return Cli(args, o);
+  };
+  // The task that needs A's slot waits there behind the actor.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        cli({"list", "tasks", "--filter", "node=" + a, "--filter", "state=QUEUED"}, &out);
+        return out.find("Sleep") != std::string::npos;
+      },
+      20s))
+      << out;
+  ASSERT_EQ(cli({"describe", "actor", actor, "--json"}, &out), 0) << out;
+  ASSERT_NE(out.find("\"node\":\"" + a), std::string::npos) << out;
+  size_t at = out.find("\"pid\":\"");
+  ASSERT_NE(at, std::string::npos) << out;
+  int pid = std::atoi(out.c_str() + at + 7);
+  ASSERT_GT(pid, 0) << out;
+  kill(pid, SIGKILL);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        cli({"list", "actors", "--filter", "actor=" + actor, "--json"}, &out);
+        return out.find("\"state\":\"ALIVE\"") != std::string::npos &&
+               out.find("\"restarts\":\"1\"") != std::string::npos;
+      },
+      30s))
+      << out;
+  EXPECT_EQ(Count(out, "\"actor\":"), 1) << out;
+  ASSERT_NE(out.find("\"node\":\"" + b), std::string::npos) << "it restarted on A: " << out;
+  // A still recalls life 0's end (RESTARTING, as far as A knows).
+  ASSERT_EQ(cli({"describe", "actor", actor}, &out), 0) << out;
+  EXPECT_NE(out.find("    1. node " + a.substr(0, 8) + ", worker pid " + std::to_string(pid)),
+            std::string::npos)
+      << out;
+  // Under a filter the stale end does not stand for the actor.
+  ASSERT_EQ(cli({"list", "actors", "--filter", "state=RESTARTING", "--json"}, &out), 0) << out;
+  EXPECT_EQ(out.find(actor), std::string::npos) << out;
+  ASSERT_EQ(cli({"list", "actors", "--filter", "node=" + a, "--json"}, &out), 0) << out;
+  EXPECT_EQ(out.find(actor), std::string::npos) << out;
+  ASSERT_EQ(
+      cli({"list", "actors", "--filter", "node=" + b, "--filter", "state=ALIVE", "--json"}, &out),
+      0)
+      << out;
+  EXPECT_NE(out.find(actor), std::string::npos) << out;
+  driver->CloseStdin();
+  EXPECT_TRUE(driver->Wait(30s));
+}
+
 // `cumulus list actors`: every actor, the anonymous one too, asked of the nodes with the head's
 // names joined; filtered on state before the cap, paged, and a killed one shown DEAD with why.
 TEST_F(CallTest, ListActorsShowsEveryActorByStateWithItsName) {

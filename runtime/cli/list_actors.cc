@@ -2,10 +2,11 @@
 // state query of kind `actors` goes to every alive node, which filters what it holds before its
 // cap (runtime/core/task_router_state.cc); the rows come back one per actor and node. Where two
 // nodes report one actor (it restarted on another node) the live row is kept, else the latest end
-// (ActorRowPreferred). Names come from the head's named-actor records (one listing): a name
-// filter becomes a filter on that actor's id, and a named actor that no node reports is shown as
-// its head record says (PENDING before it has an address, ALIVE after) unless the query filters
-// on what only the nodes know (state, node, pid, restarts).
+// (ActorRowPreferred); under a filter on state or node, a node's stale RESTARTING end is checked
+// against the other nodes (DropStaleEnds). Names come from the head's named-actor records (one
+// listing): a name filter becomes a filter on that actor's id, and a named actor that no node
+// reports is shown as its head record says (PENDING before it has an address, ALIVE after) unless
+// the query filters on what only the nodes know (state, node, pid, restarts).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -19,6 +20,46 @@
 #include "runtime/core/messages.h"
 
 namespace cumulus::cli {
+namespace {
+
+// Under a filter on what only the nodes know (state, node, pid, restarts), a node's row of an
+// actor can be one that another node's newer life overrides: the node an actor left remembers
+// that life's end as RESTARTING, while the actor is ALIVE on the node it restarted on, which the
+// filter may leave out. Each such row (RESTARTING from an end record) is checked by asking every
+// node for that actor alone; the row the nodes agree on replaces it, or it goes if that row does
+// not pass the filters. One query per such row: at most a page's.
+Status DropStaleEnds(const std::vector<NodeRecord>& nodes, const std::string& token,
+                     const StateQuerySpec& q, std::map<std::string, Row>* best, uint64_t* matched) {
+  Filters filters;
+  for (const StateFilter& f : q.filters) filters.emplace_back(f.key, f.value);
+  for (auto it = best->begin(); it != best->end();) {
+    Row& row = it->second;
+    if (row["state"] != "RESTARTING" || row.count("ended_micros") == 0) {
+      ++it;
+      continue;
+    }
+    StateQuerySpec one;
+    one.kind = "actors";
+    one.filters = {{"actor", it->first}};
+    one.limit = 1;
+    auto answers = QueryNodes(nodes, token, one);
+    if (!answers.ok()) return answers.status();
+    Row shown = row;
+    for (auto& r : answers->rows) {
+      if (r["actor"] == it->first && ActorRowPreferred(r, shown)) shown = std::move(r);
+    }
+    if (MatchesFilters(shown, filters)) {
+      row = std::move(shown);
+      ++it;
+    } else {
+      it = best->erase(it);
+      if (*matched > 0) --*matched;
+    }
+  }
+  return Status();
+}
+
+}  // namespace
 
 int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std::string& help) {
   std::vector<std::string> fields = *StateFields("actors");
@@ -79,6 +120,10 @@ int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std:
       }
       if (matched > 0) --matched;  // one actor, counted by two nodes
       if (ActorRowPreferred(r, it->second)) it->second = std::move(r);
+    }
+    if (nodes_only) {
+      Status checked = DropStaleEnds(view->nodes, *token, q, &best, &matched);
+      if (!checked.ok()) return Fail(checked);
     }
     // A named actor that no node reports (not placed yet, or its node gone): its head record.
     // Merging it by id keeps the page right: a row a node left out for its cap sorts after that

@@ -134,13 +134,13 @@ void MetricsEndpoint::Run() {
     for (auto& c : conns) timeout = std::min(timeout, MillisUntil(c.deadline));
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    // Full, a new connection displaces the oldest that has sent nothing yet (one that has sent
-    // part of its request is a client at work, not displaced).
-    auto silent = [](const Connection& c) {
-      return c.state == Connection::kReading && c.in.empty();
-    };
-    bool room =
-        conns.size() < options_.max_connections || std::any_of(conns.begin(), conns.end(), silent);
+    // Full, a new connection displaces one that has been answered and is closing, else the
+    // oldest whose request is not complete yet: a scrape sends its request at once, so
+    // connections that trickle theirs (or send nothing) cannot hold it back however many there
+    // are; only one answer being written is never displaced.
+    auto displaceable = [](const Connection& c) { return c.state != Connection::kWriting; };
+    bool room = conns.size() < options_.max_connections ||
+                std::any_of(conns.begin(), conns.end(), displaceable);
     bool accepting = room && now >= accept_paused_until;
     if (now < accept_paused_until) timeout = std::min(timeout, MillisUntil(accept_paused_until));
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
@@ -225,9 +225,16 @@ void MetricsEndpoint::Run() {
     // poll may have sent its request since. No room: the new one waits in the backlog.
     auto oldest = conns.end();
     if (conns.size() >= options_.max_connections) {
-      // Every reading connection's deadline is its accept time plus the same timeout.
+      // A closing one first; among reading ones, every deadline is its accept time plus the
+      // same timeout.
+      auto before = [](const Connection& a, const Connection& b) {
+        if ((a.state == Connection::kDraining) != (b.state == Connection::kDraining)) {
+          return a.state == Connection::kDraining;
+        }
+        return a.deadline < b.deadline;
+      };
       for (auto it = conns.begin(); it != conns.end(); ++it) {
-        if (silent(*it) && (oldest == conns.end() || it->deadline < oldest->deadline)) oldest = it;
+        if (displaceable(*it) && (oldest == conns.end() || before(*it, *oldest))) oldest = it;
       }
       if (oldest == conns.end()) accepting = false;
     }

@@ -6,9 +6,10 @@
 //   a request line and headers over `max_request_bytes`  431
 //   nothing complete within `request_timeout`            408
 // and closes every connection after its one answer (Connection: close). At most
-// `max_connections` are served at once; when all are taken, a new connection displaces the
-// oldest one that has sent nothing yet (closed without an answer), so silent connections cannot
-// hold a scrape back; with none such, it waits in the kernel's backlog. A request
+// `max_connections` are served at once; when all are taken, a new connection displaces one
+// already answered and closing, else the oldest whose request is not complete (closed without an
+// answer), so connections that send nothing or trickle their request byte by byte cannot hold a
+// scrape back; when every one is being answered, it waits in the kernel's backlog. A request
 // body is not read.
 //
 // `render` runs on the endpoint's thread, once per scrape: it must not block on the event loop

@@ -162,6 +162,34 @@ TEST(EndpointFullTest, AScrapeDisplacesTheOldestSilentConnection) {
   for (int fd : idle) close(fd);
 }
 
+// Connections that each send the first byte of a request and then nothing (a slow-loris client),
+// three times as many as it serves at once: a scrape still displaces the oldest and is answered
+// at once, and the displaced connections are closed, not left waiting.
+TEST(EndpointFullTest, AScrapeDisplacesConnectionsThatTrickleTheirRequest) {
+  MetricsEndpointOptions o;
+  o.max_connections = 4;
+  o.request_timeout = 60s;
+  auto e = MetricsEndpoint::Start(o, [] { return std::string("up 1\n"); });
+  ASSERT_TRUE(e.ok()) << e.status();
+  std::vector<int> slow;
+  for (size_t i = 0; i < 3 * o.max_connections; ++i) {
+    auto fd = ConnectTcp(HostPort{"127.0.0.1", (*e)->port()}, 5s);
+    ASSERT_TRUE(fd.ok());
+    ASSERT_TRUE(SendAll(*fd, reinterpret_cast<const uint8_t*>("G"), 1, 5s).ok());
+    slow.push_back(*fd);
+  }
+  auto start = SystemClock::Get().Now();
+  std::string r = Exchange((*e)->port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_NE(r.find("up 1"), std::string::npos) << r;
+  EXPECT_LT(SystemClock::Get().Now() - start, 5s);  // Exchange gives up after 10 s
+  // The first one accepted was displaced: it reads the end of its stream.
+  pollfd p{slow[0], POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  char c;
+  EXPECT_LE(recv(slow[0], &c, 1, 0), 0);
+  for (int fd : slow) close(fd);
+}
+
 TEST(EndpointStartTest, APortInUseIsOneClearError) {
   auto first = MetricsEndpoint::Start({}, [] { return std::string(); });
   ASSERT_TRUE(first.ok());
