@@ -75,7 +75,11 @@ int ListExperiments(ControlClient& head, const Flags& flags) {
     }
     auto table = l->state.ToTable();
     const tune::TrialRow* best = tune::BestTrial(table);
-    auto best_value = best ? tune::LastMetric(*best, table.metric) : std::nullopt;
+    // The best value in words once ("" for none).
+    std::string best_text;
+    if (best) {
+      if (auto v = tune::LastMetric(*best, table.metric)) best_text = tune::FormatNumber(*v);
+    }
     size_t running = 0;
     for (auto& t : table.trials) running += t.state == tune::TrialState::kRunning;
     const char* state = l->state.ended() ? "ENDED" : "OPEN";
@@ -87,10 +91,9 @@ int ListExperiments(ControlClient& head, const Flags& flags) {
           n ? ", " : "", JsonString(name).c_str(), state, table.trials.size(), running,
           JsonString(spec.metric).c_str(), spec.maximize ? "max" : "min",
           best ? JsonString(best->id).c_str() : "null",
-          best_value ? tune::FormatNumber(*best_value).c_str() : "null");
+          best_text.empty() ? "null" : best_text.c_str());
     } else {
-      std::string b =
-          best && best_value ? tune::FormatNumber(*best_value) + " (" + best->id + ")" : "-";
+      std::string b = best_text.empty() ? "-" : best_text + " (" + best->id + ")";
       std::printf("%-28s %-8s %7zu %9zu %-12s %s\n", name.c_str(), state, table.trials.size(),
                   running, (spec.metric + (spec.maximize ? " max" : " min")).c_str(), b.c_str());
     }
