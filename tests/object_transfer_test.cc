@@ -3,9 +3,11 @@
 #include <capnp/message.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <xxhash.h>
 
+#include <future>
 #include <random>
 #include <thread>
 
@@ -148,8 +150,9 @@ TEST_F(TransferFixture, FetchMakesAnotherNodeTakeObjectsOverTheOrdinaryPull) {
   EXPECT_EQ(a.store->Stats()->pinned_objects, 0u);
 }
 
-// A sender that announces `size` bytes, sends `send` of them, then closes the connection.
-void FakeSender(int listen_fd, uint64_t size, uint64_t send_bytes) {
+// A sender that announces `size` bytes, sends `send` of them, then closes the connection; with
+// `sent`, it says so there and holds the connection open until the receiver closes it (or 30 s).
+void FakeSender(int listen_fd, uint64_t size, uint64_t send_bytes, std::promise<void>* sent) {
   fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);
   int fd = accept(listen_fd, nullptr, nullptr);
   FrameDecoder decoder(4096);
@@ -164,6 +167,13 @@ void FakeSender(int listen_fd, uint64_t size, uint64_t send_bytes) {
     std::vector<uint8_t> half(send_bytes, 0x42);
     Status ignored = SendAll(fd, half.data(), half.size(), 10s);
     (void)ignored;
+    if (sent) {
+      sent->set_value();
+      pollfd p{fd, POLLIN, 0};
+      char byte;
+      while (poll(&p, 1, 30000) == 1 && recv(fd, &byte, 1, 0) > 0) {
+      }
+    }
   }
   close(fd);
 }
@@ -176,7 +186,7 @@ TEST_F(TransferFixture, ASenderThatDiesMidTransferLeavesNothingOnTheReceiver) {
   uint16_t port = 0;
   auto listener = ListenTcp("127.0.0.1", 0, &port);
   ASSERT_TRUE(listener.ok());
-  std::thread sender(FakeSender, *listener, 8u << 20, 4u << 20);
+  std::thread sender(FakeSender, *listener, 8u << 20, 4u << 20, nullptr);
   ObjectId id = NewId();
   Status st = PullObject(HostPort{"127.0.0.1", port}, token_, id, PullInto(*b.store));
   sender.join();
@@ -185,6 +195,46 @@ TEST_F(TransferFixture, ASenderThatDiesMidTransferLeavesNothingOnTheReceiver) {
   EXPECT_NE(st.message().find("4194304 of 8388608 bytes"), std::string::npos) << st;
   EXPECT_FALSE(*b.store->Contains(id)) << "a half-received object must never be sealed";
   EXPECT_EQ(b.store->Stats()->used_bytes, baseline) << "the partial object was not freed";
+}
+
+// A pull that stalls halfway (the sender holds the connection) is ended at once by its
+// canceller from another thread, as Ctrl-C ends `cumulus call` reading a large result: Cancelled,
+// the partial object freed, long before the 30 s idle timeout. A canceller cancelled before the
+// pull starts ends it without connecting.
+TEST_F(TransferFixture, ACancelledPullEndsAtOnceAndLeavesNothingOnTheReceiver) {
+  auto head = StartHead({});
+  NodeProcess b = Node("b", "64M");
+  ASSERT_TRUE(b.store);
+  uint64_t baseline = b.store->Stats()->used_bytes;
+  uint16_t port = 0;
+  auto listener = ListenTcp("127.0.0.1", 0, &port);
+  ASSERT_TRUE(listener.ok());
+  std::promise<void> sent;
+  std::future<void> half_sent = sent.get_future();
+  std::thread sender(FakeSender, *listener, 8u << 20, 1u << 20, &sent);
+  ObjectId id = NewId();
+  FetchCanceller canceller;
+  PullOptions options;
+  options.canceller = &canceller;
+  Status st;
+  std::thread puller([&] {
+    st = PullObject(HostPort{"127.0.0.1", port}, token_, id, PullInto(*b.store), options);
+  });
+  ASSERT_EQ(half_sent.wait_for(10s), std::future_status::ready);
+  auto cancelled_at = std::chrono::steady_clock::now();
+  canceller.Cancel();
+  puller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled_at, 5s);
+  sender.join();
+  close(*listener);
+  EXPECT_EQ(st.code(), StatusCode::kCancelled) << st;
+  EXPECT_NE(st.message().find("pulling object " + id.Hex()), std::string::npos) << st;
+  EXPECT_FALSE(*b.store->Contains(id)) << "a half-received object must never be sealed";
+  EXPECT_EQ(b.store->Stats()->used_bytes, baseline) << "the partial object was not freed";
+
+  // Cancelled before it starts: no connection is made (nothing listens there now).
+  Status early = PullObject(HostPort{"127.0.0.1", port}, token_, id, PullInto(*b.store), options);
+  EXPECT_EQ(early.code(), StatusCode::kCancelled) << early;
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <future>
+#include <thread>
 
 #include "runtime/core/caller_connection.h"
 #include "runtime/core/messages.h"
@@ -54,9 +57,11 @@ std::string FreeFrame(const ObjectId& object, const NodeId& node) {
   return EncodeFrame(message);
 }
 
-// Pulls a stored result into memory.
+// Pulls a stored result into memory. With `stop`, the pull runs on a thread of its own while
+// this thread asks `stop` every `every`; true cancels it (its connection shut down): Cancelled.
 Result<std::string> PullResult(const std::string& from, const std::string& token,
-                               const ObjectId& id, uint64_t size) {
+                               const ObjectId& id, uint64_t size, const std::function<bool()>& stop,
+                               Duration every) {
   CUMULUS_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(from));
   std::string bytes;
   PullTarget target;
@@ -73,7 +78,21 @@ Result<std::string> PullResult(const std::string& from, const std::string& token
   };
   target.seal = [](const ObjectId&) { return Status(); };
   target.abort = [](const ObjectId&) { return Status(); };
-  CUMULUS_RETURN_IF_ERROR(PullObject(address, token, id, target));
+  if (!stop) {
+    CUMULUS_RETURN_IF_ERROR(PullObject(address, token, id, target));
+    return bytes;
+  }
+  FetchCanceller canceller;
+  PullOptions options;
+  options.canceller = &canceller;
+  std::promise<Status> pulled;
+  std::future<Status> done = pulled.get_future();
+  std::thread puller([&] { pulled.set_value(PullObject(address, token, id, target, options)); });
+  while (done.wait_for(every) != std::future_status::ready) {
+    if (stop()) canceller.Cancel();
+  }
+  puller.join();
+  CUMULUS_RETURN_IF_ERROR(done.get());
   return bytes;
 }
 
@@ -145,10 +164,15 @@ Result<std::string> RunCall(const CallRequest& request, const CallTarget& target
     ObjectId object = IdFrom<ObjectId>(ret.getObjectId());
     auto loc = ret.getStored();
     NodeId holder = IdFrom<NodeId>(loc.getNodeId());
-    auto bytes = PullResult(loc.getTransferAddress(), target.token, object, loc.getSize());
+    auto bytes = PullResult(loc.getTransferAddress(), target.token, object, loc.getSize(),
+                            target.stop, kStopCheck);
     // Freed by whoever answered: the node (the task's result, wherever it ran) or the actor's
     // worker (its node's store). Either frees it anyway when this connection closes.
     (void)conn->SendEncoded(FreeFrame(object, holder));
+    if (!bytes.ok() && bytes.status().code() == StatusCode::kCancelled) {
+      return Status::Cancelled(request.function + " was stopped while its result (" +
+                               std::to_string(loc.getSize()) + " bytes) was being read");
+    }
     if (!bytes.ok()) {
       return Status(bytes.status().code(), "the result of " + request.function + " (" +
                                                std::to_string(loc.getSize()) +

@@ -36,9 +36,10 @@ struct CallTarget {
   HostPort address;  // the node's core address (tasks) or the actor's address (method calls)
   std::string token;
   Duration timeout = std::chrono::seconds(60);
-  // When set, asked every 200 ms while the answer is awaited: true ends the wait with Cancelled
-  // (a task is then cancelled, as at the timeout; an actor's method may still run). The shell
-  // passes its Ctrl-C flag. Called on the calling thread.
+  // When set, asked every 200 ms while the answer is awaited and while a stored result is read:
+  // true ends the wait with Cancelled (a task is then cancelled, as at the timeout; an actor's
+  // method may still run; a result being read is left, and freed when the connection closes).
+  // The shell passes its Ctrl-C flag. Called on the calling thread.
   std::function<bool()> stop;
 };
 

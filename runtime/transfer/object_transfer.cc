@@ -270,6 +270,15 @@ struct TransferConnection {
   }
 };
 
+// Detaches a connection from its canceller (if any) when the call that attached it returns;
+// declared after the connection, so that it runs before the descriptor is closed.
+struct DetachOnExit {
+  FetchCanceller* canceller;
+  ~DetachOnExit() {
+    if (canceller) canceller->Detach();
+  }
+};
+
 // With `canceller`, the connection is attached to it as soon as it is made (so that a cancel
 // also ends the hello); Cancelled if it was cancelled already.
 Status OpenTransfer(const HostPort& to, const std::string& token, Duration timeout,
@@ -291,17 +300,26 @@ Status OpenTransfer(const HostPort& to, const std::string& token, Duration timeo
 Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
                   const PullTarget& target, const PullOptions& options) {
   std::string where = "pulling object " + id.Hex() + " from " + from.ToString();
+  FetchCanceller* canceller = options.canceller;
+  const Status cancelled = Status::Cancelled(where + ": cancelled");
+  if (canceller && canceller->cancelled()) return cancelled;
   TransferConnection c;
-  CUMULUS_RETURN_IF_ERROR(OpenTransfer(from, token, options.connect_timeout, where, &c));
+  DetachOnExit detach{canceller};  // before `c` closes the descriptor
+  // What failed, or Cancelled where the failure came from a Cancel() shutting the connection.
+  auto failed = [&](Status st) {
+    return canceller && canceller->cancelled() ? cancelled : st.WithContext(where);
+  };
+  Status open = OpenTransfer(from, token, options.connect_timeout, where, &c, canceller);
+  if (!open.ok()) return canceller && canceller->cancelled() ? cancelled : open;
   {
     capnp::MallocMessageBuilder m;
     m.initRoot<proto::TransferRequest>().setPull(store_protocol::IdBytes(id));
-    CUMULUS_RETURN_IF_ERROR(
-        WriteFrame(c.fd, m, SystemClock::Get().Now() + options.idle_timeout).WithContext(where));
+    Status sent = WriteFrame(c.fd, m, SystemClock::Get().Now() + options.idle_timeout);
+    if (!sent.ok()) return failed(sent);
   }
   uint64_t size = 0;
-  CUMULUS_RETURN_IF_ERROR(
-      ReadReply(c.fd, c.decoder, options.idle_timeout, &size).WithContext(where));
+  Status reply = ReadReply(c.fd, c.decoder, options.idle_timeout, &size);
+  if (!reply.ok()) return failed(reply);
   CUMULUS_ASSIGN_OR_RETURN(MutableBuffer buf, target.create(id, size));
   // Bytes that arrived with the reply frame, then the rest straight into shared memory.
   size_t early = c.decoder.Take(reinterpret_cast<char*>(buf.data), size);
@@ -310,7 +328,7 @@ Status PullObject(const HostPort& from, const std::string& token, const ObjectId
   if (!st.ok()) {
     Status ignored = target.abort(id);
     (void)ignored;
-    return st.WithContext(where);
+    return failed(st);
   }
   return Status();
 }
@@ -346,12 +364,7 @@ Status FetchObjects(const HostPort& to, const std::string& token, const std::vec
   FetchCanceller* canceller = options.canceller;
   if (canceller && canceller->cancelled()) return cancelled;
   TransferConnection c;
-  struct Detach {  // before `c` closes the descriptor
-    FetchCanceller* canceller;
-    ~Detach() {
-      if (canceller) canceller->Detach();
-    }
-  } detach{canceller};
+  DetachOnExit detach{canceller};  // before `c` closes the descriptor
   Status open = OpenTransfer(to, token, options.connect_timeout, where, &c, canceller);
   if (!open.ok()) return canceller && canceller->cancelled() ? cancelled : open;
   for (size_t i = 0; i < ids.size(); ++i) {

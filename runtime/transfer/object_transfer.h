@@ -85,28 +85,19 @@ PullTarget PullInto(Store& store) {
                     [&store](const ObjectId& id) { return store.Abort(id); }};
 }
 
-struct PullOptions {
-  Duration connect_timeout = std::chrono::seconds(5);
-  Duration idle_timeout = std::chrono::seconds(30);  // no byte for this long: TimedOut
-};
-
-// Copies object `id` from the node serving at `from` into `target`. On any failure the partial
-// object is aborted: the target never holds a sealed, incomplete object.
-Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
-                  const PullTarget& target, const PullOptions& options = {});
-
-// Lets another thread end a FetchObjects under way (a node that stops in the middle of a
-// handoff): Cancel() shuts its connection down, so the call returns Cancelled at once instead of
-// waiting for the taker's answers (what the taker answered before counts, through `progress`).
-// A connect under way is not interrupted: a Cancel() then ends the call once the connect ends,
-// within FetchOptions::connect_timeout. Thread-safe. A FetchObjects started after Cancel()
-// returns Cancelled without connecting.
+// Lets another thread end a FetchObjects or a PullObject under way (a node that stops in the
+// middle of a handoff; Ctrl-C while `cumulus call` reads a large result): Cancel() shuts its
+// connection down, so the call returns Cancelled at once instead of waiting for the other side
+// (for FetchObjects, what the taker answered before counts, through `progress`; a pull aborts
+// its partial object). A connect under way is not interrupted: a Cancel() then ends the call once
+// the connect ends, within the options' connect_timeout. Thread-safe. A call started after
+// Cancel() returns Cancelled without connecting.
 class FetchCanceller {
  public:
   void Cancel();
   bool cancelled();
-  // For FetchObjects: the connection to shut down on Cancel (false if cancelled already), and
-  // its end.
+  // For FetchObjects and PullObject: the connection to shut down on Cancel (false if cancelled
+  // already), and its end.
   bool Attach(int fd);
   void Detach();
 
@@ -115,6 +106,18 @@ class FetchCanceller {
   int fd_ = -1;
   bool cancelled_ = false;
 };
+
+struct PullOptions {
+  Duration connect_timeout = std::chrono::seconds(5);
+  Duration idle_timeout = std::chrono::seconds(30);  // no byte for this long: TimedOut
+  // With one, another thread may end the pull (FetchCanceller::Cancel); must outlive the call.
+  FetchCanceller* canceller = nullptr;
+};
+
+// Copies object `id` from the node serving at `from` into `target`. On any failure the partial
+// object is aborted: the target never holds a sealed, incomplete object.
+Status PullObject(const HostPort& from, const std::string& token, const ObjectId& id,
+                  const PullTarget& target, const PullOptions& options = {});
 
 struct FetchOptions {
   // With one, another thread may end the call (FetchCanceller::Cancel); must outlive the call.
