@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "cluster_fixture.h"
@@ -346,6 +348,32 @@ TEST_F(ControlPlaneTest, KeyValueListPagesThroughOneNamespaceAndPrefix) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->entries.empty());
   EXPECT_FALSE(none->more);
+}
+
+// Every command's --help (each one `cumulus --help` lists, and the subcommand forms it names)
+// fits in 100 columns, as a terminal shows it.
+TEST_F(ControlPlaneTest, EveryCommandsHelpFitsInAHundredColumns) {
+  std::string top;
+  ASSERT_EQ(Cli({"--help"}, &top), 0) << top;
+  std::vector<std::string> commands;
+  std::istringstream lines(top.substr(top.find("Commands:")));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  ASSERT_GE(commands.size(), 15u) << top;
+  for (const char* also : {"logs", "cancel", "drain"}) commands.push_back(also);
+  for (const std::string& c : commands) {
+    std::string help;
+    EXPECT_EQ(Cli({c, "--help"}, &help), 0) << c << ":\n" << help;
+    std::istringstream in(help);
+    for (std::string l; std::getline(in, l);) {
+      EXPECT_LE(l.size(), 100u) << "cumulus " << c << " --help, a line of " << l.size()
+                                << " columns:\n"
+                                << l;
+    }
+  }
 }
 
 // `start --help` says what listens on --bind (docs/control_plane.md, "what listens"), each option

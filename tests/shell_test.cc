@@ -43,7 +43,8 @@ class ShellTest : public ClusterTest {
 TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
   auto head = StartHead({"--no-node"});
   std::string node;
-  auto a = StartNode("a", {"--resources", "CPU=2"}, &node);
+  auto a = StartNode(
+      "a", {"--resources", "CPU=2", "--labels", "cumulus.node_type=cpu-small,site=onprem"}, &node);
   ASSERT_FALSE(node.empty());
   // A job that runs as long as the test needs: an attached driver's record, with some output.
   JobId job = JobId::FromInt(0x7e5701);
@@ -95,6 +96,16 @@ TEST_F(ShellTest, ATerminalCompletesRunsWatchesAndComesBackFromCtrlC) {
   t.Type("watch --interval 0.5 status\n");
   ASSERT_TRUE(t.WaitFor("any key: back to the prompt")) << t.Since();
   ASSERT_TRUE(t.WaitFor("ALIVE")) << t.Since();
+  t.Mark();
+  t.Type("q");
+  EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();
+
+  // top's filter on a node type, the type completed from the node's label; a key leaves it.
+  t.Mark();
+  t.Type("top --filter node_type=cpu\t");
+  ASSERT_TRUE(t.WaitFor("top --filter node_type=cpu-small ")) << t.Since();
+  t.Type("\n");
+  ASSERT_TRUE(t.WaitFor("onprem/cpu-small")) << t.Since();
   t.Mark();
   t.Type("q");
   EXPECT_TRUE(t.WaitFor("cumulus> ")) << t.Since();

@@ -140,6 +140,14 @@ TEST_F(StateTest, FiltersApplyOnTheNodesBeforeTheCap) {
     if (next == std::string::npos) next = out.size();
     EXPECT_LE(next - at, 100u) << "a line wider than 100 columns:\n" << out;
   }
+  // Filtered: one node by its id's prefix; a type no node has: the header alone; a field top
+  // does not show: one line, usage status.
+  ASSERT_EQ(Cumulus({"top", "--filter", "node=" + b.substr(0, 6), "--json"}, &out), 0) << out;
+  EXPECT_EQ(Values(out, "node"), std::vector<std::string>{b}) << out;
+  ASSERT_EQ(Cumulus({"top", "--filter", "node_type=gpu-huge"}, &out), 0) << out;
+  EXPECT_EQ(Count(out, "\n"), 1) << out;
+  EXPECT_EQ(Cumulus({"top", "--filter", "colour=red"}, &out), 2) << out;
+  EXPECT_NE(out.find("cannot filter on 'colour'"), std::string::npos) << out;
 
   // A node killed (the head still counts it alive): named, the others' rows still shown.
   node_b->Kill(SIGKILL);

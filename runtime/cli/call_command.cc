@@ -42,10 +42,11 @@ constexpr const char* kCallHelp = R"(Usage:
 Runs FUNCTION, a remote function (CUMULUS_REMOTE) of the running job JOB, as a task of that job
 on the cluster's workers; or METHOD (e.g. Increment or Counter::Increment) of ACTOR, a named
 actor (its name, or a prefix of its id as 'cumulus list actors' or 'cumulus list workers'
-prints it; an actor without a name is found by its id on the nodes), on the actor's worker. Each ARG is one argument written
-as JSON, of the parameter's type: 7, -2.5, true, "text", [1,2], {"lr":0.1,"epochs":3} for a
-CUMULUS_SERIALIZE struct (every field, by name), null for an empty optional. Prints the result
-as one line of JSON. Without FUNCTION (METHOD), lists what can be called, with the types.
+prints it; an actor without a name is found by its id on the nodes), on the actor's worker.
+Each ARG is one argument written as JSON, of the parameter's type: 7, -2.5, true, "text",
+[1,2], {"lr":0.1,"epochs":3} for a CUMULUS_SERIALIZE struct (every field, by name), null for an
+empty optional. Prints the result as one line of JSON. Without FUNCTION (METHOD), lists what
+can be called, with the types.
 
   --timeout SECONDS  wait at most this long for the result (default 60, at most 86400); a task
                      still running then is cancelled

@@ -34,7 +34,7 @@ const std::vector<Command>& Commands() {
       {"describe", "one node, actor, task, job or object in detail (why a task is pending)",
        DescribeCommand, false, true, false, "--address --token-file --json --help", "describe"},
       {"top", "a row per node: CPU, memory, GPU, object store, running tasks and actors",
-       TopCommand, false, true, false, "--address --token-file --sort --json --help"},
+       TopCommand, false, true, false, "--address --token-file --sort --filter --json --help"},
       {"submit", "run a driver program on the cluster as a job", SubmitCommand, false, true, false,
        "--address --token-file --name --resources --working-dir --wait --help", "", true},
       {"jobs", "list jobs;  logs JOB: their output;  cancel JOB: stop one", JobsCommand, false,

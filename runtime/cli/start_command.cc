@@ -58,7 +58,8 @@ them to other nodes and clients. --address starts a node that joins the head at 
                            STATE_DIR/head with --port 0);
                            node: its object store (default STATE_DIR/node-data)
   --token-file FILE        node: the cluster token (or set CUMULUS_TOKEN)
-  --resources LIST         override detected resources (CPU, GPU, memory in bytes or K/M/G/T, custom)
+  --resources LIST         override detected resources (CPU, GPU, memory in bytes or K/M/G/T,
+                           custom)
   --labels LIST            node labels, e.g. site=onprem,gpu_type=A100
   --object-store-memory S  shared memory of the node's object store (default 30% of RAM)
   --program-cache-size S   disk bound of the node's cache of job programs (DATA_DIR/node-PID/jobs;

@@ -40,19 +40,23 @@ node's disk: its program cache (used/bound), submitted jobs' files, spilled obje
 and free space (--json: "disk" in each node).
 list jobs: as 'cumulus jobs'. list actors: every actor, anonymous ones too, with its state
 (PENDING, ALIVE, EXITING, RESTARTING, DEAD with why it died), class, job, node, pid, restarts so
-far and its name if it has one (filters: actor, job, class, state, node, pid, restarts, name);
-each node reports the actors it hosts and the last 2000 actor ends it saw. list tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED,
-RETRY_WAIT) and the last ended ones it ran (FINISHED, FAILED; 10000 per node by default). list objects: the objects in each node's store (MEMORY, DISK, BOTH). list workers:
-each node's worker processes (IDLE, BUSY, BLOCKED, ACTOR with its actor id, EXITING). Actors,
-tasks, objects and workers are asked of every alive node at once: each node applies the filters to
-everything it holds before it caps what it sends, so --filter state=RUNNING finds running tasks
-among any number; a node that does not answer within 5 s is named on stderr (one line) and the
-others' rows are shown. list placement-groups: groups and the nodes of their bundles.
+far and its name if it has one (filters: actor, job, class, state, node, pid, restarts, name); each
+node reports the actors it hosts and the last 2000 actor ends it saw (under a filter on state,
+node, pid or restarts, an actor that restarted on another node is shown by its new life). list
+tasks: the tasks each node holds (QUEUED, RUNNING with the worker's pid, FORWARDED, RETRY_WAIT) and
+the last ended ones it ran (FINISHED, FAILED; 10000 per node by default). list objects: the objects
+in each node's store (MEMORY, DISK, BOTH). list workers: each node's worker processes (IDLE, BUSY,
+BLOCKED, ACTOR with its actor id, EXITING). Actors, tasks, objects and workers are asked of every
+alive node at once: each node applies the filters to everything it holds before it caps what it
+sends, so --filter state=RUNNING finds running tasks among any number; a node that does not answer
+within 5 s is named on stderr (one line) and the others' rows are shown. list placement-groups:
+groups and the nodes of their bundles.
 --filter keeps rows whose field equals VALUE (ids match by prefix; several --filter must all
-match); --limit shows at most N (default 100); actors, tasks, objects and workers are sorted by id, and when more rows match the last line says
-how many and the --after ID that shows the next page (jobs: newest first, --after JOB continues
-after that job). An --after ID whose row has gone since continues after it in id order; for jobs
-it is an error (list again). The filters always apply to every row before the limit.
+match); --limit shows at most N (default 100); actors, tasks, objects and workers are sorted by id,
+and when more rows match the last line says how many and the --after ID that shows the next page
+(jobs: newest first, --after JOB continues after that job). An --after ID whose row has gone since
+continues after it in id order; for jobs it is an error (list again). The filters always apply to
+every row before the limit.
 
 The address defaults to $CUMULUS_ADDRESS, then to the cluster last started or joined on this
 machine; the token to $CUMULUS_TOKEN, then to the token file that cluster was started or joined

@@ -17,8 +17,8 @@ namespace cumulus::cli {
 namespace {
 
 constexpr const char* kTopHelp = R"(Usage:
-  cumulus top [--sort cpu|mem|gpu|store|tasks|node] [--address HOST:PORT] [--token-file FILE]
-              [--json]
+  cumulus top [--sort cpu|mem|gpu|store|tasks|node] [--filter KEY=VALUE]...
+              [--address HOST:PORT] [--token-file FILE] [--json]
 
 One snapshot of every alive node, a row each, asked of the nodes themselves:
   CPU%     use of the whole machine (from /proc/stat, over the last second)
@@ -28,8 +28,10 @@ One snapshot of every alive node, a row each, asked of the nodes themselves:
   STORE    object store bytes in shared memory;  SPILL: bytes spilled to disk only
   TASKS    tasks running on its workers;  ACTORS: actors alive there
   SITE/TYPE  the node's label site, and the node type the autoscaler launched it as
---sort orders the rows (default: node id; the others largest first). --json prints every field
-of each node. A node that does not answer within 5 s is named on stderr; the others are shown.
+--sort orders the rows (default: node id; the others largest first). --filter keeps the nodes
+whose field equals VALUE (fields: node, by prefix; site; node_type), several must all match:
+--filter site=cloud, --filter node_type=gpu-a100. --json prints every field of each node. A node
+that does not answer within 5 s is named on stderr; the others are shown.
 )";
 
 double Number(const Row& r, const std::string& key) {
@@ -70,6 +72,13 @@ std::string Label(const std::string& labels, const std::string& key) {
   return "";
 }
 
+// A launched node carries its type as cumulus.node_type (runtime/autoscaler/cluster_config.h); a
+// node started by hand may say it as node_type.
+std::string NodeTypeOf(const std::string& labels) {
+  std::string type = Label(labels, kNodeTypeLabel);
+  return type.empty() ? Label(labels, "node_type") : type;
+}
+
 }  // namespace
 
 int TopCommand(const std::vector<std::string>& args) {
@@ -79,9 +88,11 @@ int TopCommand(const std::vector<std::string>& args) {
       return 0;
     }
   }
-  Flags flags({"address", "token-file", "sort"}, {"json"});
+  Flags flags({"address", "token-file", "sort", "filter"}, {"json"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus top --help");
+  auto filters = ParseFilters(flags, {"node", "site", "node_type"}, {});
+  if (!filters.ok()) return UsageError(filters.status().message(), "cumulus top --help");
   std::string sort = flags.Get("sort", "node");
   const std::vector<std::string> keys = {"cpu", "mem", "gpu", "store", "tasks", "node"};
   if (std::find(keys.begin(), keys.end(), sort) == keys.end()) {
@@ -98,12 +109,11 @@ int TopCommand(const std::vector<std::string>& args) {
   q.kind = "node";
   auto answers = QueryNodes(view->nodes, *token, q);
   if (!answers.ok()) return Fail(answers.status());
-  std::vector<Row>& rows = answers->rows;
-  for (Row& r : rows) {
+  std::vector<Row> rows;
+  for (Row& r : answers->rows) {
     r["site"] = Label(r["labels"], "site");
-    // A launched node carries its type as cumulus.node_type (runtime/autoscaler/cluster_config.h).
-    r["node_type"] = Label(r["labels"], kNodeTypeLabel);
-    if (r["node_type"].empty()) r["node_type"] = Label(r["labels"], "node_type");
+    r["node_type"] = NodeTypeOf(r["labels"]);
+    if (MatchesFilters(r, *filters)) rows.push_back(std::move(r));
   }
   auto by = [&](const std::string& key) {
     std::stable_sort(rows.begin(), rows.end(),
@@ -112,7 +122,7 @@ int TopCommand(const std::vector<std::string>& args) {
   if (sort == "cpu") by("cpu_percent");
   if (sort == "mem") by("mem_used");
   if (sort == "gpu")
-    by(answers->rows.empty() || Field(rows[0], "gpu_util") == "-" ? "gpus_used" : "gpu_util");
+    by(rows.empty() || Field(rows[0], "gpu_util") == "-" ? "gpus_used" : "gpu_util");
   if (sort == "store") by("store_used");
   if (sort == "tasks") by("running_tasks");
   if (!answers->unanswered.empty()) {

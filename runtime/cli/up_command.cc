@@ -45,8 +45,8 @@ node) and its on-prem nodes with host 'localhost' on this machine, and the autos
 that launches cloud nodes of the file's types when work waits that on-prem nodes cannot run, and
 drains and terminates them when idle (docs/autoscaler.md). With --address it adds the autoscaler
 to a head that runs already (start its nodes with --wait-for-nodes, or work no node can run
-fails at once instead of waiting for a launch). Without --block it returns once everything is started; the
-monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does and why.
+fails at once instead of waiting for a launch). Without --block it returns once everything is
+started; the monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows what it does and why.
   --insecure   accept node types whose nodes may run outside this machine or a private network:
                channels between nodes and the head are not encrypted yet
   --round-ms N how often the monitor decides (default 2000, 100 to 600000)

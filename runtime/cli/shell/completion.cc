@@ -39,6 +39,7 @@ std::vector<std::string> BuiltinFlags(const std::string& name) {
 // The id kind a --filter KEY= takes.
 std::string FilterKind(const std::string& key) {
   if (key == "node" || key == "job" || key == "task" || key == "object") return key;
+  if (key == "node_type") return key;
   if (key == "id") return "group";
   if (key == "name") return "actor";
   if (key == "actor") return "actor_id";
@@ -103,7 +104,8 @@ std::vector<std::string> Completer::Complete(std::vector<std::string> before,
   if (previous == "--filter") {
     size_t eq = partial.find('=');
     if (eq == std::string::npos) {
-      return Matching({"node=", "job=", "task=", "object=", "id=", "name=", "actor=", "state="},
+      return Matching({"node=", "job=", "task=", "object=", "id=", "name=", "actor=", "state=",
+                       "site=", "node_type="},
                       partial);
     }
     std::string key = partial.substr(0, eq);

@@ -6,6 +6,9 @@
 #include <set>
 #include <thread>
 
+#include "runtime/autoscaler/cluster_config.h"
+#include "runtime/autoscaler/monitor_books.h"
+#include "runtime/call/json_value.h"
 #include "runtime/cli/head_connection.h"
 #include "runtime/cli/local_state.h"
 #include "runtime/cli/node_query.h"
@@ -64,6 +67,26 @@ Result<std::vector<std::string>> Fetch(const LiveNames::Options& o, const std::s
         auto answers,
         QueryNodes(view.nodes, token, StateQuerySpec{"actors", {}, "", 1000, false}, qo));
     for (auto& r : answers.rows) names.insert(r["actor"]);
+  } else if (kind == "node_type") {
+    // The types nodes run as now, and every type the autoscaler knows (its published status).
+    CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head->GetClusterStatus());
+    for (auto& n : view.nodes) {
+      if (n.state == NodeState::kDead) continue;
+      auto type = n.labels.find(kNodeTypeLabel);
+      if (type == n.labels.end()) type = n.labels.find("node_type");
+      if (type != n.labels.end() && !type->second.empty()) names.insert(type->second);
+    }
+    auto status = head->KvGet(kAutoscalerNamespace, kStatusJsonKey);
+    if (status.ok()) {
+      auto json = ParseJson(*status);
+      const JsonValue* types = json.ok() ? json->Member("types") : nullptr;
+      if (types && types->kind == JsonValue::kArray) {
+        for (auto& t : types->items) {
+          const JsonValue* name = t.Member("type");
+          if (name && name->kind == JsonValue::kString) names.insert(name->text);
+        }
+      }
+    }
   } else if (kind == "group") {
     CUMULUS_RETURN_IF_ERROR(keys(kGroupsNamespace));
   } else if (kind == "experiment") {

@@ -1,7 +1,7 @@
 // Names and ids of what runs on the cluster (nodes, jobs, named actors, tasks, objects, placement
-// groups, tuning experiments), for tab completion: fetched from the head in the background and
-// cached for a few seconds, so that completing never blocks the prompt for longer than
-// Options::wait however slow or gone the head is.
+// groups, tuning experiments and trials, node types), for tab completion: fetched from the head in
+// the background and cached for a few seconds, so that completing never blocks the prompt for
+// longer than Options::wait however slow or gone the head is.
 #pragma once
 
 #include <chrono>
@@ -28,7 +28,8 @@ class LiveNames {
   explicit LiveNames(Options options);
 
   // The names of `kind`: "node", "job", "actor" (named actors' names), "actor_id" (the ids of the
-  // actors the nodes host or recall, at most 1000), "task", "object", "group", "experiment";
+  // actors the nodes host or recall, at most 1000), "task", "object", "group", "experiment",
+  // "node_type" (the types alive nodes run as, and those the autoscaler's status names);
   // "trial:EXP" (the trial ids of experiment EXP), "trial" (every experiment's, as TRIAL and as
   // EXP/TRIAL).
   // Thread-safe; returns within about Options::wait.
