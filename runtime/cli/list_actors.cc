@@ -2,11 +2,11 @@
 // state query of kind `actors` goes to every alive node, which filters what it holds before its
 // cap (runtime/core/task_router_state.cc); the rows come back one per actor and node. Where two
 // nodes report one actor (it restarted on another node) the live row is kept, else the latest end
-// (ActorRowPreferred); under a filter on state or node, a node's stale RESTARTING end is checked
-// against the other nodes (DropStaleEnds). Names come from the head's named-actor records (one
-// listing): a name filter becomes a filter on that actor's id, and a named actor that no node
-// reports is shown as its head record says (PENDING before it has an address, ALIVE after) unless
-// the query filters on what only the nodes know (state, node, pid, restarts).
+// (ActorRowPreferred); under a filter on state, node, pid or restarts, a node's stale RESTARTING
+// end is checked against the other nodes (DropStaleEnds). Names come from the head's named-actor
+// records (one listing): a name filter becomes a filter on that actor's id, and a named actor that
+// no node reports is shown as its head record says (PENDING before it has an address, ALIVE after)
+// unless the query filters on what only the nodes know (state, node, pid, restarts).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -27,9 +27,10 @@ namespace {
 // that life's end as RESTARTING, while the actor is ALIVE on the node it restarted on, which the
 // filter may leave out. Each such row (RESTARTING from an end record) is checked by asking every
 // node for that actor alone; the row the nodes agree on replaces it, or it goes if that row does
-// not pass the filters. One query per such row: at most a page's.
-Status DropStaleEnds(const std::vector<NodeRecord>& nodes, const std::string& token,
-                     const StateQuerySpec& q, std::map<std::string, Row>* best, uint64_t* matched) {
+// not pass the filters. One query per such row: at most a page's. A check no node answers keeps
+// the row as its node gave it.
+void DropStaleEnds(const std::vector<NodeRecord>& nodes, const std::string& token,
+                   const StateQuerySpec& q, std::map<std::string, Row>* best, uint64_t* matched) {
   Filters filters;
   for (const StateFilter& f : q.filters) filters.emplace_back(f.key, f.value);
   for (auto it = best->begin(); it != best->end();) {
@@ -43,7 +44,10 @@ Status DropStaleEnds(const std::vector<NodeRecord>& nodes, const std::string& to
     one.filters = {{"actor", it->first}};
     one.limit = 1;
     auto answers = QueryNodes(nodes, token, one);
-    if (!answers.ok()) return answers.status();
+    if (!answers.ok()) {
+      ++it;
+      continue;
+    }
     Row shown = row;
     for (auto& r : answers->rows) {
       if (r["actor"] == it->first && ActorRowPreferred(r, shown)) shown = std::move(r);
@@ -56,7 +60,6 @@ Status DropStaleEnds(const std::vector<NodeRecord>& nodes, const std::string& to
       if (*matched > 0) --*matched;
     }
   }
-  return Status();
 }
 
 }  // namespace
@@ -121,10 +124,7 @@ int ListActors(const Flags& flags, ControlClient& head, size_t limit, const std:
       if (matched > 0) --matched;  // one actor, counted by two nodes
       if (ActorRowPreferred(r, it->second)) it->second = std::move(r);
     }
-    if (nodes_only) {
-      Status checked = DropStaleEnds(view->nodes, *token, q, &best, &matched);
-      if (!checked.ok()) return Fail(checked);
-    }
+    if (nodes_only) DropStaleEnds(view->nodes, *token, q, &best, &matched);
     // A named actor that no node reports (not placed yet, or its node gone): its head record.
     // Merging it by id keeps the page right: a row a node left out for its cap sorts after that
     // node's `limit` rows, so after this page.
