@@ -106,12 +106,16 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
 // schedules again).
 bool LocalScheduler::StartOnNewLease(RoutedTask& t, TimePoint now, HeldBundle* bundle) {
   LeaseRequest req{t.job, t.req.placement.demand, t.class_key, t.actor_creation, t.detached};
-  auto w = leases_.Start(req, bundle, now);
+  std::string wait;
+  auto w = leases_.Start(req, bundle, now, &wait);
   if (!w.ok()) {
     NoWorker(t, w.status(), now);
     return true;
   }
-  if (!*w) return false;
+  if (!*w) {
+    t.wait_reason = std::move(wait);
+    return false;
+  }
   Assign(**w, t);
   return true;
 }

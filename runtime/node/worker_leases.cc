@@ -19,10 +19,18 @@ WorkerLeases::WorkerLeases(const ResourceSet& total, std::vector<uint32_t> gpu_i
   });
 }
 
-Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now) {
+Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now,
+                                    std::string* wait) {
+  auto waits = [&](std::string why) -> Result<Worker*> {
+    if (wait) *wait = std::move(why);
+    return nullptr;
+  };
   ResourcePool& pool = bundle ? bundle->pool : resources_;
   auto gpus = pool.Acquire(req.demand);
-  if (!gpus.ok()) return nullptr;
+  if (!gpus.ok()) {
+    return waits("waiting for " + req.demand.ToString() + " to be free on this node" +
+                 (bundle ? std::string(" in its placement-group bundle") : std::string()));
+  }
   std::vector<uint32_t> gpu_ids = std::move(*gpus);
   std::string devices = GpuAssignment::VisibleDevices(gpu_ids);
   std::string key = req.job.Hex() + "/" + devices;
@@ -32,12 +40,14 @@ Result<Worker*> WorkerLeases::Start(const LeaseRequest& req, HeldBundle* bundle,
   if (!w) {
     if (!req.actor && gpu_ids.empty() && workers_.AtTaskWorkerLimit()) {
       pool.Release(req.demand, gpu_ids);
-      return nullptr;  // wait for a worker to come free
+      return waits(
+          "waiting for one of this node's task workers to come free (it runs as many "
+          "as it may)");
     }
     auto program = programs_.Get(req.job, now);
     if (program.ok() && !*program) {
       pool.Release(req.demand, gpu_ids);
-      return nullptr;  // being fetched: wait for it
+      return waits("waiting for its job's program to be fetched to this node");
     }
     Result<Worker*> spawned = program.ok() ? workers_.Spawn(req.job, **program, key, devices, now)
                                            : Result<Worker*>(program.status());

@@ -39,8 +39,10 @@ class WorkerLeases {
   // A worker holding a new lease for `req` from the node's free resources, or from `bundle`'s.
   // nullptr (and OK) if it does not fit now, the node has as many task workers as it may, or the
   // job's program is being fetched (JobProgramCache); an error if no worker can be started
-  // (Unavailable: the job's program cannot be fetched yet).
-  Result<Worker*> Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now);
+  // (Unavailable: the job's program cannot be fetched yet). With nullptr, `*wait` (if given) says
+  // what it waits for, in words for the pending demand.
+  Result<Worker*> Start(const LeaseRequest& req, HeldBundle* bundle, TimePoint now,
+                        std::string* wait = nullptr);
   // Gives the worker's lease back if it has no task left and hosts no actor.
   void ReleaseIfIdle(Worker& w, TimePoint now);
   void Release(Worker& w);
