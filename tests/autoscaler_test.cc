@@ -219,11 +219,14 @@ TEST_F(AutoscalerTest, WaitingDemandDoesNotMoveTheViewVersion) {
   ASSERT_TRUE(StatusShows("budget total", 20s)) << Status();
   ClusterView before = View();
   ASSERT_FALSE(before.nodes.empty());
+  std::string before_status = Status(true);  // (what moved, if the version does)
   // Four more heartbeats of the on-prem node (one a second), the demand waiting all along.
   ASSERT_TRUE(
       WaitUntil([&] { return View().heartbeats_received >= before.heartbeats_received + 4; }, 20s));
   ClusterView after = View();
-  EXPECT_EQ(after.view_version, before.view_version) << Status(true);
+  EXPECT_EQ(after.view_version, before.view_version) << "before:\n"
+                                                     << before_status << "\nafter:\n"
+                                                     << Status(true);
   EXPECT_NE(Status().find("CPU=3"), std::string::npos) << "the demand stopped waiting?";
 }
 
