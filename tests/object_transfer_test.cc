@@ -178,62 +178,75 @@ void FakeSender(int listen_fd, uint64_t size, uint64_t send_bytes, std::promise<
   close(fd);
 }
 
-TEST_F(TransferFixture, ASenderThatDiesMidTransferLeavesNothingOnTheReceiver) {
-  auto head = StartHead({});
-  NodeProcess b = Node("b", "64M");
-  ASSERT_TRUE(b.store);
-  uint64_t baseline = b.store->Stats()->used_bytes;
-  uint16_t port = 0;
-  auto listener = ListenTcp("127.0.0.1", 0, &port);
-  ASSERT_TRUE(listener.ok());
-  std::thread sender(FakeSender, *listener, 8u << 20, 4u << 20, nullptr);
+// A receiving node (a head with node b) and a listener for a FakeSender, for the tests of
+// pulls cut short.
+class HalfTransferTest : public TransferFixture {
+ protected:
+  void SetUp() override {
+    TransferFixture::SetUp();
+    head_ = StartHead({});
+    b_ = Node("b", "64M");
+    ASSERT_TRUE(b_.store);
+    baseline_ = b_.store->Stats()->used_bytes;
+    auto listener = ListenTcp("127.0.0.1", 0, &port_);
+    ASSERT_TRUE(listener.ok());
+    listener_ = *listener;
+  }
+  void TearDown() override {
+    if (listener_ >= 0) close(listener_);
+    TransferFixture::TearDown();
+  }
+  HostPort Sender() const { return HostPort{"127.0.0.1", port_}; }
+  // Nothing of `id` is left on b: not sealed, its memory freed.
+  void ExpectNothingLeft(const ObjectId& id) {
+    EXPECT_FALSE(*b_.store->Contains(id)) << "a half-received object must never be sealed";
+    EXPECT_EQ(b_.store->Stats()->used_bytes, baseline_) << "the partial object was not freed";
+  }
+  std::unique_ptr<Subprocess> head_;
+  NodeProcess b_;
+  uint64_t baseline_ = 0;
+  uint16_t port_ = 0;
+  int listener_ = -1;
+};
+
+TEST_F(HalfTransferTest, ASenderThatDiesMidTransferLeavesNothingOnTheReceiver) {
+  std::thread sender(FakeSender, listener_, 8u << 20, 4u << 20, nullptr);
   ObjectId id = NewId();
-  Status st = PullObject(HostPort{"127.0.0.1", port}, token_, id, PullInto(*b.store));
+  Status st = PullObject(Sender(), token_, id, PullInto(*b_.store));
   sender.join();
-  close(*listener);
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st;
   EXPECT_NE(st.message().find("4194304 of 8388608 bytes"), std::string::npos) << st;
-  EXPECT_FALSE(*b.store->Contains(id)) << "a half-received object must never be sealed";
-  EXPECT_EQ(b.store->Stats()->used_bytes, baseline) << "the partial object was not freed";
+  ExpectNothingLeft(id);
 }
 
 // A pull that stalls halfway (the sender holds the connection) is ended at once by its
 // canceller from another thread, as Ctrl-C ends `cumulus call` reading a large result: Cancelled,
 // the partial object freed, long before the 30 s idle timeout. A canceller cancelled before the
 // pull starts ends it without connecting.
-TEST_F(TransferFixture, ACancelledPullEndsAtOnceAndLeavesNothingOnTheReceiver) {
-  auto head = StartHead({});
-  NodeProcess b = Node("b", "64M");
-  ASSERT_TRUE(b.store);
-  uint64_t baseline = b.store->Stats()->used_bytes;
-  uint16_t port = 0;
-  auto listener = ListenTcp("127.0.0.1", 0, &port);
-  ASSERT_TRUE(listener.ok());
+TEST_F(HalfTransferTest, ACancelledPullEndsAtOnceAndLeavesNothingOnTheReceiver) {
   std::promise<void> sent;
   std::future<void> half_sent = sent.get_future();
-  std::thread sender(FakeSender, *listener, 8u << 20, 1u << 20, &sent);
+  std::thread sender(FakeSender, listener_, 8u << 20, 1u << 20, &sent);
   ObjectId id = NewId();
   FetchCanceller canceller;
   PullOptions options;
   options.canceller = &canceller;
   Status st;
-  std::thread puller([&] {
-    st = PullObject(HostPort{"127.0.0.1", port}, token_, id, PullInto(*b.store), options);
-  });
+  std::thread puller([&] { st = PullObject(Sender(), token_, id, PullInto(*b_.store), options); });
   ASSERT_EQ(half_sent.wait_for(10s), std::future_status::ready);
   auto cancelled_at = std::chrono::steady_clock::now();
   canceller.Cancel();
   puller.join();
   EXPECT_LT(std::chrono::steady_clock::now() - cancelled_at, 5s);
   sender.join();
-  close(*listener);
+  close(listener_);
+  listener_ = -1;
   EXPECT_EQ(st.code(), StatusCode::kCancelled) << st;
   EXPECT_NE(st.message().find("pulling object " + id.Hex()), std::string::npos) << st;
-  EXPECT_FALSE(*b.store->Contains(id)) << "a half-received object must never be sealed";
-  EXPECT_EQ(b.store->Stats()->used_bytes, baseline) << "the partial object was not freed";
+  ExpectNothingLeft(id);
 
   // Cancelled before it starts: no connection is made (nothing listens there now).
-  Status early = PullObject(HostPort{"127.0.0.1", port}, token_, id, PullInto(*b.store), options);
+  Status early = PullObject(Sender(), token_, id, PullInto(*b_.store), options);
   EXPECT_EQ(early.code(), StatusCode::kCancelled) << early;
 }
 

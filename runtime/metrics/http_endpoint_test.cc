@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,54 +141,63 @@ TEST_F(EndpointTest, SilentConnectionsDoNotStopOthersBeingServed) {
   for (int fd : idle) close(fd);
 }
 
-// Silent connections, three times as many as it serves at once, with a request timeout far
-// longer than a scrape may wait: the scrape displaces the oldest of them and is answered at once
-// (before, it waited in the backlog until they timed out).
-TEST(EndpointFullTest, AScrapeDisplacesTheOldestSilentConnection) {
-  MetricsEndpointOptions o;
-  o.max_connections = 4;
-  o.request_timeout = 60s;
-  auto e = MetricsEndpoint::Start(o, [] { return std::string("up 1\n"); });
-  ASSERT_TRUE(e.ok()) << e.status();
-  std::vector<int> idle;
-  for (size_t i = 0; i < 3 * o.max_connections; ++i) {
-    auto fd = ConnectTcp(HostPort{"127.0.0.1", (*e)->port()}, 5s);
-    ASSERT_TRUE(fd.ok());
-    idle.push_back(*fd);
+// An endpoint that serves 4 connections at once, with a request timeout far longer than a scrape
+// may wait, and three times as many connections as that, each of which sent `first` (maybe
+// nothing) and then waits.
+class EndpointFullTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MetricsEndpointOptions o;
+    o.max_connections = kServed;
+    o.request_timeout = 60s;
+    auto e = MetricsEndpoint::Start(o, [] { return std::string("up 1\n"); });
+    ASSERT_TRUE(e.ok()) << e.status();
+    endpoint_ = std::move(*e);
   }
-  auto start = SystemClock::Get().Now();
-  std::string r = Exchange((*e)->port(), "GET /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_NE(r.find("up 1"), std::string::npos) << r;
-  EXPECT_LT(SystemClock::Get().Now() - start, 5s);  // Exchange gives up after 10 s
-  for (int fd : idle) close(fd);
+  void TearDown() override {
+    for (int fd : waiting_) close(fd);
+  }
+  void Occupy(const std::string& first) {
+    for (size_t i = 0; i < 3 * kServed; ++i) {
+      auto fd = ConnectTcp(HostPort{"127.0.0.1", endpoint_->port()}, 5s);
+      ASSERT_TRUE(fd.ok());
+      waiting_.push_back(*fd);
+      if (!first.empty()) {
+        ASSERT_TRUE(
+            SendAll(*fd, reinterpret_cast<const uint8_t*>(first.data()), first.size(), 5s).ok());
+      }
+    }
+  }
+  // A scrape beside them is answered, at once.
+  void ExpectAScrapeAnswered() {
+    auto start = SystemClock::Get().Now();
+    std::string r = Exchange(endpoint_->port(), "GET /metrics HTTP/1.1\r\n\r\n");
+    EXPECT_NE(r.find("up 1"), std::string::npos) << r;
+    EXPECT_LT(SystemClock::Get().Now() - start, 5s);  // Exchange gives up after 10 s
+  }
+  static constexpr size_t kServed = 4;
+  std::unique_ptr<MetricsEndpoint> endpoint_;
+  std::vector<int> waiting_;  // oldest first
+};
+
+// Silent connections: the scrape displaces the oldest of them (before, it waited in the backlog
+// until they timed out).
+TEST_F(EndpointFullTest, AScrapeDisplacesTheOldestSilentConnection) {
+  ASSERT_NO_FATAL_FAILURE(Occupy(""));
+  ExpectAScrapeAnswered();
 }
 
-// Connections that each send the first byte of a request and then nothing (a slow-loris client),
-// three times as many as it serves at once: a scrape still displaces the oldest and is answered
-// at once, and the displaced connections are closed, not left waiting.
-TEST(EndpointFullTest, AScrapeDisplacesConnectionsThatTrickleTheirRequest) {
-  MetricsEndpointOptions o;
-  o.max_connections = 4;
-  o.request_timeout = 60s;
-  auto e = MetricsEndpoint::Start(o, [] { return std::string("up 1\n"); });
-  ASSERT_TRUE(e.ok()) << e.status();
-  std::vector<int> slow;
-  for (size_t i = 0; i < 3 * o.max_connections; ++i) {
-    auto fd = ConnectTcp(HostPort{"127.0.0.1", (*e)->port()}, 5s);
-    ASSERT_TRUE(fd.ok());
-    ASSERT_TRUE(SendAll(*fd, reinterpret_cast<const uint8_t*>("G"), 1, 5s).ok());
-    slow.push_back(*fd);
-  }
-  auto start = SystemClock::Get().Now();
-  std::string r = Exchange((*e)->port(), "GET /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_NE(r.find("up 1"), std::string::npos) << r;
-  EXPECT_LT(SystemClock::Get().Now() - start, 5s);  // Exchange gives up after 10 s
+// Connections that each send the first byte of a request and then nothing (a slow-loris client):
+// a scrape still displaces the oldest, and the displaced connections are closed, not left
+// waiting.
+TEST_F(EndpointFullTest, AScrapeDisplacesConnectionsThatTrickleTheirRequest) {
+  ASSERT_NO_FATAL_FAILURE(Occupy("G"));
+  ExpectAScrapeAnswered();
   // The first one accepted was displaced: it reads the end of its stream.
-  pollfd p{slow[0], POLLIN, 0};
+  pollfd p{waiting_[0], POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 5000), 1);
   char c;
-  EXPECT_LE(recv(slow[0], &c, 1, 0), 0);
-  for (int fd : slow) close(fd);
+  EXPECT_LE(recv(waiting_[0], &c, 1, 0), 0);
 }
 
 TEST(EndpointStartTest, APortInUseIsOneClearError) {
