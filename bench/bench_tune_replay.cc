@@ -45,7 +45,7 @@ struct Options {
   std::string cost_column;
   uint64_t workers = 8;
   uint64_t samples = 200;
-  uint64_t seeds = 5;
+  uint64_t seeds = 20;  // a median of 5 seeds flipped with one seed (docs/benchmarks.md)
   bool json = false;
 };
 
@@ -290,7 +290,7 @@ void Usage(FILE* f) {
                "  --cost COLUMN   one epoch of a row costs that column's value (default 1)\n"
                "  --workers W     trials run at once (default 8)\n"
                "  --samples N     trials per experiment, rows drawn at random (default 200)\n"
-               "  --seeds S       experiments per scheduler; medians are printed (default 5)\n"
+               "  --seeds S       experiments per scheduler; medians are printed (default 20)\n"
                "  --json          {\"rows\": [{\"name\", \"best\", \"compute_fraction\", ...,\n"
                "                  \"mean_gap\", \"within\" (share of seeds with gap <= 0.5)}], "
                "\"default\": NAME}\n");
@@ -368,7 +368,8 @@ int main(int argc, char** argv) {
       [](SchedulerOptions& s) { s.bound_predict = true; });
   add("budget", SchedulerKind::kBudget,
       "ours (the default): 0.24 of full's iterations; a 5 % prefix, promotion (rf 2), then the "
-      "rest on the paused trials nearest the leaders (smallest share of their rung ahead)");
+      "rest on the paused trials nearest the leaders (smallest share of their rung ahead), "
+      "trials ranked at a rung by their curve extrapolated to max_t");
   add("budget-line", SchedulerKind::kBudget,
       "budget ranking a trial at a rung by a least-squares line through its reports since the "
       "previous rung (budget_score line, window 1), not its last value",
@@ -376,6 +377,10 @@ int main(int argc, char** argv) {
         s.budget_score = BudgetScore::kLine;
         s.budget_score_window = 1;
       });
+  add("budget-last", SchedulerKind::kBudget,
+      "budget ranking a trial at a rung by the value it reported there (budget_score last), not "
+      "its curve extrapolated to max_t: the default before 2026-12-06",
+      [](SchedulerOptions& s) { s.budget_score = BudgetScore::kLast; });
   const std::string kDefault = "budget";
 
   std::vector<std::vector<RunResult>> results(rows.size());
@@ -448,10 +453,10 @@ int main(int argc, char** argv) {
       "anchor: full search in the same run; gap = full's best - this best, in %s "
       "(medians over seeds; worst seed in brackets)\n\n",
       points ? "points (x100)" : (o.mode == Mode::kMax ? "metric units" : "% of full's"));
-  std::printf("%-10s %10s %14s %20s %10s  %s\n", "scheduler", "best", "gap (worst)",
+  std::printf("%-11s %10s %14s %20s %10s  %s\n", "scheduler", "best", "gap (worst)",
               "compute (worst)", "stopped", "what");
   for (size_t k = 0; k < rows.size(); ++k)
-    std::printf("%-10s %10.4f %6.2f (%5.2f) %11.3f (%5.3f) %10.0f  %s\n", rows[k].name.c_str(),
+    std::printf("%-11s %10.4f %6.2f (%5.2f) %11.3f (%5.3f) %10.0f  %s\n", rows[k].name.c_str(),
                 sum[k].best, sum[k].gap, sum[k].worst_gap, sum[k].fraction, sum[k].worst_fraction,
                 sum[k].stopped, rows[k].what.c_str());
   std::printf(

@@ -3,7 +3,8 @@
 crossing curves (slow learners end higher), late learning-rate drops of random size, and
 perplexity-like losses (min mode, ep_N columns) with drops at random epochs.
 
-    scripts/gen_tune_curves.py OUTDIR      writes synth_{crossing,lrdrop,loss}_{1,2}.csv
+    scripts/gen_tune_curves.py OUTDIR [SEED ...]    writes synth_{crossing,lrdrop,loss}_SEED.csv
+                                                    for each seed (default: 1 2)
 """
 import csv, math, os, random, sys
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
@@ -46,5 +47,5 @@ def loss(seed, n=600, K=60):
             c.append(v)
         rows.append(([f"{r.uniform(1,5):.2f}"], c))
     write(f"synth_loss_{seed}", rows, "ep", K, ["cost"])
-for s in (1, 2):
+for s in (tuple(int(a) for a in sys.argv[2:]) or (1, 2)):
     crossing(s); lrdrop(s); loss(s)

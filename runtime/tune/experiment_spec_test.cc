@@ -65,7 +65,8 @@ TEST(ExperimentSpec, SpecFromBeforeTheBudgetSettingsReadsTheDefaults) {
   EXPECT_EQ(spec->budget_min_prefix, defaults.budget_min_prefix);
   EXPECT_EQ(spec->budget_reduction_factor, defaults.budget_reduction_factor);
   EXPECT_EQ(spec->budget_promotion_share, defaults.budget_promotion_share);
-  EXPECT_EQ(spec->budget_score, BudgetScoreName(defaults.budget_score));
+  // Not the default score (fit since 2026-12-06) but the one such an experiment ran with.
+  EXPECT_EQ(spec->budget_score, "last");
   EXPECT_EQ(spec->budget_score_window, defaults.budget_score_window);
   // ExperimentSpec's own defaults (a spec made in code) agree as well.
   const ExperimentSpec fresh;
@@ -170,7 +171,7 @@ TEST(ExperimentSpec, UnknownBudgetScoreIsOneLineNamingIt) {
   spec.scheduler = "budget";
   spec.budget_score = "median";
   EXPECT_EQ(SchedulerOptionsFromSpec(spec).status().message(),
-            "budget_score \"median\" is unknown: use last, mean or line");
+            "budget_score \"median\" is unknown: use last, mean, line or fit");
 }
 
 }  // namespace

@@ -49,10 +49,12 @@ struct ExperimentSpec {
   double pbt_quantile = 0.25, pbt_resample_probability = 0.25;
   std::vector<std::string> pbt_mutations;
   int64_t bound_min_finished = 10;
-  // Journals from before these were recorded read SchedulerOptions' defaults (tune.capnp).
+  // Journals from before these were recorded read SchedulerOptions' defaults (tune.capnp), but
+  // budget_score: they read "last", the rule they ran with (the default is "fit" since
+  // 2026-12-06).
   double budget_fraction = 0.24, budget_min_prefix = 0.05;
   double budget_reduction_factor = 2, budget_promotion_share = 0.7;
-  std::string budget_score = "last";
+  std::string budget_score = "fit";
   double budget_score_window = 1;
   int64_t max_iterations = 100;
   std::map<std::string, double> stop;

@@ -22,11 +22,15 @@
 //     33-39 trials of 200 that reached the fourth rung on the synthetic sets, 24-31 ran to the
 //     end), while a trial paused at the first rung, where values say least about the final one,
 //     was rarely looked at again (docs/benchmarks.md).
-//   - A trial's score at a rung (what promotion and the re-check compare) is, by default, the
-//     value it reported there. budget_score = line scores it by a least-squares line through its
-//     reports since the previous rung, evaluated at the rung (kMean: their mean, which lags a
-//     rising curve): per-epoch noise is of the size of the gaps judged, and one lucky epoch
-//     otherwise decides a promotion. Measured in docs/benchmarks.md; off by default.
+//   - A trial's score at a rung (what promotion and the re-check compare) is, by default
+//     (budget_score = fit), its curve extrapolated to max_t: an exponential approach to an
+//     asymptote fitted to its reports so far, kept between its last value and its last value plus
+//     what it has gained so far (Extrapolate). The value at an early rung says little of the
+//     final one (a slow learner that ends on top is behind there); ranked by it, the top rows of
+//     the replayed curve sets were cut at the first rungs, which was where `budget` lost them
+//     (docs/benchmarks.md). budget_score = last ranks by the value reported at the rung (the
+//     rule before 2026-12-06); line and mean by a line through, or the mean of, the reports since
+//     the previous rung (against per-epoch noise; measured no better).
 // The budget counts iterations, the scheduler's clock; with uneven costs per iteration the
 // compute spent differs from it by the cost's spread.
 #include "scheduler/tune/budget_promotion.h"
@@ -36,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -172,6 +177,8 @@ class BudgetPromotion final : public TrialScheduler {
     bool paused = false;
     // Its last reports (iteration, value as a score), oldest first, at most window_ of them.
     std::deque<std::pair<int64_t, double>> recent;
+    // budget_score fit: its reports (iteration, score), thinned to at most kHistory.
+    std::vector<std::pair<int64_t, double>> history;
   };
   struct Rung {
     int64_t milestone;
@@ -184,12 +191,32 @@ class BudgetPromotion final : public TrialScheduler {
     while (!tr.recent.empty() && tr.recent.back().first >= r.iteration) tr.recent.pop_back();
     tr.recent.emplace_back(r.iteration, o_.mode == Mode::kMax ? r.metric : -r.metric);
     while (static_cast<int64_t>(tr.recent.size()) > window_) tr.recent.pop_front();
+    if (o_.budget_score == BudgetScore::kFit) {
+      while (!tr.history.empty() && tr.history.back().first >= r.iteration) tr.history.pop_back();
+      tr.history.emplace_back(r.iteration, tr.recent.back().second);
+      if (tr.history.size() > kHistory) {
+        // Every second report dropped, the first and the last kept: the fit's cost and the
+        // memory stay bounded on long runs, the curve's shape is kept.
+        size_t out = 1;
+        for (size_t i = 2; i + 1 < tr.history.size(); i += 2) tr.history[out++] = tr.history[i];
+        tr.history[out++] = tr.history.back();
+        tr.history.resize(out);
+      }
+    }
   }
 
   // The trial's score at `rung` (see SchedulerOptions::budget_score). REQUIRES: it has just
   // reported the rung's iteration.
+  // A trial whose metric is not a number (a diverged loss: NaN or inf) ranks behind every other.
   double Score(const Trial& tr, const Rung& rung) const {
+    double score = ScoreOf(tr, rung);
+    return std::isfinite(tr.recent.back().second) && std::isfinite(score)
+               ? score
+               : std::numeric_limits<double>::lowest();
+  }
+  double ScoreOf(const Trial& tr, const Rung& rung) const {
     double last = tr.recent.back().second;
+    if (o_.budget_score == BudgetScore::kFit) return Extrapolate(tr.history, o_.max_t);
     size_t n = std::min<size_t>(tr.recent.size(), static_cast<size_t>(rung.window));
     if (o_.budget_score == BudgetScore::kLast || n < 2) return last;
     auto begin = tr.recent.end() - static_cast<std::ptrdiff_t>(n);
@@ -312,6 +339,8 @@ class BudgetPromotion final : public TrialScheduler {
     return best;
   }
 
+  static constexpr size_t kHistory = 256;
+
   SchedulerOptions o_;
   std::vector<Rung> rungs_;
   int64_t window_ = 2;  // the largest window of any rung: the reports kept per trial
@@ -336,6 +365,66 @@ double SharesAhead(const std::map<TrialId, double>* rung_scores, double score) {
     return std::numeric_limits<double>::infinity();
   return static_cast<double>(TrialsAhead(rung_scores, score)) /
          static_cast<double>(rung_scores->size());
+}
+
+double Extrapolate(const std::vector<std::pair<int64_t, double>>& reports, int64_t max_t) {
+  if (reports.empty()) return 0;
+  double last = reports.back().second;
+  if (!std::isfinite(last)) return last;
+  auto finite = [](const std::pair<int64_t, double>& r) { return std::isfinite(r.second); };
+  if (!std::all_of(reports.begin(), reports.end(), finite)) {
+    std::vector<std::pair<int64_t, double>> kept;
+    std::copy_if(reports.begin(), reports.end(), std::back_inserter(kept), finite);
+    return Extrapolate(kept, max_t);
+  }
+  if (reports.size() < 3) return last;
+  double gain = std::max(last - reports.front().second, 0.0);
+  auto n = static_cast<double>(reports.size());
+  // The least-squares c + d exp(-t / tau) for one tau: its squared error and its value at max_t.
+  auto fit = [&](double log_tau) -> std::pair<double, double> {
+    double tau = std::exp(log_tau), sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [t, y] : reports) {
+      double x = std::exp(-static_cast<double>(t) / tau);
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
+    }
+    double det = n * sxx - sx * sx;
+    if (det <= 1e-12 * n * n) return {std::numeric_limits<double>::infinity(), last};
+    double d = (n * sxy - sx * sy) / det, c = (sy - d * sx) / n, sse = 0;
+    for (const auto& [t, y] : reports) {
+      double e = c + d * std::exp(-static_cast<double>(t) / tau) - y;
+      sse += e * e;
+    }
+    return {sse, c + d * std::exp(-static_cast<double>(max_t) / tau)};
+  };
+  // tau from 0.3 iterations to 3 x max_t: a log grid, then a golden-section search between the
+  // best point's neighbours.
+  constexpr int kGrid = 60;
+  const double lo = std::log(0.3), hi = std::log(3.0 * static_cast<double>(max_t));
+  const double step = (hi - lo) / (kGrid - 1);
+  int best_g = 0;
+  std::pair<double, double> best{std::numeric_limits<double>::infinity(), last};
+  for (int g = 0; g < kGrid; ++g) {
+    auto f = fit(lo + step * g);
+    if (f.first < best.first) best = f, best_g = g;
+  }
+  if (std::isinf(best.first)) return last;
+  const double kGolden = (std::sqrt(5.0) - 1) / 2;
+  double a = lo + step * std::max(best_g - 1, 0), b = lo + step * std::min(best_g + 1, kGrid - 1);
+  double x1 = b - kGolden * (b - a), x2 = a + kGolden * (b - a);
+  auto f1 = fit(x1), f2 = fit(x2);
+  for (int i = 0; i < 30; ++i) {
+    if (f1.first <= f2.first) {
+      b = x2, x2 = x1, f2 = f1, x1 = b - kGolden * (b - a), f1 = fit(x1);
+    } else {
+      a = x1, x1 = x2, f1 = f2, x2 = a + kGolden * (b - a), f2 = fit(x2);
+    }
+  }
+  for (const auto& f : {f1, f2})
+    if (f.first < best.first) best = f;
+  return std::clamp(best.second, last, last + gain);
 }
 
 Result<std::unique_ptr<TrialScheduler>> MakeBudgetPromotionScheduler(const SchedulerOptions& o) {

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "scheduler/tune/trial_scheduler.h"
 
@@ -22,5 +24,13 @@ size_t TrialsAhead(const std::map<TrialId, double>* rung_scores, double score);
 // of 10 at a deep rung. A trial not at a rung (null, or nothing recorded there) counts as behind
 // every one that is: infinity.
 double SharesAhead(const std::map<TrialId, double>* rung_scores, double score);
+
+// A curve's value at max_t extrapolated from its reports (iteration, score; higher is better,
+// iterations increasing): the least-squares fit of c + d exp(-t / tau) (tau on a log grid from
+// 0.3 to 3 x max_t, then refined) evaluated at max_t, kept between the last score and the last
+// plus the gain since the first report (a curve is not expected to gain more from here than it
+// has so far; unclamped, a fit of a few noisy points throws the asymptote far). Fewer than 3
+// reports: the last score.
+double Extrapolate(const std::vector<std::pair<int64_t, double>>& reports, int64_t max_t);
 
 }  // namespace cumulus::tune

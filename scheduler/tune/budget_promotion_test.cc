@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "scheduler/tune/budget_promotion.h"
@@ -234,6 +236,88 @@ TEST(BudgetPromotion, ANoisyLastReportDoesNotWinARungWithASmoothedScore) {
     Decision d = LuckyAtTheRung(score);
     EXPECT_EQ(d.action, Action::kPause) << static_cast<int>(score);
     EXPECT_NE(d.reason.find("(0.83, its score there 0.7"), std::string::npos) << d.reason;
+  }
+}
+
+TEST(BudgetPromotion, ExtrapolateFindsTheAsymptoteOfASaturatingCurve) {
+  auto curve = [](double a, double d, double tau, int64_t n) {
+    std::vector<std::pair<int64_t, double>> r;
+    for (int64_t t = 1; t <= n; ++t)
+      r.emplace_back(t, a - d * std::exp(-static_cast<double>(t) / tau));
+    return r;
+  };
+  // 0.9 - 0.6 exp(-t / 5) seen to iteration 6 (0.72 there): at 40 it is 0.9 less 2e-4.
+  EXPECT_NEAR(Extrapolate(curve(0.9, 0.6, 5, 6), 40), 0.9 - 0.6 * std::exp(-8.0), 1e-4);
+  // A loss as a score (its negative): -(60 + 400 exp(-t / 8)), seen to 12 (-149 there): -60.2
+  // at 60.
+  EXPECT_NEAR(Extrapolate(curve(-60, 400, 8, 12), 60), -60 - 400 * std::exp(-60.0 / 8), 0.01);
+  // No more than it gained so far: 1 - 0.9 exp(-t / 100) seen to 3 has gained 0.017 since
+  // its first report; its asymptote, 1, is far beyond.
+  auto slow = curve(1, 0.9, 100, 3);
+  EXPECT_DOUBLE_EQ(Extrapolate(slow, 50), slow.back().second + (slow[2].second - slow[0].second));
+  // A curve getting worse, and too few reports to fit: the last value.
+  EXPECT_DOUBLE_EQ(Extrapolate({{1, 0.5}, {2, 0.4}, {3, 0.3}}, 10), 0.3);
+  EXPECT_DOUBLE_EQ(Extrapolate({{1, 0.2}, {2, 0.4}}, 10), 0.4);
+  EXPECT_DOUBLE_EQ(Extrapolate({{1, 0.2}, {2, 0.2}, {3, 0.2}}, 10), 0.2);
+}
+
+// max_t 40 and a prefix of 8 (rungs at 8, 16, 32). `fast` plateaus at 0.7 (0.698 at 8); `slow`
+// heads for 0.95 and is behind at 8 (0.656). `fast` reaches the rung first and goes on (alone
+// there); what happens to `slow` at the rung?
+Decision SlowLearnerAtTheFirstRung(BudgetScore score) {
+  SchedulerOptions o = BudgetOptions(40);
+  o.budget_min_prefix = 0.2;
+  o.budget_fraction = 1;  // promotions are not short of budget here
+  o.budget_score = score;
+  auto s = MakeTrialScheduler(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  for (TrialId id = 1; id <= 40; ++id) (*s)->OnTrialAdd(id, Config());
+  const TrialId fast = 1, slow = 2;
+  auto value = [](TrialId id, int64_t t) {
+    double x = static_cast<double>(t);
+    return id == 1 ? 0.7 - 0.5 * std::exp(-x / 1.5) : 0.95 - 0.8 * std::exp(-x / 8);
+  };
+  for (int64_t t = 1; t <= 8; ++t)
+    EXPECT_EQ((*s)->OnReport({fast, t, value(fast, t)}).action, Action::kContinue) << t;
+  for (int64_t t = 1; t < 8; ++t)
+    EXPECT_EQ((*s)->OnReport({slow, t, value(slow, t)}).action, Action::kContinue) << t;
+  return (*s)->OnReport({slow, 8, value(slow, 8)});
+}
+
+TEST(BudgetPromotion, ASlowLearnerHeadedHigherGoesOnWhenRankedByItsFittedCurve) {
+  EXPECT_EQ(SchedulerOptions().budget_score, BudgetScore::kFit);
+  EXPECT_EQ(SlowLearnerAtTheFirstRung(BudgetScore::kFit).action, Action::kContinue);
+  // By the value at the rung it is behind the plateau: paused.
+  EXPECT_EQ(SlowLearnerAtTheFirstRung(BudgetScore::kLast).action, Action::kPause);
+}
+
+TEST(BudgetPromotion, ATrialReportingNotANumberRanksBehindTheOthers) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  // Reports that are not numbers are left out of the fit; a last one is returned as it is.
+  EXPECT_NEAR(Extrapolate({{1, 0.3}, {2, nan}, {3, 0.5}, {4, 0.55}, {5, 0.6}}, 10), 0.6, 0.1);
+  EXPECT_TRUE(std::isnan(Extrapolate({{1, 0.3}, {2, 0.4}, {3, nan}}, 10)));
+  for (BudgetScore score : {BudgetScore::kFit, BudgetScore::kLast, BudgetScore::kLine}) {
+    for (double bad : {nan, inf, -inf}) {
+      // Two trials level to iteration 3; at the rung at 4 (max_t 40, prefix 0.1) the first
+      // reports 0.5, the second `bad`, as a diverged loss would. A min-mode loss of +inf and a
+      // max-mode accuracy of -inf are plainly worst; NaN and the other infinity rank there too.
+      SchedulerOptions o = BudgetOptions(40);
+      o.budget_min_prefix = 0.1;
+      o.budget_fraction = 1;
+      o.budget_score = score;
+      auto s = MakeTrialScheduler(o);
+      ASSERT_TRUE(s.ok()) << s.status();
+      for (TrialId id = 1; id <= 10; ++id) (*s)->OnTrialAdd(id, Config());
+      for (TrialId id : {1, 2})
+        for (int64_t t = 1; t <= 3; ++t) (*s)->OnReport({id, t, 0.1 * static_cast<double>(t)});
+      EXPECT_EQ((*s)->OnReport({1, 4, 0.5}).action, Action::kContinue);
+      EXPECT_EQ((*s)->OnReport({2, 4, bad}).action, Action::kPause)
+          << BudgetScoreName(score) << " " << bad;
+      // And the scheduler goes on: a third trial above the first (its score at least 1, the
+      // first's at most 0.9 by the fit's clamp) is promoted.
+      for (int64_t t = 1; t <= 3; ++t) (*s)->OnReport({3, t, 0.25 * static_cast<double>(t)});
+      EXPECT_EQ((*s)->OnReport({3, 4, 1.0}).action, Action::kContinue) << BudgetScoreName(score);
+    }
   }
 }
 

@@ -61,10 +61,11 @@ std::string_view SchedulerKindName(SchedulerKind kind) {
 }
 
 Result<BudgetScore> ParseBudgetScore(std::string_view name) {
-  for (BudgetScore s : {BudgetScore::kLast, BudgetScore::kMean, BudgetScore::kLine})
+  for (BudgetScore s :
+       {BudgetScore::kLast, BudgetScore::kMean, BudgetScore::kLine, BudgetScore::kFit})
     if (BudgetScoreName(s) == name) return s;
   return Status::InvalidArgument("budget_score \"" + std::string(name) +
-                                 "\" is unknown: use last, mean or line");
+                                 "\" is unknown: use last, mean, line or fit");
 }
 
 std::string_view BudgetScoreName(BudgetScore score) {
@@ -75,6 +76,8 @@ std::string_view BudgetScoreName(BudgetScore score) {
       return "mean";
     case BudgetScore::kLine:
       return "line";
+    case BudgetScore::kFit:
+      return "fit";
   }
   return "?";
 }

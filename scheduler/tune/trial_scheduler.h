@@ -48,8 +48,8 @@ Result<Mode> ParseMode(std::string_view text);  // "max" or "min"
 std::string_view ModeName(Mode mode);
 
 // See SchedulerOptions::budget_score.
-enum class BudgetScore { kLast, kMean, kLine };
-Result<BudgetScore> ParseBudgetScore(std::string_view name);  // "last", "mean" or "line"
+enum class BudgetScore { kLast, kMean, kLine, kFit };
+Result<BudgetScore> ParseBudgetScore(std::string_view name);  // "last", "mean", "line" or "fit"
 std::string_view BudgetScoreName(BudgetScore score);
 
 struct TrialReport {
@@ -147,13 +147,14 @@ struct SchedulerOptions {
   // While the searcher has new configs, promotions spend at most this share of the budget so
   // far; the rest waits for the re-check, when every trial's prefix is known.
   double budget_promotion_share = 0.7;
-  // What a trial is ranked by at a rung (its score there): kLast, the value it reported at the
-  // rung; kMean, the mean of its last w reports; kLine, a least-squares line through its last w
-  // reports evaluated at the rung's iteration (unbiased for a curve that is still rising, which
-  // the mean is not). w = max(2, round(budget_score_window x the iterations since the previous
-  // rung)), fewer where the trial has reported fewer. Per-epoch noise of the size of the gaps
-  // being judged is what a score over several reports is for (docs/benchmarks.md).
-  BudgetScore budget_score = BudgetScore::kLast;
+  // What a trial is ranked by at a rung (its score there): kFit (the default), its curve
+  // extrapolated to max_t (an exponential approach to an asymptote fitted to all its reports,
+  // kept between its last value and that plus its gain so far; see Extrapolate); kLast, the value
+  // it reported at the rung; kMean, the mean of its last w reports; kLine, a least-squares line
+  // through its last w reports evaluated at the rung's iteration. w = max(2,
+  // round(budget_score_window x the iterations since the previous rung)), fewer where the trial
+  // has reported fewer. Measured in docs/benchmarks.md.
+  BudgetScore budget_score = BudgetScore::kFit;
   double budget_score_window = 1;
 };
 
