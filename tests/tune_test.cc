@@ -1,7 +1,8 @@
 // The tuner with real processes (`cumulus start` head and nodes on loopback, tune_driver.cc): an
 // ASHA experiment over a head and two nodes, the driver SIGKILLed and the experiment restored
 // from its journal, a node SIGKILLed under a running trial, a gang trial, a function trainable,
-// a trial stopped with `cumulus stop trial`, and bad input (docs/tune.md).
+// a trial stopped with `cumulus stop trial`, and bad input (docs/tune.md). Gang trials and
+// trials waiting as pending demand: tune_gang_test.cc.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,76 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "cluster_fixture.h"
 #include "runtime/tune/experiment_state.h"
 #include "runtime/tune/journal.h"
 #include "runtime/tune/stop_requests.h"
 #include "scheduler/tune/trial_scheduler.h"
+#include "tune_fixture.h"
 
 namespace cumulus {
 namespace {
-
-using tune::JournalEntry;
-
-class TuneTest : public ClusterTest {
- protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    head_store_memory_ = "256M";
-    node_store_memory_ = "256M";
-  }
-  // Attached to the head's node (which has no CPU in the node-kill test: its trial runs on a
-  // node that may be killed, never on the driver's own).
-  std::unique_ptr<Subprocess> Driver(std::vector<std::string> args) {
-    return StartDriver("tune_driver", std::move(args), CoreSocket(HeadNodeId()));
-  }
-  // The driver's output once it printed DONE (fails the test if it does not within `limit`).
-  std::string Finish(Subprocess& driver, std::chrono::seconds limit = 180s) {
-    std::string out = driver.ReadAll(limit);  // until it exits and closes its output
-    EXPECT_NE(out.find("\nDONE"), std::string::npos) << "the driver did not finish:\n" << out;
-    return out;
-  }
-  static std::map<std::string, std::string> Trials(const std::string& out) {
-    std::map<std::string, std::string> t;
-    size_t at = 0;
-    while ((at = out.find("TRIAL t", at)) != std::string::npos) {
-      size_t end = out.find('\n', at);
-      std::string line = out.substr(at, end - at);
-      t[line.substr(6, 5)] = line;
-      at = end;
-    }
-    return t;
-  }
-  // The journal of `name` in the test's head (Unavailable, and a failure, if it cannot be reached).
-  Result<tune::Journal::Loaded> Load(const std::string& name) {
-    auto c = Client();
-    if (!c) return Status::Unavailable("the journal of '" + name + "': the head is unreachable");
-    return tune::Journal::Load(*c, name);
-  }
-  // Waits until the journal of `name` has `reports` reports; false at the deadline.
-  bool WaitForReports(const std::string& name, size_t reports, std::chrono::seconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    auto c = Client();
-    if (!c) return false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto j = tune::Journal::Load(*c, name);
-      if (j.ok()) {
-        size_t n = 0;
-        for (auto& e : j->entries) n += e.kind == JournalEntry::Kind::kReport;
-        if (n >= reports) return true;
-      }
-      std::this_thread::sleep_for(100ms);  // polling the head's state, not synchronising
-    }
-    return false;
-  }
-  // A run of experiment `name` (with `flags` after the common ones) SIGKILLed after 8 reports,
-  // then restored: nothing journaled changes, no finished trial runs again, it ends. `result`:
-  // the restored driver's output; `journal`: the experiment's journal once it ended. The head
-  // is this function's and is stopped when it returns: what a caller checks in the journal it
-  // checks in `journal`, not with Load().
-  void KillAndRestore(const std::string& name, std::vector<std::string> flags,
-                      std::string* result = nullptr, tune::Journal::Loaded* journal = nullptr);
-};
 
 TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
   auto head = StartHead({"--resources", "CPU=2"});
@@ -181,6 +120,10 @@ TEST_F(TuneTest, TrialsCommandShowsTheJournaledExperiment) {
   EXPECT_EQ(cli({"trials", "cli", "--json", "--csv"}, &text), 2) << text;
 }
 
+}  // namespace
+
+// The fixture (tune_fixture.h) is shared with tune_gang_test.cc: its member is defined outside
+// this file's anonymous namespace.
 void TuneTest::KillAndRestore(const std::string& name, std::vector<std::string> flags,
                               std::string* result, tune::Journal::Loaded* journal) {
   auto head = StartHead({"--resources", "CPU=3"});
@@ -243,6 +186,8 @@ void TuneTest::KillAndRestore(const std::string& name, std::vector<std::string> 
     EXPECT_EQ(final_state.trials().at(id).config, t.config) << "trial " << id;
   }
 }
+
+namespace {
 
 TEST_F(TuneTest, DriverKilledAndRestoredLosesAndRepeatsNothing) {
   KillAndRestore("crash", {"--samples=10", "--iters=8"});  // asha (the driver's default)
@@ -615,206 +560,6 @@ TEST_F(TuneTest, PbtWithNothingToCopySkipsEachExploitAndRestoresIt) {
   std::string again = Finish(*restored);
   EXPECT_EQ(again.find("ERROR"), std::string::npos) << again;
   EXPECT_NE(again.find("RESULT trials=8 finished=8 "), std::string::npos) << again;
-}
-
-TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
-  auto head = StartHead({"--resources", "CPU=0"});
-  std::string b, c;
-  auto node_b = StartNode("b", {"--resources", "CPU=2"}, &b);
-  auto node_c = StartNode("c", {"--resources", "CPU=2"}, &c);
-  auto driver = Driver({"--scenario=gang", "--name=gang", "--samples=2", "--iters=3", "--gang=2",
-                        "--scheduler=fifo", "--step-ms=10"});
-  std::string out = Finish(*driver);
-  auto trials = Trials(out);
-  ASSERT_EQ(trials.size(), 2u) << out;
-  for (auto& [id, line] : trials) {
-    EXPECT_NE(line.find("state=FINISHED"), std::string::npos) << line;
-    EXPECT_NE(line.find("iterations=3 "), std::string::npos) << line;
-    EXPECT_NE(line.find("world=2 "), std::string::npos) << line;
-  }
-}
-
-// A gang under a scheduler that pauses (budget): a paused gang resumed later forms its collective
-// group anew, under a name its earlier start did not use (a reused name meets the old start's
-// rendezvous entries, and the resumed ranks fail to join: "could not join group").
-TEST_F(TuneTest, PausedGangTrialResumesAndFormsItsGroupAgain) {
-  auto head = StartHead({"--resources", "CPU=2"});
-  // One gang at a time; with the whole budget (1.0) the paused trials are resumed once the
-  // searcher has no more configs.
-  auto driver =
-      Driver({"--scenario=gang", "--name=gpause", "--samples=4", "--iters=4", "--gang=2",
-              "--scheduler=budget", "--budget-fraction=1", "--step-ms=10", "--concurrent=1"});
-  std::string out = Finish(*driver, 25s);
-  auto trials = Trials(out);
-  ASSERT_EQ(trials.size(), 4u) << out;
-  EXPECT_NE(out.find(" failed=0 "), std::string::npos) << out;
-  auto j = Load("gpause");
-  ASSERT_TRUE(j.ok()) << j.status();
-  // A trial paused, resumed, and reported after its resume.
-  std::set<uint64_t> paused;
-  std::set<uint64_t> resumed_and_reported;
-  int64_t resumed = -1;
-  for (auto& e : j->entries) {
-    if (e.kind == JournalEntry::Kind::kReport && e.action == uint8_t(tune::Action::kPause))
-      paused.insert(e.trial);
-    if (e.kind == JournalEntry::Kind::kChoose && e.resume >= 0 && paused.count(uint64_t(e.resume)))
-      resumed = e.resume;
-    if (e.kind == JournalEntry::Kind::kReport && resumed >= 0 && e.trial == uint64_t(resumed))
-      resumed_and_reported.insert(e.trial);
-  }
-  ASSERT_FALSE(paused.empty()) << "no gang trial was paused:\n" << out;
-  EXPECT_FALSE(resumed_and_reported.empty()) << "no paused gang trial ran again:\n" << out;
-  for (auto& [id, line] : trials) {
-    EXPECT_EQ(line.find("state=FAILED"), std::string::npos) << line;
-    EXPECT_NE(line.find("world=2 "), std::string::npos) << line;
-  }
-}
-
-// A gang whose rank 1 throws while rank 0 waits in an allreduce with it: the trial fails with
-// rank 1's own error, and without waiting for rank 0's collective operation to time out (60 s).
-// Two gangs whose rank 1 throws at iteration 2 (rank 0 is then blocked in its allreduce): each
-// trial fails with rank 1's own error, and the two looks at the other ranks (up to 10 s each)
-// run side by side on the controller, not one after the other (it used to block in the first).
-TEST_F(TuneTest, GangRanksOwnErrorIsTheTrialsFailure) {
-  auto head = StartHead({"--resources", "CPU=4"});
-  auto driver = Driver({"--scenario=gang", "--name=grank", "--samples=2", "--iters=5", "--gang=2",
-                        "--scheduler=fifo", "--step-ms=10", "--fail-rank=1", "--concurrent=2"});
-  std::string out = Finish(*driver, 40s);
-  auto trials = Trials(out);
-  ASSERT_EQ(trials.size(), 2u) << out;
-  for (auto& [id, line] : trials) {
-    EXPECT_NE(line.find("state=FAILED"), std::string::npos) << line;
-    EXPECT_NE(line.find("rank 1: "), std::string::npos) << line;
-    EXPECT_NE(line.find("rank 1 fails on purpose"), std::string::npos) << line;
-  }
-  auto j = Load("grank");
-  ASSERT_TRUE(j.ok()) << j.status();
-  std::vector<int64_t> ended;
-  for (const JournalEntry& e : j->entries)
-    if (e.kind == JournalEntry::Kind::kTrialEnded) ended.push_back(e.micros);
-  ASSERT_EQ(ended.size(), 2u) << out;
-  // (Side by side: as far apart as the two rank 1s failed. One after the other: 10 s apart.)
-  EXPECT_LT(std::llabs(ended[1] - ended[0]), 8'000'000)
-      << "the second gang's failure waited out the first one's look at its ranks";
-}
-
-// A trial that fits the cluster but not what is free now waits, and `cumulus status` names it
-// (EXP/TRIAL) in the pending demand, with why it waits; the autoscaler reads the same records.
-TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {
-  auto head = StartHead({"--resources", "CPU=2"});
-  // Two trials of CPU=2 at once on a cluster of CPU=2: one runs (~5 s), the other waits for it.
-  // (Without --concurrent the second would wait too, as one of max_pending_trials.)
-  auto driver = Driver({"--scenario=run", "--name=pend", "--samples=2", "--iters=100",
-                        "--scheduler=fifo", "--step-ms=50", "--cpus=2", "--concurrent=2"});
-  // The trial that waits for the other's CPUs, named with its shape and why it waits. (Both
-  // may first show for a moment waiting for the job's program to reach the node, with that
-  // reason: the loop waits for the wait this test is about.)
-  auto waiting = [](const std::string& id) {
-    return "{\"resources\":\"CPU=2\",\"count\":1,\"purpose\":\"trial " + id +
-           "\",\"reason\":\"waiting for CPU=2: 1 node(s) could run it, none has it free now\"}";
-  };
-  std::string json, seen;
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (seen.empty() && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(Cli({"status", "--json"}, &json), 0) << json;
-    for (const char* id : {"pend/t0001", "pend/t0002"}) {
-      if (json.find(waiting(id)) != std::string::npos) seen = id;
-    }
-    // Every pending demand says why it waits.
-    EXPECT_EQ(json.find("\"reason\":\"\""), std::string::npos) << json;
-    if (seen.empty()) std::this_thread::sleep_for(100ms);  // polling the head's view
-  }
-  if (seen.empty()) driver->Kill(SIGKILL);
-  ASSERT_FALSE(seen.empty()) << "no pending demand named a trial waiting for CPU=2; last status:\n"
-                             << json << "\nthe driver's output:\n"
-                             << driver->ReadAll(5s);
-  std::string text;
-  ASSERT_EQ(Cli({"status"}, &text), 0) << text;
-  // (The trial may have started meanwhile: the text is checked only while it still waits.)
-  if (text.find("Pending demand: none") == std::string::npos) {
-    EXPECT_NE(text.find("1 x {CPU=2} for trial " + seen + " (waiting for CPU=2"), std::string::npos)
-        << text;
-  }
-  std::string out = Finish(*driver, 60s);
-  auto trials = Trials(out);
-  ASSERT_EQ(trials.size(), 2u) << out;
-  for (auto& [id, line] : trials) EXPECT_NE(line.find("state=FINISHED"), std::string::npos) << line;
-  // The tuner's own progress lines said which trial waited (one line a second, ~5 s of wait).
-  EXPECT_NE(out.find("not placed yet: " + seen.substr(5)), std::string::npos) << out;
-}
-
-// A gang trial whose placement group cannot be placed yet (the other gang holds the only node)
-// is pending demand named by its trial (the group's purpose) in `cumulus status` and `--json`.
-// `cumulus stop trial` on it does not wait for the reservation (which would last as long as the
-// other trial runs): the reservation is withdrawn, the trial journaled STOPPED, its demand gone.
-TEST_F(TuneTest, WaitingGangIsPendingDemandAndStopsWithoutWaitingForItsGroup) {
-  auto head = StartHead({"--resources", "CPU=2"});
-  auto driver = Driver({"--scenario=gang", "--name=gpend", "--samples=2", "--iters=400", "--gang=2",
-                        "--scheduler=fifo", "--step-ms=50", "--concurrent=2"});
-  std::vector<std::string> conn = {"--address", address_, "--token-file", token_file_};
-  auto cli = [&](std::vector<std::string> args, std::string* text) {
-    args.insert(args.end(), conn.begin(), conn.end());
-    return Cli(args, text);
-  };
-  auto purpose = [](const std::string& id) { return "\"purpose\":\"trial gpend/" + id + "\""; };
-  std::string json, waiting;
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (waiting.empty() && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(cli({"status", "--json"}, &json), 0) << json;
-    for (const char* id : {"t0001", "t0002"})
-      if (json.find(purpose(id)) != std::string::npos) waiting = id;
-    if (waiting.empty()) std::this_thread::sleep_for(100ms);  // polling the head's view
-  }
-  if (waiting.empty()) driver->Kill(SIGKILL);
-  ASSERT_FALSE(waiting.empty()) << "no pending demand named a gang trial; last status:\n"
-                                << json << "\nthe driver's output:\n"
-                                << driver->ReadAll(5s);
-  std::string running = waiting == "t0001" ? "t0002" : "t0001";
-  // Its group's bundles, with why they wait; the running trial's are not pending.
-  EXPECT_NE(json.find("{\"resources\":\"CPU=1\",\"count\":2," + purpose(waiting) +
-                      ",\"reason\":\"waiting for room for 2 bundle(s) PACK: it fits the cluster, "
-                      "not what is free now\"}"),
-            std::string::npos)
-      << json;
-  EXPECT_EQ(json.find(purpose(running)), std::string::npos) << json;
-  std::string text;
-  ASSERT_EQ(cli({"status"}, &text), 0) << text;
-  EXPECT_NE(text.find("for trial gpend/" + waiting), std::string::npos) << text;
-
-  auto asked = std::chrono::steady_clock::now();
-  ASSERT_EQ(cli({"stop", "trial", "gpend/" + waiting, "--timeout", "5"}, &text), 0) << text;
-  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
-  EXPECT_NE(text.find("Stopped gpend/" + waiting + " in "), std::string::npos) << text;
-  EXPECT_LT(took, 5.0) << text;
-  std::printf("LATENCY stop of a gang being reserved: %.0f ms (%s)\n", took * 1000,
-              text.substr(0, text.find('\n')).c_str());
-  // Its demand goes with the reservation (the node's next heartbeat).
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return cli({"status", "--json"}, &json) == 0 &&
-               json.find(purpose(waiting)) == std::string::npos;
-      },
-      10000ms))
-      << json;
-  auto j = Load("gpend");
-  ASSERT_TRUE(j.ok()) << j.status();
-  {
-    tune::ExperimentState at(j->spec);
-    for (auto& e : j->entries) ASSERT_TRUE(at.Apply(e).ok());
-    auto ended = at.trials().at(*tune::ParseTrialId(waiting));
-    EXPECT_EQ(ended.state, tune::TrialState::kStoppedEarly);
-    EXPECT_EQ(ended.reason.rfind(tune::kStoppedByUserReason, 0), 0u) << ended.reason;
-    EXPECT_TRUE(ended.history.empty()) << "it never ran";
-    EXPECT_EQ(at.trials().at(*tune::ParseTrialId(running)).state, tune::TrialState::kRunning)
-        << "the other trial must go on";
-  }
-  // The other one, stopped too, ends the run.
-  ASSERT_EQ(cli({"stop", "trial", "gpend/" + running}, &text), 0) << text;
-  std::string out = Finish(*driver, 60s);
-  auto trials = Trials(out);
-  ASSERT_EQ(trials.size(), 2u) << out;
-  EXPECT_NE(trials[waiting].find("iterations=0 "), std::string::npos) << out;
-  EXPECT_NE(trials[running].find("state=STOPPED"), std::string::npos) << out;
 }
 
 TEST_F(TuneTest, FunctionTrainableAndBadInput) {
