@@ -18,6 +18,7 @@
 // target for the default scheduler: within 0.5 points (min: 0.5 %) at <= 25 % of the compute.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/tune/budget_promotion.h"
 #include "scheduler/tune/searcher.h"
 #include "scheduler/tune/trial_scheduler.h"
 
@@ -45,8 +47,9 @@ struct Options {
   std::string cost_column;
   uint64_t workers = 8;
   uint64_t samples = 200;
-  uint64_t seeds = 20;  // a median of 5 seeds flipped with one seed (docs/benchmarks.md)
+  uint64_t seeds = 20;  // medians of 5 or 7 seeds flipped with one seed (docs/benchmarks.md)
   bool json = false;
+  bool time_fit = false;
 };
 
 struct CurveSet {
@@ -281,10 +284,34 @@ RunResult Simulate(const CurveSet& set, const Options& o, uint64_t seed, Schedul
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
+// The cost of one fit (Extrapolate) of n reports of a noisy saturating curve: the median of 5
+// timings of 2,000 fits each, in microseconds; 258 is the most a trial keeps (CurveHistory).
+int TimeFit() {
+  std::printf("reproduce: build/bin/bench_tune_replay --time-fit\n");
+  std::printf("%8s %14s\n", "reports", "us per fit");
+  for (int n : {3, 12, 48, 258}) {
+    std::vector<std::pair<int64_t, double>> r;
+    for (int t = 1; t <= n; ++t)
+      r.emplace_back(t, 0.9 - 0.6 * std::exp(-t / 20.0) + 0.01 * std::sin(t * 7.0));
+    std::vector<double> us;
+    double sink = 0;
+    for (int run = 0; run < 5; ++run) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 2000; ++i) sink += Extrapolate(r, 1000);
+      us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          2000);
+    }
+    std::printf("%8d %14.1f%s\n", n, Median(us), sink == 0 ? " " : "");
+  }
+  return 0;
+}
+
 void Usage(FILE* f) {
   std::fprintf(f,
                "usage: bench_tune_replay --curves FILE [--mode max|min] [--cost COLUMN]\n"
                "                         [--workers W] [--samples N] [--seeds S] [--json]\n"
+               "       bench_tune_replay --time-fit\n"
                "  --curves FILE   CSV with curve columns acc_N or ep_N (N = 1, 2, ...)\n"
                "  --mode          max (default) or min: whether a larger metric is better\n"
                "  --cost COLUMN   one epoch of a row costs that column's value (default 1)\n"
@@ -293,7 +320,9 @@ void Usage(FILE* f) {
                "  --seeds S       experiments per scheduler; medians are printed (default 20)\n"
                "  --json          {\"rows\": [{\"name\", \"best\", \"compute_fraction\", ...,\n"
                "                  \"mean_gap\", \"within\" (share of seeds with gap <= 0.5)}], "
-               "\"default\": NAME}\n");
+               "\"default\": NAME}\n"
+               "  --time-fit      only time the default score's fit (budget_score fit) of 3 to\n"
+               "                  258 reports: what each rung a trial reaches costs the tuner\n");
 }
 
 uint64_t ParseCount(const char* flag, const char* text, uint64_t max) {
@@ -333,12 +362,15 @@ int main(int argc, char** argv) {
       o.samples = ParseCount("--samples", value(), 10000000);
     } else if (a == "--seeds") {
       o.seeds = ParseCount("--seeds", value(), 1000);
+    } else if (a == "--time-fit") {
+      o.time_fit = true;
     } else if (a == "--json") {
       o.json = true;
     } else {
       Fail("unknown argument \"" + a + "\" (see --help)");
     }
   }
+  if (o.time_fit) return TimeFit();
   if (o.curves.empty()) Fail("--curves FILE is required (see --help)");
   CurveSet set = LoadCurves(o);
 

@@ -4,7 +4,8 @@ python3-numpy). For each file: the share of its top 2 % of rows (by the mean of 
 epochs) that rank in the top half by the score at iterations 3, 6 and 12 (the top quarter at 24),
 for the value reported there (`raw`) and for the curve extrapolated to the last epoch (`fit`: the
 least-squares c + d exp(-t / tau) over a log grid of tau, kept between the value and the value
-plus its gain since the first epoch, as budget_score fit does). docs/benchmarks.md.
+plus its gain since the first epoch: budget_score fit without its refinement of tau).
+docs/benchmarks.md. Runs with Debian's /usr/bin/python3, where python3-numpy installs.
 
     scripts/tune_rank_study.py FILE.csv ...      (files named *loss* or *ptb* are min mode)
 """

@@ -14,8 +14,6 @@
 
 namespace cumulus {
 
-using tune::JournalEntry;
-
 class TuneTest : public ClusterTest {
  protected:
   void SetUp() override {
@@ -60,7 +58,7 @@ class TuneTest : public ClusterTest {
       auto j = tune::Journal::Load(*c, name);
       if (j.ok()) {
         size_t n = 0;
-        for (auto& e : j->entries) n += e.kind == JournalEntry::Kind::kReport;
+        for (auto& e : j->entries) n += e.kind == tune::JournalEntry::Kind::kReport;
         if (n >= reports) return true;
       }
       std::this_thread::sleep_for(100ms);  // polling the head's state, not synchronising

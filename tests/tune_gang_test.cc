@@ -21,6 +21,8 @@
 namespace cumulus {
 namespace {
 
+using tune::JournalEntry;
+
 TEST_F(TuneTest, GangTrialAveragesOverItsCollectiveGroup) {
   auto head = StartHead({"--resources", "CPU=0"});
   std::string b, c;

@@ -1,6 +1,6 @@
 // The tuner with real processes (`cumulus start` head and nodes on loopback, tune_driver.cc): an
 // ASHA experiment over a head and two nodes, the driver SIGKILLed and the experiment restored
-// from its journal, a node SIGKILLed under a running trial, a gang trial, a function trainable,
+// from its journal, a node SIGKILLed under a running trial, a function trainable,
 // a trial stopped with `cumulus stop trial`, and bad input (docs/tune.md). Gang trials and
 // trials waiting as pending demand: tune_gang_test.cc.
 #include <gtest/gtest.h>
@@ -24,6 +24,8 @@
 
 namespace cumulus {
 namespace {
+
+using tune::JournalEntry;
 
 TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
   auto head = StartHead({"--resources", "CPU=2"});

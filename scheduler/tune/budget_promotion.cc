@@ -40,7 +40,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -63,7 +62,7 @@ class BudgetPromotion final : public TrialScheduler {
         int64_t since = t - (rungs_.empty() ? 0 : rungs_.back().milestone);
         auto w =
             static_cast<int64_t>(std::llround(o.budget_score_window * static_cast<double>(since)));
-        rungs_.push_back(Rung{t, std::max<int64_t>(w, 2), {}});
+        rungs_.push_back(Rung{t, std::max<int64_t>(w, 2), {}, {}});
         window_ = std::max(window_, rungs_.back().window);
       }
     }
@@ -89,6 +88,7 @@ class BudgetPromotion final : public TrialScheduler {
     double score = Score(tr, *rung);
     tr.score = score;
     rung->recorded[r.trial] = score;
+    rung->values[r.trial] = tr.recent.back().second;
     int64_t need = NextStop(r.iteration) - r.iteration;
     if (!recheck_) {
       if (!InTop(*rung, score))
@@ -116,6 +116,7 @@ class BudgetPromotion final : public TrialScheduler {
     if (tr.target > 0) reserved_ -= tr.target - std::min(tr.last, tr.target);
     tr.target = 0;
     tr.paused = false;
+    tr.history = CurveHistory();  // it reports no more
   }
 
   NextRun ChooseTrialToRun(bool can_start_new) override {
@@ -157,12 +158,15 @@ class BudgetPromotion final : public TrialScheduler {
     return next;
   }
 
+  // In the metric's units: the rung's top-1/rf quantile of the values reported there. Under a
+  // score other than the value (fit by default), trials are ranked by their scores, so the mark
+  // is where the cut would be by value: some trials below it go on, some above it pause.
   std::vector<Cutoff> Cutoffs() const override {
     std::vector<Cutoff> out;
     for (const Rung& rung : rungs_) {
-      if (rung.recorded.empty()) continue;
+      if (rung.values.empty()) continue;
       std::vector<double> v;
-      for (const auto& [_, x] : rung.recorded) v.push_back(x);
+      for (const auto& [_, x] : rung.values) v.push_back(x);
       double c = Percentile(v, (1 - 1 / o_.budget_reduction_factor) * 100);
       out.push_back(Cutoff{rung.milestone, o_.mode == Mode::kMax ? c : -c});
     }
@@ -177,13 +181,13 @@ class BudgetPromotion final : public TrialScheduler {
     bool paused = false;
     // Its last reports (iteration, value as a score), oldest first, at most window_ of them.
     std::deque<std::pair<int64_t, double>> recent;
-    // budget_score fit: its reports (iteration, score), thinned to at most kHistory.
-    std::vector<std::pair<int64_t, double>> history;
+    CurveHistory history;  // budget_score fit: its reports, evenly thinned
   };
   struct Rung {
     int64_t milestone;
     int64_t window;  // how many of a trial's last reports its score here is made of
-    std::map<TrialId, double> recorded;
+    std::map<TrialId, double> recorded;  // each trial's score here
+    std::map<TrialId, double> values;    // the value each reported here (as a score)
   };
 
   void Remember(Trial& tr, const TrialReport& r) {
@@ -191,32 +195,12 @@ class BudgetPromotion final : public TrialScheduler {
     while (!tr.recent.empty() && tr.recent.back().first >= r.iteration) tr.recent.pop_back();
     tr.recent.emplace_back(r.iteration, o_.mode == Mode::kMax ? r.metric : -r.metric);
     while (static_cast<int64_t>(tr.recent.size()) > window_) tr.recent.pop_front();
-    if (o_.budget_score == BudgetScore::kFit) {
-      while (!tr.history.empty() && tr.history.back().first >= r.iteration) tr.history.pop_back();
-      tr.history.emplace_back(r.iteration, tr.recent.back().second);
-      if (tr.history.size() > kHistory) {
-        // Every second report dropped, the first and the last kept: the fit's cost and the
-        // memory stay bounded on long runs, the curve's shape is kept.
-        size_t out = 1;
-        for (size_t i = 2; i + 1 < tr.history.size(); i += 2) tr.history[out++] = tr.history[i];
-        tr.history[out++] = tr.history.back();
-        tr.history.resize(out);
-      }
-    }
+    if (o_.budget_score == BudgetScore::kFit) tr.history.Add(r.iteration, tr.recent.back().second);
   }
 
-  // The trial's score at `rung` (see SchedulerOptions::budget_score). REQUIRES: it has just
-  // reported the rung's iteration.
-  // A trial whose metric is not a number (a diverged loss: NaN or inf) ranks behind every other.
   double Score(const Trial& tr, const Rung& rung) const {
-    double score = ScoreOf(tr, rung);
-    return std::isfinite(tr.recent.back().second) && std::isfinite(score)
-               ? score
-               : std::numeric_limits<double>::lowest();
-  }
-  double ScoreOf(const Trial& tr, const Rung& rung) const {
     double last = tr.recent.back().second;
-    if (o_.budget_score == BudgetScore::kFit) return Extrapolate(tr.history, o_.max_t);
+    if (o_.budget_score == BudgetScore::kFit) return Extrapolate(tr.history.Reports(), o_.max_t);
     size_t n = std::min<size_t>(tr.recent.size(), static_cast<size_t>(rung.window));
     if (o_.budget_score == BudgetScore::kLast || n < 2) return last;
     auto begin = tr.recent.end() - static_cast<std::ptrdiff_t>(n);
@@ -265,7 +249,7 @@ class BudgetPromotion final : public TrialScheduler {
 
   // ", its score there S" where the score is not the value reported (budget_score).
   std::string ScoreNote(const Trial& tr) const {
-    if (o_.budget_score == BudgetScore::kLast) return "";
+    if (o_.budget_score == BudgetScore::kLast || tr.score == tr.recent.back().second) return "";
     return ", its score there " + Format(o_.mode == Mode::kMax ? tr.score : -tr.score);
   }
 
@@ -339,8 +323,6 @@ class BudgetPromotion final : public TrialScheduler {
     return best;
   }
 
-  static constexpr size_t kHistory = 256;
-
   SchedulerOptions o_;
   std::vector<Rung> rungs_;
   int64_t window_ = 2;  // the largest window of any rung: the reports kept per trial
@@ -367,16 +349,54 @@ double SharesAhead(const std::map<TrialId, double>* rung_scores, double score) {
          static_cast<double>(rung_scores->size());
 }
 
+void CurveHistory::Add(int64_t iteration, double score) {
+  std::pair<int64_t, double> report{iteration, score};
+  if (!reported_) {
+    reported_ = true;
+    first_ = latest_ = report;
+    return;
+  }
+  if (iteration <= latest_.first) {
+    // Resumed from an earlier checkpoint: the reports from there on are replaced.
+    if (iteration <= first_.first) {
+      *this = CurveHistory();
+      Add(iteration, score);
+      return;
+    }
+    while (!kept_.empty() && kept_.back().first >= iteration) kept_.pop_back();
+    count_ = static_cast<int64_t>(kept_.size()) * stride_;
+    latest_ = report;
+    return;
+  }
+  latest_ = report;
+  if (++count_ % stride_ != 0) return;
+  kept_.push_back(report);
+  if (kept_.size() <= kMax) return;
+  // Every second kept (those at multiples of the doubled stride): the spacing stays even, and a
+  // fit still sees the early rise, not only the recent tail.
+  size_t out = 0;
+  for (size_t i = 1; i < kept_.size(); i += 2) kept_[out++] = kept_[i];
+  kept_.resize(out);
+  stride_ *= 2;
+}
+
+std::vector<std::pair<int64_t, double>> CurveHistory::Reports() const {
+  std::vector<std::pair<int64_t, double>> out;
+  if (!reported_) return out;
+  out.reserve(kept_.size() + 2);
+  out.push_back(first_);
+  for (const auto& r : kept_)
+    if (r.first > out.back().first) out.push_back(r);
+  if (latest_.first > out.back().first) out.push_back(latest_);
+  return out;
+}
+
+// A restored experiment replays its journaled decisions through this code and refuses a decision
+// that differs: a change to what this function returns (grid, refinement, clamp, thinning) changes
+// what "fit" means, and needs a new budget_score name, not an edit of this one.
 double Extrapolate(const std::vector<std::pair<int64_t, double>>& reports, int64_t max_t) {
   if (reports.empty()) return 0;
   double last = reports.back().second;
-  if (!std::isfinite(last)) return last;
-  auto finite = [](const std::pair<int64_t, double>& r) { return std::isfinite(r.second); };
-  if (!std::all_of(reports.begin(), reports.end(), finite)) {
-    std::vector<std::pair<int64_t, double>> kept;
-    std::copy_if(reports.begin(), reports.end(), std::back_inserter(kept), finite);
-    return Extrapolate(kept, max_t);
-  }
   if (reports.size() < 3) return last;
   double gain = std::max(last - reports.front().second, 0.0);
   auto n = static_cast<double>(reports.size());

@@ -291,34 +291,49 @@ TEST(BudgetPromotion, ASlowLearnerHeadedHigherGoesOnWhenRankedByItsFittedCurve) 
   EXPECT_EQ(SlowLearnerAtTheFirstRung(BudgetScore::kLast).action, Action::kPause);
 }
 
-TEST(BudgetPromotion, ATrialReportingNotANumberRanksBehindTheOthers) {
-  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
-  // Reports that are not numbers are left out of the fit; a last one is returned as it is.
-  EXPECT_NEAR(Extrapolate({{1, 0.3}, {2, nan}, {3, 0.5}, {4, 0.55}, {5, 0.6}}, 10), 0.6, 0.1);
-  EXPECT_TRUE(std::isnan(Extrapolate({{1, 0.3}, {2, 0.4}, {3, nan}}, 10)));
-  for (BudgetScore score : {BudgetScore::kFit, BudgetScore::kLast, BudgetScore::kLine}) {
-    for (double bad : {nan, inf, -inf}) {
-      // Two trials level to iteration 3; at the rung at 4 (max_t 40, prefix 0.1) the first
-      // reports 0.5, the second `bad`, as a diverged loss would. A min-mode loss of +inf and a
-      // max-mode accuracy of -inf are plainly worst; NaN and the other infinity rank there too.
-      SchedulerOptions o = BudgetOptions(40);
-      o.budget_min_prefix = 0.1;
-      o.budget_fraction = 1;
-      o.budget_score = score;
-      auto s = MakeTrialScheduler(o);
-      ASSERT_TRUE(s.ok()) << s.status();
-      for (TrialId id = 1; id <= 10; ++id) (*s)->OnTrialAdd(id, Config());
-      for (TrialId id : {1, 2})
-        for (int64_t t = 1; t <= 3; ++t) (*s)->OnReport({id, t, 0.1 * static_cast<double>(t)});
-      EXPECT_EQ((*s)->OnReport({1, 4, 0.5}).action, Action::kContinue);
-      EXPECT_EQ((*s)->OnReport({2, 4, bad}).action, Action::kPause)
-          << BudgetScoreName(score) << " " << bad;
-      // And the scheduler goes on: a third trial above the first (its score at least 1, the
-      // first's at most 0.9 by the fit's clamp) is promoted.
-      for (int64_t t = 1; t <= 3; ++t) (*s)->OnReport({3, t, 0.25 * static_cast<double>(t)});
-      EXPECT_EQ((*s)->OnReport({3, 4, 1.0}).action, Action::kContinue) << BudgetScoreName(score);
-    }
-  }
+// A long run's history stays bounded and evenly spread: a lopsided thinning (halving the older
+// reports again at each pass) kept 2 of the first 100 iterations of 1,000 and left a fit to the
+// tail.
+TEST(BudgetPromotion, ALongRunsHistoryIsThinnedEvenly) {
+  CurveHistory h;
+  for (int64_t t = 1; t <= 1000; ++t) h.Add(t, static_cast<double>(t));
+  auto r = h.Reports();
+  ASSERT_LE(r.size(), CurveHistory::kMax + 2);
+  ASSERT_GE(r.size(), CurveHistory::kMax / 2);
+  EXPECT_EQ(r.front().first, 1);
+  EXPECT_EQ(r.back().first, 1000);
+  size_t early = 0;
+  for (auto& [t, v] : r) early += t <= 100;
+  EXPECT_GE(early, r.size() / 10 - 1) << "the first tenth of the run is a tenth of the points";
+  // Between the first and the latest, one spacing.
+  for (size_t i = 2; i + 1 < r.size(); ++i)
+    EXPECT_EQ(r[i].first - r[i - 1].first, r[2].first - r[1].first) << i;
+  // A resume from iteration 500 replaces what came after it.
+  h.Add(500, -1);
+  r = h.Reports();
+  EXPECT_EQ(r.back().first, 500);
+  EXPECT_EQ(r.back().second, -1);
+  for (size_t i = 1; i < r.size(); ++i) EXPECT_LT(r[i - 1].first, r[i].first);
+  h.Add(1, 7);
+  EXPECT_EQ(h.Reports().size(), 1u);
+}
+
+// The plot's rung mark is in reported values, not in the fit's scores.
+TEST(BudgetPromotion, TheRungsCutoffIsInReportedValues) {
+  SchedulerOptions o = BudgetOptions(40);
+  o.budget_min_prefix = 0.2;  // rungs at 8, 16, 32
+  o.budget_fraction = 1;
+  auto s = MakeTrialScheduler(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (TrialId id = 1; id <= 4; ++id) (*s)->OnTrialAdd(id, Config());
+  for (TrialId id = 1; id <= 4; ++id)
+    for (int64_t t = 1; t <= 8; ++t)
+      (*s)->OnReport({id, t, 0.1 * static_cast<double>(id) * (1 - std::exp(-t / 20.0))});
+  auto cut = (*s)->Cutoffs();
+  ASSERT_FALSE(cut.empty());
+  EXPECT_EQ(cut[0].iteration, 8);
+  // Values at 8: 0.033 x id; the fit's scores run to 0.1 x id. The top half's quantile by value:
+  EXPECT_NEAR(cut[0].value, 0.1 * 2.5 * (1 - std::exp(-8 / 20.0)), 1e-9);
 }
 
 TEST(BudgetPromotion, BadOptionsAreOneClearError) {

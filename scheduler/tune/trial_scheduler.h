@@ -70,7 +70,9 @@ struct Decision {
   Config new_config;         // kExploit: the config to continue with
 };
 
-// A cut-off as it stands, for plots: trials below `value` at `iteration` are stopped there.
+// A cut-off as it stands, for plots: trials below `value` at `iteration` are stopped (or paused)
+// there. The budget scheduler ranking by a score other than the value (budget_score fit, the
+// default) gives the quantile of the values reported there: some trials below it go on.
 struct Cutoff {
   int64_t iteration = 0;
   double value = 0;  // in the metric's own units and direction
@@ -148,8 +150,9 @@ struct SchedulerOptions {
   // far; the rest waits for the re-check, when every trial's prefix is known.
   double budget_promotion_share = 0.7;
   // What a trial is ranked by at a rung (its score there): kFit (the default), its curve
-  // extrapolated to max_t (an exponential approach to an asymptote fitted to all its reports,
-  // kept between its last value and that plus its gain so far; see Extrapolate); kLast, the value
+  // extrapolated to max_t (an exponential approach to an asymptote fitted to its reports, evenly
+  // thinned past 256, kept between its last value and that plus its gain so far; with fewer than
+  // 3 reports, its value; see Extrapolate); kLast, the value
   // it reported at the rung; kMean, the mean of its last w reports; kLine, a least-squares line
   // through its last w reports evaluated at the rung's iteration. w = max(2,
   // round(budget_score_window x the iterations since the previous rung)), fewer where the trial

@@ -126,10 +126,10 @@ struct SchedulerSettings {
   // far; [0, 1].
   double budget_promotion_share = 0.7;
   // What a trial is ranked by at a rung: "fit" (the default: its curve so far extrapolated to
-  // max_t), "last" (the value it reported there), "mean" (the mean of its last w reports) or
-  // "line" (a least-squares line through them, at the rung's iteration); w = budget_score_window
-  // x the iterations since the previous rung, at least 2; the window in [0, 1]. Measured on
-  // replayed curves in docs/benchmarks.md.
+  // max_t; at a rung before its third report, its value), "last" (the value it reported there),
+  // "mean" (the mean of its last w reports) or "line" (a least-squares line through them, at the
+  // rung's iteration); w = budget_score_window x the iterations since the previous rung, at least
+  // 2; the window in [0, 1]. Measured on replayed curves in docs/benchmarks.md.
   std::string budget_score = "fit";
   double budget_score_window = 1;
 };
