@@ -28,11 +28,12 @@ class CoreTest : public ClusterTest {
   }
   // A head and three nodes: a (GPUs, in the cloud), b (GPUs, on-prem), c (one CPU and a custom
   // resource, on-prem). Sets the --head/--a/--b/--c arguments of the driver.
-  // Each store holds the driver's program (tens of MB with its debug information) if the driver
-  // attaches to its node.
-  void StartCluster(const std::string& store_memory = "128M") {
+  // The head's store holds the driver's program (tens of MB with its debug information): the
+  // driver attaches to it. The nodes pull the program straight to disk.
+  void StartCluster(const std::string& store_memory = "128M",
+                    const std::string& node_store_memory = "") {
     head_store_memory_ = store_memory;
-    node_store_memory_ = store_memory;
+    node_store_memory_ = node_store_memory.empty() ? store_memory : node_store_memory;
     auto head = StartHead({"--resources", "CPU=2", "--labels", "site=onprem"});
     std::string head_id = View().nodes.empty() ? "" : View().nodes[0].id.Hex();
     nodes_.push_back(StartNode("a", {"--resources", "CPU=2,GPU=2", "--labels", "site=cloud"}, &a_));
@@ -61,6 +62,21 @@ TEST_F(CoreTest, TasksAndActorsLandWhereResourcesAndLabelsAllow) {
                {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "label_not_cloud", "custom_resource",
                 "gpu_and_label", "spread_uses_several_nodes", "node_affinity",
                 "gpu_actors_disjoint_devices"});
+}
+
+// Nodes whose stores (16 MiB) are smaller than the driver's program run its tasks and actors: a
+// node pulls a job's program straight into its file, not through its store's memory tier (which
+// refused it before: "larger than the object store's whole memory tier"). The driver attaches to
+// the head, whose store holds its program.
+TEST_F(CoreTest, NodesWhoseStoreIsSmallerThanTheProgramRunItsWork) {
+  StartCluster("128M", "16M");
+  std::string head_socket = CoreSocket(HeadNodeId());
+  ASSERT_FALSE(head_socket.empty());
+  setenv("CUMULUS_NODE_SOCKET", head_socket.c_str(), 1);
+  auto driver = Driver(Scenario("placement"));
+  unsetenv("CUMULUS_NODE_SOCKET");
+  ExpectChecks(driver->ReadAll(180s),
+               {"gpu_tasks_on_gpu_nodes", "label_site_cloud", "custom_resource", "node_affinity"});
 }
 
 TEST_F(CoreTest, ImpossibleRequestsAndRemoteExceptionsFailWithTheReason) {

@@ -1,8 +1,15 @@
 #include "runtime/node/job_programs.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "runtime/base/file_write.h"
 #include "runtime/base/logging.h"
@@ -74,9 +81,70 @@ void JobProgramCache::StartFetch(const JobId& job) {
 
 namespace {
 
-// Writes the program of `record` into WORK_DIR/jobs/HASH/NAME, pulled first from the driver's
-// node if this node's store does not hold it. Off the loop thread. On failure nothing is left in
-// jobs/HASH (a temporary file is removed, the directory too if it was made for this fetch).
+// Pulls object `id` from `from` straight into the file `path` (mode `mode`), not through this
+// node's object store: a program may be larger than the store's memory tier. The bytes go into a
+// temporary file next to it, its blocks reserved first (a full disk is an error, not a fault on
+// a mapped page), renamed into place once complete; on any failure it is removed.
+Status PullToFile(const HostPort& from, const std::string& token, const ObjectId& id,
+                  const std::string& path, mode_t mode) {
+  std::string name = path + ".XXXXXX.tmp";
+  std::vector<char> tmp(name.begin(), name.end());
+  tmp.push_back('\0');
+  int fd = -1;
+  void* map = nullptr;
+  uint64_t mapped = 0;
+  bool created = false, renamed = false;
+  auto unmap = [&] {
+    if (map != nullptr) munmap(map, mapped);
+    map = nullptr;
+    if (fd >= 0) close(fd);
+    fd = -1;
+  };
+  auto error = [&](const std::string& what, int err) {
+    return Status::ResourceExhausted("cannot " + what + " " + path + ": " + std::strerror(err));
+  };
+  PullTarget target;
+  target.create = [&](const ObjectId&, uint64_t size) -> Result<MutableBuffer> {
+    fd = mkstemps(tmp.data(), 4);
+    if (fd < 0) return error("create a file next to", errno);
+    created = true;
+    if (size > 0) {
+      int err = posix_fallocate(fd, 0, static_cast<off_t>(size));
+      if (err != 0) return error("make room for", err);
+      map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (map == MAP_FAILED) {
+        map = nullptr;
+        return error("map", errno);
+      }
+      mapped = size;
+    }
+    return MutableBuffer{static_cast<uint8_t*>(map), size, 0};
+  };
+  target.seal = [&](const ObjectId&) -> Status {
+    if (map != nullptr && msync(map, mapped, MS_SYNC) != 0) return error("write", errno);
+    if (fchmod(fd, mode) != 0) return error("set the mode of", errno);
+    unmap();
+    if (rename(tmp.data(), path.c_str()) != 0) return error("rename a file to", errno);
+    renamed = true;
+    return Status();
+  };
+  target.abort = [&](const ObjectId&) -> Status {
+    unmap();
+    unlink(tmp.data());
+    return Status();
+  };
+  Status st = PullObject(from, token, id, target);
+  if (created && !renamed) {  // any failure after the file was made: nothing is left
+    unmap();
+    unlink(tmp.data());
+  }
+  return st;
+}
+
+// Writes the program of `record` into WORK_DIR/jobs/HASH/NAME: copied from this node's store if
+// it holds it, else pulled from the driver's node straight into the file. Off the loop thread.
+// On failure nothing is left in jobs/HASH (a temporary file is removed, the directory too if it
+// was made for this fetch).
 Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
                                 const std::string& token, const JobRecord& record) {
   std::string dir = work_dir + "/jobs/" + record.binary_hash;
@@ -91,18 +159,15 @@ Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
     if (ec) return Status::ResourceExhausted("cannot make " + dir + ": " + ec.message());
     auto write = [&]() -> Status {
       CUMULUS_ASSIGN_OR_RETURN(ObjectId obj, ObjectId::FromHex(record.binary_object));
-      bool pulled = false;
-      if (!store.Contains(obj)) {
-        CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
-        CUMULUS_RETURN_IF_ERROR(PullObject(from, token, obj, PullInto(store)));
-        pulled = true;
-      }
       Status written;
-      {
-        CUMULUS_ASSIGN_OR_RETURN(ObjectBuffer bytes, store.Get(obj));
-        written = WriteFileAtomically(path, bytes.data(), bytes.size(), 0700);
+      if (auto bytes = store.Contains(obj) ? store.Get(obj)
+                                           : Result<ObjectBuffer>(Status::NotFound("not here"));
+          bytes.ok()) {
+        written = WriteFileAtomically(path, bytes->data(), bytes->size(), 0700);
+      } else {
+        CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
+        written = PullToFile(from, token, obj, path, 0700);
       }
-      if (pulled) (void)store.Delete(obj);
       return written.ok() ? written : written.WithContext("the job's program");
     };
     Status st = write();

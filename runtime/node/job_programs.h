@@ -1,7 +1,9 @@
 // JobProgramCache: where each job's program is on this node. A job's driver (or the node that
 // forwards its first task here) tells the node the job's record: the object holding the
 // program's bytes and where to pull it from. The first worker of the job fetches it once into
-// WORK_DIR/jobs/HASH/NAME; later workers start from that file. A job whose program cannot be
+// WORK_DIR/jobs/HASH/NAME (copied from this node's store if it holds it, else pulled from the
+// driver's node straight into the file, so a program may be larger than the store's memory
+// tier); later workers start from that file. A job whose program cannot be
 // fetched is tried again at most once a second.
 //
 // The cache is bounded (max_bytes, `cumulus start --program-cache-size`): before a program is
