@@ -2,9 +2,10 @@
 """How well a score at an early iteration keeps a curve set's best rows (offline; needs
 python3-numpy). For each file: the share of its top 2 % of rows (by the mean of the last three
 epochs) that rank in the top half by the score at iterations 3, 6 and 12 (the top quarter at 24),
-for the value reported there (`raw`) and for the curve extrapolated to the last epoch (`fit`: the
+for the value reported there (`raw`), for the curve extrapolated to the last epoch (`fit`: the
 least-squares c + d exp(-t / tau) over a log grid of tau, kept between the value and the value
-plus its gain since the first epoch: budget_score fit without its refinement of tau).
+plus its gain since the first epoch: budget_score fit without its refinement of tau), and for
+the same extrapolation unclamped (`unclamped`).
 docs/benchmarks.md. Runs with Debian's /usr/bin/python3, where python3-numpy installs.
 
     scripts/tune_rank_study.py FILE.csv ...      (files named *loss* or *ptb* are min mode)
@@ -30,21 +31,22 @@ def extrapolate(Y, T):
         best[better] = (C[:, 0] + C[:, 1] * math.exp(-T / tau))[better]
     return best
 
-totals = {"raw": [], "fit": []}
+totals = {"raw": [], "fit": [], "unclamped": []}
 for path in sys.argv[1:]:
     sign = -1 if ("loss" in path or "ptb" in path) else 1
     Y = load(path)
     n, T = Y.shape
     top = np.argsort(-sign * Y[:, -3:].mean(1))[: max(3, n // 50)]
-    out = {"raw": [], "fit": []}
+    out = {"raw": [], "fit": [], "unclamped": []}
     for m in (3, 6, 12, 24):
         if m >= T / 2:
             continue
         raw = sign * Y[:, m - 1]
         gain = np.maximum(raw - sign * Y[:, 0], 0)
-        fit = np.clip(sign * extrapolate(Y[:, :m], T), raw, raw + gain)
+        unclamped = sign * extrapolate(Y[:, :m], T)
+        fit = np.clip(unclamped, raw, raw + gain)
         keep = 0.5 if m < 24 else 0.25
-        for name, score in (("raw", raw), ("fit", fit)):
+        for name, score in (("raw", raw), ("fit", fit), ("unclamped", unclamped)):
             out[name].append(np.mean(score[top] >= np.quantile(score, 1 - keep)))
     for name in out:
         totals[name].append(out[name])

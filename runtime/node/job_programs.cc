@@ -128,11 +128,7 @@ Status PullToFile(const HostPort& from, const std::string& token, const ObjectId
     renamed = true;
     return Status();
   };
-  target.abort = [&](const ObjectId&) -> Status {
-    unmap();
-    unlink(tmp.data());
-    return Status();
-  };
+  target.abort = [](const ObjectId&) { return Status(); };  // removed below, as any failure
   Status st = PullObject(from, token, id, target);
   if (created && !renamed) {  // any failure after the file was made: nothing is left
     unmap();
@@ -142,9 +138,9 @@ Status PullToFile(const HostPort& from, const std::string& token, const ObjectId
 }
 
 // Writes the program of `record` into WORK_DIR/jobs/HASH/NAME: copied from this node's store if
-// it holds it, else pulled from the driver's node straight into the file. Off the loop thread.
-// On failure nothing is left in jobs/HASH (a temporary file is removed, the directory too if it
-// was made for this fetch).
+// it can give it (NotFound, or any other failure to read it there), else pulled from the driver's
+// node straight into the file. Off the loop thread. On failure nothing is left in jobs/HASH (a
+// temporary file is removed, the directory too if it was made for this fetch).
 Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
                                 const std::string& token, const JobRecord& record) {
   std::string dir = work_dir + "/jobs/" + record.binary_hash;
@@ -160,9 +156,7 @@ Result<JobProgram> FetchProgram(const std::string& work_dir, ObjectStore& store,
     auto write = [&]() -> Status {
       CUMULUS_ASSIGN_OR_RETURN(ObjectId obj, ObjectId::FromHex(record.binary_object));
       Status written;
-      if (auto bytes = store.Contains(obj) ? store.Get(obj)
-                                           : Result<ObjectBuffer>(Status::NotFound("not here"));
-          bytes.ok()) {
+      if (auto bytes = store.Get(obj); bytes.ok()) {
         written = WriteFileAtomically(path, bytes->data(), bytes->size(), 0700);
       } else {
         CUMULUS_ASSIGN_OR_RETURN(HostPort from, ParseHostPort(record.transfer_address));
