@@ -5,8 +5,9 @@
 //   build/bin/bench_tune_replay --curves FILE [--mode max|min] [--cost COLUMN] [--workers W]
 //                               [--samples N] [--seeds S] [--json]
 //
-// FILE: any CSV with a header whose curve columns are named acc_N or ep_N (N = 1, 2, ...: the
-// metric after epoch N); other columns are ignored unless named by --cost. A row is one config;
+// FILE: any CSV with a header whose curve columns are named acc_N or ep_N (N = 0 or 1 upwards: the
+// metric after epoch N, in order of N; each column counts as one iteration, acc_0 too); other
+// columns are ignored unless named by --cost. A row is one config;
 // an empty or "nan" cell ends that row's curve early. Per seed, the random searcher draws N rows
 // (with replacement: SearchSpace::RandInt over the rows), W trials run at once, one epoch of a row
 // costs 1 (or its --cost column) in simulated time and compute. A trial's result is its last
@@ -142,7 +143,7 @@ CurveSet LoadCurves(const Options& o) {
     if (!o.cost_column.empty() && h == o.cost_column) cost_col = i;
   }
   if (epoch_cols.empty())
-    Fail(o.curves + ": no curve columns (named acc_N or ep_N, N = 1, 2, ...) in its header");
+    Fail(o.curves + ": no curve columns (named acc_N or ep_N, N = 0 or 1 upwards) in its header");
   if (!o.cost_column.empty() && !cost_col)
     Fail(o.curves + ": --cost column \"" + o.cost_column + "\" is not in its header");
   std::sort(epoch_cols.begin(), epoch_cols.end());
@@ -312,7 +313,7 @@ void Usage(FILE* f) {
                "usage: bench_tune_replay --curves FILE [--mode max|min] [--cost COLUMN]\n"
                "                         [--workers W] [--samples N] [--seeds S] [--json]\n"
                "       bench_tune_replay --time-fit\n"
-               "  --curves FILE   CSV with curve columns acc_N or ep_N (N = 1, 2, ...)\n"
+               "  --curves FILE   CSV with curve columns acc_N or ep_N (N = 0 or 1 upwards)\n"
                "  --mode          max (default) or min: whether a larger metric is better\n"
                "  --cost COLUMN   one epoch of a row costs that column's value (default 1)\n"
                "  --workers W     trials run at once (default 8)\n"
