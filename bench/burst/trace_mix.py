@@ -28,7 +28,11 @@ SHAPE = ["cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"]
 def main():
     if len(sys.argv) != 5 or sys.argv[2] not in KINDS:
         sys.exit("usage: trace_mix.py PODS.csv multigpu|share|whole|cpu P SEED > OUT.csv")
-    path, kind, p, seed = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+    path, kind = sys.argv[1], sys.argv[2]
+    try:
+        p, seed = float(sys.argv[3]), int(sys.argv[4])
+    except ValueError:
+        sys.exit(f"trace_mix.py: P must be a number and SEED an integer, not {sys.argv[3]!r}, {sys.argv[4]!r}")
     if not 0 <= p <= 1:
         sys.exit(f"trace_mix.py: P must be in [0, 1], not {p}")
     with open(path, newline="") as f:
