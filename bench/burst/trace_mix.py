@@ -35,11 +35,28 @@ def main():
         sys.exit(f"trace_mix.py: P must be a number and SEED an integer, not {sys.argv[3]!r}, {sys.argv[4]!r}")
     if not 0 <= p <= 1:
         sys.exit(f"trace_mix.py: P must be in [0, 1], not {p}")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        fields = reader.fieldnames
-        rows = list(reader)
-    pool = [r for r in rows if KINDS[kind](r)]
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            fields = reader.fieldnames or []
+            rows = list(reader)
+    except OSError as e:
+        sys.exit(f"trace_mix.py: {path}: {e.strerror}")
+    needed = SHAPE + ["creation_time", "scheduled_time", "deletion_time"]
+    missing = [c for c in needed if c not in fields]
+    if missing:
+        sys.exit(f"trace_mix.py: {path}:1: missing column(s) {', '.join(missing)} in the header")
+    pool = []
+    for line, r in enumerate(rows, start=2):
+        try:
+            if KINDS[kind](r):
+                pool.append(r)
+            for k in ("creation_time", "scheduled_time", "deletion_time"):
+                if r[k]:
+                    int(r[k])
+        except (TypeError, ValueError):
+            sys.exit(f"trace_mix.py: {path}:{line}: num_gpu, gpu_milli and the times must be "
+                     "whole numbers")
     if not pool:
         sys.exit(f"trace_mix.py: {path} has no {kind} pod to sample from")
     rng = random.Random(seed)

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Runs bench_burst over one pod list, one node list and every trace made from them, and says on
+which the target holds: ours strictly better than each baseline on cost or on p95 wait.
+
+  bench/burst/sweep.py PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] [-- BENCH_ARGS...]
+
+WORK_DIR receives the derived traces (made once; delete it to make them again):
+  - trace_variants.sh's: half, dense, long, odd, third, spec (with nodes_cpu.csv);
+  - every fourth pod (fourth) and the odd pods with arrivals 1.5 times as dense (odd_dense15);
+  - trace_mix.py's mixes (KIND P SEED): multigpu 0.3 7, share 0.6 7, cpu 0.3 7, whole 0.5 7,
+    multigpu 0.15 9, multigpu 0.5 8, share 0.9 8, cpu 0.5 8, whole 0.8 8, and spec + multigpu
+    0.3 10 on both node lists.
+The pod list itself also runs at on-prem fractions 0.003, 0.005 and 0.01; the spec runs use the
+pod list's own default fraction (read from bench_burst's reproduce line), the rest their own.
+BENCH_ARGS (after --) go to every run, e.g. `-- --idle-timeout 2xboot`: this is how a setting is
+compared on all the traces at once. J runs at a time (default 2). Deterministic: the replay has
+no randomness and the mixes have fixed seeds.
+
+Prints one line per run (ours' cost and p95 wait, the baselines it fails against), then how many
+runs hold. Exit status 0 whether or not the target holds; 1 if a run could not be made or read.
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIXES = [("multigpu", 0.3, 7), ("share", 0.6, 7), ("cpu", 0.3, 7), ("whole", 0.5, 7),
+         ("multigpu", 0.15, 9), ("multigpu", 0.5, 8), ("share", 0.9, 8), ("cpu", 0.5, 8),
+         ("whole", 0.8, 8)]
+
+# awk programs for the two held-out traces of docs/benchmarks.md (columns found by name).
+FOURTH = "NR == 1 || NR % 4 == 2"
+ODD_DENSE15 = r'''NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
+  NR % 2 == 0 { c = col["creation_time"]; d = col["deletion_time"]; s = col["scheduled_time"]
+                old = $c; $c = int(old / 1.5)
+                if ($d != "") $d = $d - old + $c
+                if ($s != "") $s = $s - old + $c
+                print }'''
+
+
+def fail(msg):
+    sys.exit(f"sweep.py: {msg}")
+
+
+def make(cmd, out_path):
+    """Runs `cmd` with its stdout into out_path (atomically), unless out_path exists."""
+    if os.path.exists(out_path):
+        return
+    tmp = out_path + ".part"
+    with open(tmp, "w") as out:
+        r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        os.unlink(tmp)
+        fail(f"making {out_path} failed: {r.stderr.strip() or 'exit ' + str(r.returncode)}")
+    os.replace(tmp, out_path)
+
+
+def bench(binary, args):
+    r = subprocess.run([binary] + args + ["--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, (r.stderr.strip().splitlines() or ["exit " + str(r.returncode)])[-1]
+    try:
+        return json.loads(r.stdout), None
+    except json.JSONDecodeError as e:
+        return None, f"bench_burst printed no JSON ({e})"
+
+
+def fraction_of(result):
+    words = result["command"].split()
+    return words[words.index("--onprem-fraction") + 1]
+
+
+def verdict(result):
+    rows = {r["name"]: r for r in result["rows"]}
+    ours = rows[result["ours"]]
+    fails = [name for name, b in rows.items() if name != result["ours"] and
+             not (ours["cost"] < b["cost"] or ours["wait_p95_s"] < b["wait_p95_s"])]
+    return ours, fails
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    jobs, binary = 2, os.path.join(os.getcwd(), "build/bin/bench_burst")
+    positional = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--jobs", "--bench") and i + 1 < len(argv):
+            if argv[i] == "--jobs":
+                if not argv[i + 1].isdigit() or int(argv[i + 1]) < 1:
+                    fail(f"--jobs needs a whole number of at least 1, not {argv[i + 1]!r}")
+                jobs = int(argv[i + 1])
+            else:
+                binary = argv[i + 1]
+            i += 2
+        elif argv[i].startswith("-"):
+            fail(f"unknown option {argv[i]!r}; usage: sweep.py PODS.csv NODES.csv WORK_DIR "
+                 "[--jobs J] [--bench PATH] [-- BENCH_ARGS...]")
+        else:
+            positional.append(argv[i])
+            i += 1
+    if len(positional) != 3:
+        fail("usage: sweep.py PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] "
+             "[-- BENCH_ARGS...]")
+    pods, nodes, work = positional
+    for path in (pods, nodes):
+        if not os.path.isfile(path):
+            fail(f"{path}: no such file")
+    if not os.access(binary, os.X_OK):
+        fail(f"{binary}: not an executable; build bench_burst first or pass --bench PATH")
+
+    # The pod and node lists first: bench_burst names a bad file, line and column.
+    base, err = bench(binary, ["--trace", pods, "--nodes", nodes] + extra)
+    if err:
+        fail(err)
+    f = fraction_of(base)
+
+    os.makedirs(work, exist_ok=True)
+    v = lambda name: os.path.join(work, name)
+    if not all(os.path.exists(v(n)) for n in ("half.csv", "dense.csv", "long.csv", "spec.csv",
+                                               "odd.csv", "third.csv", "nodes_cpu.csv")):
+        r = subprocess.run([os.path.join(HERE, "trace_variants.sh"), pods, nodes, work],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"trace_variants.sh failed: {r.stderr.strip()}")
+    make(["awk", "-F,", FOURTH, pods], v("fourth.csv"))
+    make(["awk", "-F,", "-v", "OFS=,", ODD_DENSE15, pods], v("odd_dense15.csv"))
+    mix = os.path.join(HERE, "trace_mix.py")
+    for kind, p, seed in MIXES:
+        make([sys.executable, mix, pods, kind, str(p), str(seed)], v(f"mix_{kind}_{p}.csv"))
+    make([sys.executable, mix, v("spec.csv"), "multigpu", "0.3", "10"], v("mix_spec_multigpu.csv"))
+
+    runs = [(f"pods, F {f}", ["--trace", pods, "--nodes", nodes])]
+    runs += [(f"pods, F {x}", ["--trace", pods, "--nodes", nodes, "--onprem-fraction", x])
+             for x in ("0.003", "0.005", "0.01")]
+    runs += [(n, ["--trace", v(n + ".csv"), "--nodes", nodes])
+             for n in ("half", "dense", "long", "odd", "third", "fourth", "odd_dense15")]
+    runs += [(f"{k} {p}", ["--trace", v(f"mix_{k}_{p}.csv"), "--nodes", nodes])
+             for k, p, _ in MIXES]
+    runs.append(("spec, CPU-only nodes",
+                 ["--trace", v("spec.csv"), "--nodes", v("nodes_cpu.csv"), "--onprem-fraction", f]))
+    runs.append(("spec + multigpu 0.3", ["--trace", v("mix_spec_multigpu.csv"), "--nodes", nodes]))
+    runs.append(("spec + multigpu 0.3, CPU-only nodes",
+                 ["--trace", v("mix_spec_multigpu.csv"), "--nodes", v("nodes_cpu.csv"),
+                  "--onprem-fraction", f]))
+
+    results = {runs[0][0]: (base, None)}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {name: pool.submit(bench, binary, args + extra) for name, args in runs[1:]}
+        for name, fut in futures.items():
+            results[name] = fut.result()
+
+    print(f"reproduce: {' '.join([sys.argv[0]] + sys.argv[1:])}")
+    print(f"{'run':38} {'ours: cost':>12} {'p95 s':>7}  fails against")
+    held, broken = 0, 0
+    for name, _ in runs:
+        result, err = results[name]
+        if err:
+            broken += 1
+            print(f"{name:38} error: {err}")
+            continue
+        ours, fails = verdict(result)
+        held += not fails
+        print(f"{name:38} {'$' + format(round(ours['cost']), ','):>12} {ours['wait_p95_s']:7.0f}  "
+              f"{', '.join(fails) if fails else '-'}")
+    print(f"target holds on {held} of {len(runs) - broken} runs" +
+          (f" ({broken} could not run)" if broken else ""))
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
