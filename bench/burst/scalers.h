@@ -10,10 +10,11 @@ namespace cumulus::burst {
 
 // How bench_burst sets up our policy's node types (the cluster file's keys, docs/autoscaler.md).
 struct OurSettings {
-  // Each type's idle_timeout; -1: its boot time (keeping an idle node as long as a new one takes
-  // to boot costs at most twice the best choice made knowing the future: ski rental).
+  // Each type's idle_timeout; -1: idle_timeout_boots times its boot time. The default, two boots,
+  // is the cluster file's (cluster_config.h): ski rental where removing a node whose work comes
+  // back costs a boot billed and a boot that work waits.
   int64_t idle_timeout_s = -1;
-  double idle_timeout_boots = 1;    // with idle_timeout_s -1: this many times the type's boot time
+  double idle_timeout_boots = 2;    // with idle_timeout_s -1: this many times the type's boot time
   bool learn_idle_timeout = false;  // each type's learn_idle_timeout (the gaps recorded here)
   // Each type's launch_after_waiting; -1: its boot time.
   int64_t launch_after_waiting_s = 0;

@@ -388,6 +388,7 @@ class Parser {
                            ") is less than min_count (" + std::to_string(t.min_count) + ")");
       }
       CUMULUS_RETURN_IF_ERROR(m.Bool("spot", &t.spot));
+      t.idle_timeout_s = 2 * t.boot_time_s;  // unless given
       CUMULUS_RETURN_IF_ERROR(m.Real("idle_timeout_s", {0, 604800, "seconds"}, &t.idle_timeout_s));
       CUMULUS_RETURN_IF_ERROR(m.Bool("learn_idle_timeout", &t.learn_idle_timeout));
       CUMULUS_RETURN_IF_ERROR(

@@ -97,18 +97,21 @@ struct ProviderConfig {
 
 // A kind of node the autoscaler may launch.
 struct NodeTypeConfig {
-  std::string name;             // required, unique; letters, digits, '_', '-', '.', '/'
-  std::string provider;         // required: a key of `providers:`
-  ResourceSet resources;        // required, at least one amount > 0; GPU a whole number
-  Labels labels;                // default {site=cloud}; "site" is added when not given;
-                                // gpu_model=MODEL is added when gpu_model is set
-  std::string gpu_model;        // "": none declared; set only when resources have GPU
-  double price_per_hour = 0;    // currency units per node-hour, 0 to 1e6
-  double boot_time_s = 300;     // expected time from launch to a registered node, 0 to 86400
-  int64_t min_count = 0;        // kept running, 0 to max_count
-  int64_t max_count = 10;       // never more, 1 to 10000
-  bool spot = false;            // may be taken away by the cloud at any time
-  double idle_timeout_s = 300;  // idle this long: drained and terminated, 0 to 604800
+  std::string name;           // required, unique; letters, digits, '_', '-', '.', '/'
+  std::string provider;       // required: a key of `providers:`
+  ResourceSet resources;      // required, at least one amount > 0; GPU a whole number
+  Labels labels;              // default {site=cloud}; "site" is added when not given;
+                              // gpu_model=MODEL is added when gpu_model is set
+  std::string gpu_model;      // "": none declared; set only when resources have GPU
+  double price_per_hour = 0;  // currency units per node-hour, 0 to 1e6
+  double boot_time_s = 300;   // expected time from launch to a registered node, 0 to 86400
+  int64_t min_count = 0;      // kept running, 0 to max_count
+  int64_t max_count = 10;     // never more, 1 to 10000
+  bool spot = false;          // may be taken away by the cloud at any time
+  // Idle this long: drained and terminated, 0 to 604800. Default: twice boot_time_s (ski rental:
+  // a node removed when its work comes back costs a boot billed plus a boot the work waits, so
+  // keeping it idle that long costs at most twice the best choice made knowing the future).
+  double idle_timeout_s = 600;
   // Learn the idle timeout from how soon work came back for this type (ski rental over the
   // recent idle gaps, scheduler/autoscale/idle_gaps.h); idle_timeout_s until 10 gaps are known.
   bool learn_idle_timeout = false;

@@ -124,7 +124,7 @@ TEST(ClusterConfig, ParsesAWholeFile) {
   EXPECT_EQ(cpu.price_per_hour, 0.34);
   EXPECT_EQ(cpu.min_count, 0);         // default
   EXPECT_EQ(cpu.boot_time_s, 300);     // default
-  EXPECT_EQ(cpu.idle_timeout_s, 300);  // default
+  EXPECT_EQ(cpu.idle_timeout_s, 600);  // default: twice the boot time
   EXPECT_FALSE(cpu.spot);
   EXPECT_FALSE(cpu.learn_idle_timeout);      // default
   EXPECT_EQ(cpu.launch_after_waiting_s, 0);  // default
@@ -141,6 +141,15 @@ TEST(ClusterConfig, ParsesAWholeFile) {
   EXPECT_EQ(c->budget.per_hour, 10);
   EXPECT_EQ(c->budget.total, 1000);
   EXPECT_EQ(c->upscaling_speed, 2);
+}
+
+TEST(ClusterConfig, TheIdleTimeoutDefaultsToTwiceTheBootTime) {
+  auto c = ParseClusterConfig(With("    idle_timeout_s: 600\n", ""), "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->FindType("a100")->idle_timeout_s, 240);  // boot_time_s: 120
+  c = ParseClusterConfig(With("    idle_timeout_s: 600\n", "    idle_timeout_s: 0\n"), "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->FindType("a100")->idle_timeout_s, 0);  // given: kept, 0 included
 }
 
 TEST(ClusterConfig, AnEmptyFileIsAllDefaults) {
