@@ -108,9 +108,10 @@ struct NodeTypeConfig {
   int64_t min_count = 0;      // kept running, 0 to max_count
   int64_t max_count = 10;     // never more, 1 to 10000
   bool spot = false;          // may be taken away by the cloud at any time
-  // Idle this long: drained and terminated, 0 to 604800. Default: twice boot_time_s (ski rental:
-  // a node removed when its work comes back costs a boot billed plus a boot the work waits, so
-  // keeping it idle that long costs at most twice the best choice made knowing the future).
+  // Idle this long: drained and terminated, 0 to 604800. Not given in the file: twice boot_time_s
+  // (600 for the default boot time). Ski rental: a node removed when its work comes back costs a
+  // boot billed plus a boot the work waits, so keeping it idle that long costs at most twice the
+  // best choice made knowing the future.
   double idle_timeout_s = 600;
   // Learn the idle timeout from how soon work came back for this type (ski rental over the
   // recent idle gaps, scheduler/autoscale/idle_gaps.h); idle_timeout_s until 10 gaps are known.
