@@ -120,7 +120,12 @@ def main():
         fail(err)
     f = fraction_of(base)
 
-    os.makedirs(work, exist_ok=True)
+    try:
+        os.makedirs(work, exist_ok=True)
+    except OSError as e:
+        fail(f"{work}: cannot make the directory ({e.strerror})")
+    if not os.access(work, os.W_OK):
+        fail(f"{work}: not writable; the derived traces go there")
     v = lambda name: os.path.join(work, name)
     if not all(os.path.exists(v(n)) for n in ("half.csv", "dense.csv", "long.csv", "spec.csv",
                                                "odd.csv", "third.csv", "nodes_cpu.csv")):
