@@ -4,7 +4,8 @@ which the target holds: ours strictly better than each baseline on cost or on p9
 
   bench/burst/sweep.py PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] [-- BENCH_ARGS...]
 
-WORK_DIR receives the derived traces (made once; delete it to make them again):
+WORK_DIR receives the derived traces, made once for one pair of lists (a WORK_DIR made from
+other lists is refused; delete it or name another):
   - trace_variants.sh's: half, dense, long, odd, third, spec (with nodes_cpu.csv);
   - every fourth pod (fourth) and the odd pods with arrivals 1.5 times as dense (odd_dense15);
   - trace_mix.py's mixes (KIND P SEED): multigpu 0.3 7, share 0.6 7, cpu 0.3 7, whole 0.5 7,
@@ -20,6 +21,7 @@ Prints one line per run (ours' cost and p95 wait, the baselines it fails against
 runs hold. Exit status 0 whether or not the target holds; 1 if a run could not be made or read.
 """
 import concurrent.futures
+import hashlib
 import json
 import os
 import subprocess
@@ -80,8 +82,19 @@ def verdict(result):
     return ours, fails
 
 
+def stamp_of(pods, nodes):
+    h = hashlib.sha256()
+    for path in (pods, nodes):
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
 def main():
     argv = sys.argv[1:]
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     extra = []
     if "--" in argv:
         extra = argv[argv.index("--") + 1:]
@@ -127,6 +140,18 @@ def main():
     if not os.access(work, os.W_OK):
         fail(f"{work}: not writable; the derived traces go there")
     v = lambda name: os.path.join(work, name)
+    # The derived traces are those of these lists, or WORK_DIR is refused.
+    stamp = stamp_of(pods, nodes)
+    if os.path.exists(v("made_from")):
+        with open(v("made_from")) as sf:
+            if sf.read().strip() != stamp:
+                fail(f"{work} holds traces made from other pod or node lists; delete it or name "
+                     "another WORK_DIR")
+    elif os.listdir(work):
+        fail(f"{work} is not empty and was not made by sweep.py; name an empty or new WORK_DIR")
+    else:
+        with open(v("made_from"), "w") as sf:
+            sf.write(stamp + "\n")
     if not all(os.path.exists(v(n)) for n in ("half.csv", "dense.csv", "long.csv", "spec.csv",
                                                "odd.csv", "third.csv", "nodes_cpu.csv")):
         r = subprocess.run([os.path.join(HERE, "trace_variants.sh"), pods, nodes, work],
