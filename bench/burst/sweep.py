@@ -204,4 +204,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # stdout closed early (| head): nothing more to say
+        sys.stderr.close()
+        sys.exit(0)
