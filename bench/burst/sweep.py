@@ -6,8 +6,8 @@ which the target holds: ours strictly better than each baseline on cost or on p9
 
 WORK_DIR receives the derived traces, made once for one pair of lists (a WORK_DIR made from
 other lists is refused; delete it or name another):
-  - trace_variants.sh's: half, dense, long, odd, third, spec (with nodes_cpu.csv);
-  - every fourth pod (fourth) and the odd pods with arrivals 1.5 times as dense (odd_dense15);
+  - trace_variants.sh's: half, dense, long, odd, third, fourth, odd_dense15, spec (with
+    nodes_cpu.csv);
   - trace_mix.py's mixes (KIND P SEED): multigpu 0.3 7, share 0.6 7, cpu 0.3 7, whole 0.5 7,
     multigpu 0.15 9, multigpu 0.5 8, share 0.9 8, cpu 0.5 8, whole 0.8 8, and spec + multigpu
     0.3 10 on both node lists.
@@ -31,15 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MIXES = [("multigpu", 0.3, 7), ("share", 0.6, 7), ("cpu", 0.3, 7), ("whole", 0.5, 7),
          ("multigpu", 0.15, 9), ("multigpu", 0.5, 8), ("share", 0.9, 8), ("cpu", 0.5, 8),
          ("whole", 0.8, 8)]
-
-# awk programs for the two held-out traces of docs/benchmarks.md (columns found by name).
-FOURTH = "NR == 1 || NR % 4 == 2"
-ODD_DENSE15 = r'''NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
-  NR % 2 == 0 { c = col["creation_time"]; d = col["deletion_time"]; s = col["scheduled_time"]
-                old = $c; $c = int(old / 1.5)
-                if ($d != "") $d = $d - old + $c
-                if ($s != "") $s = $s - old + $c
-                print }'''
+# trace_variants.sh's traces run on NODES; it also makes spec.csv and nodes_cpu.csv.
+VARIANTS = ["half", "dense", "long", "odd", "third", "fourth", "odd_dense15"]
 
 
 def fail(msg):
@@ -75,11 +68,9 @@ def fraction_of(result):
 
 
 def verdict(result):
-    rows = {r["name"]: r for r in result["rows"]}
-    ours = rows[result["ours"]]
-    fails = [name for name, b in rows.items() if name != result["ours"] and
-             not (ours["cost"] < b["cost"] or ours["wait_p95_s"] < b["wait_p95_s"])]
-    return ours, fails
+    """Ours' row and the baselines the target fails against, as bench_burst judged them."""
+    ours = next(r for r in result["rows"] if r["name"] == result["ours"])
+    return ours, result["fails_against"]
 
 
 def stamp_of(pods, nodes):
@@ -152,14 +143,11 @@ def main():
     else:
         with open(v("made_from"), "w") as sf:
             sf.write(stamp + "\n")
-    if not all(os.path.exists(v(n)) for n in ("half.csv", "dense.csv", "long.csv", "spec.csv",
-                                               "odd.csv", "third.csv", "nodes_cpu.csv")):
+    if not all(os.path.exists(v(n + ".csv")) for n in VARIANTS + ["spec", "nodes_cpu"]):
         r = subprocess.run([os.path.join(HERE, "trace_variants.sh"), pods, nodes, work],
                            capture_output=True, text=True)
         if r.returncode != 0:
             fail(f"trace_variants.sh failed: {r.stderr.strip()}")
-    make(["awk", "-F,", FOURTH, pods], v("fourth.csv"))
-    make(["awk", "-F,", "-v", "OFS=,", ODD_DENSE15, pods], v("odd_dense15.csv"))
     mix = os.path.join(HERE, "trace_mix.py")
     for kind, p, seed in MIXES:
         make([sys.executable, mix, pods, kind, str(p), str(seed)], v(f"mix_{kind}_{p}.csv"))
@@ -169,7 +157,7 @@ def main():
     runs += [(f"pods, F {x}", ["--trace", pods, "--nodes", nodes, "--onprem-fraction", x])
              for x in ("0.003", "0.005", "0.01")]
     runs += [(n, ["--trace", v(n + ".csv"), "--nodes", nodes])
-             for n in ("half", "dense", "long", "odd", "third", "fourth", "odd_dense15")]
+             for n in VARIANTS]
     runs += [(f"{k} {p}", ["--trace", v(f"mix_{k}_{p}.csv"), "--nodes", nodes])
              for k, p, _ in MIXES]
     runs.append(("spec, CPU-only nodes",

@@ -8,6 +8,9 @@
 # and two held out (made after the policy's last change was designed, for checking it only):
 #   odd.csv        the other half: every pod half.csv leaves out
 #   third.csv      every third pod (the 3rd, 6th, 9th, ...)
+# and two held out later (2026-12-05):
+#   fourth.csv       every fourth pod from the first
+#   odd_dense15.csv  the odd pods (odd.csv's) with arrivals 1.5 times as dense
 # Usage: bench/burst/trace_variants.sh PODS.csv NODES.csv OUT_DIR
 set -euo pipefail
 pods=$1 nodes=$2 out=$3
@@ -15,6 +18,7 @@ mkdir -p "$out"
 awk -F, 'NR == 1 || NR % 2 == 0' "$pods" > "$out/half.csv"
 awk -F, 'NR == 1 || NR % 2 == 1' "$pods" > "$out/odd.csv"
 awk -F, 'NR == 1 || NR % 3 == 1' "$pods" > "$out/third.csv"
+awk -F, 'NR == 1 || NR % 4 == 2' "$pods" > "$out/fourth.csv"
 # Columns by name, so any column order works.
 awk -F, -v OFS=, '
   NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
@@ -25,6 +29,15 @@ awk -F, -v OFS=, '
     if ($s != "") $s = $s - old + $c
     print
   }' "$pods" > "$out/dense.csv"
+awk -F, -v OFS=, '
+  NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
+  NR % 2 == 0 {
+    c = col["creation_time"]; d = col["deletion_time"]; s = col["scheduled_time"]
+    old = $c; $c = int(old / 1.5)
+    if ($d != "") $d = $d - old + $c
+    if ($s != "") $s = $s - old + $c
+    print
+  }' "$pods" > "$out/odd_dense15.csv"
 awk -F, -v OFS=, '
   NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
   {
@@ -55,4 +68,4 @@ awk -F, -v OFS=, '
       print line
     }
   }' "$nodes" > "$out/nodes_cpu.csv"
-echo "wrote $out/{half,dense,long,spec,odd,third}.csv and $out/nodes_cpu.csv"
+echo "wrote $out/{half,dense,long,spec,odd,third,fourth,odd_dense15}.csv and $out/nodes_cpu.csv"
