@@ -50,6 +50,9 @@ class Round {
   Status Validate();
   void CountNodes();
   void FitOntoExisting(std::vector<Unit>& units);
+  // FitBundles for demand item `i` onto nodes that boot or are opened this round: CPU-only
+  // work that a CPU type could hold is kept off GPU nodes there, as a type is chosen for it.
+  bool FitNew(std::vector<Bin>& bins, size_t i);
   void LaunchFor(std::vector<Unit>& units);
   // Picks the type to open for `item`, or says why none (`*reason`, `*detail`).
   int ChooseType(const DemandItem& item, const std::vector<Unit>& units, size_t next,
@@ -81,7 +84,8 @@ class Round {
   std::vector<Bin> booting_;                          // launching nodes (not timed out)
   std::vector<Bin> planned_;                          // nodes opened this round
   std::vector<std::vector<std::string>> opened_for_;  // per type: ids the launches are for
-  double committed_ = 0;  // least cost of the launches decided this round
+  std::vector<bool> cpu_work_;  // per demand item: CPU-only, and a CPU type could hold it
+  double committed_ = 0;        // least cost of the launches decided this round
   int running_cloud_ = 0, launching_now_ = 0;
 };
 
@@ -179,6 +183,21 @@ void Round::CountNodes() {
   }
 }
 
+bool Round::FitNew(std::vector<Bin>& bins, size_t i) {
+  const DemandItem& item = s_.demand[i];
+  if (!cpu_work_[i]) return FitBundles(bins, item.bundles, item.strategy, item.labels);
+  std::vector<size_t> cpu;
+  std::vector<Bin> sub;
+  for (size_t k = 0; k < bins.size(); ++k) {
+    if (bins[k].total.Has("GPU")) continue;
+    cpu.push_back(k);
+    sub.push_back(bins[k]);
+  }
+  if (!FitBundles(sub, item.bundles, item.strategy, item.labels)) return false;
+  for (size_t k = 0; k < cpu.size(); ++k) bins[cpu[k]] = std::move(sub[k]);
+  return true;
+}
+
 void Round::FitOntoExisting(std::vector<Unit>& units) {
   size_t onprem = 0;
   while (onprem < free_.size() && free_[onprem].type < 0) ++onprem;
@@ -195,7 +214,7 @@ void Round::FitOntoExisting(std::vector<Unit>& units) {
                        : "free on-prem resources will run it";
       continue;
     }
-    if (FitBundles(booting_, item.bundles, item.strategy, item.labels)) {
+    if (FitNew(booting_, u.item)) {
       u.reason = Reason::kBootInProgress;
       u.detail = "nodes launching will run it";
       continue;
@@ -332,6 +351,7 @@ int Round::ChooseType(const DemandItem& item, const std::vector<Unit>& units, si
     for (size_t k = next + 1; k < units.size() && k <= next + kLookAhead; ++k) {
       const DemandItem& other = s_.demand[units[k].item];
       if (units[k].reason != Reason::kLaunching || other.bundles.size() != 1) continue;
+      if (cpu_work_[units[k].item] && type.resources.Has("GPU")) continue;  // as FitNew
       if (FitBundles(fresh, other.bundles, other.strategy, other.labels)) held++;
     }
     double cost = type.price_per_hour / held;
@@ -360,7 +380,7 @@ void Round::LaunchFor(std::vector<Unit>& units) {
     if (u.reason != Reason::kLaunching) continue;
     const DemandItem& item = s_.demand[u.item];
     size_t before = planned_.size();
-    if (FitBundles(planned_, item.bundles, item.strategy, item.labels)) {
+    if (FitNew(planned_, u.item)) {
       u.detail = "on a node launched this round";
       continue;
     }
@@ -386,7 +406,7 @@ void Round::LaunchFor(std::vector<Unit>& units) {
         break;
       }
       Open(t);
-      placed = FitBundles(planned_, item.bundles, item.strategy, item.labels);
+      placed = FitNew(planned_, u.item);
     }
     if (!placed) {
       planned_ = std::move(saved_planned);
@@ -518,6 +538,15 @@ Result<Decision> Round::Run() {
   for (const DemandItem& item : s_.demand) keys.emplace_back(SumOf(item.bundles));
   std::stable_sort(units.begin(), units.end(),
                    [&](const Unit& a, const Unit& b) { return keys[a.item] > keys[b.item]; });
+  for (const DemandItem& item : s_.demand) {
+    ResourceSet sum = SumOf(item.bundles);
+    bool held = false;
+    for (const NodeType& t : s_.types) {
+      held = held || (!t.resources.Has("GPU") && item.labels.Matches(t.labels) &&
+                      t.resources.Contains(sum));
+    }
+    cpu_work_.push_back(!sum.Has("GPU") && held);
+  }
   FitOntoExisting(units);
   LaunchFor(units);
   KeepMinCounts();

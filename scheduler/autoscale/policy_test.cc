@@ -123,8 +123,33 @@ TEST_F(PolicyTest, DemandThatFitsOnPremNowLaunchesNothing) {
   s_.nodes[0].free = ResourceSet();
   d = DecideOk(s_);
   EXPECT_EQ(Launched(d, "t4"), 1);
-  EXPECT_EQ(LaunchedTotal(d), 1) << "the CPU copy packs onto the t4 launched for the GPU copy";
+  EXPECT_EQ(Launched(d, "cpu4"), 1) << "the CPU copy gets a CPU node, not the t4's spare CPUs";
   EXPECT_EQ(CopiesWith(d, "task-a", Reason::kLaunching), 1);
+}
+
+// Ray's #20476: CPU work planned onto a GPU node keeps the dearer node busy after its GPU work
+// ends. Work that a CPU type could hold is not counted onto GPU nodes that boot or are launched
+// this round; what already runs is the cluster's to use.
+TEST_F(PolicyTest, CpuWorkIsNotPlannedOntoGpuNodesThatBoot) {
+  s_.nodes = {Cloud("t4-1", t4_, NodeState::kLaunching, s_.now - kMin)};
+  s_.demand = {Want("cpu", "CPU=2")};
+  Decision d = DecideOk(s_);
+  EXPECT_EQ(Launched(d, "cpu4"), 1);
+  EXPECT_EQ(CopiesWith(d, "cpu", Reason::kLaunching), 1);
+
+  // No CPU type holds CPU=20: the GPU node that boots covers it, as only a GPU type can.
+  s_.nodes = {Cloud("h100-1", h100_, NodeState::kLaunching, s_.now - kMin)};
+  s_.demand = {Want("wide", "CPU=20")};
+  d = DecideOk(s_);
+  EXPECT_EQ(LaunchedTotal(d), 0);
+  EXPECT_EQ(CopiesWith(d, "wide", Reason::kBootInProgress), 1);
+
+  // Free CPUs of a running GPU node are used: launching would add a node, not free one.
+  s_.nodes = {Cloud("t4-2", t4_, NodeState::kRunning, s_.now - 10 * kMin)};
+  s_.demand = {Want("cpu", "CPU=2")};
+  d = DecideOk(s_);
+  EXPECT_EQ(LaunchedTotal(d), 0);
+  EXPECT_EQ(CopiesWith(d, "cpu", Reason::kFitsCloudNow), 1);
 }
 
 TEST_F(PolicyTest, OnlyTheRestBeyondFreeOnPremLaunches) {
