@@ -2,7 +2,8 @@
 """Runs bench_burst over one pod list, one node list and every trace made from them, and says on
 which the target holds: ours strictly better than each baseline on cost or on p95 wait.
 
-  bench/burst/sweep.py PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] [-- BENCH_ARGS...]
+  bench/burst/sweep.py PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] [--fresh SEED]...
+                       [-- BENCH_ARGS...]
 
 WORK_DIR receives the derived traces, made once for one pair of lists (a WORK_DIR made from
 other lists is refused; delete it or name another):
@@ -11,6 +12,9 @@ other lists is refused; delete it or name another):
   - trace_mix.py's mixes (KIND P SEED): multigpu 0.3 7, share 0.6 7, cpu 0.3 7, whole 0.5 7,
     multigpu 0.15 9, multigpu 0.5 8, share 0.9 8, cpu 0.5 8, whole 0.8 8, and spec + multigpu
     0.3 10 on both node lists.
+--fresh SEED (repeatable) adds ten mixes more, seeds SEED to SEED + 9 in this order: multigpu
+0.3, share 0.6, cpu 0.3, whole 0.5, share 0.9, cpu 0.5, whole 0.8, multigpu 0.5, cpu 0.7,
+share 0.3 — for judging a change on mixes not seen while it was made (pick seeds never used).
 The pod list itself also runs at on-prem fractions 0.003, 0.005 and 0.01; the spec runs use the
 pod list's own default fraction (read from bench_burst's reproduce line), the rest their own.
 BENCH_ARGS (after --) go to every run, e.g. `-- --idle-timeout 2xboot`: this is how a setting is
@@ -31,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MIXES = [("multigpu", 0.3, 7), ("share", 0.6, 7), ("cpu", 0.3, 7), ("whole", 0.5, 7),
          ("multigpu", 0.15, 9), ("multigpu", 0.5, 8), ("share", 0.9, 8), ("cpu", 0.5, 8),
          ("whole", 0.8, 8)]
+# --fresh SEED: these kinds with seeds SEED, SEED + 1, ...
+FRESH = [("multigpu", 0.3), ("share", 0.6), ("cpu", 0.3), ("whole", 0.5), ("share", 0.9),
+         ("cpu", 0.5), ("whole", 0.8), ("multigpu", 0.5), ("cpu", 0.7), ("share", 0.3)]
 # trace_variants.sh's traces run on NODES; it also makes spec.csv and nodes_cpu.csv.
 VARIANTS = ["half", "dense", "long", "odd", "third", "fourth", "odd_dense15"]
 
@@ -91,11 +98,16 @@ def main():
         extra = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
     jobs, binary = 2, os.path.join(os.getcwd(), "build/bin/bench_burst")
+    fresh = []
     positional = []
     i = 0
     while i < len(argv):
-        if argv[i] in ("--jobs", "--bench") and i + 1 < len(argv):
-            if argv[i] == "--jobs":
+        if argv[i] in ("--jobs", "--bench", "--fresh") and i + 1 < len(argv):
+            if argv[i] == "--fresh":
+                if not argv[i + 1].isdigit():
+                    fail(f"--fresh needs a seed, a whole number, not {argv[i + 1]!r}")
+                fresh.append(int(argv[i + 1]))
+            elif argv[i] == "--jobs":
                 if not argv[i + 1].isdigit() or int(argv[i + 1]) < 1:
                     fail(f"--jobs needs a whole number of at least 1, not {argv[i + 1]!r}")
                 jobs = int(argv[i + 1])
@@ -103,14 +115,15 @@ def main():
                 binary = argv[i + 1]
             i += 2
         elif argv[i].startswith("-"):
-            fail(f"unknown option {argv[i]!r}; usage: sweep.py PODS.csv NODES.csv WORK_DIR "
-                 "[--jobs J] [--bench PATH] [-- BENCH_ARGS...]")
+            fail(f"unknown option {argv[i]!r} (or one without its value); usage: sweep.py "
+                 "PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] [--fresh SEED]... "
+                 "[-- BENCH_ARGS...]")
         else:
             positional.append(argv[i])
             i += 1
     if len(positional) != 3:
         fail("usage: sweep.py PODS.csv NODES.csv WORK_DIR [--jobs J] [--bench PATH] "
-             "[-- BENCH_ARGS...]")
+             "[--fresh SEED]... [-- BENCH_ARGS...]")
     pods, nodes, work = positional
     for path in (pods, nodes):
         if not os.path.isfile(path):
@@ -152,6 +165,14 @@ def main():
     for kind, p, seed in MIXES:
         make([sys.executable, mix, pods, kind, str(p), str(seed)], v(f"mix_{kind}_{p}.csv"))
     make([sys.executable, mix, v("spec.csv"), "multigpu", "0.3", "10"], v("mix_spec_multigpu.csv"))
+    fresh_runs = []
+    for first in fresh:
+        for k, (kind, p) in enumerate(FRESH):
+            seed = first + k
+            make([sys.executable, mix, pods, kind, str(p), str(seed)],
+                 v(f"fresh_{kind}_{p}_{seed}.csv"))
+            fresh_runs.append((f"fresh {kind} {p} seed {seed}",
+                               ["--trace", v(f"fresh_{kind}_{p}_{seed}.csv"), "--nodes", nodes]))
 
     runs = [(f"pods, F {f}", ["--trace", pods, "--nodes", nodes])]
     runs += [(f"pods, F {x}", ["--trace", pods, "--nodes", nodes, "--onprem-fraction", x])
@@ -166,6 +187,8 @@ def main():
     runs.append(("spec + multigpu 0.3, CPU-only nodes",
                  ["--trace", v("mix_spec_multigpu.csv"), "--nodes", v("nodes_cpu.csv"),
                   "--onprem-fraction", f]))
+    fixed = len(runs)
+    runs += fresh_runs
 
     results = {runs[0][0]: (base, None)}
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -175,8 +198,8 @@ def main():
 
     print(f"reproduce: {' '.join([sys.argv[0]] + sys.argv[1:])}")
     print(f"{'run':38} {'ours: cost':>12} {'p95 s':>7}  fails against")
-    held, broken = 0, 0
-    for name, _ in runs:
+    held, broken, held_fresh = 0, 0, 0
+    for n, (name, _) in enumerate(runs):
         result, err = results[name]
         if err:
             broken += 1
@@ -184,10 +207,12 @@ def main():
             continue
         ours, fails = verdict(result)
         held += not fails
+        held_fresh += not fails and n >= fixed
         print(f"{name:38} {'$' + format(round(ours['cost']), ','):>12} {ours['wait_p95_s']:7.0f}  "
               f"{', '.join(fails) if fails else '-'}")
     print(f"target holds on {held} of {len(runs) - broken} runs" +
-          (f" ({broken} could not run)" if broken else ""))
+          (f" ({broken} could not run)" if broken else "") +
+          (f"; on {held_fresh} of the {len(fresh_runs)} fresh mixes" if fresh_runs else ""))
     return 1 if broken else 0
 
 
