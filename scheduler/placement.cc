@@ -246,10 +246,21 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
         choice = n;
       }
     }
-    if (!choice) {
-      for (const NodeView* n : ready) {
-        if (n->id == cluster.local_node) choice = n;
-      }
+  }
+  // GPU nodes are kept for GPU work (as in Ray's default policy, scheduler_avoid_gpu_nodes): past
+  // data locality, CPU-only work goes to a node without GPUs when one can run it now, so it neither
+  // takes the CPUs GPU work needs nor keeps a dearer node busy (the autoscaler launches CPU types
+  // for it). SPREAD still spreads over every node: that is what it asks for.
+  if (!choice && req.strategy != PlacementStrategy::kSpread && !req.demand.Has("GPU")) {
+    std::vector<const NodeView*> no_gpu;
+    for (const NodeView* n : ready) {
+      if (!n->total.Has("GPU")) no_gpu.push_back(n);
+    }
+    if (!no_gpu.empty()) ready = std::move(no_gpu);
+  }
+  if (!choice && req.strategy != PlacementStrategy::kSpread) {
+    for (const NodeView* n : ready) {
+      if (n->id == cluster.local_node) choice = n;
     }
   }
   if (!choice && req.strategy == PlacementStrategy::kSpread) {

@@ -65,6 +65,8 @@ Result<LabelSelector> ParseLabelSelector(std::string_view spec);
 
 enum class PlacementStrategy {
   kDefault,       // the node holding most argument bytes; else the local node; else least loaded
+                  // (past locality, CPU-only work avoids GPU nodes while a node without GPUs
+                  // can run it now)
   kSpread,        // the least loaded node; among equally loaded ones, round robin (`spread_after`)
   kNodeAffinity,  // `affinity_node` (if `affinity_soft`, elsewhere when it cannot run it)
 };

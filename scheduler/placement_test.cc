@@ -51,6 +51,27 @@ TEST_F(PlacementTest, SpillsToANodeThatCanWhenLocalCannot) {
   EXPECT_EQ(d.node, onprem_gpu_.id) << "GPU=1 of 2 loads the on-prem node less than 1 of 1";
 }
 
+// GPU nodes are kept for GPU work: CPU-only work goes to a node without GPUs that can run it now,
+// even from a GPU node (its local node); locality still comes first; with no such node free, a
+// GPU node's CPUs are used. SPREAD spreads over every node (SpreadBalancesLoad).
+TEST_F(PlacementTest, CpuWorkStaysOffGpuNodesWhileACpuNodeHasRoom) {
+  cluster_.local_node = onprem_gpu_.id;
+  auto d = PlaceTask(cluster_, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, onprem_cpu_.id) << "not the local GPU node";
+
+  PlacementRequest near_data = Ask("CPU=1");
+  near_data.argument_bytes[cloud_gpu_.id] = 1 << 20;
+  d = PlaceTask(cluster_, near_data);
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, cloud_gpu_.id) << "the node holding its arguments comes first";
+
+  cluster_.nodes[2].available = *ResourceSet::Parse("custom=4");  // the CPU node's CPUs busy
+  d = PlaceTask(cluster_, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, onprem_gpu_.id) << "no CPU node has room: the local GPU node runs it";
+}
+
 TEST_F(PlacementTest, LabelsKeepWorkOffNodesThatDoNotMatch) {
   auto d = PlaceTask(cluster_, Ask("GPU=1", "site=cloud"));
   ASSERT_EQ(d.kind, PlacementDecision::kPlace);
