@@ -19,25 +19,21 @@ awk -F, 'NR == 1 || NR % 2 == 0' "$pods" > "$out/half.csv"
 awk -F, 'NR == 1 || NR % 2 == 1' "$pods" > "$out/odd.csv"
 awk -F, 'NR == 1 || NR % 3 == 1' "$pods" > "$out/third.csv"
 awk -F, 'NR == 1 || NR % 4 == 2' "$pods" > "$out/fourth.csv"
-# Columns by name, so any column order works.
-awk -F, -v OFS=, '
-  NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
-  {
-    c = col["creation_time"]; d = col["deletion_time"]; s = col["scheduled_time"]
-    old = $c; $c = int(old / 2)
-    if ($d != "") $d = $d - old + $c
-    if ($s != "") $s = $s - old + $c
-    print
-  }' "$pods" > "$out/dense.csv"
-awk -F, -v OFS=, '
-  NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
-  NR % 2 == 0 {
-    c = col["creation_time"]; d = col["deletion_time"]; s = col["scheduled_time"]
-    old = $c; $c = int(old / 1.5)
-    if ($d != "") $d = $d - old + $c
-    if ($s != "") $s = $s - old + $c
-    print
-  }' "$pods" > "$out/odd_dense15.csv"
+# denser FACTOR EVERY OUT: the pods on lines NR % EVERY == 0 (1: all), arrivals FACTOR times
+# as dense (creation times divided, durations kept). Columns by name, so any column order works.
+denser() {
+  awk -F, -v OFS=, -v factor="$1" -v every="$2" '
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
+    NR % every == 0 {
+      c = col["creation_time"]; d = col["deletion_time"]; s = col["scheduled_time"]
+      old = $c; $c = int(old / factor)
+      if ($d != "") $d = $d - old + $c
+      if ($s != "") $s = $s - old + $c
+      print
+    }' "$pods" > "$out/$3"
+}
+denser 2 1 dense.csv
+denser 1.5 2 odd_dense15.csv
 awk -F, -v OFS=, '
   NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; print; next }
   {
