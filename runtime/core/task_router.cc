@@ -327,6 +327,7 @@ void TaskRouter::Impl::Housekeeping(TimePoint now) {
   }
   memory_.Tick(now, leases_.workers(), tasks_);
   if (groups_.Due(now)) schedule_dirty_ = true;
+  if (remote_.EndBookings(now)) schedule_dirty_ = true;
   SnapshotWork();
 }
 

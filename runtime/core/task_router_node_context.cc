@@ -174,7 +174,7 @@ void TaskRouter::Impl::SendToConn(uint64_t conn, std::string frame) {
   Send(conn, std::move(frame));
 }
 void TaskRouter::Impl::BookView(const NodeId& node, const ResourceSet& r, bool take) {
-  remote_.Book(node, r, take);
+  remote_.Book(node, r, take, clock_.Now());
 }
 void TaskRouter::Impl::ScheduleAgain() { schedule_dirty_ = true; }
 

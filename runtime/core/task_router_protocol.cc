@@ -252,7 +252,7 @@ void TaskRouter::Impl::HandleResult(Conn& c, proto::TaskResult::Reader result,
     if (t->state != RoutedTask::kForwarded || t->forwarded_to != c.peer) return;
     // A result for a task this node forwarded: credit the peer's view optimistically.
     if (!t->actor_creation && t->req.placement_group.empty()) {
-      remote_.Book(t->forwarded_to, t->req.placement.demand, /*take=*/false);
+      remote_.Book(t->forwarded_to, t->req.placement.demand, /*take=*/false, clock_.Now());
     }
   } else {
     return;

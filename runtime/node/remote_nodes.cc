@@ -1,10 +1,13 @@
 #include "runtime/node/remote_nodes.h"
 
+#include <algorithm>
+
 namespace cumulus {
 
 std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, const NodeId& self) {
   std::vector<NodeId> newly_dead;
   nodes_.clear();
+  reported_.clear();
   for (auto& n : nodes) {
     if (n.id == self) {
       self_draining_ = n.draining && n.state == NodeState::kAlive;
@@ -19,8 +22,21 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
     v.draining = n.draining;
     if (n.draining) ever_draining_.insert(n.id);
     nodes_[n.id] = v;
+    reported_[n.id] = n.available;
     core_addresses_[n.id] = n.core_address;
     if (n.state == NodeState::kDead && !past_ids_.count(n.id)) newly_dead.push_back(n.id);
+  }
+  // A booking ends once the node reports other free resources than when it was booked (its
+  // own account counts the work), or with the node's record.
+  for (auto it = booked_.begin(); it != booked_.end();) {
+    auto now = reported_.find(it->first);
+    if (now != reported_.end()) {
+      auto& list = it->second;
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](const Booking& b) { return !(b.reported == now->second); }),
+                 list.end());
+    }
+    it = now == reported_.end() || it->second.empty() ? booked_.erase(it) : std::next(it);
   }
   // Bounded by the head's records: a node whose record is gone is forgotten here too.
   for (auto it = ever_draining_.begin(); it != ever_draining_.end();) {
@@ -42,16 +58,45 @@ ClusterSnapshot RemoteNodes::Snapshot(const NodeView& self, TimePoint now,
     auto bad = unreachable_until_.find(id);
     if (!include_unreachable && bad != unreachable_until_.end() && bad->second > now) continue;
     s.nodes.push_back(v);
+    auto b = booked_.find(id);
+    if (b == booked_.end()) continue;
+    for (const Booking& k : b->second) {
+      ResourceSet& free = s.nodes.back().available;
+      if (k.until > now && free.Contains(k.resources)) free.Subtract(k.resources);
+    }
   }
   return s;
 }
 
-void RemoteNodes::Book(const NodeId& node, const ResourceSet& r, bool take) {
+bool RemoteNodes::EndBookings(TimePoint now) {
+  bool ended = false;
+  for (auto it = booked_.begin(); it != booked_.end();) {
+    auto& list = it->second;
+    auto gone =
+        std::remove_if(list.begin(), list.end(), [&](const Booking& b) { return b.until <= now; });
+    ended |= gone != list.end();
+    list.erase(gone, list.end());
+    it = it->second.empty() ? booked_.erase(it) : std::next(it);
+  }
+  return ended;
+}
+
+void RemoteNodes::Book(const NodeId& node, const ResourceSet& r, bool take, TimePoint now) {
   auto v = nodes_.find(node);
   if (v == nodes_.end()) return;
   if (take) {
-    if (v->second.available.Contains(r)) v->second.available.Subtract(r);
+    booked_[node].push_back(Booking{r, reported_[node], now + kBookingLife});
     return;
+  }
+  auto b = booked_.find(node);
+  if (b != booked_.end()) {
+    auto same = std::find_if(b->second.begin(), b->second.end(),
+                             [&](const Booking& k) { return k.resources == r; });
+    if (same != b->second.end()) {
+      b->second.erase(same);
+      if (b->second.empty()) booked_.erase(b);
+      return;
+    }
   }
   v->second.available.Add(r);
   if (!v->second.total.Contains(v->second.available)) v->second.available = v->second.total;

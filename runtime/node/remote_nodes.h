@@ -23,8 +23,16 @@ class RemoteNodes {
   // A node that could not be reached is left out of placement this long.
   static constexpr Duration kUnreachablePenalty = std::chrono::seconds(5);
 
-  // Replaces the view with the head's (this node's own record is left out). Returns the nodes
-  // the head declared dead, less this node's former ids.
+  // What this node sends a node stays booked in its view of that node until the head's view
+  // reports that node's free resources changed (its own account then counts the work), or this
+  // long at most. A booking used to end with the next view; a view that predated the work (the
+  // node had reported holding a queued task, not yet its resources) sent the next task to the
+  // same full node, where it waited while the autoscaler launched nodes for it again and again.
+  static constexpr Duration kBookingLife = std::chrono::seconds(10);
+
+  // Replaces the view with the head's (this node's own record is left out); bookings on a node
+  // whose reported free resources changed end. Returns the nodes the head declared dead, less
+  // this node's former ids.
   std::vector<NodeId> Update(const std::vector<NodeRecord>& nodes, const NodeId& self);
   // True the first time it is asked about a dead node: announce it to local processes.
   bool FirstNewsOfDeath(const NodeId& node) { return announced_dead_.insert(node).second; }
@@ -33,12 +41,16 @@ class RemoteNodes {
   // This node got a new id (it rejoined): its old one may be declared dead, which is not news.
   void Renamed(const NodeId& old_id);
 
-  // This node (its exact free resources) and the others, less those that could not be reached
-  // lately unless `include_unreachable` (to tell "never" from "not now").
+  // This node (its exact free resources) and the others, less what is booked on them, less those
+  // that could not be reached lately unless `include_unreachable` (to tell "never" from "not now").
   ClusterSnapshot Snapshot(const NodeView& self, TimePoint now, bool include_unreachable) const;
 
-  // Books (`take`) or credits resources in the view of `node` (credits never above its total).
-  void Book(const NodeId& node, const ResourceSet& r, bool take);
+  // Books (`take`, at `now`) or credits resources in the view of `node`. A credit ends a booking
+  // of the same resources, or else adds to the view until the next Update (never above the
+  // node's total).
+  void Book(const NodeId& node, const ResourceSet& r, bool take, TimePoint now);
+  // Forgets bookings past kBookingLife; true if one ended (room may have come back: schedule).
+  bool EndBookings(TimePoint now);
   void Unreachable(const NodeId& node, TimePoint now) {
     unreachable_until_[node] = now + kUnreachablePenalty;
   }
@@ -55,7 +67,14 @@ class RemoteNodes {
   bool Drained(const NodeId& node) const { return ever_draining_.count(node) > 0; }
 
  private:
-  std::map<NodeId, NodeView> nodes_;
+  struct Booking {
+    ResourceSet resources;
+    ResourceSet reported;  // the node's free resources in the head's view when it was booked
+    TimePoint until;
+  };
+  std::map<NodeId, NodeView> nodes_;               // the head's view (and credits)
+  std::map<NodeId, ResourceSet> reported_;         // free resources as the head's view has them
+  std::map<NodeId, std::vector<Booking>> booked_;  // per node, oldest first
   std::map<NodeId, std::string> core_addresses_;
   std::map<NodeId, TimePoint> unreachable_until_;
   std::set<NodeId> announced_dead_;  // dead nodes already announced to local processes

@@ -38,5 +38,51 @@ TEST(RemoteNodesTest, DrainedOnceMarkedDrainingAndForgottenWithItsRecord) {
   EXPECT_FALSE(remote.Drained(drainer));
 }
 
+// What this node forwarded stays booked in its view until the node's own report of its free
+// resources moves: a view that reports the same free resources as when it was booked (a record
+// changed for another reason, e.g. the node holds the task queued, not yet its resources) does not
+// undo it (the next task went to the same full node, and waited there); a report that moved ends
+// it; so does kBookingLife, or the work's result coming back (a credit).
+TEST(RemoteNodesTest, BookingsLastUntilTheNodesReportMoves) {
+  RemoteNodes remote;
+  NodeId self = NodeId::FromRandom();
+  NodeRecord peer = Record(NodeId::FromRandom(), NodeState::kAlive, false);
+  peer.total = peer.available = *ResourceSet::Parse("CPU=4");
+  NodeView me;
+  me.id = self;
+  TimePoint t0;
+  auto free_cpus = [&](TimePoint now) {
+    for (const NodeView& n : remote.Snapshot(me, now, true).nodes) {
+      if (n.id == peer.id) return n.available.Get("CPU");
+    }
+    return -1.0;
+  };
+  remote.Update({peer}, self);
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=3"), true, t0);
+  EXPECT_EQ(free_cpus(t0), 1);
+  peer.work = 1;  // it reports holding the task, not yet its resources
+  remote.Update({peer}, self);
+  EXPECT_EQ(free_cpus(t0), 1) << "a view that does not count it yet undid the booking";
+  peer.available = *ResourceSet::Parse("CPU=1");  // its report counts the work now
+  remote.Update({peer}, self);
+  EXPECT_EQ(free_cpus(t0), 1) << "counted twice";
+
+  peer.available = peer.total;
+  remote.Update({peer}, self);
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=2"), true, t0);
+  TimePoint end = t0 + RemoteNodes::kBookingLife;
+  EXPECT_EQ(free_cpus(end - std::chrono::milliseconds(1)), 2);
+  EXPECT_EQ(free_cpus(end), 4) << "a booking no report ever counted ends";
+  EXPECT_FALSE(remote.EndBookings(end - std::chrono::milliseconds(1)));
+  EXPECT_TRUE(remote.EndBookings(end)) << "its end is news: schedule again";
+  EXPECT_FALSE(remote.EndBookings(end));
+
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=2"), true, t0);
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=2"), false, t0);  // its result came back
+  EXPECT_EQ(free_cpus(t0), 4);
+  remote.Update({peer}, self);
+  EXPECT_EQ(free_cpus(t0), 4) << "a credited booking came back with the view";
+}
+
 }  // namespace
 }  // namespace cumulus
