@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -23,6 +24,20 @@ double LoadAfter(const NodeView& node, const ResourceSet& demand) {
   }
   return worst;
 }
+
+// How many copies of `demand` the node would hold with nothing on it (its size for this work).
+double CopiesWhenEmpty(const NodeView& node, const ResourceSet& demand) {
+  double fewest = std::numeric_limits<double>::infinity();
+  for (auto& [name, units] : demand.units()) {
+    if (units > 0) {
+      fewest = std::min(
+          fewest, static_cast<double>(node.total.GetUnits(name)) / static_cast<double>(units));
+    }
+  }
+  return fewest;
+}
+
+bool Rented(const NodeView& node) { return node.labels.count(kNodeTypeLabel) > 0; }
 
 // Why no node's total resources fit `demand` (for the infeasible message).
 std::string MissingReason(const std::vector<const NodeView*>& matching, const ResourceSet& demand) {
@@ -247,6 +262,20 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
       }
     }
   }
+  // Nodes that cost nothing more come first (on-prem first, as the autoscaler's policy assumes):
+  // past data locality, work goes to a node the autoscaler did not launch when one can run it now,
+  // and rented nodes are used only when none can. Among rented nodes work is packed (below), so
+  // the others go idle and are removed (Ray #21870: spread work keeps every node just busy enough).
+  // SPREAD still spreads over every node: that is what it asks for.
+  bool rented_only = false;
+  if (!choice && req.strategy != PlacementStrategy::kSpread) {
+    std::vector<const NodeView*> owned;
+    for (const NodeView* n : ready) {
+      if (!Rented(*n)) owned.push_back(n);
+    }
+    rented_only = owned.empty();
+    if (!owned.empty()) ready = std::move(owned);
+  }
   // GPU nodes are kept for GPU work (as in Ray's default policy, scheduler_avoid_gpu_nodes): past
   // data locality, CPU-only work goes to a node without GPUs when one can run it now, so it neither
   // takes the CPUs GPU work needs nor keeps a dearer node busy (the autoscaler launches CPU types
@@ -275,6 +304,16 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
     }
     if (!choice) choice = first;
   }
+  if (!choice && rented_only) {
+    // The tightest fit: the fullest once it runs this, then the node holding fewest copies of it.
+    choice =
+        *std::min_element(ready.begin(), ready.end(), [&](const NodeView* a, const NodeView* b) {
+          double la = LoadAfter(*a, req.demand), lb = LoadAfter(*b, req.demand);
+          if (std::abs(la - lb) > 1e-9) return la > lb;
+          double ca = CopiesWhenEmpty(*a, req.demand), cb = CopiesWhenEmpty(*b, req.demand);
+          return ca != cb ? ca < cb : a->id < b->id;
+        });
+  }
   if (!choice) {
     choice =
         *std::min_element(ready.begin(), ready.end(), [&](const NodeView* a, const NodeView* b) {
@@ -298,10 +337,15 @@ std::vector<NodeId> AssignBundles(std::vector<NodeView> nodes,
   if (strategy == GroupStrategy::kStrictPack || strategy == GroupStrategy::kPack) {
     ResourceSet sum;
     for (auto& b : bundles) sum.Add(b);
+    // A node not rented before a rented one; among those not rented the least loaded, among
+    // rented ones the fullest (as PlaceTask).
+    auto key = [&](const NodeView& n) {
+      double load = LoadAfter(n, sum);
+      return std::make_pair(Rented(n), Rented(n) ? -load : load);
+    };
     const NodeView* best = nullptr;
     for (auto& n : nodes) {
-      if (n.available.Contains(sum) && (!best || LoadAfter(n, sum) < LoadAfter(*best, sum)))
-        best = &n;
+      if (n.available.Contains(sum) && (!best || key(n) < key(*best))) best = &n;
     }
     if (best) {
       std::fill(out.begin(), out.end(), best->id);
@@ -393,7 +437,17 @@ PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
                               : "no alive node has the labels " + labels.ToString();
     return d;
   }
-  std::vector<NodeId> placed = AssignBundles(now, bundles, strategy);
+  std::vector<NodeId> placed;
+  if (strategy == GroupStrategy::kPack || strategy == GroupStrategy::kStrictPack) {
+    // On nodes not rented alone first, as PlaceTask (SPREAD groups spread over every node).
+    std::vector<NodeView> owned;
+    for (const NodeView& n : now) {
+      if (!Rented(n)) owned.push_back(n);
+    }
+    if (!owned.empty() && owned.size() < now.size())
+      placed = AssignBundles(owned, bundles, strategy);
+  }
+  if (placed.empty()) placed = AssignBundles(now, bundles, strategy);
   if (!placed.empty() || bundles.empty()) {
     d.kind = PlacementDecision::kPlace;
     d.bundle_nodes = placed;

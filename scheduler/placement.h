@@ -64,9 +64,10 @@ struct LabelSelector {
 Result<LabelSelector> ParseLabelSelector(std::string_view spec);
 
 enum class PlacementStrategy {
-  kDefault,       // the node holding most argument bytes; else the local node; else least loaded
-                  // (past locality, CPU-only work avoids GPU nodes while a node without GPUs
-                  // can run it now)
+  kDefault,       // the node holding most argument bytes; else, among the nodes that can run it
+                  // now, those the autoscaler did not launch (no kNodeTypeLabel) if any, and of
+                  // them those without GPUs for CPU-only work if any; then the local node; else
+                  // the least loaded, or among rented nodes only the fullest (tightest fit)
   kSpread,        // the least loaded node; among equally loaded ones, round robin (`spread_after`)
   kNodeAffinity,  // `affinity_node` (if `affinity_soft`, elsewhere when it cannot run it)
 };
@@ -102,7 +103,8 @@ enum class GroupStrategy {
 };
 const char* GroupStrategyName(GroupStrategy s);  // "STRICT_SPREAD"
 
-// Places all bundles at once (a gang) or none of them.
+// Places all bundles at once (a gang) or none of them. PACK and STRICT_PACK groups go on nodes the
+// autoscaler did not launch when those can hold them now, else rented nodes are used too.
 PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
                              const std::vector<ResourceSet>& bundles, GroupStrategy strategy,
                              const LabelSelector& labels = {});

@@ -72,6 +72,68 @@ TEST_F(PlacementTest, CpuWorkStaysOffGpuNodesWhileACpuNodeHasRoom) {
   EXPECT_EQ(d.node, onprem_gpu_.id) << "no CPU node has room: the local GPU node runs it";
 }
 
+// Nodes the autoscaler launched (label cumulus.node_type) cost money while they live and go once
+// idle: work goes to the other nodes first, even from a rented local node and even when a rented
+// node is emptier; among rented nodes it packs onto the fullest that fits (then the smaller), so
+// an idle one can be removed. Locality still comes first; SPREAD still spreads.
+TEST_F(PlacementTest, RentedNodesComeLastAndArePacked) {
+  NodeView onprem = Node("CPU=4", "site=onprem");
+  onprem.available = *ResourceSet::Parse("CPU=1");  // 3 of 4 busy
+  NodeView busy = Node("CPU=8", "site=cloud,cumulus.node_type=cpu8");
+  busy.available = *ResourceSet::Parse("CPU=2");
+  NodeView idle = Node("CPU=8", "site=cloud,cumulus.node_type=cpu8");
+  NodeView small = Node("CPU=2", "site=cloud,cumulus.node_type=cpu2");
+  ClusterSnapshot c;
+  c.nodes = {onprem, busy, idle, small};
+  c.local_node = idle.id;
+  auto d = PlaceTask(c, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, onprem.id) << "the on-prem node has room: not the (local, idle) rented one";
+
+  c.nodes[0].available = ResourceSet();  // on-prem full
+  d = PlaceTask(c, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, idle.id) << "the local node, rented like every node with room";
+  c.local_node = onprem.id;
+  d = PlaceTask(c, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, busy.id) << "the fullest rented node, not the least loaded";
+  c.nodes[1].available = *ResourceSet::Parse("CPU=1");  // both full once it runs
+  c.nodes[3].available = *ResourceSet::Parse("CPU=1");
+  d = PlaceTask(c, Ask("CPU=1"));
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, small.id) << "equally full after it: the smaller node";
+  c.nodes[1].available = *ResourceSet::Parse("CPU=2");
+  c.nodes[3].available = small.total;
+
+  PlacementRequest near_data = Ask("CPU=1");
+  near_data.argument_bytes[idle.id] = 1 << 20;
+  c.nodes[0].available = onprem.total;
+  d = PlaceTask(c, near_data);
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, idle.id) << "the node holding its arguments comes first";
+
+  PlacementRequest spread = Ask("CPU=1");
+  spread.strategy = PlacementStrategy::kSpread;
+  d = PlaceTask(c, spread);
+  ASSERT_EQ(d.kind, PlacementDecision::kPlace);
+  EXPECT_EQ(d.node, idle.id) << "SPREAD: the least loaded of every node";
+
+  // Groups: PACK on the on-prem node while it can hold them, else packed onto rented nodes.
+  std::vector<ResourceSet> two(2, *ResourceSet::Parse("CPU=2"));
+  auto g = PlaceGroup(c, two, GroupStrategy::kStrictPack);
+  ASSERT_EQ(g.kind, PlacementDecision::kPlace) << g.reason;
+  EXPECT_EQ(g.bundle_nodes, std::vector<NodeId>(2, onprem.id));
+  c.nodes[0].available = ResourceSet();
+  c.nodes[1].available = *ResourceSet::Parse("CPU=4");  // half of busy free: both fit there
+  g = PlaceGroup(c, two, GroupStrategy::kStrictPack);
+  ASSERT_EQ(g.kind, PlacementDecision::kPlace) << g.reason;
+  EXPECT_EQ(g.bundle_nodes, std::vector<NodeId>(2, busy.id)) << "the fullest that holds both";
+  g = PlaceGroup(c, two, GroupStrategy::kPack);
+  ASSERT_EQ(g.kind, PlacementDecision::kPlace) << g.reason;
+  EXPECT_EQ(g.bundle_nodes, std::vector<NodeId>(2, busy.id));
+}
+
 TEST_F(PlacementTest, LabelsKeepWorkOffNodesThatDoNotMatch) {
   auto d = PlaceTask(cluster_, Ask("GPU=1", "site=cloud"));
   ASSERT_EQ(d.kind, PlacementDecision::kPlace);

@@ -66,6 +66,12 @@ class ResourceSet {
 
 using Labels = std::map<std::string, std::string>;
 
+// Labels the autoscaler sets on every node it launches (a cluster file may not set them). A node
+// with kNodeTypeLabel is rented: it costs money while it lives and the autoscaler removes it once
+// idle, so placement fills the other nodes first and packs work onto few rented ones.
+inline constexpr const char* kNodeTypeLabel = "cumulus.node_type";      // the type's name
+inline constexpr const char* kInstanceIdLabel = "cumulus.instance_id";  // the provider's id
+
 // Work that waits on a node for resources: `count` tasks or actors (or placement-group bundles) of
 // one `shape`, with the label selector they were given ("" for none; LabelSelector::ToString's
 // text), who they are for (`purpose`: "trial asha/7", set by the caller with SetPurpose; "" for

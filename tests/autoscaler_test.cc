@@ -329,6 +329,61 @@ TEST_F(AutoscalerTest, KilledNodeIsNoFailedLaunchForARestartedMonitor) {
   ExpectNoFailedLaunch();
 }
 
+// Work packs onto launched nodes: actor pa fills the on-prem node, pb (CPU=2) and pc (CPU=3) each
+// launch a node; a 1-CPU task then runs on pc's node, the fuller (the least loaded, pb's, is what
+// placement chose before), so once pb ends its node is idle, drained and terminated while pc's
+// keeps running. (On-prem first, PACK groups and ties:
+// PlacementTest.RentedNodesComeLastAndArePacked.)
+TEST_F(AutoscalerTest, WorkPacksOntoTheFullerLaunchedNodeSoTheOtherGoes) {
+  StartCluster(WriteClusterFile());
+  std::string out = Driver({"--actors=pa:2,pb:2,pc:3"})->ReadAll(90s);
+  ExpectChecks(out, {"actors"});
+  if (out.find("CHECK actors ok") == std::string::npos) FAIL() << Status();
+  auto node_of = [&](const std::string& name) {
+    size_t at = out.find("ACTOR " + name + " ");
+    return at == std::string::npos ? std::string() : out.substr(at + name.size() + 7, 32);
+  };
+  std::string a = node_of("pa"), b = node_of("pb"), c = node_of("pc");
+  ASSERT_EQ(a, onprem_id_) << out;
+  ASSERT_TRUE(b != c && b != a && c != a) << out;
+  // The on-prem node places the task on its view of the others, a heartbeat behind the head's:
+  // wait until the head has the reports of pb and pc running, then for an on-prem heartbeat
+  // after them (its reply brings them to the on-prem node).
+  int64_t reported = 0;
+  auto cpus_free = [](const NodeRecord* n) { return n ? n->available.Get("CPU") : -1.0; };
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        const NodeRecord *nb = Find(v, b), *nc = Find(v, c);
+        if (cpus_free(nb) != 2 || cpus_free(nc) != 1) return false;
+        reported = std::max(nb->last_heartbeat_micros, nc->last_heartbeat_micros);
+        return true;
+      },
+      20s))
+      << Status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        const NodeRecord* o = Find(v, onprem_id_);
+        return o && o->last_heartbeat_micros > reported;
+      },
+      20s));
+  out = Driver({"--cpus=1"})->ReadAll(60s);
+  ExpectChecks(out, {"ran"});
+  ASSERT_NE(out.find("WHERE "), std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.find("WHERE ") + 6, 32), c) << "not the fuller launched node";
+  EXPECT_EQ(Cli({"kill", "pb", "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  EXPECT_TRUE(WaitUntil([&] { return DeathReason(b) == "stopped: drained"; }, 30s)) << Status();
+  auto cloud = CloudNodes();
+  ASSERT_EQ(cloud.size(), 1u) << Status();
+  EXPECT_EQ(cloud[0].id.Hex(), c) << "pc's node, still busy, is the one left";
+  for (const char* name : {"pa", "pc"}) {
+    EXPECT_EQ(Cli({"kill", name, "--address", address_, "--token-file", token_file_}, &out), 0)
+        << out;
+  }
+}
+
 // `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
 // before its idle timeout. An on-prem node drains and leaves too.
 TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {

@@ -7,9 +7,14 @@
 // the task ran on, and prints once the actor runs there (it outlives this program: `cumulus kill
 // NAME` ends it):
 //   CHECK actor ok        then   ACTOR <node hex>
-// Arguments: --cpus=N [--selector=SEL] [--hold_ms=MS] [--wait_s=S] [--actor=NAME].
+// With --actors=NAME:CPUS,..., it first starts those detached actors one after the other, each
+// holding CPUS CPUs, and prints where each runs once it does (the next is asked for only then):
+//   CHECK actors ok       with   ACTOR NAME <node hex>   per actor
+// Arguments: [--actors=LIST] [--cpus=N [--selector=SEL] [--hold_ms=MS] [--actor=NAME]]
+// [--wait_s=S].
 #include <cumulus/cumulus.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -30,6 +35,15 @@ Keeper* MakeKeeper() { return new Keeper(); }
 
 CUMULUS_REMOTE(HoldThenWhere, MakeKeeper, &Keeper::Where);
 
+int Finish() {
+  // Shutdown runs what is still queued, such as the publication of a keeper's address under its
+  // name (without it, a quick exit could leave the name without an address).
+  cumulus::Shutdown();
+  std::printf("DONE failures=%d\n", driver::failures);
+  std::fflush(stdout);
+  return driver::failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   cumulus::Status st = cumulus::Init(argc, argv);
   if (!st.ok()) {
@@ -37,9 +51,31 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto args = driver::Args(argc, argv);
+  int wait_s = args.count("wait_s") ? std::stoi(args["wait_s"]) : 60;
+  if (args.count("actors")) {
+    bool ok = true;
+    std::string why, list = args["actors"];
+    for (size_t at = 0; ok && at < list.size();) {
+      size_t end = std::min(list.find(',', at), list.size());
+      std::string item = list.substr(at, end - at);
+      at = end + 1;
+      size_t colon = item.find(':');
+      std::string name = item.substr(0, colon);
+      auto keeper = cumulus::Actor(MakeKeeper)
+                        .SetName(name)
+                        .SetDetached()
+                        .SetResource("CPU", std::stod(item.substr(colon + 1)))
+                        .Remote();
+      auto on = cumulus::TryGet(keeper.Task(&Keeper::Where).Remote(), std::chrono::seconds(wait_s));
+      ok = on.ok();
+      why = ok ? "" : name + ": " + on.status().ToString();
+      if (ok) std::printf("ACTOR %s %s\n", name.c_str(), on->c_str());
+    }
+    driver::Check("actors", ok, why);
+  }
+  if (!args.count("cpus")) return Finish();
   double cpus = std::stod(args["cpus"]);
   int hold = args.count("hold_ms") ? std::stoi(args["hold_ms"]) : 0;
-  int wait_s = args.count("wait_s") ? std::stoi(args["wait_s"]) : 60;
   auto task = cumulus::Task(HoldThenWhere).SetResource("CPU", cpus);
   if (args.count("selector")) task.SetLabelSelector(args["selector"]);
   auto where = cumulus::TryGet(task.Remote(hold), std::chrono::seconds(wait_s));
@@ -62,10 +98,5 @@ int main(int argc, char** argv) {
     }
     driver::Check("actor", ok, ok ? "" : why);
   }
-  // Shutdown runs what is still queued, such as the publication of the keeper's address under
-  // its name (without it, a quick exit could leave the name without an address).
-  cumulus::Shutdown();
-  std::printf("DONE failures=%d\n", driver::failures);
-  std::fflush(stdout);
-  return driver::failures == 0 ? 0 : 1;
+  return Finish();
 }

@@ -29,9 +29,8 @@
 
 namespace cumulus {
 
-// Labels the autoscaler sets on every node it launches; a cluster file may not set them.
-inline constexpr const char* kNodeTypeLabel = "cumulus.node_type";      // the type's name
-inline constexpr const char* kInstanceIdLabel = "cumulus.instance_id";  // the provider's id
+// kNodeTypeLabel and kInstanceIdLabel, which the autoscaler sets on every node it launches, are
+// declared in scheduler/resources.h (placement reads them too).
 
 struct HeadConfig {
   std::string host = "127.0.0.1";  // the address the head binds and nodes connect to
