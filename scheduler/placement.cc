@@ -337,8 +337,8 @@ std::vector<NodeId> AssignBundles(std::vector<NodeView> nodes,
   if (strategy == GroupStrategy::kStrictPack || strategy == GroupStrategy::kPack) {
     ResourceSet sum;
     for (auto& b : bundles) sum.Add(b);
-    // A node not rented before a rented one; among those not rented the least loaded, among
-    // rented ones the fullest (as PlaceTask).
+    // The least loaded that holds them all; among rented nodes the fullest (PlaceGroup tries the
+    // nodes not rented alone first, so rented ones compete here only with nodes that cannot).
     auto key = [&](const NodeView& n) {
       double load = LoadAfter(n, sum);
       return std::make_pair(Rented(n), Rented(n) ? -load : load);
@@ -437,17 +437,23 @@ PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
                               : "no alive node has the labels " + labels.ToString();
     return d;
   }
-  std::vector<NodeId> placed;
-  if (strategy == GroupStrategy::kPack || strategy == GroupStrategy::kStrictPack) {
-    // On nodes not rented alone first, as PlaceTask (SPREAD groups spread over every node).
+  std::vector<NodeId> placed = AssignBundles(now, bundles, strategy);
+  if (!placed.empty() &&
+      (strategy == GroupStrategy::kPack || strategy == GroupStrategy::kStrictPack)) {
+    // On nodes not rented alone if they hold the group on as few nodes as every node would
+    // (PACK does not trade togetherness for cost); SPREAD groups spread over every node.
     std::vector<NodeView> owned;
     for (const NodeView& n : now) {
       if (!Rented(n)) owned.push_back(n);
     }
-    if (!owned.empty() && owned.size() < now.size())
-      placed = AssignBundles(owned, bundles, strategy);
+    if (!owned.empty() && owned.size() < now.size()) {
+      std::vector<NodeId> kept = AssignBundles(owned, bundles, strategy);
+      auto distinct = [](const std::vector<NodeId>& v) {
+        return std::set<NodeId>(v.begin(), v.end()).size();
+      };
+      if (!kept.empty() && distinct(kept) <= distinct(placed)) placed = std::move(kept);
+    }
   }
-  if (placed.empty()) placed = AssignBundles(now, bundles, strategy);
   if (!placed.empty() || bundles.empty()) {
     d.kind = PlacementDecision::kPlace;
     d.bundle_nodes = placed;

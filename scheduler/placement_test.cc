@@ -132,6 +132,18 @@ TEST_F(PlacementTest, RentedNodesComeLastAndArePacked) {
   g = PlaceGroup(c, two, GroupStrategy::kPack);
   ASSERT_EQ(g.kind, PlacementDecision::kPlace) << g.reason;
   EXPECT_EQ(g.bundle_nodes, std::vector<NodeId>(2, busy.id));
+  // PACK does not split a group over two on-prem nodes that one rented node holds whole.
+  NodeView onprem2 = Node("CPU=4", "site=onprem");
+  onprem2.available = *ResourceSet::Parse("CPU=2");
+  c.nodes[0].available = *ResourceSet::Parse("CPU=2");
+  c.nodes.push_back(onprem2);
+  g = PlaceGroup(c, two, GroupStrategy::kPack);
+  ASSERT_EQ(g.kind, PlacementDecision::kPlace) << g.reason;
+  EXPECT_EQ(g.bundle_nodes, std::vector<NodeId>(2, busy.id)) << "kept together";
+  c.nodes[0].available = onprem.total;
+  g = PlaceGroup(c, two, GroupStrategy::kPack);
+  ASSERT_EQ(g.kind, PlacementDecision::kPlace) << g.reason;
+  EXPECT_EQ(g.bundle_nodes, std::vector<NodeId>(2, onprem.id)) << "together on-prem";
 }
 
 TEST_F(PlacementTest, LabelsKeepWorkOffNodesThatDoNotMatch) {

@@ -1,6 +1,7 @@
 #include "runtime/node/group_coordinator.h"
 
 #include <algorithm>
+#include <map>
 
 #include "runtime/base/logging.h"
 #include "runtime/base/numeric.h"
@@ -266,11 +267,14 @@ void GroupCoordinator::ReleaseEverywhere(const GroupOp& op, uint32_t round, Time
       (void)host_.SendToNode(n, frame, now, /*avoid_if_unreachable=*/false);
     }
   }
-  // Credit the view as when it was booked: the release reaches each node before anything this
-  // node sends it later (one connection, in order), so the next group may count on it.
+  // Credit the view as it was booked, one sum per node (a credit ends the booking of the same
+  // resources): the release reaches each node before anything this node sends it later (one
+  // connection, in order), so the next group may count on it.
+  std::map<NodeId, ResourceSet> per_node;
   for (size_t i = 0; i < op.nodes.size() && i < op.bundles.size(); ++i) {
-    host_.BookView(op.nodes[i], op.bundles[i], /*take=*/false);
+    per_node[op.nodes[i]].Add(op.bundles[i]);
   }
+  for (const auto& [node, sum] : per_node) host_.BookView(node, sum, /*take=*/false);
 }
 
 void GroupCoordinator::OnReply(uint64_t conn, const NodeId& peer, proto::GroupReply::Reader reply) {

@@ -60,9 +60,12 @@ ClusterSnapshot RemoteNodes::Snapshot(const NodeView& self, TimePoint now,
     s.nodes.push_back(v);
     auto b = booked_.find(id);
     if (b == booked_.end()) continue;
+    ResourceSet& free = s.nodes.back().available;
     for (const Booking& k : b->second) {
-      ResourceSet& free = s.nodes.back().available;
-      if (k.until > now && free.Contains(k.resources)) free.Subtract(k.resources);
+      if (k.until <= now) continue;
+      for (auto& [name, units] : k.resources.units()) {  // down to nothing, never below
+        free.SetUnits(name, std::max<int64_t>(0, free.GetUnits(name) - units));
+      }
     }
   }
   return s;

@@ -24,10 +24,12 @@ class RemoteNodes {
   static constexpr Duration kUnreachablePenalty = std::chrono::seconds(5);
 
   // What this node sends a node stays booked in its view of that node until the head's view
-  // reports that node's free resources changed (its own account then counts the work), or this
-  // long at most. A booking used to end with the next view; a view that predated the work (the
-  // node had reported holding a queued task, not yet its resources) sent the next task to the
-  // same full node, where it waited while the autoscaler launched nodes for it again and again.
+  // reports other free resources for that node (taken as its own account counting the work:
+  // usually so, though work ending there at the same time can leave the figure unchanged, and
+  // the booking then counts twice until its result comes back or its life ends), or this long at
+  // most. A booking used to end with the next view; a view that predated the work (the node had
+  // reported holding a queued task, not yet its resources) sent the next task to the same full
+  // node, where it waited while the autoscaler launched nodes for it again and again.
   static constexpr Duration kBookingLife = std::chrono::seconds(10);
 
   // Replaces the view with the head's (this node's own record is left out); bookings on a node

@@ -77,8 +77,11 @@ TEST(RemoteNodesTest, BookingsLastUntilTheNodesReportMoves) {
   EXPECT_TRUE(remote.EndBookings(end)) << "its end is news: schedule again";
   EXPECT_FALSE(remote.EndBookings(end));
 
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=3"), true, t0);
   remote.Book(peer.id, *ResourceSet::Parse("CPU=2"), true, t0);
-  remote.Book(peer.id, *ResourceSet::Parse("CPU=2"), false, t0);  // its result came back
+  EXPECT_EQ(free_cpus(t0), 0) << "bookings past what is free take it to nothing, not less";
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=3"), false, t0);
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=2"), false, t0);  // their results came back
   EXPECT_EQ(free_cpus(t0), 4);
   remote.Update({peer}, self);
   EXPECT_EQ(free_cpus(t0), 4) << "a credited booking came back with the view";
