@@ -39,6 +39,18 @@ double CopiesWhenEmpty(const NodeView& node, const ResourceSet& demand) {
 
 bool Rented(const NodeView& node) { return node.labels.count(kNodeTypeLabel) > 0; }
 
+// Narrows `nodes` to those `keep` accepts if there are any; false (and `nodes` as it was) if none.
+template <typename Keep>
+bool KeepIfAny(std::vector<const NodeView*>* nodes, Keep keep) {
+  std::vector<const NodeView*> kept;
+  for (const NodeView* n : *nodes) {
+    if (keep(n)) kept.push_back(n);
+  }
+  if (kept.empty()) return false;
+  *nodes = std::move(kept);
+  return true;
+}
+
 // Why no node's total resources fit `demand` (for the infeasible message).
 std::string MissingReason(const std::vector<const NodeView*>& matching, const ResourceSet& demand) {
   for (auto& [name, units] : demand.units()) {
@@ -269,25 +281,13 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
   // SPREAD still spreads over every node: that is what it asks for.
   bool rented_only = false;
   if (!choice && req.strategy != PlacementStrategy::kSpread) {
-    std::vector<const NodeView*> owned;
-    for (const NodeView* n : ready) {
-      if (!Rented(*n)) owned.push_back(n);
+    rented_only = !KeepIfAny(&ready, [](const NodeView* n) { return !Rented(*n); });
+    // GPU nodes are kept for GPU work (as in Ray's default policy, scheduler_avoid_gpu_nodes):
+    // CPU-only work goes to a node without GPUs when one can run it now, so it neither takes the
+    // CPUs GPU work needs nor keeps a dearer node busy (the autoscaler launches CPU types for it).
+    if (!req.demand.Has("GPU")) {
+      KeepIfAny(&ready, [](const NodeView* n) { return !n->total.Has("GPU"); });
     }
-    rented_only = owned.empty();
-    if (!owned.empty()) ready = std::move(owned);
-  }
-  // GPU nodes are kept for GPU work (as in Ray's default policy, scheduler_avoid_gpu_nodes): past
-  // data locality, CPU-only work goes to a node without GPUs when one can run it now, so it neither
-  // takes the CPUs GPU work needs nor keeps a dearer node busy (the autoscaler launches CPU types
-  // for it). SPREAD still spreads over every node: that is what it asks for.
-  if (!choice && req.strategy != PlacementStrategy::kSpread && !req.demand.Has("GPU")) {
-    std::vector<const NodeView*> no_gpu;
-    for (const NodeView* n : ready) {
-      if (!n->total.Has("GPU")) no_gpu.push_back(n);
-    }
-    if (!no_gpu.empty()) ready = std::move(no_gpu);
-  }
-  if (!choice && req.strategy != PlacementStrategy::kSpread) {
     for (const NodeView* n : ready) {
       if (n->id == cluster.local_node) choice = n;
     }

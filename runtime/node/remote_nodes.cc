@@ -4,6 +4,26 @@
 
 namespace cumulus {
 
+namespace {
+
+// Drops the bookings (node -> list) for which gone(node, booking) holds, and nodes left with none.
+// True if any was dropped.
+template <typename Booked, typename Gone>
+bool DropBookings(Booked* booked, Gone gone) {
+  bool dropped = false;
+  for (auto it = booked->begin(); it != booked->end();) {
+    auto& list = it->second;
+    auto end =
+        std::remove_if(list.begin(), list.end(), [&](const auto& b) { return gone(it->first, b); });
+    dropped |= end != list.end();
+    list.erase(end, list.end());
+    it = list.empty() ? booked->erase(it) : std::next(it);
+  }
+  return dropped;
+}
+
+}  // namespace
+
 std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, const NodeId& self) {
   std::vector<NodeId> newly_dead;
   nodes_.clear();
@@ -28,16 +48,10 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
   }
   // A booking ends once the node reports other free resources than when it was booked (its
   // own account counts the work), or with the node's record.
-  for (auto it = booked_.begin(); it != booked_.end();) {
-    auto now = reported_.find(it->first);
-    if (now != reported_.end()) {
-      auto& list = it->second;
-      list.erase(std::remove_if(list.begin(), list.end(),
-                                [&](const Booking& b) { return !(b.reported == now->second); }),
-                 list.end());
-    }
-    it = now == reported_.end() || it->second.empty() ? booked_.erase(it) : std::next(it);
-  }
+  DropBookings(&booked_, [&](const NodeId& node, const Booking& b) {
+    auto now = reported_.find(node);
+    return now == reported_.end() || !(b.reported == now->second);
+  });
   // Bounded by the head's records: a node whose record is gone is forgotten here too.
   for (auto it = ever_draining_.begin(); it != ever_draining_.end();) {
     it = nodes_.count(*it) ? std::next(it) : ever_draining_.erase(it);
@@ -72,16 +86,7 @@ ClusterSnapshot RemoteNodes::Snapshot(const NodeView& self, TimePoint now,
 }
 
 bool RemoteNodes::EndBookings(TimePoint now) {
-  bool ended = false;
-  for (auto it = booked_.begin(); it != booked_.end();) {
-    auto& list = it->second;
-    auto gone =
-        std::remove_if(list.begin(), list.end(), [&](const Booking& b) { return b.until <= now; });
-    ended |= gone != list.end();
-    list.erase(gone, list.end());
-    it = it->second.empty() ? booked_.erase(it) : std::next(it);
-  }
-  return ended;
+  return DropBookings(&booked_, [&](const NodeId&, const Booking& b) { return b.until <= now; });
 }
 
 void RemoteNodes::Book(const NodeId& node, const ResourceSet& r, bool take, TimePoint now) {
