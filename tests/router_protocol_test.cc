@@ -1,7 +1,8 @@
-// The node-to-node half of placement groups, spoken by hand to a real node (a head and a node
-// daemon in this process, real TCP): reservations are all or nothing, a release is remembered so
-// that a late reservation of an earlier try is refused, and bad or unauthenticated input is
-// answered or refused without hurting the node.
+// The node-to-node half of placement groups and forwarding, spoken by hand to real nodes (a head
+// and node daemons in this process, real TCP): reservations are all or nothing, a release is
+// remembered so that a late reservation of an earlier try is refused, a forwarded task that
+// cannot start goes back to the node that sent it, and bad or unauthenticated input is answered
+// or refused without hurting the node.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -36,22 +37,28 @@ class RouterProtocolTest : public ::testing::Test {
     ho.port = 0;
     ho.data_dir = dir_ + "/head";
     ho.token = token_;
+    ho.heartbeat_interval = heartbeat_;
+    ho.membership.heartbeat_timeout = 3 * heartbeat_;
     std::filesystem::create_directories(ho.data_dir);
     auto head = HeadServer::Start(ho);
     ASSERT_TRUE(head.ok()) << head.status();
     head_ = std::move(*head);
+    node_ = StartNode("node", "CPU=2,GPU=1");
+  }
+  std::unique_ptr<NodeDaemon> StartNode(const std::string& name, const std::string& resources) {
     NodeDaemonOptions no;
     no.head = HostPort{"127.0.0.1", head_->port()};
     no.token = token_;
-    no.data_dir = dir_ + "/node";
+    no.data_dir = dir_ + "/" + name;
     no.object_store_memory = 32ull << 20;
-    no.declared = *ResourceSet::Parse("CPU=2,GPU=1");
+    no.declared = *ResourceSet::Parse(resources);
     std::filesystem::create_directories(no.data_dir);
     auto node = NodeDaemon::Start(no);
-    ASSERT_TRUE(node.ok()) << node.status();
-    node_ = std::move(*node);
+    EXPECT_TRUE(node.ok()) << node.status();
+    return node.ok() ? std::move(*node) : nullptr;
   }
   void TearDown() override {
+    other_.reset();
     node_.reset();
     head_.reset();
     std::filesystem::remove_all(dir_);
@@ -59,8 +66,9 @@ class RouterProtocolTest : public ::testing::Test {
 
   // A TCP connection to the node's router that has said hello as another node with `token`, or
   // (`as_driver`) as a driver, which may only use the Unix socket.
-  int Connect(const std::string& token, bool as_driver = false) {
-    auto fd = ConnectTcp(*ParseHostPort(node_->core_address()), std::chrono::seconds(5));
+  int Connect(const std::string& token, bool as_driver = false, NodeDaemon* node = nullptr) {
+    if (!node) node = node_.get();
+    auto fd = ConnectTcp(*ParseHostPort(node->core_address()), std::chrono::seconds(5));
     EXPECT_TRUE(fd.ok()) << fd.status();
     capnp::MallocMessageBuilder message;
     auto h = message.initRoot<proto::CoreMessage>().initHello();
@@ -109,9 +117,58 @@ class RouterProtocolTest : public ::testing::Test {
     return {static_cast<StatusCode>(msg.getGroupReply().getCode()),
             msg.getGroupReply().getMessage()};
   }
+  // A submitTask frame of job 7 asking for `demand`, forwarded `hops` times; with `affinity`,
+  // placed only on that node.
+  static std::string Submit(const TaskId& id, const std::string& demand, uint32_t hops,
+                            const NodeId& affinity = NodeId()) {
+    capnp::MallocMessageBuilder message;
+    auto spec = message.initRoot<proto::CoreMessage>().initSubmitTask();
+    spec.setTaskId(DataOf(id));
+    spec.setJobId(DataOf(JobId::FromInt(7)));
+    spec.setFunctionName("F");
+    spec.setHops(hops);
+    ResourceSet set = *ResourceSet::Parse(demand);
+    auto amounts = spec.initResources(static_cast<unsigned>(set.units().size()));
+    unsigned i = 0;
+    for (auto& [name, units] : set.units()) {
+      amounts[i].setName(name);
+      amounts[i++].setAmount(set.Get(name));
+    }
+    if (!affinity.IsNil()) {
+      spec.setStrategy(proto::SchedulingStrategy::NODE_AFFINITY);
+      spec.setAffinityNodeId(DataOf(affinity));
+    }
+    return EncodeFrame(message);
+  }
+  // The next frame on `fd` if it is a taskReturned: the task's id and the reason ("" if none).
+  std::pair<TaskId, std::string> Returned(int fd) {
+    auto words = ReadFrame(fd, decoder_, SystemClock::Get().Now() + std::chrono::seconds(10));
+    if (!words.ok()) return {TaskId(), ""};
+    capnp::FlatArrayMessageReader reader(*words);
+    auto msg = reader.getRoot<proto::CoreMessage>();
+    if (!msg.isTaskReturned()) return {TaskId(), ""};
+    return {IdFrom<TaskId>(msg.getTaskReturned().getTaskId()), msg.getTaskReturned().getReason()};
+  }
+  // The state `node` lists task `id` in ("" if it holds none such); the listing is published
+  // once a second, so this waits up to 10 s for `want`.
+  static std::string StateOf(const NodeDaemon& node, const TaskId& id, const std::string& want) {
+    std::string state;
+    for (int i = 0; i < 1000; ++i) {
+      state.clear();
+      size_t total = 0;
+      for (const TaskStateRow& row : node.router().Tasks(100, &total)) {
+        if (row.task == id.Hex()) state = row.state;
+      }
+      if (state == want) break;
+      usleep(10000);
+    }
+    return state;
+  }
+
+  Duration heartbeat_ = std::chrono::seconds(1);
   std::string dir_, token_;
   std::unique_ptr<HeadServer> head_;
-  std::unique_ptr<NodeDaemon> node_;
+  std::unique_ptr<NodeDaemon> node_, other_;
   FrameDecoder decoder_{kMaxCoreFrameBytes};
 };
 
@@ -316,6 +373,73 @@ TEST_F(RouterProtocolTest, APeerThatHasNotSaidHelloCannotMakeTheNodeBufferAFrame
   Send(fd, Reserve(PlacementGroupId::FromRandom(), 1, {{0, "CPU=1"}}));
   EXPECT_EQ(Reply(fd).first, StatusCode::kOk);
   close(fd);
+}
+
+// A task another node forwarded (hops 1) that finds no room here goes back to that node, which
+// still holds it, unstarted; one placed here by hard affinity waits here instead (there is no
+// other node for it). Before, every forwarded task waited here: one placed on a view older than
+// the work that took the room was stranded, pending demand an autoscaler launched nodes for that
+// it could never move to.
+TEST_F(RouterProtocolTest, AForwardedTaskWithoutRoomGoesBackUnlessItMustRunHere) {
+  int fd = Connect(token_);
+  Send(fd, Reserve(PlacementGroupId::FromRandom(), 1, {{0, "CPU=2"}}));  // all its CPUs
+  ASSERT_EQ(Reply(fd).first, StatusCode::kOk);
+
+  TaskId pinned = TaskId::ForNormalTask(JobId::FromInt(7));
+  TaskId movable = TaskId::ForNormalTask(JobId::FromInt(7));
+  Send(fd, Submit(pinned, "CPU=1", 1, node_->node_id()));
+  Send(fd, Submit(movable, "CPU=1", 1));
+  auto [returned, reason] = Returned(fd);
+  EXPECT_EQ(returned, movable);
+  EXPECT_NE(reason.find("CPU=1"), std::string::npos) << reason;
+  EXPECT_EQ(StateOf(*node_, movable, ""), "");
+  EXPECT_EQ(StateOf(*node_, pinned, "QUEUED"), "QUEUED");  // the pass that returned the other
+  EXPECT_EQ(node_->router().Metrics().tasks_returned, 1u);
+  close(fd);
+}
+
+class ForwardTest : public RouterProtocolTest {
+ protected:
+  // Nodes heartbeat every 30 s: the head's view of a node stays what it registered with for the
+  // whole test, as a view a heartbeat old is in a live cluster.
+  ForwardTest() { heartbeat_ = std::chrono::seconds(30); }
+};
+
+// Node A forwards a task to node B on the head's view, which still shows B's CPUs free; B's CPUs
+// went to a placement group meanwhile. B returns the task; A queues it again and, with the room
+// it booked on B still booked, keeps it (waiting at A, where a node that joins can take it)
+// rather than sending it straight back. Once B has room and the booking has lived its time, A
+// sends it again and it is answered: nothing is lost. Before, it waited on B (FORWARDED at A).
+TEST_F(ForwardTest, ATaskReturnedByAFullNodeWaitsAtItsSenderNotThere) {
+  other_ = StartNode("b", "CPU=2,GPU=0,b=1");  // only B has `b`
+  ASSERT_TRUE(other_);
+  int b = Connect(token_, false, other_.get());
+  auto group = PlacementGroupId::FromRandom();
+  Send(b, Reserve(group, 1, {{0, "CPU=2"}}));
+  ASSERT_EQ(Reply(b).first, StatusCode::kOk);
+
+  // Submitted to A (by a peer, as if A's own driver): A cannot run it, B can as the head has it.
+  int a = Connect(token_);
+  TaskId id = TaskId::ForNormalTask(JobId::FromInt(7));
+  Send(a, Submit(id, "CPU=2,b=1", 0));
+  for (int i = 0; i < 1000 && other_->router().Metrics().tasks_returned == 0; ++i) usleep(10000);
+  EXPECT_EQ(other_->router().Metrics().tasks_returned, 1u) << "B did not return the task";
+  EXPECT_EQ(StateOf(*other_, id, ""), "");
+  EXPECT_EQ(StateOf(*node_, id, "QUEUED"), "QUEUED");
+  EXPECT_EQ(other_->router().Metrics().tasks_returned, 1u) << "sent to B again at once";
+
+  // B's CPUs come back: once the booking ends, A sends the task again and B takes it (its job's
+  // program is nowhere, so its answer is that error: the task was started there, and answered).
+  Send(b, Release(group, 1));
+  auto words = ReadFrame(a, decoder_, SystemClock::Get().Now() + std::chrono::seconds(30));
+  ASSERT_TRUE(words.ok()) << "no answer for the task: " << words.status();
+  capnp::FlatArrayMessageReader reader(*words);
+  auto msg = reader.getRoot<proto::CoreMessage>();
+  ASSERT_TRUE(msg.isTaskResult());
+  EXPECT_EQ(IdFrom<TaskId>(msg.getTaskResult().getTaskId()), id);
+  EXPECT_EQ(other_->router().Metrics().tasks_returned, 1u);
+  close(a);
+  close(b);
 }
 
 }  // namespace

@@ -375,6 +375,7 @@ void TaskRouter::Impl::SnapshotTasks() {
   }
   m.actors_alive -= std::min(m.actors_alive, constructors_running);
   m.tasks_failed += scheduler_.failed();
+  m.tasks_returned = scheduler_.returned();
   m.oom_kills = memory_.kills();
   std::lock_guard<std::mutex> lock(shared_mu_);
   shared_tasks_ = std::move(rows);

@@ -94,6 +94,7 @@ struct RouterMetrics {
   uint64_t actors_dead = 0;      // actors whose worker here ended
   uint64_t workers = 0;          // worker processes now
   uint64_t worker_failures = 0;  // workers that died under work (what `cumulus status` lists)
+  uint64_t tasks_returned = 0;   // tasks forwarded here, returned to their sender unstarted
   uint64_t oom_kills = 0;        // tasks the memory monitor killed
 };
 

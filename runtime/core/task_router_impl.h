@@ -110,6 +110,7 @@ class TaskRouter::Impl : public NodeContext {
   void TaskAnswered(const RoutedTask& t, const Status& st);
   void HandleCancel(const TaskId& id);
   void HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b);
+  void HandleReturned(uint64_t id, Conn& c, proto::TaskReturned::Reader r);
   // Sends `frame` to every driver and worker connected here.
   void TellLocalProcesses(const std::string& frame);
   // This node handed `ids` to node `to`: tells its own processes and every other alive node.

@@ -97,6 +97,8 @@ void TaskRouter::Impl::Handle(uint64_t id, Conn& c, proto::CoreMessage::Reader m
       return HandleTimelineEvents(c, msg.getTimelineEvents());
     case proto::CoreMessage::ACTOR_LOST:
       return HandleActorLost(id, c, msg.getActorLost());
+    case proto::CoreMessage::TASK_RETURNED:
+      return HandleReturned(id, c, msg.getTaskReturned());
     case proto::CoreMessage::CREATE_GROUP:
       if (c.role == Role::kPeer) return Close(id, "a node may not create a group on another");
       groups_.Create(id, JobOf(c), msg.getCreateGroup());
@@ -210,6 +212,8 @@ void TaskRouter::Impl::HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reade
     return Send(id, ErrorResultFrame(t.id, node_id_, numbers.WithContext(t.What())));
   }
   if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
+  // Only a node forwards (hops > 0: placed here only, returned to it if it cannot start).
+  if (c.role != Role::kPeer) t.hops = 0;
   tasks_.Add(std::move(t));
   schedule_dirty_ = true;
 }
@@ -418,6 +422,28 @@ void TaskRouter::Impl::HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b) {
     a.erase(std::remove(a.begin(), a.end(), id), a.end());
     if (RoutedTask* t = tasks_.Find(id)) tasks_.Requeue(*t, /*front=*/true);
   }
+  schedule_dirty_ = true;
+}
+
+// A node this one forwarded a task to could not start it (LocalScheduler::ReturnToSender): the
+// task is queued here again, at the front of its class, and placed on this node's view, where
+// the room booked on that node when it was sent stays booked until the head reports the node
+// anew (so it does not go straight back). Only from the node it was forwarded to, while there.
+void TaskRouter::Impl::HandleReturned(uint64_t id, Conn& c, proto::TaskReturned::Reader r) {
+  if (c.role != Role::kPeer) return Close(id, "only a node may return a task forwarded to it");
+  RoutedTask* t = tasks_.Find(IdFrom<TaskId>(r.getTaskId()));
+  if (!t || t->state != RoutedTask::kForwarded || t->forwarded_to != c.peer) return;
+  if (t->cancelled) {
+    return scheduler_.FailTask(t->id,
+                               Status::Cancelled(t->What() + " was cancelled before it ran"));
+  }
+  std::string reason(r.getReason().cStr(), std::min<size_t>(r.getReason().size(), 512));
+  CUMULUS_LOG(DEBUG) << "node: node " << c.peer << " returned " << t->What() << " unstarted ("
+                     << reason << "); placing it again";
+  t->state = RoutedTask::kQueued;
+  t->forwarded_to = NodeId();
+  t->wait_reason = "node " + c.peer.Hex().substr(0, 8) + " could not start it: " + reason;
+  tasks_.Requeue(*t, /*front=*/true);
   schedule_dirty_ = true;
 }
 

@@ -72,6 +72,12 @@ std::string NodeMetrics::Render() {
              "started, as 'cumulus status' lists them.",
              kCounter);
     e.Add(static_cast<double>(r.worker_failures));
+    e.Family("cumulus_tasks_returned_total",
+             "Tasks another node forwarded here that went back to it unstarted since the node "
+             "started: no room was free here for them (the sender placed them on a view of this "
+             "node older than the work that took it), or this node drains.",
+             kCounter);
+    e.Add(static_cast<double>(r.tasks_returned));
     e.Family("cumulus_memory_manager_worker_eviction_total",
              "Workers the node's memory monitor killed to keep the machine from running out of "
              "memory, since the node started (their tasks are retried).",

@@ -20,6 +20,14 @@ std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Statu
   return EncodeFrame(message);
 }
 
+std::string TaskReturnedFrame(const TaskId& task, const std::string& reason) {
+  capnp::MallocMessageBuilder message(FrameFirstSegmentWords(reason.size()));
+  auto r = message.initRoot<proto::CoreMessage>().initTaskReturned();
+  r.setTaskId(DataOf(task));
+  r.setReason(reason);
+  return EncodeFrame(message);
+}
+
 DemandList LocalScheduler::Schedule(TimePoint now) {
   DemandList pending;
   groups_.Schedule(now, pending);
@@ -74,7 +82,7 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   t.wait_reason = d.kind == PlacementDecision::kPlace ? "" : d.reason;
   if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes) {
     t.wait_reason = "no node that has joined can run it (" + d.reason + ")";
-    return false;
+    return ReturnToSender(t, /*anyway=*/true);
   }
   if (d.kind == PlacementDecision::kInfeasible) {
     FailTask(t.id, Status::Infeasible(t.What() + " can never run: " + d.reason));
@@ -96,8 +104,34 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   // the new node (a task behind a worker would stay on this node).
   // A draining node queues nothing new behind its workers: it waits to go elsewhere.
   bool draining = !snap.nodes.empty() && snap.nodes[0].draining;
-  return !options_.wait_for_nodes && !draining && !t.actor_creation &&
-         t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t);
+  if (!options_.wait_for_nodes && !draining && !t.actor_creation &&
+      t.req.placement.strategy != PlacementStrategy::kSpread && Pipeline(t)) {
+    return true;
+  }
+  return ReturnToSender(t, /*anyway=*/draining);
+}
+
+// A task another node forwarded here (hops > 0) is placed only here; when it cannot start for
+// want of room (the sender's view of this node predated work that took it), or this node drains,
+// it goes back to the sender, which still holds it and places it again on its own view (where
+// the room it booked here stays booked until the head reports this node anew). Waiting here
+// instead stranded it: pending demand an autoscaler launched nodes for, that it could never move
+// to. Not a task that must run here (hard affinity to this node), nor one that waits for a
+// worker slot or its job's program (room is there). `anyway`: whatever this node has free.
+bool LocalScheduler::ReturnToSender(RoutedTask& t, bool anyway) {
+  const PlacementRequest& asked = t.req.placement;
+  if (t.hops == 0 || t.waiting_for_program) return false;
+  if (asked.strategy == PlacementStrategy::kNodeAffinity && !asked.affinity_soft &&
+      asked.affinity_node == node_.node_id()) {
+    return false;
+  }
+  if (!anyway && leases_.available().Contains(asked.demand)) return false;
+  std::string reason =
+      t.wait_reason.empty() ? "no room for " + asked.demand.ToString() + " now" : t.wait_reason;
+  node_.SendToConn(t.origin, TaskReturnedFrame(t.id, reason));
+  tasks_.Erase(t.id);
+  returned_++;
+  return true;
 }
 
 // Starts `t` on a worker of its own lease from this node's free resources, or from `bundle`'s.

@@ -4,11 +4,12 @@
 // A scheduling pass goes through the TaskTable's queues in order. Each task is placed with
 // scheduler/placement.h on a snapshot (this node's exact free resources and the view of the
 // others): here on a new lease (WorkerLeases), on another node (forwarded once: hops = 1, so it
-// never bounces again), behind a busy worker of its class (pipelining), in its placement group's
-// bundle, or failed at once if no node could ever run it. What cannot be placed now waits and is
-// reported as pending demand; so does a task that waits for the head (a view refresh before it
-// is called infeasible, its group's record) or for its job's program to be fetched, until the
-// answer schedules again. The decisions are NodePolicy's; this class applies them.
+// is placed only there; if it cannot start there for want of room, it comes back), behind a busy
+// worker of its class (pipelining), in its placement group's bundle, or failed at once if no node
+// could ever run it. What cannot be placed now waits and is reported as pending demand; so does a
+// task that waits for the head (a view refresh before it is called infeasible, its group's record)
+// or for its job's program to be fetched, until the answer schedules again. The decisions are
+// NodePolicy's; this class applies them.
 //
 // Not thread-safe: the node's event loop owns it.
 #pragma once
@@ -64,6 +65,8 @@ class LocalScheduler {
   void ForgetJob(const JobId& job);
   // Tasks failed here (FailTask) since start, for the node's metrics.
   uint64_t failed() const { return failed_; }
+  // Tasks forwarded here that went back to their sender (no room here for them) since start.
+  uint64_t returned() const { return returned_; }
 
  private:
   bool PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint now);
@@ -73,6 +76,7 @@ class LocalScheduler {
   bool Pipeline(RoutedTask& t);
   void Assign(Worker& w, RoutedTask& t);
   bool Forward(RoutedTask& t, const NodeId& node, TimePoint now);
+  bool ReturnToSender(RoutedTask& t, bool anyway);
 
   NodeContext& node_;
   TaskTable& tasks_;
@@ -83,9 +87,12 @@ class LocalScheduler {
   std::set<std::pair<NodeId, JobId>> told_;  // nodes sent a job's record already
   NodeId last_spread_;  // where the last SPREAD task was placed: ties go round from there
   uint64_t failed_ = 0;
+  uint64_t returned_ = 0;
 };
 
 // A task's failure, as the frame of its result.
 std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Status& st);
+// A forwarded task handed back to the node that forwarded it (`reason`: why it could not start).
+std::string TaskReturnedFrame(const TaskId& task, const std::string& reason);
 
 }  // namespace cumulus

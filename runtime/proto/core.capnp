@@ -119,7 +119,16 @@ struct CoreMessage {
                                            # workers: these objects are held elsewhere now
     refused @20 :CoreRefusal;              # node or actor's worker -> caller: a request refused
     actorLost @21 :ActorLost;              # owner (driver or worker) -> its node
+    taskReturned @22 :TaskReturned;        # node -> the node that forwarded it a task
   }
+}
+
+# A node cannot start a task another node forwarded to it (its resources were taken after the
+# view the sender placed it on was made): the task goes back, and the sender, which still holds
+# it, places it again. The receiver has forgotten it; it never starts it.
+struct TaskReturned {
+  taskId @0 :Data;                    # 16 bytes
+  reason @1 :Text;                    # why it could not start there, in words
 }
 
 # An owner lost a life of its actor (its connection closed, or the head declared its node dead).
