@@ -1,6 +1,7 @@
 // NodePolicy: the decisions a node's task router makes about its own queue, as pure functions of
 // values (no I/O, no clock of their own), so that they are unit-tested and shared with simulators.
-//   - the hop rule: a task forwarded here once runs here or waits here, never bounces again;
+//   - the hop rule: a task forwarded here once is placed only here (it goes on no further; the
+//     task router returns it to its sender if it cannot start here, LocalScheduler);
 //   - infeasible or wait: "never" only if no node fits, including nodes not reachable lately;
 //   - retry backoff: 100 ms, 200 ms, ... up to 5 s, so a task that kills its worker does not spin;
 //   - the memory monitor's victim: the newest task that may be retried, else the newest task.

@@ -27,7 +27,7 @@ TEST(NodePolicyTest, AForwardedTaskRunsOrWaitsWhereItIs) {
   req.demand = *ResourceSet::Parse("CPU=1");
   EXPECT_EQ(PlaceTask(snap, RequestAtNode(req, 0, Node(1))).node, Node(2)) << "spills back";
   PlacementDecision d = PlaceTask(snap, RequestAtNode(req, 1, Node(1)));
-  EXPECT_EQ(d.kind, PlacementDecision::kWait) << "hopped once: never bounces again";
+  EXPECT_EQ(d.kind, PlacementDecision::kWait) << "hopped once: placed only here";
 }
 
 TEST(NodePolicyTest, InfeasibleOnlyIfNoNodeEvenUnreachableFits) {

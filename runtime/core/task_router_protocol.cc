@@ -13,6 +13,7 @@
 #include "runtime/core/task_router_impl.h"
 #include "runtime/head/control_client.h"
 #include "runtime/head/head_server.h"
+#include "runtime/head/node_codec.h"
 #include "runtime/net/first_segment.h"
 
 namespace cumulus {
@@ -212,8 +213,11 @@ void TaskRouter::Impl::HandleSubmit(uint64_t id, Conn& c, proto::TaskSpec::Reade
     return Send(id, ErrorResultFrame(t.id, node_id_, numbers.WithContext(t.What())));
   }
   if (c.role == Role::kWorker && !c.job.IsNil()) t.job = c.job;
-  // Only a node forwards (hops > 0: placed here only, returned to it if it cannot start).
+  // Only a node forwards (hops > 0: placed here only, returned to it if it cannot start). What
+  // was forwarded queues apart from this node's own work of its shape: behind a task of this
+  // node's that waits, it would never reach the pass that returns it.
   if (c.role != Role::kPeer) t.hops = 0;
+  if (t.hops > 0) t.class_key += "|forwarded";
   tasks_.Add(std::move(t));
   schedule_dirty_ = true;
 }
@@ -427,8 +431,8 @@ void TaskRouter::Impl::HandleBlocked(Conn& c, proto::WorkerBlocked::Reader b) {
 
 // A node this one forwarded a task to could not start it (LocalScheduler::ReturnToSender): the
 // task is queued here again, at the front of its class, and placed on this node's view, where
-// the room booked on that node when it was sent stays booked until the head reports the node
-// anew (so it does not go straight back). Only from the node it was forwarded to, while there.
+// that node looks no freer than it said it is (RemoteNodes::Saw) until the head reports it anew,
+// so the task does not go straight back. Only from the node it was forwarded to, while there.
 void TaskRouter::Impl::HandleReturned(uint64_t id, Conn& c, proto::TaskReturned::Reader r) {
   if (c.role != Role::kPeer) return Close(id, "only a node may return a task forwarded to it");
   RoutedTask* t = tasks_.Find(IdFrom<TaskId>(r.getTaskId()));
@@ -440,6 +444,7 @@ void TaskRouter::Impl::HandleReturned(uint64_t id, Conn& c, proto::TaskReturned:
   std::string reason(r.getReason().cStr(), std::min<size_t>(r.getReason().size(), 512));
   CUMULUS_LOG(DEBUG) << "node: node " << c.peer << " returned " << t->What() << " unstarted ("
                      << reason << "); placing it again";
+  remote_.Saw(c.peer, DecodeResources(r.getFree()), clock_.Now());
   t->state = RoutedTask::kQueued;
   t->forwarded_to = NodeId();
   t->wait_reason = "node " + c.peer.Hex().substr(0, 8) + " could not start it: " + reason;

@@ -75,7 +75,8 @@ std::string NodeMetrics::Render() {
     e.Family("cumulus_tasks_returned_total",
              "Tasks another node forwarded here that went back to it unstarted since the node "
              "started: no room was free here for them (the sender placed them on a view of this "
-             "node older than the work that took it), or this node drains.",
+             "node older than the work that took it), no node that has joined could run them "
+             "(with an autoscaler), or this node drains.",
              kCounter);
     e.Add(static_cast<double>(r.tasks_returned));
     e.Family("cumulus_memory_manager_worker_eviction_total",

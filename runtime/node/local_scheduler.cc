@@ -4,6 +4,7 @@
 
 #include "runtime/base/logging.h"
 #include "runtime/core/timeline.h"
+#include "runtime/head/node_codec.h"
 #include "runtime/net/first_segment.h"
 #include "runtime/net/frame.h"
 #include "scheduler/node_policy.h"
@@ -20,11 +21,13 @@ std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Statu
   return EncodeFrame(message);
 }
 
-std::string TaskReturnedFrame(const TaskId& task, const std::string& reason) {
+std::string TaskReturnedFrame(const TaskId& task, const std::string& reason,
+                              const ResourceSet& free) {
   capnp::MallocMessageBuilder message(FrameFirstSegmentWords(reason.size()));
   auto r = message.initRoot<proto::CoreMessage>().initTaskReturned();
   r.setTaskId(DataOf(task));
   r.setReason(reason);
+  EncodeResources(free, r.initFree(static_cast<unsigned>(free.units().size())));
   return EncodeFrame(message);
 }
 
@@ -112,15 +115,17 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
 }
 
 // A task another node forwarded here (hops > 0) is placed only here; when it cannot start for
-// want of room (the sender's view of this node predated work that took it), or this node drains,
-// it goes back to the sender, which still holds it and places it again on its own view (where
-// the room it booked here stays booked until the head reports this node anew). Waiting here
-// instead stranded it: pending demand an autoscaler launched nodes for, that it could never move
-// to. Not a task that must run here (hard affinity to this node), nor one that waits for a
-// worker slot or its job's program (room is there). `anyway`: whatever this node has free.
+// want of room (the sender's view of this node predated work that took it), or no node that has
+// joined could run it where an autoscaler may launch one, or it cannot start on this draining
+// node, it goes back to the sender with what is free here. The sender still holds it and places
+// it again on its own view, which then shows this node no freer than that until the head
+// reports it anew. Waiting here instead stranded it: pending demand an autoscaler launched nodes
+// for, that it could never move to. Not a task that must run here (hard affinity to this node),
+// one that ran here already (its retries are counted here), nor one that waits for a worker slot
+// or its job's program (room is there). `anyway`: whatever this node has free.
 bool LocalScheduler::ReturnToSender(RoutedTask& t, bool anyway) {
   const PlacementRequest& asked = t.req.placement;
-  if (t.hops == 0 || t.waiting_for_program) return false;
+  if (t.hops == 0 || t.attempt > 0 || t.waiting_for_program) return false;
   if (asked.strategy == PlacementStrategy::kNodeAffinity && !asked.affinity_soft &&
       asked.affinity_node == node_.node_id()) {
     return false;
@@ -128,7 +133,7 @@ bool LocalScheduler::ReturnToSender(RoutedTask& t, bool anyway) {
   if (!anyway && leases_.available().Contains(asked.demand)) return false;
   std::string reason =
       t.wait_reason.empty() ? "no room for " + asked.demand.ToString() + " now" : t.wait_reason;
-  node_.SendToConn(t.origin, TaskReturnedFrame(t.id, reason));
+  node_.SendToConn(t.origin, TaskReturnedFrame(t.id, reason, leases_.available()));
   tasks_.Erase(t.id);
   returned_++;
   return true;

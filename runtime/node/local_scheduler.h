@@ -93,6 +93,8 @@ class LocalScheduler {
 // A task's failure, as the frame of its result.
 std::string ErrorResultFrame(const TaskId& task, const NodeId& node, const Status& st);
 // A forwarded task handed back to the node that forwarded it (`reason`: why it could not start).
-std::string TaskReturnedFrame(const TaskId& task, const std::string& reason);
+// `free`: what this node has free as it returns it.
+std::string TaskReturnedFrame(const TaskId& task, const std::string& reason,
+                              const ResourceSet& free);
 
 }  // namespace cumulus

@@ -72,17 +72,33 @@ ClusterSnapshot RemoteNodes::Snapshot(const NodeView& self, TimePoint now,
     auto bad = unreachable_until_.find(id);
     if (!include_unreachable && bad != unreachable_until_.end() && bad->second > now) continue;
     s.nodes.push_back(v);
-    auto b = booked_.find(id);
-    if (b == booked_.end()) continue;
-    ResourceSet& free = s.nodes.back().available;
-    for (const Booking& k : b->second) {
-      if (k.until <= now) continue;
-      for (auto& [name, units] : k.resources.units()) {  // down to nothing, never below
-        free.SetUnits(name, std::max<int64_t>(0, free.GetUnits(name) - units));
-      }
-    }
+    s.nodes.back().available = FreeAfterBookings(id, v, now);
   }
   return s;
+}
+
+ResourceSet RemoteNodes::FreeAfterBookings(const NodeId& node, const NodeView& view,
+                                           TimePoint now) const {
+  ResourceSet free = view.available;
+  auto b = booked_.find(node);
+  if (b == booked_.end()) return free;
+  for (const Booking& k : b->second) {
+    if (k.until <= now) continue;
+    for (auto& [name, units] : k.resources.units()) {  // down to nothing, never below
+      free.SetUnits(name, std::max<int64_t>(0, free.GetUnits(name) - units));
+    }
+  }
+  return free;
+}
+
+void RemoteNodes::Saw(const NodeId& node, const ResourceSet& free, TimePoint now) {
+  auto v = nodes_.find(node);
+  if (v == nodes_.end()) return;
+  ResourceSet shown = FreeAfterBookings(node, v->second, now), surplus;
+  for (auto& [name, units] : shown.units()) {
+    if (units > free.GetUnits(name)) surplus.SetUnits(name, units - free.GetUnits(name));
+  }
+  if (!surplus.units().empty()) Book(node, surplus, /*take=*/true, now);
 }
 
 bool RemoteNodes::EndBookings(TimePoint now) {

@@ -51,6 +51,9 @@ class RemoteNodes {
   // of the same resources, or else adds to the view until the next Update (never above the
   // node's total).
   void Book(const NodeId& node, const ResourceSet& r, bool take, TimePoint now);
+  // `node` itself said it has only `free` (it returned a task it had no room for): what the view
+  // shows above that is booked, as a booking made now, so the node looks no freer than it said.
+  void Saw(const NodeId& node, const ResourceSet& free, TimePoint now);
   // Forgets bookings past kBookingLife; true if one ended (room may have come back: schedule).
   bool EndBookings(TimePoint now);
   void Unreachable(const NodeId& node, TimePoint now) {
@@ -69,6 +72,8 @@ class RemoteNodes {
   bool Drained(const NodeId& node) const { return ever_draining_.count(node) > 0; }
 
  private:
+  // `view`'s free resources less the live bookings on `node` (down to nothing, never below).
+  ResourceSet FreeAfterBookings(const NodeId& node, const NodeView& view, TimePoint now) const;
   struct Booking {
     ResourceSet resources;
     ResourceSet reported;  // the node's free resources in the head's view when it was booked

@@ -87,5 +87,38 @@ TEST(RemoteNodesTest, BookingsLastUntilTheNodesReportMoves) {
   EXPECT_EQ(free_cpus(t0), 4) << "a credited booking came back with the view";
 }
 
+// A node that returned a task said what it has free: the view shows it no freer than that, on top
+// of what is booked, until its report moves (or kBookingLife), so the task does not go back to it
+// as many times as the stale view had room for copies of it.
+TEST(RemoteNodesTest, ANodeIsNoFreerThanItSaidUntilItsReportMoves) {
+  RemoteNodes remote;
+  NodeId self = NodeId::FromRandom();
+  NodeRecord peer = Record(NodeId::FromRandom(), NodeState::kAlive, false);
+  peer.total = peer.available = *ResourceSet::Parse("CPU=4,b=4");
+  NodeView me;
+  me.id = self;
+  TimePoint t0;
+  auto free_of = [&](TimePoint now, const std::string& name) {
+    for (const NodeView& n : remote.Snapshot(me, now, true).nodes) {
+      if (n.id == peer.id) return n.available.Get(name);
+    }
+    return -1.0;
+  };
+  remote.Update({peer}, self);
+  remote.Book(peer.id, *ResourceSet::Parse("CPU=1,b=1"), true, t0);  // forwarded
+  EXPECT_EQ(free_of(t0, "CPU"), 3);
+  remote.Saw(peer.id, *ResourceSet::Parse("b=4"), t0);  // returned: its CPUs are taken
+  EXPECT_EQ(free_of(t0, "CPU"), 0);
+  EXPECT_EQ(free_of(t0, "b"), 3) << "what it said it has more of than the view stays booked";
+  remote.Saw(peer.id, *ResourceSet::Parse("CPU=2,b=4"), t0);  // more than the view: no change
+  EXPECT_EQ(free_of(t0, "CPU"), 0);
+  EXPECT_EQ(free_of(t0 + RemoteNodes::kBookingLife, "CPU"), 4) << "bookings end with their life";
+  peer.available = *ResourceSet::Parse("CPU=2,b=4");  // its report moved
+  remote.Update({peer}, self);
+  EXPECT_EQ(free_of(t0, "CPU"), 2);
+  EXPECT_EQ(free_of(t0, "b"), 4);
+  remote.Saw(NodeId::FromRandom(), ResourceSet(), t0);  // a node not in the view: nothing
+}
+
 }  // namespace
 }  // namespace cumulus

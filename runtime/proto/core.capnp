@@ -129,6 +129,7 @@ struct CoreMessage {
 struct TaskReturned {
   taskId @0 :Data;                    # 16 bytes
   reason @1 :Text;                    # why it could not start there, in words
+  free @2 :List(Node.ResourceAmount); # what the returning node has free as it returns it
 }
 
 # An owner lost a life of its actor (its connection closed, or the head declared its node dead).
