@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -401,6 +402,21 @@ TEST_F(RouterProtocolTest, AForwardedTaskWithoutRoomGoesBackUnlessItMustRunHere)
   EXPECT_EQ(StateOf(*node_, movable, ""), "");
   EXPECT_EQ(StateOf(*node_, pinned, "QUEUED"), "QUEUED");
   EXPECT_EQ(StateOf(*node_, own, "QUEUED"), "QUEUED");
+
+  // A driver's task says it hopped: only a node forwards, so it is this node's own and waits.
+  int driver = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", node_->router().socket_path().c_str());
+  ASSERT_EQ(connect(driver, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  capnp::MallocMessageBuilder hello;
+  hello.initRoot<proto::CoreMessage>().initHello().initDriver().setJobId(DataOf(JobId::FromInt(7)));
+  Send(driver, EncodeFrame(hello));
+  TaskId claimed = TaskId::ForNormalTask(JobId::FromInt(7));
+  Send(driver, Submit(claimed, "CPU=1", 1));
+  EXPECT_EQ(StateOf(*node_, claimed, "QUEUED"), "QUEUED");
+  EXPECT_EQ(node_->router().Metrics().tasks_returned, 1u);
+  close(driver);
   close(fd);
 }
 
