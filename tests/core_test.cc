@@ -1,6 +1,7 @@
 // Tasks and actors on a real cluster: a head and three nodes (`cumulus start` processes) on
 // loopback with different resources and labels, and a driver program (core_driver.cc) that
-// checks where its work lands and what comes back.
+// checks where its work lands and what comes back; and a task sent to a node that filled
+// meanwhile (burst_driver.cc).
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -152,6 +153,50 @@ TEST_F(CoreTest, ActorsRestartAndTheirCallsAreRetried) {
       {"restart_actor_runs", "restart_crash_fails_the_call", "restart_new_process_fresh_state",
        "restart_limit_reached", "restart_call_retried_on_new_actor",
        "restart_call_without_retries_fails", "restart_not_after_kill"});
+}
+
+// A task forwarded on a view older than the work that filled the node it went to comes back to
+// its sender and waits there (where a node that joins could take it), then runs once room is
+// back. Real processes; heartbeats every 30 s keep the head's view of node b what b registered
+// with for the whole test, as a view a heartbeat old is. Before, it waited on b (FORWARDED at
+// the head's node) for as long as b stayed full.
+TEST_F(CoreTest, ATaskSentToANodeThatFilledMeanwhileWaitsAtItsSender) {
+  head_store_memory_ = node_store_memory_ = "128M";  // each holds a driver's program
+  auto head = StartHead({"--resources", "CPU=0", "--heartbeat-interval-ms", "30000",
+                         "--heartbeat-timeout-ms", "100000"});
+  std::string head_id = HeadNodeId(), b;
+  auto node_b = StartNode("b", {"--resources", "CPU=2", "--labels", "pool=b"}, &b);
+  ASSERT_FALSE(head_id.empty() || b.empty());
+  // b's CPUs go to a detached actor started from b.
+  auto hog = StartDriver("burst_driver", {"--actors=hog:2"}, CoreSocket(b));
+  std::string out = hog->ReadAll(60s);
+  ExpectChecks(out, {"actors"});
+  EXPECT_NE(out.find("ACTOR hog " + b), std::string::npos) << out;
+
+  // A CPU on pool=b, asked from the head's node (no CPUs): sent to b, which is full.
+  auto task = StartDriver("burst_driver", {"--cpus=1", "--selector=pool=b", "--wait_s=120"},
+                          CoreSocket(head_id));
+  std::string rows;
+  auto held_where = [&](const std::string& state, const std::string& node) {
+    rows.clear();
+    return Cli({"list", "tasks", "--filter", "state=" + state, "--filter", "node=" + node,
+                "--address", address_, "--token-file", token_file_},
+               &rows) == 0 &&
+           rows.find("HoldThenWhere") != std::string::npos;
+  };
+  EXPECT_TRUE(WaitUntil([&] { return held_where("QUEUED", head_id); }, 30s))
+      << "the task is not queued at its sender:\n"
+      << rows;
+  EXPECT_FALSE(held_where("QUEUED", b)) << "the task waits on the full node:\n" << rows;
+  EXPECT_FALSE(held_where("FORWARDED", head_id)) << rows;
+
+  // b's CPUs come back: the task runs there.
+  std::string killed;
+  EXPECT_EQ(Cli({"kill", "hog", "--address", address_, "--token-file", token_file_}, &killed), 0)
+      << killed;
+  out = task->ReadAll(150s);
+  ExpectChecks(out, {"ran"});
+  EXPECT_NE(out.find("WHERE " + b), std::string::npos) << out;
 }
 
 }  // namespace
