@@ -14,6 +14,17 @@ NodeRecord Record(const NodeId& id, NodeState state, bool draining) {
   return n;
 }
 
+// `resource` free on `node` in the snapshot this node places on at `now` (-1 if not in it).
+double FreeIn(const RemoteNodes& remote, const NodeId& node, TimePoint now,
+              const std::string& resource = "CPU") {
+  NodeView self;
+  self.id = NodeId::FromRandom();
+  for (const NodeView& n : remote.Snapshot(self, now, true).nodes) {
+    if (n.id == node) return n.available.Get(resource);
+  }
+  return -1.0;
+}
+
 // Frees towards a node that drained also chase its moves at the head (it may have exited with
 // frees unread), and a node whose record left the head's view is forgotten.
 TEST(RemoteNodesTest, DrainedOnceMarkedDrainingAndForgottenWithItsRecord) {
@@ -48,15 +59,8 @@ TEST(RemoteNodesTest, BookingsLastUntilTheNodesReportMoves) {
   NodeId self = NodeId::FromRandom();
   NodeRecord peer = Record(NodeId::FromRandom(), NodeState::kAlive, false);
   peer.total = peer.available = *ResourceSet::Parse("CPU=4");
-  NodeView me;
-  me.id = self;
   TimePoint t0;
-  auto free_cpus = [&](TimePoint now) {
-    for (const NodeView& n : remote.Snapshot(me, now, true).nodes) {
-      if (n.id == peer.id) return n.available.Get("CPU");
-    }
-    return -1.0;
-  };
+  auto free_cpus = [&](TimePoint now) { return FreeIn(remote, peer.id, now); };
   remote.Update({peer}, self);
   remote.Book(peer.id, *ResourceSet::Parse("CPU=3"), true, t0);
   EXPECT_EQ(free_cpus(t0), 1);
@@ -95,21 +99,16 @@ TEST(RemoteNodesTest, ANodeIsNoFreerThanItSaidUntilItsReportMoves) {
   NodeId self = NodeId::FromRandom();
   NodeRecord peer = Record(NodeId::FromRandom(), NodeState::kAlive, false);
   peer.total = peer.available = *ResourceSet::Parse("CPU=4,b=4");
-  NodeView me;
-  me.id = self;
   TimePoint t0;
   auto free_of = [&](TimePoint now, const std::string& name) {
-    for (const NodeView& n : remote.Snapshot(me, now, true).nodes) {
-      if (n.id == peer.id) return n.available.Get(name);
-    }
-    return -1.0;
+    return FreeIn(remote, peer.id, now, name);
   };
   remote.Update({peer}, self);
   remote.Book(peer.id, *ResourceSet::Parse("CPU=1,b=1"), true, t0);  // forwarded
   EXPECT_EQ(free_of(t0, "CPU"), 3);
   remote.Saw(peer.id, *ResourceSet::Parse("b=4"), t0);  // returned: its CPUs are taken
   EXPECT_EQ(free_of(t0, "CPU"), 0);
-  EXPECT_EQ(free_of(t0, "b"), 3) << "what it said it has more of than the view stays booked";
+  EXPECT_EQ(free_of(t0, "b"), 3) << "where it said more than the view shows, the view stands";
   remote.Saw(peer.id, *ResourceSet::Parse("CPU=2,b=4"), t0);  // more than the view: no change
   EXPECT_EQ(free_of(t0, "CPU"), 0);
   EXPECT_EQ(free_of(t0 + RemoteNodes::kBookingLife, "CPU"), 4) << "bookings end with their life";
