@@ -400,7 +400,7 @@ int main(int argc, char** argv) {
       "bound with the prefix model's reach (bound_predict): fit on finished curves",
       [](SchedulerOptions& s) { s.bound_predict = true; });
   add("budget", SchedulerKind::kBudget,
-      "ours (the default): 0.24 of full's iterations; a 5 % prefix, promotion (rf 2), then the "
+      "ours (the default): 0.24 of full's iterations; a 10 % prefix, promotion (rf 2), then the "
       "rest on the paused trials nearest the leaders (smallest share of their rung ahead), "
       "trials ranked at a rung by their curve extrapolated to max_t");
   add("budget-line", SchedulerKind::kBudget,
@@ -412,8 +412,14 @@ int main(int argc, char** argv) {
       });
   add("budget-last", SchedulerKind::kBudget,
       "budget ranking a trial at a rung by the value it reported there (budget_score last), not "
-      "its curve extrapolated to max_t: the default before 2026-12-06",
-      [](SchedulerOptions& s) { s.budget_score = BudgetScore::kLast; });
+      "its curve extrapolated to max_t, with a 5 % prefix: the default before 2026-12-06",
+      [](SchedulerOptions& s) {
+        s.budget_score = BudgetScore::kLast;
+        s.budget_min_prefix = 0.05;
+      });
+  add("budget-p05", SchedulerKind::kBudget,
+      "budget with a 5 % prefix (budget_min_prefix 0.05), the default before 2026-12-07",
+      [](SchedulerOptions& s) { s.budget_min_prefix = 0.05; });
   const std::string kDefault = "budget";
 
   std::vector<std::vector<RunResult>> results(rows.size());

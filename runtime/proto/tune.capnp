@@ -43,10 +43,10 @@ struct ExperimentSpec {
   pbtMutations @30 :List(Text);
   isFunction @31 :Bool;
   maxPendingTrials @32 :Int32;  # absent in journals from before it: 0
-  # The budget scheduler's settings. Journals from before them read these defaults, which must
-  # equal SchedulerOptions' (scheduler/tune/trial_scheduler.h; experiment_spec_test.cc), but
-  # budgetScore's: "last", the rule those experiments ran with (the default is "fit" since
-  # 2026-12-06).
+  # The budget scheduler's settings. Journals from before them read these defaults: the rules
+  # those experiments ran with, SchedulerOptions' of the time (scheduler/tune/trial_scheduler.h;
+  # experiment_spec_test.cc). Two defaults have changed since, and these stay as they were:
+  # budgetMinPrefix (0.10 since 2026-12-07) and budgetScore ("fit" since 2026-12-06).
   budgetFraction @33 :Float64 = 0.24;
   budgetMinPrefix @34 :Float64 = 0.05;
   budgetReductionFactor @35 :Float64 = 2;

@@ -62,10 +62,11 @@ TEST(ExperimentSpec, SpecFromBeforeTheBudgetSettingsReadsTheDefaults) {
   EXPECT_EQ(spec->max_iterations, 10);
   const SchedulerOptions defaults;
   EXPECT_EQ(spec->budget_fraction, defaults.budget_fraction);
-  EXPECT_EQ(spec->budget_min_prefix, defaults.budget_min_prefix);
   EXPECT_EQ(spec->budget_reduction_factor, defaults.budget_reduction_factor);
   EXPECT_EQ(spec->budget_promotion_share, defaults.budget_promotion_share);
-  // Not the default score (fit since 2026-12-06) but the one such an experiment ran with.
+  // Not today's defaults but what such an experiment ran with: the prefix (0.10 since
+  // 2026-12-07) and the score (fit since 2026-12-06).
+  EXPECT_EQ(spec->budget_min_prefix, 0.05);
   EXPECT_EQ(spec->budget_score, "last");
   EXPECT_EQ(spec->budget_score_window, defaults.budget_score_window);
   // ExperimentSpec's own defaults (a spec made in code) agree as well.

@@ -49,10 +49,11 @@ struct ExperimentSpec {
   double pbt_quantile = 0.25, pbt_resample_probability = 0.25;
   std::vector<std::string> pbt_mutations;
   int64_t bound_min_finished = 10;
-  // Journals from before these were recorded read SchedulerOptions' defaults (tune.capnp), but
-  // budget_score: they read "last", the rule they ran with (the default is "fit" since
-  // 2026-12-06).
-  double budget_fraction = 0.24, budget_min_prefix = 0.05;
+  // Journals from before these were recorded read tune.capnp's defaults: SchedulerOptions' of
+  // the time, the rules they ran with. Two defaults have changed since: budget_score (they read
+  // "last"; "fit" since 2026-12-06) and budget_min_prefix (they read 0.05; 0.10 since
+  // 2026-12-07).
+  double budget_fraction = 0.24, budget_min_prefix = 0.10;
   double budget_reduction_factor = 2, budget_promotion_share = 0.7;
   std::string budget_score = "fit";
   double budget_score_window = 1;

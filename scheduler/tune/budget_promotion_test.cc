@@ -15,10 +15,13 @@
 namespace cumulus::tune {
 namespace {
 
+// The rung layout these tests are written for: a 5 % prefix (the default before 2026-12-07), so
+// max_t 40 has rungs at 2, 4, 8, 16, 32.
 SchedulerOptions BudgetOptions(int64_t max_t) {
   SchedulerOptions o;
   o.kind = SchedulerKind::kBudget;
   o.max_t = max_t;
+  o.budget_min_prefix = 0.05;
   return o;
 }
 
@@ -26,6 +29,24 @@ TEST(BudgetPromotion, IsTheDefault) {
   EXPECT_EQ(SchedulerOptions().kind, SchedulerKind::kBudget);
   EXPECT_EQ(*ParseSchedulerKind("budget"), SchedulerKind::kBudget);
   EXPECT_EQ(SchedulerKindName(SchedulerKind::kBudget), "budget");
+}
+
+// By default every trial runs 10 % of max_t before it is judged: with max_t 40 the worst of two
+// trials goes on through iteration 3 and is first paused at the rung at 4.
+TEST(BudgetPromotion, TheDefaultPrefixIsATenthOfMaxT) {
+  SchedulerOptions o;
+  o.max_t = 40;
+  EXPECT_DOUBLE_EQ(o.budget_min_prefix, 0.10);
+  auto s = MakeTrialScheduler(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (TrialId id : {1, 2}) (*s)->OnTrialAdd(id, Config());
+  for (int64_t t = 1; t <= 4; ++t)
+    EXPECT_EQ((*s)->OnReport({1, t, 0.2 * static_cast<double>(t)}).action, Action::kContinue);
+  for (int64_t t = 1; t <= 3; ++t)
+    EXPECT_EQ((*s)->OnReport({2, t, 0.01}).action, Action::kContinue) << t;
+  Decision d = (*s)->OnReport({2, 4, 0.01});
+  EXPECT_EQ(d.action, Action::kPause);
+  EXPECT_NE(d.reason.find("waits at the rung at iteration 4"), std::string::npos) << d.reason;
 }
 
 TEST(BudgetPromotion, ATrialNotAtARungIsBehindEveryTrialThatIs) {

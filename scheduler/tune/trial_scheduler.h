@@ -143,8 +143,9 @@ struct SchedulerOptions {
   // defaults were chosen on the development curve sets of docs/benchmarks.md.
   // Iterations to spend in all, as a fraction of every trial added running to max_t.
   double budget_fraction = 0.24;
-  // Every trial runs at least this fraction of max_t (rounded up) before it can be paused.
-  double budget_min_prefix = 0.05;
+  // Every trial runs at least this fraction of max_t (rounded up) before it can be paused. 0.10
+  // since 2026-12-07 (0.05 before: slow starters were paused at the first rung for good).
+  double budget_min_prefix = 0.10;
   double budget_reduction_factor = 2;  // rungs at first x rf^k; a rung's top 1/rf is promoted
   // While the searcher has new configs, promotions spend at most this share of the budget so
   // far; the rest waits for the re-check, when every trial's prefix is known.

@@ -119,7 +119,7 @@ struct SchedulerSettings {
   // fraction of every trial added running to max_t; in (0, 1].
   double budget_fraction = 0.24;
   // Every trial runs at least this fraction of max_t (rounded up) before it can be paused; [0, 1].
-  double budget_min_prefix = 0.05;
+  double budget_min_prefix = 0.10;
   // Rungs at the first rung x rf^k; a rung's top 1/rf is promoted; above 1.
   double budget_reduction_factor = 2;
   // While the searcher has new configs, promotions spend at most this share of the budget so
