@@ -140,7 +140,8 @@ struct SchedulerOptions {
   bool bound_predict = false;
 
   // budget (see budget_promotion.cc; also uses grace_period as the shortest first rung). The
-  // defaults were chosen on the development curve sets of docs/benchmarks.md.
+  // defaults were chosen on the curve sets of docs/benchmarks.md: the prefix on every set seen by
+  // 2026-12-07, the others on the development sets.
   // Iterations to spend in all, as a fraction of every trial added running to max_t.
   double budget_fraction = 0.24;
   // Every trial runs at least this fraction of max_t (rounded up) before it can be paused. 0.10
