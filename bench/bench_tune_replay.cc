@@ -8,7 +8,8 @@
 // FILE: any CSV with a header whose curve columns are named acc_N or ep_N (N = 0 or 1 upwards: the
 // metric after epoch N, in order of N; each column counts as one iteration, acc_0 too); other
 // columns are ignored unless named by --cost. A row is one config;
-// an empty or "nan" cell ends that row's curve early. Per seed, the random searcher draws N rows
+// an empty or "nan" cell ends that row's curve early; cells past the header's last column are
+// not read (the summary line counts such rows). Per seed, the random searcher draws N rows
 // (with replacement: SearchSpace::RandInt over the rows), W trials run at once, one epoch of a row
 // costs 1 (or its --cost column) in simulated time and compute. A trial's result is its last
 // reported value; an experiment's result is its best trial's.
@@ -58,6 +59,7 @@ struct CurveSet {
   std::vector<double> cost;                 // per row, the cost of one epoch
   size_t max_t = 0;
   size_t skipped_rows = 0;  // rows with no value at epoch 1
+  size_t long_rows = 0;     // rows with more cells than the header (the extra ones are not read)
   bool unit_range = true;   // every value in [0, 1]
 };
 
@@ -154,6 +156,7 @@ CurveSet LoadCurves(const Options& o) {
   set.max_t = epoch_cols.size();
   while (ReadRecord(in, &row, &line_no)) {
     if (row.size() == 1 && row[0].empty()) continue;  // a blank line
+    if (row.size() > header.size()) ++set.long_rows;
     std::vector<double> curve;
     for (const auto& [n, col] : epoch_cols) {
       bool empty = false;
@@ -313,7 +316,9 @@ void Usage(FILE* f) {
                "usage: bench_tune_replay --curves FILE [--mode max|min] [--cost COLUMN]\n"
                "                         [--workers W] [--samples N] [--seeds S] [--json]\n"
                "       bench_tune_replay --time-fit\n"
-               "  --curves FILE   CSV with curve columns acc_N or ep_N (N = 0 or 1 upwards)\n"
+               "  --curves FILE   CSV with curve columns acc_N or ep_N (N = 0 or 1 upwards);\n"
+               "                  an empty or nan cell ends a row's curve; cells past the\n"
+               "                  header's last column are not read (the summary counts them)\n"
                "  --mode          max (default) or min: whether a larger metric is better\n"
                "  --cost COLUMN   one epoch of a row costs that column's value (default 1)\n"
                "  --workers W     trials run at once (default 8)\n"
@@ -479,12 +484,16 @@ int main(int argc, char** argv) {
   }
   std::printf("reproduce: %s\n", reproduce.c_str());
   std::printf(
-      "curves: %s: %zu rows, %zu epochs%s%s; %llu trials x %llu seeds, %llu workers, "
+      "curves: %s: %zu rows, %zu epochs%s%s%s; %llu trials x %llu seeds, %llu workers, "
       "mode %s\n",
       o.curves.c_str(), set.curves.size(), set.max_t,
       set.skipped_rows
           ? (", " + std::to_string(set.skipped_rows) + " rows without values skipped").c_str()
           : "",
+      set.long_rows ? (", " + std::to_string(set.long_rows) +
+                       " rows with more cells than the header (the cells past it not read)")
+                          .c_str()
+                    : "",
       o.cost_column.empty() ? ", cost 1 per epoch" : (", cost per epoch: " + o.cost_column).c_str(),
       static_cast<unsigned long long>(o.samples), static_cast<unsigned long long>(o.seeds),
       static_cast<unsigned long long>(o.workers), std::string(ModeName(o.mode)).c_str());
