@@ -84,6 +84,9 @@ class MetricsTest : public ClusterTest {
     if (up_) {
       std::string out;
       if (Cli({"down"}, &out) != 0) ADD_FAILURE() << "cumulus down failed: " << out;
+      // Its output is what it did, not the monitor's bookkeeping log lines.
+      EXPECT_NE(out.find("Terminated the autoscaler's nodes"), std::string::npos) << out;
+      EXPECT_EQ(out.find("autoscaler: recovered"), std::string::npos) << out;
     }
     if (prometheus_) {
       prometheus_->Kill(SIGTERM);

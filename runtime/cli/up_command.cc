@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -361,6 +362,11 @@ int DownCommand(const std::vector<std::string>& args) {
   if (!stopped) std::printf("The autoscaler did not answer within 15 s; going on without it.\n");
   auto client = ConnectHead(flags);
   if (!client.ok()) return Fail(client.status());
+  // The monitor's bookkeeping lines ("recovered N launched instance(s)") belong in its log, not
+  // in this command's output; its warnings (a termination that failed) still show.
+  if (!std::getenv("CUMULUS_LOG_LEVEL") && GetLogLevel() < LogLevel::kWarn) {
+    SetLogLevel(LogLevel::kWarn);
+  }
   // It only terminates: no launch, so no metrics port to give.
   auto monitor = MakeMonitor(*config, std::move(*client), flags.Get("token-file"),
                              std::chrono::seconds(2), /*launched_metrics_port=*/-1);
