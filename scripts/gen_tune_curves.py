@@ -17,11 +17,11 @@ def usage_error(what):
     print(f"gen_tune_curves.py: {what}; usage: gen_tune_curves.py OUTDIR [--more] [SEED ...] "
           "(--help says more)", file=sys.stderr)
     sys.exit(2)
-if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+if any(a in ("-h", "--help") for a in sys.argv[1:]):
     print(__doc__.strip())
     sys.exit(0)
-if len(sys.argv) < 2:
-    usage_error("no output directory given")
+if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+    usage_error("the first argument is the output directory")
 OUT = sys.argv[1]
 def write(name, rows, prefix, K, extra):
     with open(os.path.join(OUT, f"{name}.csv"), "w", newline="") as f:
@@ -103,10 +103,10 @@ def powloss(seed, n=600, K=60):
     write(f"synth_powloss_{seed}", rows, "ep", K, ["cost"])
 args = sys.argv[2:]
 more = "--more" in args
-try:
-    seeds = tuple(int(a) for a in args if a != "--more") or (1, 2)
-except ValueError:
-    usage_error("seeds are integers, got '%s'" % " ".join(args))
+bad = [a for a in args if a != "--more" and not a.lstrip("-").isdigit()]
+if bad:
+    usage_error(f"seeds are integers, not '{bad[0]}'")
+seeds = tuple(int(a) for a in args if a != "--more") or (1, 2)
 os.makedirs(OUT, exist_ok=True)
 for s in seeds:
     if more:
