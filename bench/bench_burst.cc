@@ -25,7 +25,7 @@
 // it).
 //
 // Rows: ours, on-prem only (the anchor: no cloud cost), burst immediately, Ray-like,
-// kubernetes-ec2-autoscaler-like (bench/burst/scalers.h). Target, as docs/benchmarks.md reads
+// kubernetes-ec2-autoscaler-like (bench/burst/scalers.h). Target, as docs/burst_replay.md reads
 // it: no baseline is better than ours on both cost and p95 wait, and ours is strictly better
 // than each on one (the last lines print it per baseline; --json lists the baselines it fails
 // against as "fails_against", which bench/burst/sweep.py counts over many traces). Bad input:
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
                  (args.launch_after < 0 ? std::string("boot") : std::to_string(args.launch_after))
            : "") +
       (args.json ? " --json" : "");
-  // The target against each baseline (docs/benchmarks.md's reading): ours strictly better on
+  // The target against each baseline (docs/burst_replay.md's reading): ours strictly better on
   // cost or on p95 wait; the text and --json both say it from here.
   const SimResult& o = rows[0].r;
   auto verdict = [&](const SimResult& b) {

@@ -49,7 +49,7 @@ struct Options {
   std::string cost_column;
   uint64_t workers = 8;
   uint64_t samples = 200;
-  uint64_t seeds = 20;  // medians of 5 or 7 seeds flipped with one seed (docs/benchmarks.md)
+  uint64_t seeds = 20;  // medians of 5 or 7 seeds flipped with one seed (docs/tune_replay.md)
   bool json = false;
   bool time_fit = false;
 };

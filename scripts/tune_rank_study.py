@@ -6,7 +6,7 @@ for the value reported there (`raw`), for the curve extrapolated to the last epo
 least-squares c + d exp(-t / tau) over a log grid of tau, kept between the value and the value
 plus its gain since the first epoch: budget_score fit without its refinement of tau), and for
 the same extrapolation unclamped (`unclamped`).
-docs/benchmarks.md. Runs with Debian's /usr/bin/python3, where python3-numpy installs.
+docs/tune_replay.md. Runs with Debian's /usr/bin/python3, where python3-numpy installs.
 
     scripts/tune_rank_study.py FILE.csv ...      (files named *loss* or *ptb* are min mode)
 """

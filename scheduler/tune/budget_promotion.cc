@@ -2,7 +2,7 @@
 // rest of a compute budget spent on the paused trials nearest the leaders.
 //
 // Why: a stop rule has to be right about every trial it stops, and on curves that cross or drop
-// late no rule measured here was, short of running most trials far (docs/benchmarks.md). A budget
+// late no rule measured here was, short of running most trials far (docs/tune_replay.md). A budget
 // turns the question around: with C = budget_fraction x (trials added) x max_t iterations to
 // spend, which trials should have them? Nothing is stopped on its own evidence; a trial ends only
 // when the budget left cannot take it to its next rung.
@@ -21,14 +21,14 @@
 //     a count favours the deep rungs, where few trials are recorded (ranked by count, of the
 //     33-39 trials of 200 that reached the fourth rung on the synthetic sets, 24-31 ran to the
 //     end), while a trial paused at the first rung, where values say least about the final one,
-//     was rarely looked at again (docs/benchmarks.md).
+//     was rarely looked at again (docs/tune_replay.md).
 //   - A trial's score at a rung (what promotion and the re-check compare) is, by default
 //     (budget_score = fit), its curve extrapolated to max_t: an exponential approach to an
 //     asymptote fitted to its reports so far, kept between its last value and its last value plus
 //     what it has gained so far (Extrapolate). The value at an early rung says little of the
 //     final one (a slow learner that ends on top is behind there); ranked by it, the top rows of
 //     the replayed curve sets were cut at the first rungs, which was where `budget` lost them
-//     (docs/benchmarks.md). budget_score = last ranks by the value reported at the rung (the
+//     (docs/tune_replay.md). budget_score = last ranks by the value reported at the rung (the
 //     rule before 2026-12-06); line and mean by a line through, or the mean of, the reports since
 //     the previous rung (against per-epoch noise; measured no better).
 // The budget counts iterations, the scheduler's clock; with uneven costs per iteration the

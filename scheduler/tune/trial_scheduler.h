@@ -136,11 +136,11 @@ struct SchedulerOptions {
   bool bound_pause = true;  // pause below a rung's top 1/rf instead of running on
   // false: a trial's reach is its value plus the largest gain any finished trial made from the
   // same iteration. true: the prefix model's upper bound (final_bound.h): cheaper, but on curves
-  // that cross or drop late it stops more eventual winners (docs/benchmarks.md has the figures).
+  // that cross or drop late it stops more eventual winners (docs/tune_replay.md has the figures).
   bool bound_predict = false;
 
   // budget (see budget_promotion.cc; also uses grace_period as the shortest first rung). The
-  // defaults were chosen on the curve sets of docs/benchmarks.md: the prefix on every set seen by
+  // defaults were chosen on the curve sets of docs/tune_replay.md: the prefix on every set seen by
   // 2026-12-07, the others on the development sets.
   // Iterations to spend in all, as a fraction of every trial added running to max_t.
   double budget_fraction = 0.24;
@@ -158,7 +158,7 @@ struct SchedulerOptions {
   // it reported at the rung; kMean, the mean of its last w reports; kLine, a least-squares line
   // through its last w reports evaluated at the rung's iteration. w = max(2,
   // round(budget_score_window x the iterations since the previous rung)), fewer where the trial
-  // has reported fewer. Measured in docs/benchmarks.md.
+  // has reported fewer. Measured in docs/tune_replay.md.
   BudgetScore budget_score = BudgetScore::kFit;
   double budget_score_window = 1;
 };

@@ -129,7 +129,7 @@ struct SchedulerSettings {
   // max_t; at a rung before its third report, its value), "last" (the value it reported there),
   // "mean" (the mean of its last w reports) or "line" (a least-squares line through them, at the
   // rung's iteration); w = budget_score_window x the iterations since the previous rung, at least
-  // 2; the window in [0, 1]. Measured on replayed curves in docs/benchmarks.md.
+  // 2; the window in [0, 1]. Measured on replayed curves in docs/tune_replay.md.
   std::string budget_score = "fit";
   double budget_score_window = 1;
 };
