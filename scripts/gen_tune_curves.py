@@ -12,7 +12,7 @@ perplexity-like losses (min mode, ep_N columns) with drops at random epochs.
         synth_plateau (a warm-up at chance before learning; the better configs warm up longer),
         synth_powloss (min mode: loss c + a (t+1)^-alpha, Domhan's pow3).
 """
-import csv, math, os, random, sys
+import csv, math, os, random, re, sys
 def usage_error(what):
     print(f"gen_tune_curves.py: {what}; usage: gen_tune_curves.py OUTDIR [--more] [SEED ...] "
           "(--help says more)", file=sys.stderr)
@@ -103,7 +103,7 @@ def powloss(seed, n=600, K=60):
     write(f"synth_powloss_{seed}", rows, "ep", K, ["cost"])
 args = sys.argv[2:]
 more = "--more" in args
-bad = [a for a in args if a != "--more" and not a.lstrip("-").isdigit()]
+bad = [a for a in args if a != "--more" and not re.fullmatch(r"-?[0-9]+", a)]
 if bad:
     usage_error(f"seeds are integers, not '{bad[0]}'")
 seeds = tuple(int(a) for a in args if a != "--more") or (1, 2)
