@@ -22,7 +22,8 @@ class AutoscalerTest : public ClusterTest {
   // A cluster file: provider `local` (and `flaky`, whose launches all fail), type cpu-small
   // (CPU=4, 1.0/h) and, with `flaky_type`, a cheaper cpu-flaky (CPU=4, 0.1/h) on `flaky`.
   std::string WriteClusterFile(const std::string& budget = "", bool flaky_type = false,
-                               double idle_timeout_s = 2) {
+                               double idle_timeout_s = 2,
+                               const std::string& cloud_labels = "site=cloud") {
     std::string path = dir_.path() + "/cluster.yaml";
     std::ofstream f(path);
     f << "cluster_name: test\n"
@@ -34,7 +35,9 @@ class AutoscalerTest : public ClusterTest {
          "    object_store_memory: 160M\n"
          "node_types:\n"
          "  - name: cpu-small\n    provider: local\n    resources: CPU=4\n"
-         "    labels: site=cloud\n    price_per_hour: 1.0\n    boot_time_s: 1\n"
+         "    labels: "
+      << cloud_labels
+      << "\n    price_per_hour: 1.0\n    boot_time_s: 1\n"
          "    max_count: 2\n    idle_timeout_s: "
       << idle_timeout_s << "\n";
     if (flaky_type) {
@@ -386,6 +389,36 @@ TEST_F(AutoscalerTest, WorkPacksOntoTheFullerLaunchedNodeSoTheOtherGoes) {
 
 // `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
 // before its idle timeout. An on-prem node drains and leaves too.
+// A task sent to a node that filled meanwhile goes back to its sender, waits there as pending
+// demand, and runs on the one node the autoscaler launches for it. The sender is the head's node
+// (no CPUs) with heartbeats every 30 s, so its view of b stays what b registered with (2 CPUs
+// free) after a detached actor takes them; that view sends the task to b, which returns it.
+// Before returns, the task waited on b, where no launched node could take it: the autoscaler
+// launched for it, saw the node idle, removed it, and launched again.
+TEST_F(AutoscalerTest, ATaskReturnedByAFullNodeRunsOnTheNodeLaunchedForIt) {
+  head_store_memory_ = node_store_memory_;
+  head_ = StartHead({"--resources", "CPU=0", "--heartbeat-interval-ms", "30000",
+                     "--heartbeat-timeout-ms", "100000"});
+  std::string head_id = HeadNodeId();
+  onprem_ = StartNode("b", {"--resources", "CPU=2", "--labels", "site=onprem,pool=b"}, &onprem_id_);
+  ASSERT_FALSE(head_id.empty() || onprem_id_.empty());
+  StartMonitor(WriteClusterFile("", false, /*idle_timeout_s=*/120, "site=cloud,pool=b"));
+  auto hog = StartDriver("burst_driver", {"--actors=hog:2"}, CoreSocket(onprem_id_));
+  ExpectChecks(hog->ReadAll(60s), {"actors"});
+
+  auto task = StartDriver("burst_driver", {"--cpus=1", "--selector=pool=b", "--wait_s=150"},
+                          CoreSocket(head_id));
+  std::string out = task->ReadAll(160s);
+  ExpectChecks(out, {"ran"});
+  ASSERT_NE(out.find("WHERE "), std::string::npos) << out;
+  std::string where = out.substr(out.find("WHERE ") + 6, 32);
+  std::vector<NodeRecord> cloud = CloudNodes();
+  ASSERT_EQ(cloud.size(), 1u) << Status();
+  EXPECT_EQ(where, cloud[0].id.Hex()) << "it did not run on the launched node:\n" << out;
+  EXPECT_EQ(Live().size(), 1u) << "one launch for one task\n" << Status();
+  ExpectNoFailedLaunch();
+}
+
 TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
   StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/600));
   auto driver = Driver({"--cpus=3", "--hold_ms=3000"});
