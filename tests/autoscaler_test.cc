@@ -387,8 +387,6 @@ TEST_F(AutoscalerTest, WorkPacksOntoTheFullerLaunchedNodeSoTheOtherGoes) {
   }
 }
 
-// `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
-// before its idle timeout. An on-prem node drains and leaves too.
 // A task sent to a node that filled meanwhile goes back to its sender, waits there as pending
 // demand, and runs on the one node the autoscaler launches for it. The sender is the head's node
 // (no CPUs) with heartbeats every 30 s, so its view of b stays what b registered with (2 CPUs
@@ -419,6 +417,8 @@ TEST_F(AutoscalerTest, ATaskReturnedByAFullNodeRunsOnTheNodeLaunchedForIt) {
   ExpectNoFailedLaunch();
 }
 
+// `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
+// before its idle timeout. An on-prem node drains and leaves too.
 TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {
   StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/600));
   auto driver = Driver({"--cpus=3", "--hold_ms=3000"});
