@@ -1,7 +1,7 @@
 // The autoscaler with real processes: a head, one small on-prem node, `cumulus up --address
 // --block` running the monitor, the local provider launching "cloud" nodes as processes here, and
 // burst_driver asking for work (tune_driver: a tuning run's trials). Short idle timeouts and boot
-// delays keep each test to seconds.
+// delays keep each test to seconds (the one with 30 s heartbeats, to a minute).
 #include <signal.h>
 
 #include <fstream>
