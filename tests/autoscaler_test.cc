@@ -417,6 +417,24 @@ TEST_F(AutoscalerTest, ATaskReturnedByAFullNodeRunsOnTheNodeLaunchedForIt) {
   ExpectNoFailedLaunch();
 }
 
+// An idle launched node that holds the only copy of a live object is drained, not just removed:
+// its drain hands the copy to the on-prem node before it leaves, and the object's owner reads
+// it after the node and its instance are gone.
+TEST_F(AutoscalerTest, AnIdleNodeHandsTheOnlyCopyOfAnObjectOnBeforeItGoes) {
+  StartCluster(WriteClusterFile());  // idle timeout 2 s
+  std::string go = dir_.path() + "/go";
+  auto driver = Driver({"--cpus=3", "--blob_mb=8", "--go_file=" + go, "--wait_s=90"});
+  auto where_line = driver->WaitForLine("WHERE ", 60s);
+  ASSERT_TRUE(where_line) << driver->Skipped() << Status();
+  std::string where = where_line->substr(6, 32);
+  ASSERT_TRUE(driver->WaitForLine("BLOB ready", 60s)) << driver->Skipped();
+  EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 60s)) << Status();
+  EXPECT_EQ(DeathReason(where), "stopped: drained");
+  std::ofstream(go) << "go\n";
+  std::string out = driver->ReadAll(120s);
+  ExpectChecks(out, {"blob"});
+}
+
 // `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
 // before its idle timeout. An on-prem node drains and leaves too.
 TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {

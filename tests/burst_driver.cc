@@ -10,13 +10,19 @@
 // With --actors=NAME:CPUS,..., it first starts those detached actors one after the other, each
 // holding CPUS CPUs, and prints where each runs once it does (the next is asked for only then):
 //   CHECK actors ok       with   ACTOR NAME <node hex>   per actor
-// Arguments: [--actors=LIST] [--cpus=N [--selector=SEL] [--hold_ms=MS] [--actor=NAME]]
-// [--wait_s=S].
+// With --blob_mb=N and --go_file=PATH, it then has a task on that node make an N MiB value and
+// waits until it is stored there, without reading it (its only copy is on that node), prints
+//   BLOB ready
+// waits for PATH to exist (the test creates it), then reads the value wherever it is by then:
+//   CHECK blob ok
+// Arguments: [--actors=LIST] [--cpus=N [--selector=SEL] [--hold_ms=MS] [--actor=NAME]
+// [--blob_mb=N --go_file=PATH]] [--wait_s=S].
 #include <cumulus/cumulus.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -26,6 +32,12 @@ std::string HoldThenWhere(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return cumulus::CurrentNodeId().Hex();
 }
+// `mb` MiB, byte i being 'a' + i % 26.
+std::string Blob(int mb) {
+  std::string out(static_cast<size_t>(mb) << 20, ' ');
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>('a' + i % 26);
+  return out;
+}
 // An actor that holds nothing: it takes no resources (an actor's default), only a worker.
 class Keeper {
  public:
@@ -33,7 +45,7 @@ class Keeper {
 };
 Keeper* MakeKeeper() { return new Keeper(); }
 
-CUMULUS_REMOTE(HoldThenWhere, MakeKeeper, &Keeper::Where);
+CUMULUS_REMOTE(HoldThenWhere, Blob, MakeKeeper, &Keeper::Where);
 
 int Finish() {
   // Shutdown runs what is still queued, such as the publication of a keeper's address under its
@@ -97,6 +109,28 @@ int main(int argc, char** argv) {
       if (ok) std::printf("ACTOR %s\n", on->c_str());
     }
     driver::Check("actor", ok, ok ? "" : why);
+  }
+  if (where.ok() && args.count("blob_mb")) {
+    int mb = std::stoi(args["blob_mb"]);
+    auto node = cumulus::NodeId::FromHex(*where);
+    if (!node.ok()) {
+      driver::Check("blob", false, node.status().ToString());
+      return Finish();
+    }
+    auto blob = cumulus::Task(Blob).SetNodeAffinity(*node).Remote(mb);
+    auto waited = cumulus::Wait(std::vector<decltype(blob)>{blob}, 1, std::chrono::seconds(wait_s));
+    if (waited.ready.empty()) {
+      driver::Check("blob", false, "the blob was not made within --wait_s");
+      return Finish();
+    }
+    std::printf("BLOB ready\n");
+    std::fflush(stdout);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+    while (!std::filesystem::exists(args["go_file"]) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls for the test's file
+    auto value = cumulus::TryGet(blob, std::chrono::seconds(wait_s));
+    driver::Check("blob", value.ok() && *value == Blob(mb),
+                  !value.ok() ? value.status().ToString() : "the value read back differs");
   }
   return Finish();
 }
