@@ -422,15 +422,14 @@ TEST_F(AutoscalerTest, ATaskReturnedByAFullNodeRunsOnTheNodeLaunchedForIt) {
 // it after the node and its instance are gone.
 TEST_F(AutoscalerTest, AnIdleNodeHandsTheOnlyCopyOfAnObjectOnBeforeItGoes) {
   StartCluster(WriteClusterFile());  // idle timeout 2 s
-  std::string go = dir_.path() + "/go";
-  auto driver = Driver({"--cpus=3", "--blob_mb=8", "--go_file=" + go, "--wait_s=90"});
+  auto driver = Driver({"--cpus=3", "--blob_mb=8", "--wait_s=90"});
   auto where_line = driver->WaitForLine("WHERE ", 60s);
   ASSERT_TRUE(where_line) << driver->Skipped() << Status();
   std::string where = where_line->substr(6, 32);
   ASSERT_TRUE(driver->WaitForLine("BLOB ready", 60s)) << driver->Skipped();
   EXPECT_TRUE(WaitUntil([&] { return CloudNodes().empty() && Live().empty(); }, 60s)) << Status();
   EXPECT_EQ(DeathReason(where), "stopped: drained");
-  std::ofstream(go) << "go\n";
+  driver->CloseStdin();  // now it reads the value
   std::string out = driver->ReadAll(120s);
   ExpectChecks(out, {"blob"});
 }

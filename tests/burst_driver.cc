@@ -10,19 +10,19 @@
 // With --actors=NAME:CPUS,..., it first starts those detached actors one after the other, each
 // holding CPUS CPUs, and prints where each runs once it does (the next is asked for only then):
 //   CHECK actors ok       with   ACTOR NAME <node hex>   per actor
-// With --blob_mb=N and --go_file=PATH, it then has a task on that node make an N MiB value and
-// waits until it is stored there, without reading it (its only copy is on that node), prints
+// With --blob_mb=N, it then has a task on that node make an N MiB value and waits until it is
+// stored there, without reading it (its only copy is on that node), prints
 //   BLOB ready
-// waits for PATH to exist (the test creates it), then reads the value wherever it is by then:
+// waits for its stdin to close (the test closes it), then reads the value wherever it is by then:
 //   CHECK blob ok
 // Arguments: [--actors=LIST] [--cpus=N [--selector=SEL] [--hold_ms=MS] [--actor=NAME]
-// [--blob_mb=N --go_file=PATH]] [--wait_s=S].
+// [--blob_mb=N]] [--wait_s=S].
 #include <cumulus/cumulus.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -125,9 +125,8 @@ int main(int argc, char** argv) {
     }
     std::printf("BLOB ready\n");
     std::fflush(stdout);
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
-    while (!std::filesystem::exists(args["go_file"]) && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls for the test's file
+    for (std::string line; std::getline(std::cin, line);) {
+    }
     auto value = cumulus::TryGet(blob, std::chrono::seconds(wait_s));
     driver::Check("blob", value.ok() && *value == Blob(mb),
                   !value.ok() ? value.status().ToString() : "the value read back differs");
