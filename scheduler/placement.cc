@@ -212,8 +212,7 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
     matching.push_back(&n);
     if (!n.total.Contains(req.demand)) continue;
     feasible.push_back(&n);
-    bool pinned_here = req.strategy == PlacementStrategy::kNodeAffinity && !req.affinity_soft &&
-                       n.id == req.affinity_node;
+    bool pinned_here = IsPinned(req) && n.id == req.affinity_node;
     if (n.draining && !pinned_here) continue;  // no new work, but counted as feasible
     if (n.available.Contains(req.demand)) ready.push_back(&n);
   }

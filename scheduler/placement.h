@@ -85,6 +85,11 @@ struct PlacementRequest {
   NodeId spread_after;
 };
 
+// Hard affinity: only `affinity_node` may run it.
+inline bool IsPinned(const PlacementRequest& r) {
+  return r.strategy == PlacementStrategy::kNodeAffinity && !r.affinity_soft;
+}
+
 struct PlacementDecision {
   enum Kind { kPlace, kWait, kInfeasible };
   Kind kind = kInfeasible;

@@ -75,25 +75,29 @@ inline constexpr const char* kInstanceIdLabel = "cumulus.instance_id";  // the p
 // Work that waits on a node for resources: `count` tasks or actors (or placement-group bundles) of
 // one `shape`, with the label selector they were given ("" for none; LabelSelector::ToString's
 // text), who they are for (`purpose`: "trial asha/7", set by the caller with SetPurpose; "" for
-// none) and why they wait (`reason`: the placement's words). Reported in heartbeats, read by the
-// autoscaler's monitor and `cumulus status`.
+// none), why they wait (`reason`: the placement's words) and, for work with hard affinity to one
+// node, that node's id in hex (`pinned_to`: no other node, and so no node an autoscaler launches,
+// can run it; "" for none). Reported in heartbeats, read by the autoscaler's monitor and
+// `cumulus status`.
 struct PendingDemand {
   PendingDemand() = default;
   PendingDemand(ResourceSet s, uint32_t c, std::string sel = "", std::string p = "",
-                std::string r = "")
+                std::string r = "", std::string pin = "")
       : shape(std::move(s)),
         count(c),
         selector(std::move(sel)),
         purpose(std::move(p)),
-        reason(std::move(r)) {}
+        reason(std::move(r)),
+        pinned_to(std::move(pin)) {}
   ResourceSet shape;
   uint32_t count = 0;
   std::string selector;
   std::string purpose;
   std::string reason;
+  std::string pinned_to;
   bool operator==(const PendingDemand& o) const {
     return shape == o.shape && count == o.count && selector == o.selector && purpose == o.purpose &&
-           reason == o.reason;
+           reason == o.reason && pinned_to == o.pinned_to;
   }
   bool operator!=(const PendingDemand& o) const { return !(*this == o); }
 };

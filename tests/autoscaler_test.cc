@@ -434,6 +434,55 @@ TEST_F(AutoscalerTest, AnIdleNodeHandsTheOnlyCopyOfAnObjectOnBeforeItGoes) {
   ExpectChecks(out, {"blob"});
 }
 
+// Work with hard affinity to a full on-prem node waits for that node: the autoscaler launches
+// nothing for it (a new node could not run it) and says why; it runs there once room is free.
+// Work pinned to a node that is not in the cluster fails at once, even where an autoscaler may
+// launch nodes: none it launches is that node.
+TEST_F(AutoscalerTest, WorkPinnedToAFullNodeLaunchesNothingAndRunsThere) {
+  StartCluster(WriteClusterFile());
+  ExpectChecks(Driver({"--actors=hog:2"})->ReadAll(60s), {"actors"});
+  auto pinned = Driver({"--cpus=1", "--pin=" + onprem_id_, "--wait_s=60"});
+  EXPECT_TRUE(StatusShows("pinned to a node", 20s)) << Status();
+  EXPECT_TRUE(Live().empty()) << Status();
+  EXPECT_TRUE(CloudNodes().empty()) << Status();
+
+  std::string gone(32, 'e');  // no node has this id
+  std::string out = Driver({"--cpus=1", "--pin=" + gone, "--wait_s=60"})->ReadAll(30s);
+  EXPECT_NE(out.find("CHECK ran FAIL"), std::string::npos) << out;
+  EXPECT_NE(out.find("can never run"), std::string::npos) << out;
+  EXPECT_NE(out.find(gone), std::string::npos) << out;
+
+  EXPECT_EQ(Cli({"kill", "hog", "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  out = pinned->ReadAll(60s);
+  ExpectChecks(out, {"ran"});
+  EXPECT_NE(out.find("WHERE " + onprem_id_), std::string::npos) << out;
+  EXPECT_TRUE(Live().empty()) << Status();
+}
+
+// A launched node holding the only copy of a task's result is SIGKILLed. The task had hard
+// affinity to that node, so running it again cannot rebuild the copy: the owner's read fails at
+// once, saying so, instead of waiting out its timeout for a node no launch can bring back.
+TEST_F(AutoscalerTest, AResultLostWithTheOnlyNodeItsTaskMayRunOnFailsAtOnce) {
+  StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/120));
+  auto driver = Driver({"--cpus=3", "--blob_mb=1", "--wait_s=90"});
+  auto where_line = driver->WaitForLine("WHERE ", 60s);
+  ASSERT_TRUE(where_line) << driver->Skipped() << Status();
+  std::string where = where_line->substr(6, 32);
+  ASSERT_TRUE(driver->WaitForLine("BLOB ready", 60s)) << driver->Skipped();
+  ClusterView view = View();
+  const NodeRecord* node = Find(view, where);
+  ASSERT_TRUE(node) << Status();
+  ASSERT_EQ(kill(node->pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] { return !DeathReason(where).empty(); }, 30s)) << Status();
+  driver->CloseStdin();  // now it reads the value
+  std::string out = driver->ReadAll(60s);
+  EXPECT_NE(out.find("CHECK blob FAIL ObjectLost"), std::string::npos) << out;
+  EXPECT_NE(out.find("again to rebuild it failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("can never run: node " + where + " is not alive"), std::string::npos) << out;
+  EXPECT_EQ(out.find("timed out"), std::string::npos) << out;
+}
+
 // `cumulus drain` on a busy launched node: the work finishes there, then the node goes, long
 // before its idle timeout. An on-prem node drains and leaves too.
 TEST_F(AutoscalerTest, DrainedNodeFinishesItsWorkThenLeaves) {

@@ -1,6 +1,6 @@
 // A Cumulus program run by autoscaler_test against a cluster with an autoscaler. It asks for one
-// task of --cpus CPUs (with --selector, if given), holding it --hold_ms, and prints the node it ran
-// on, or the error:
+// task of --cpus CPUs (with --selector, if given; only on node --pin=HEX, if given: hard node
+// affinity), holding it --hold_ms, and prints the node it ran on, or the error:
 //   CHECK ran ok          then   WHERE <node hex>
 //   CHECK ran FAIL <why>
 // With --actor=NAME, it then starts a detached actor NAME that asks for no resources on the node
@@ -15,7 +15,7 @@
 //   BLOB ready
 // waits for its stdin to close (the test closes it), then reads the value wherever it is by then:
 //   CHECK blob ok
-// Arguments: [--actors=LIST] [--cpus=N [--selector=SEL] [--hold_ms=MS] [--actor=NAME]
+// Arguments: [--actors=LIST] [--cpus=N [--selector=SEL] [--pin=HEX] [--hold_ms=MS] [--actor=NAME]
 // [--blob_mb=N]] [--wait_s=S].
 #include <cumulus/cumulus.h>
 
@@ -90,6 +90,14 @@ int main(int argc, char** argv) {
   int hold = args.count("hold_ms") ? std::stoi(args["hold_ms"]) : 0;
   auto task = cumulus::Task(HoldThenWhere).SetResource("CPU", cpus);
   if (args.count("selector")) task.SetLabelSelector(args["selector"]);
+  if (args.count("pin")) {
+    auto node = cumulus::NodeId::FromHex(args["pin"]);
+    if (!node.ok()) {
+      driver::Check("ran", false, node.status().ToString());
+      return Finish();
+    }
+    task.SetNodeAffinity(*node);
+  }
   auto where = cumulus::TryGet(task.Remote(hold), std::chrono::seconds(wait_s));
   driver::Check("ran", where.ok(), where.ok() ? "" : where.status().ToString());
   if (where.ok()) std::printf("WHERE %s\n", where->c_str());

@@ -28,6 +28,7 @@ struct PendingTask {
   bool actor_creation = false;
   std::string restart_cause;  // an actor's constructor after a restart: why it restarts
   std::string actor_class;    // an actor's constructor: its class (typeid name)
+  std::string rebuilds_lost;  // run again to rebuild its lost result: how the copy was lost
   bool actor_call = false;
   ActorId actor;
   int unresolved = 0;  // arguments not ready yet

@@ -199,6 +199,12 @@ void TaskManager::Finish(const TaskId& id, const Status* error, proto::TaskResul
     if (error) {
       e->state = ObjectEntry::kFailed;
       e->error = *error;
+      if (!t->rebuilds_lost.empty()) {
+        e->error =
+            Status::ObjectLost("object " + t->ret.Hex() + " (result of " + t->function +
+                               ") was lost (" + t->rebuilds_lost + ") and running " + t->function +
+                               " again to rebuild it failed: " + error->ToString());
+      }
     } else {
       SetResult(*t, *e, *result);
     }
@@ -262,6 +268,7 @@ bool TaskManager::Rebuild(const ObjectId& id, const NodeId& failed_node, const s
                     << ")";
   auto pending = NewPending(id.Task(), id, l->function, l->args, l->options);
   pending->max_retries = l->max_retries;
+  pending->rebuilds_lost = why;
   Enqueue(std::move(pending));  // holds the arguments again before the lineage lets them go
   refs_.Release(l->pinned);
   return true;

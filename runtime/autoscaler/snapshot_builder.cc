@@ -137,6 +137,7 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
       auto selector = ParseLabelSelector(d.selector);
       if (selector.ok()) item.labels = *selector;
       item.count = static_cast<int>(d.count);
+      item.pinned_to = d.pinned_to;
       item.since = view.now;
       if (demand_since) {
         std::string key = hex + " " + item.id;

@@ -28,7 +28,8 @@ TEST(SnapshotBuilderTest, DemandItemsAreNamedForTheirPurpose) {
   MonitorView view;
   view.now = 1000;
   view.nodes.push_back(NodeWithDemand(
-      {{cpu4, 1, "", "trial asha/t0007", "waiting for CPU=4"}, {cpu4, 3, "site=onprem"}}));
+      {{cpu4, 1, "", "trial asha/t0007", "waiting for CPU=4", "00112233445566778899aabbccddeeff"},
+       {cpu4, 3, "site=onprem"}}));
   std::string hex = view.nodes[0].id.Hex();
   std::map<std::string, int64_t> idle_since;
   BuiltSnapshot built = BuildSnapshot(ClusterConfig(), MonitorBooks(), view, &idle_since);
@@ -37,6 +38,8 @@ TEST(SnapshotBuilderTest, DemandItemsAreNamedForTheirPurpose) {
   EXPECT_EQ(built.snapshot.demand[0].count, 1);
   EXPECT_EQ(built.snapshot.demand[1].id, "node " + hex.substr(0, 8) + " {CPU=4} on site=onprem");
   EXPECT_EQ(built.snapshot.demand[1].count, 3);
+  EXPECT_EQ(built.snapshot.demand[0].pinned_to, "00112233445566778899aabbccddeeff");
+  EXPECT_EQ(built.snapshot.demand[1].pinned_to, "");
 }
 
 // A demand's `since` is when it was first reported without a break (a type's
@@ -390,11 +393,13 @@ TEST(SnapshotBuilderTest, ARegisteredNodeNotAliveNowKeepsNoMinCount) {
   EXPECT_EQ(decided->types[0].running, 1);
 }
 
-// The purpose and the reason travel in the node record (heartbeat and control store).
+// The purpose, the reason and the node it is pinned to travel in the node record (heartbeat and
+// control store).
 TEST(SnapshotBuilderTest, DemandPurposeAndReasonSurviveTheNodeRecord) {
   ResourceSet cpu2;
   cpu2.Set("CPU", 2);
-  NodeRecord n = NodeWithDemand({{cpu2, 2, "", "trial gang/t0001", "waiting for room"}});
+  const std::string pin = "00112233445566778899aabbccddeeff";
+  NodeRecord n = NodeWithDemand({{cpu2, 2, "", "trial gang/t0001", "waiting for room", pin}});
   capnp::MallocMessageBuilder message;
   auto out = message.initRoot<proto::NodeInfo>();
   EncodeNode(n, out);
@@ -404,6 +409,7 @@ TEST(SnapshotBuilderTest, DemandPurposeAndReasonSurviveTheNodeRecord) {
   ASSERT_EQ(back->pending_demand.size(), 1u);
   EXPECT_EQ(back->pending_demand[0].purpose, "trial gang/t0001");
   EXPECT_EQ(back->pending_demand[0].reason, "waiting for room");
+  EXPECT_EQ(back->pending_demand[0].pinned_to, pin);
 }
 
 // A provider's List() that began before an instance was booked cannot say it ended: not before

@@ -31,6 +31,7 @@ void EncodeDemand(const DemandList& demand, capnp::List<proto::Demand>::Builder 
     out[i].setSelector(demand[i].selector);
     out[i].setPurpose(demand[i].purpose);
     out[i].setReason(demand[i].reason);
+    out[i].setPinnedTo(demand[i].pinned_to);
   }
 }
 
@@ -38,7 +39,7 @@ DemandList DecodeDemand(capnp::List<proto::Demand>::Reader in) {
   DemandList out;
   for (auto d : in)
     out.emplace_back(DecodeResources(d.getResources()), d.getCount(), d.getSelector().cStr(),
-                     d.getPurpose().cStr(), d.getReason().cStr());
+                     d.getPurpose().cStr(), d.getReason().cStr(), d.getPinnedTo().cStr());
   return out;
 }
 

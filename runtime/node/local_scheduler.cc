@@ -52,8 +52,10 @@ DemandList LocalScheduler::Schedule(TimePoint now) {
       }
       snap.nodes[0].available = leases_.available();
       if (!PlaceOne(*t, snap, now)) {
-        pending.emplace_back(t->req.placement.demand, static_cast<uint32_t>(queue.size()),
-                             t->req.placement.labels.ToString(), t->req.purpose, t->wait_reason);
+        const PlacementRequest& asked = t->req.placement;
+        pending.emplace_back(asked.demand, static_cast<uint32_t>(queue.size()),
+                             asked.labels.ToString(), t->req.purpose, t->wait_reason,
+                             IsPinned(asked) ? asked.affinity_node.Hex() : "");
         break;
       }
       queue.pop_front();
@@ -83,7 +85,11 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
     d = PlaceOrWait(snap, node_.Snapshot(now, true), req);
   }
   t.wait_reason = d.kind == PlacementDecision::kPlace ? "" : d.reason;
-  if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes) {
+  // Work that must run on one node that is gone (or can never hold it) fails, autoscaler or
+  // not: a node an autoscaler launches is another node. (The result of a task pinned to a node
+  // that died, run again to rebuild the lost copy, is such work.)
+  if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes &&
+      !IsPinned(t.req.placement)) {
     t.wait_reason = "no node that has joined can run it (" + d.reason + ")";
     return ReturnToSender(t, /*anyway=*/true);
   }
@@ -126,10 +132,7 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
 bool LocalScheduler::ReturnToSender(RoutedTask& t, bool anyway) {
   const PlacementRequest& asked = t.req.placement;
   if (t.hops == 0 || t.attempt > 0 || t.waiting_for_program) return false;
-  if (asked.strategy == PlacementStrategy::kNodeAffinity && !asked.affinity_soft &&
-      asked.affinity_node == node_.node_id()) {
-    return false;
-  }
+  if (IsPinned(asked) && asked.affinity_node == node_.node_id()) return false;
   if (!anyway && leases_.available().Contains(asked.demand)) return false;
   std::string reason =
       t.wait_reason.empty() ? "no room for " + asked.demand.ToString() + " now" : t.wait_reason;

@@ -50,4 +50,5 @@ struct Demand {
   purpose @3 :Text;                     # who they are for: "trial asha/7" ("" for none)
   reason @4 :Text;                      # why they wait, from the node's placement
                                         # ("waiting for CPU=4: 1 node(s) could run it, ...")
+  pinnedTo @5 :Text;                    # hard affinity: the node (hex) they must run on ("" for none)
 }

@@ -203,6 +203,12 @@ void Round::FitOntoExisting(std::vector<Unit>& units) {
   while (onprem < free_.size() && free_[onprem].type < 0) ++onprem;
   for (Unit& u : units) {
     const DemandItem& item = s_.demand[u.item];
+    if (!item.pinned_to.empty()) {  // waits for its node: takes no room, launches nothing
+      u.reason = Reason::kPinnedToNode;
+      u.detail = "it may run only on node " + item.pinned_to.substr(0, 8) +
+                 " (hard node affinity); a new node cannot run it";
+      continue;
+    }
     std::vector<Bin> before(free_.begin() + onprem, free_.end());
     if (FitBundles(free_, item.bundles, item.strategy, item.labels)) {
       bool cloud = false;

@@ -229,6 +229,26 @@ TEST_F(PolicyTest, WorkLabelledOnPremNeverLaunches) {
   EXPECT_NE(DetailOf(d, "private").find("site=onprem"), std::string::npos);
 }
 
+// Work with hard affinity to one node waits for that node: nothing is launched for it (a new
+// node could not run it), it takes no free room others could use, and the reason names the node.
+TEST_F(PolicyTest, WorkPinnedToANodeLaunchesNothing) {
+  s_.nodes[0].free = ResourceSet();
+  DemandItem pinned = Want("pinned", "CPU=2", 3);
+  pinned.pinned_to = "0123456789abcdef0123456789abcdef";
+  s_.demand = {pinned};
+  Decision d = DecideOk(s_);
+  EXPECT_EQ(LaunchedTotal(d), 0);
+  EXPECT_EQ(CopiesWith(d, "pinned", Reason::kPinnedToNode), 3);
+  EXPECT_NE(DetailOf(d, "pinned").find("01234567"), std::string::npos) << DetailOf(d, "pinned");
+  // With room free on-prem, the pinned copies take none of it from work that may go anywhere.
+  s_.nodes[0].free = *ResourceSet::Parse("CPU=2");
+  s_.demand = {pinned, Want("free", "CPU=2")};
+  d = DecideOk(s_);
+  EXPECT_EQ(LaunchedTotal(d), 0);
+  EXPECT_EQ(CopiesWith(d, "free", Reason::kFitsOnPremNow), 1);
+  EXPECT_EQ(CopiesWith(d, "pinned", Reason::kPinnedToNode), 3);
+}
+
 TEST_F(PolicyTest, NoTypeLargeEnoughIsSaid) {
   s_.demand = {Want("huge", "CPU=64")};
   Decision d = DecideOk(s_);

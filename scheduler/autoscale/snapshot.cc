@@ -44,6 +44,8 @@ const char* ReasonName(Reason r) {
       return "upscaling speed";
     case Reason::kWaitingBriefly:
       return "waiting briefly";
+    case Reason::kPinnedToNode:
+      return "pinned to a node";
   }
   return "?";
 }

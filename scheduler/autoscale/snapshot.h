@@ -18,11 +18,11 @@
 //     declared it dead meanwhile), or that registered and then died or stopped without a drain,
 //     is kDraining with `drained` set until its instance is terminated.
 //   - `demand`: what waits. The heartbeat carries NodeRecord::pending_demand as (shape, count,
-//     label selector) triples (runtime/proto/node.capnp, Demand): each is one DemandItem with
-//     `count` copies (runtime/autoscaler/snapshot_builder.cc); placement groups that wait (the
-//     driver's node reserves them) are one item each, all bundles with the group's strategy. A
-//     demand counted by two nodes would launch twice: the monitor reports each waiting task once,
-//     where it is queued.
+//     label selector, the node it is pinned to if any) (runtime/proto/node.capnp, Demand): each
+//     is one DemandItem with `count` copies (runtime/autoscaler/snapshot_builder.cc); placement
+//     groups that wait (the driver's node reserves them) are one item each, all bundles with the
+//     group's strategy. A demand counted by two nodes would launch twice: the monitor reports
+//     each waiting task once, where it is queued.
 //   - `launch_history`: per type, the failed or timed-out launches in a row and the last one's time
 //     and error (the monitor records a failure when the provider refuses a launch, or when the
 //     policy terminates a launch that timed out; a node of the type that registers resets it).
@@ -106,6 +106,9 @@ struct DemandItem {
   LabelSelector labels;                           // e.g. site=onprem, gpu_model in (A100,H100)
   int count = 1;                                  // identical copies that wait
   int64_t since = 0;                              // waiting since
+  // Hard affinity to this node (the head's node id): only it may run the work, so no launch is
+  // for it (Reason::kPinnedToNode). "" for none.
+  std::string pinned_to;
 };
 
 struct LaunchHistory {
@@ -163,6 +166,7 @@ enum class Reason {
   kBudgetTotal,          // launching would pass the total budget
   kUpscalingSpeed,       // as many nodes launch at once as the upscaling speed allows
   kWaitingBriefly,       // has waited less than its type's launch_after_waiting: on-prem may free
+  kPinnedToNode,         // must run on one node (DemandItem::pinned_to): a new node cannot run it
 };
 const char* ReasonName(Reason r);  // "launching", "fits on-prem now", "budget per hour", ...
 
