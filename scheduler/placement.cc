@@ -208,6 +208,12 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
   PlacementDecision d;
   std::vector<const NodeView*> matching, feasible, ready;
   for (const NodeView& n : cluster.nodes) {
+    if (!n.alive && n.recovering && IsPinned(req) && n.id == req.affinity_node) {
+      d.kind = PlacementDecision::kWait;
+      d.reason = "waiting for node " + n.id.Hex() +
+                 ", which the head has not heard from since the head restarted";
+      return d;
+    }
     if (!n.alive || !req.labels.Matches(n.labels)) continue;
     matching.push_back(&n);
     if (!n.total.Contains(req.demand)) continue;

@@ -31,6 +31,9 @@ struct NodeView {
   // A hard node affinity to it is still honoured (the caller pinned it; a task forwarded to it
   // before it was marked must run there).
   bool draining = false;
+  // Not alive now, but expected back: the head restarted and has not heard from it yet. It runs
+  // nothing new; work pinned to it by hard node affinity waits for it instead of failing.
+  bool recovering = false;
 };
 
 struct ClusterSnapshot {

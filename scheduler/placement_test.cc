@@ -294,6 +294,16 @@ TEST_F(PlacementTest, NodeAffinityHardAndSoft) {
   r.affinity_soft = false;
   r.affinity_node = NodeId::FromRandom();
   EXPECT_EQ(PlaceTask(cluster_, r).kind, PlacementDecision::kInfeasible);
+  // Pinned to a node the head expects back (it restarted and has not heard from the node yet):
+  // the work waits for it; a dead one is infeasible.
+  r.affinity_node = cloud_gpu_.id;
+  cluster_.nodes[1].alive = false;
+  cluster_.nodes[1].recovering = true;
+  auto back = PlaceTask(cluster_, r);
+  EXPECT_EQ(back.kind, PlacementDecision::kWait);
+  EXPECT_NE(back.reason.find("since the head restarted"), std::string::npos) << back.reason;
+  cluster_.nodes[1].recovering = false;
+  EXPECT_EQ(PlaceTask(cluster_, r).kind, PlacementDecision::kInfeasible);
 }
 
 TEST_F(PlacementTest, GroupStrategies) {

@@ -460,6 +460,55 @@ TEST_F(AutoscalerTest, WorkPinnedToAFullNodeLaunchesNothingAndRunsThere) {
   EXPECT_TRUE(Live().empty()) << Status();
 }
 
+// Work pinned to another node that the head, restarted, has not heard from yet (RECOVERING)
+// waits for it, rather than failing as pinned to a node that is gone: b is SIGSTOPped across
+// the head's restart, so the on-prem node, where the work waits, sees it RECOVERING.
+TEST_F(AutoscalerTest, WorkPinnedToANodeWaitsForItThroughAHeadRestart) {
+  StartCluster(WriteClusterFile());
+  std::string b_id;
+  auto b = StartNode("b", {"--resources", "CPU=2", "--labels", "site=onprem", "--wait-for-nodes"},
+                     &b_id);
+  ASSERT_FALSE(b_id.empty());
+  ExpectChecks(StartDriver("burst_driver", {"--actors=hog:2"}, CoreSocket(b_id))->ReadAll(60s),
+               {"actors"});
+  auto pinned = Driver({"--cpus=1", "--pin=" + b_id, "--wait_s=120"});
+  ASSERT_TRUE(StatusShows("pinned to a node", 20s)) << Status();
+  int port = ParseHostPort(address_)->port;
+  b->Kill(SIGSTOP);
+  head_->Kill(SIGKILL);
+  ASSERT_TRUE(head_->Wait(10s));
+  head_ = StartHead({"--no-node"}, port);
+  // Three heartbeats of the on-prem node (the only one that can send any) while b is RECOVERING:
+  // its view has b so, and it has placed the waiting work on that view.
+  auto state_of = [](const ClusterView& v, const NodeRecord* n) {
+    return n ? n->state : NodeState::kDead;
+  };
+  uint64_t first = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        if (state_of(v, Find(v, onprem_id_)) != NodeState::kAlive) return false;
+        if (first == 0) first = v.heartbeats_received;
+        return v.heartbeats_received >= first + 3;
+      },
+      20s));
+  ClusterView v = View();
+  ASSERT_EQ(state_of(v, Find(v, b_id)), NodeState::kRecovering) << Status();
+  b->Kill(SIGCONT);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView w = View();
+        return state_of(w, Find(w, b_id)) == NodeState::kAlive;
+      },
+      20s));
+  std::string out;
+  EXPECT_EQ(Cli({"kill", "hog", "--address", address_, "--token-file", token_file_}, &out), 0)
+      << out;
+  out = pinned->ReadAll(60s);
+  ExpectChecks(out, {"ran"});
+  EXPECT_NE(out.find("WHERE " + b_id), std::string::npos) << out;
+}
+
 // A launched node holding the only copy of a task's result is SIGKILLed. The task had hard
 // affinity to that node, so running it again cannot rebuild the copy: the owner's read fails at
 // once, saying so, instead of waiting out its timeout for a node no launch can bring back.

@@ -199,7 +199,7 @@ void TaskManager::Finish(const TaskId& id, const Status* error, proto::TaskResul
     if (error) {
       e->state = ObjectEntry::kFailed;
       e->error = *error;
-      if (!t->rebuilds_lost.empty()) {
+      if (!t->rebuilds_lost.empty() && error->code() != StatusCode::kCancelled) {
         e->error =
             Status::ObjectLost("object " + t->ret.Hex() + " (result of " + t->function +
                                ") was lost (" + t->rebuilds_lost + ") and running " + t->function +

@@ -132,7 +132,8 @@ BuiltSnapshot BuildSnapshot(const ClusterConfig& config, const MonitorBooks& boo
       autoscale::DemandItem item;
       // Named for who waits when the work said (a trial), else for the node it waits on.
       item.id = (d.purpose.empty() ? "node " + hex.substr(0, 8) : d.purpose) + " {" +
-                d.shape.ToString() + "}" + (d.selector.empty() ? "" : " on " + d.selector);
+                d.shape.ToString() + "}" + (d.selector.empty() ? "" : " on " + d.selector) +
+                (d.pinned_to.empty() ? "" : " pinned to " + d.pinned_to.substr(0, 8));
       item.bundles = {d.shape};
       auto selector = ParseLabelSelector(d.selector);
       if (selector.ok()) item.labels = *selector;

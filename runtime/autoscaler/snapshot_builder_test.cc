@@ -34,7 +34,7 @@ TEST(SnapshotBuilderTest, DemandItemsAreNamedForTheirPurpose) {
   std::map<std::string, int64_t> idle_since;
   BuiltSnapshot built = BuildSnapshot(ClusterConfig(), MonitorBooks(), view, &idle_since);
   ASSERT_EQ(built.snapshot.demand.size(), 2u);
-  EXPECT_EQ(built.snapshot.demand[0].id, "trial asha/t0007 {CPU=4}");
+  EXPECT_EQ(built.snapshot.demand[0].id, "trial asha/t0007 {CPU=4} pinned to 00112233");
   EXPECT_EQ(built.snapshot.demand[0].count, 1);
   EXPECT_EQ(built.snapshot.demand[1].id, "node " + hex.substr(0, 8) + " {CPU=4} on site=onprem");
   EXPECT_EQ(built.snapshot.demand[1].count, 3);

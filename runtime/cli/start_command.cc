@@ -67,7 +67,8 @@ them to other nodes and clients. --address starts a node that joins the head at 
                            removed to stay under it; a program larger than it cannot run here
   --wait-for-nodes         a task or actor no node of the cluster can run waits (shown as pending
                            demand, for the autoscaler to launch a node for) instead of failing
-                           as infeasible at once; 'cumulus up' starts its nodes with it
+                           as infeasible at once, unless it is pinned to one node (hard node
+                           affinity) that is gone; 'cumulus up' starts its nodes with it
   --no-node                head only: run the control store alone, no node (no tasks run here;
                            the head can then restart without taking work down with it)
   --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N

@@ -52,10 +52,12 @@ DemandList LocalScheduler::Schedule(TimePoint now) {
       }
       snap.nodes[0].available = leases_.available();
       if (!PlaceOne(*t, snap, now)) {
-        const PlacementRequest& asked = t->req.placement;
-        pending.emplace_back(asked.demand, static_cast<uint32_t>(queue.size()),
-                             asked.labels.ToString(), t->req.purpose, t->wait_reason,
-                             IsPinned(asked) ? asked.affinity_node.Hex() : "");
+        // Pinned: by the caller, or here (forwarded work that stays: a retry, or one that
+        // waits for its program).
+        PlacementRequest here = RequestAtNode(t->req.placement, t->hops, node_.node_id());
+        pending.emplace_back(here.demand, static_cast<uint32_t>(queue.size()),
+                             here.labels.ToString(), t->req.purpose, t->wait_reason,
+                             IsPinned(here) ? here.affinity_node.Hex() : "");
         break;
       }
       queue.pop_front();

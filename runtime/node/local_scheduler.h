@@ -33,8 +33,9 @@ struct LocalSchedulerOptions {
   size_t pipeline_depth = 16;                         // tasks queued on one leased worker
   Duration program_wait = std::chrono::seconds(120);  // for a job's program, then fail
   // A task no node could run waits (reported as pending demand, for an autoscaler to launch a
-  // node for) instead of failing as infeasible at once; and a task that must wait is not
-  // queued behind a busy worker (it would not move to a launched node).
+  // node for) instead of failing as infeasible at once, unless it is pinned (hard node affinity)
+  // to a node that is gone or cannot hold it: a launched node is another node; and a task that
+  // must wait is not queued behind a busy worker (it would not move to a launched node).
   bool wait_for_nodes = false;
   // Called with each task it fails (FailTask), before the task is forgotten (on the caller's
   // thread; must not touch the TaskTable).

@@ -38,7 +38,8 @@ struct NodeDaemonOptions {
       "127.0.0.1";                   // where the node's object channel listens (other nodes pull)
   uint64_t object_store_memory = 0;  // 0: 30% of RAM
   uint64_t program_cache_bytes = 2ull << 30;  // bound of DATA_DIR/node-PID/jobs (job programs)
-  bool wait_for_nodes = false;  // work no node can run waits for an autoscaler, not fails
+  // Work no node can run waits for an autoscaler, not fails (unless pinned to a node gone).
+  bool wait_for_nodes = false;
   // host:port of this node's Prometheus endpoint, published to the head in its record (the head
   // lists it for service discovery, runtime/metrics/file_sd.h); "": it serves none.
   std::string metrics_address;

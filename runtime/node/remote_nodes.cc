@@ -39,6 +39,7 @@ std::vector<NodeId> RemoteNodes::Update(const std::vector<NodeRecord>& nodes, co
     v.available = n.available;
     v.labels = n.labels;
     v.alive = n.state == NodeState::kAlive;
+    v.recovering = n.state == NodeState::kRecovering;
     v.draining = n.draining;
     if (n.draining) ever_draining_.insert(n.id);
     nodes_[n.id] = v;

@@ -7,7 +7,8 @@ namespace cumulus {
 std::string SchedulingClass(const TaskRequirements& req, bool actor_creation) {
   std::string key = req.placement.demand.ToString() + "|" + req.placement.labels.ToString() + "|" +
                     std::to_string(static_cast<int>(req.placement.strategy)) + "|" +
-                    req.placement.affinity_node.Hex() + (actor_creation ? "|actor" : "");
+                    req.placement.affinity_node.Hex() +
+                    (req.placement.affinity_soft ? "|soft" : "") + (actor_creation ? "|actor" : "");
   if (!req.placement_group.empty()) {
     key += "|pg:" + req.placement_group + ":" + std::to_string(req.bundle_index);
   }
