@@ -443,6 +443,8 @@ TEST_F(AutoscalerTest, WorkPinnedToAFullNodeLaunchesNothingAndRunsThere) {
   ExpectChecks(Driver({"--actors=hog:2"})->ReadAll(60s), {"actors"});
   auto pinned = Driver({"--cpus=1", "--pin=" + onprem_id_, "--wait_s=60"});
   EXPECT_TRUE(StatusShows("pinned to a node", 20s)) << Status();
+  EXPECT_NE(Status(true).find("\"pinned_to\":\"" + onprem_id_ + "\""), std::string::npos)
+      << Status(true);
   EXPECT_TRUE(Live().empty()) << Status();
   EXPECT_TRUE(CloudNodes().empty()) << Status();
 

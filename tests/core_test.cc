@@ -114,7 +114,7 @@ TEST_F(CoreTest, WorkThatFitsTheClusterButNotNowIsPendingDemand) {
         Cli({"status", "--json", "--address", address_, "--token-file", token_file_}, &status);
         return status.find(
                    "\"pending_demand\":[{\"resources\":\"special=1\",\"count\":1,"
-                   "\"purpose\":\"\",\"reason\":\"") != std::string::npos;
+                   "\"purpose\":\"\",\"pinned_to\":\"\",\"reason\":\"") != std::string::npos;
       },
       10s);
   EXPECT_TRUE(seen) << status;

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cumulus/internal/json.h"
@@ -31,8 +32,10 @@ constexpr const char* kStatusHelp = R"(Usage:
 status shows the nodes, their state (ALIVE; RECOVERING: after a head restart, not heard from yet;
 DEAD, with why; STOPPED: stopped on purpose by 'cumulus stop' or a signal, not a failure), their
 resources, the demand that waits (resource shapes, how many, their label selector, who it is
-for when the work says -- "for trial asha/7" -- and why it waits; --json: "pending_demand" with
-"resources", "count", "purpose" and "reason"), what the
+for when the work says -- "for trial asha/7" --, the node it is pinned to by hard node affinity,
+and why it waits; --json: "pending_demand" with
+"resources", "count", "purpose", "pinned_to" (the node id of hard node affinity, "" for
+none) and "reason"), what the
 autoscaler started by 'cumulus up' does (per node type: running, launching, idle, draining,
 failed launches, cost so far and per hour; for each pending demand why a node is or is not
 launched for it), the recent failures, and each
@@ -264,7 +267,8 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
     uint64_t count = 0;
     std::string reason;
   };
-  std::map<std::pair<std::string, std::string>, Waiting> pending;
+  // By (shape and selector, purpose, the node it is pinned to).
+  std::map<std::tuple<std::string, std::string, std::string>, Waiting> pending;
   for (auto& n : view->nodes) {
     if (n.state != NodeState::kAlive) continue;
     ++alive;
@@ -272,7 +276,7 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
     available.Add(n.available);
     for (auto& d : n.pending_demand) {
       Waiting& w = pending[{d.shape.ToString() + (d.selector.empty() ? "" : " on " + d.selector),
-                            d.purpose}];
+                            d.purpose, d.pinned_to}];
       w.count += d.count;
       if (w.reason.empty()) w.reason = d.reason;
     }
@@ -293,8 +297,10 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
              ",\"resources_available\":" + JsonResources(available) + ",\"pending_demand\":[";
       bool first = true;
       for (auto& [key, w] : pending) {
-        out += std::string(first ? "" : ",") + "{\"resources\":" + JsonString(key.first) +
-               ",\"count\":" + std::to_string(w.count) + ",\"purpose\":" + JsonString(key.second) +
+        out += std::string(first ? "" : ",") + "{\"resources\":" + JsonString(std::get<0>(key)) +
+               ",\"count\":" + std::to_string(w.count) +
+               ",\"purpose\":" + JsonString(std::get<1>(key)) +
+               ",\"pinned_to\":" + JsonString(std::get<2>(key)) +
                ",\"reason\":" + JsonString(w.reason) + "}";
         first = false;
       }
@@ -346,10 +352,11 @@ int StatusOrList(const std::vector<std::string>& args, bool list) {
     } else {
       std::printf("Pending demand (waiting for resources):\n");
       for (auto& [key, w] : pending) {
-        const std::string& shape = key.first;
-        std::printf("  %6llu x {%s}%s%s\n", static_cast<unsigned long long>(w.count),
+        const auto& [shape, purpose, pin] = key;
+        std::printf("  %6llu x {%s}%s%s%s\n", static_cast<unsigned long long>(w.count),
                     shape.empty() ? "no resources" : shape.c_str(),
-                    key.second.empty() ? "" : (" for " + key.second).c_str(),
+                    purpose.empty() ? "" : (" for " + purpose).c_str(),
+                    pin.empty() ? "" : (" pinned to node " + pin.substr(0, 8)).c_str(),
                     w.reason.empty() ? "" : (" (" + w.reason + ")").c_str());
       }
     }
