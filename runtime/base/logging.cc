@@ -11,9 +11,15 @@
 namespace cumulus {
 namespace {
 
+// The level CUMULUS_LOG_LEVEL names; false if it is unset or names none.
+bool LevelFromEnv(LogLevel* level) {
+  const char* env = std::getenv("CUMULUS_LOG_LEVEL");
+  return env && ParseLogLevel(env, level);
+}
+
 LogLevel LevelFromEnv() {
   LogLevel level = LogLevel::kInfo;
-  if (const char* env = std::getenv("CUMULUS_LOG_LEVEL")) ParseLogLevel(env, &level);
+  LevelFromEnv(&level);
   return level;
 }
 
@@ -81,4 +87,10 @@ LogMessage::~LogMessage() {
 }
 
 }  // namespace internal
+
+bool LogLevelFromEnvironment() {
+  LogLevel ignored;
+  return LevelFromEnv(&ignored);
+}
+
 }  // namespace cumulus

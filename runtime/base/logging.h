@@ -18,6 +18,8 @@ LogLevel GetLogLevel();
 void SetLogLevel(LogLevel level);
 // Parses "debug", "info", "warn"/"warning", "error"; false if the text is none of them.
 bool ParseLogLevel(std::string_view text, LogLevel* out);
+// True when CUMULUS_LOG_LEVEL names a level (the user chose the threshold).
+bool LogLevelFromEnvironment();
 
 namespace internal {
 class LogMessage {

@@ -364,9 +364,7 @@ int DownCommand(const std::vector<std::string>& args) {
   if (!client.ok()) return Fail(client.status());
   // The monitor's bookkeeping lines ("recovered N launched instance(s)") belong in its log, not
   // in this command's output; warnings still show, and a level the user set is kept.
-  LogLevel asked;
-  const char* env = std::getenv("CUMULUS_LOG_LEVEL");
-  if (!(env && ParseLogLevel(env, &asked)) && GetLogLevel() < LogLevel::kWarn) {
+  if (!LogLevelFromEnvironment() && GetLogLevel() < LogLevel::kWarn) {
     SetLogLevel(LogLevel::kWarn);
   }
   // It only terminates: no launch, so no metrics port to give.
