@@ -117,7 +117,8 @@ TEST_F(TuneTest, PendingTrialIsNamedInThePendingDemand) {
   // reason: the loop waits for the wait this test is about.)
   auto waiting = [](const std::string& id) {
     return "{\"resources\":\"CPU=2\",\"count\":1,\"purpose\":\"trial " + id +
-           "\",\"reason\":\"waiting for CPU=2: 1 node(s) could run it, none has it free now\"}";
+           "\",\"pinned_to\":\"\",\"reason\":\"waiting for CPU=2: 1 node(s) could run it, none "
+           "has it free now\"}";
   };
   std::string json, seen;
   auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -178,8 +179,8 @@ TEST_F(TuneTest, WaitingGangIsPendingDemandAndStopsWithoutWaitingForItsGroup) {
   std::string running = waiting == "t0001" ? "t0002" : "t0001";
   // Its group's bundles, with why they wait; the running trial's are not pending.
   EXPECT_NE(json.find("{\"resources\":\"CPU=1\",\"count\":2," + purpose(waiting) +
-                      ",\"reason\":\"waiting for room for 2 bundle(s) PACK: it fits the cluster, "
-                      "not what is free now\"}"),
+                      ",\"pinned_to\":\"\",\"reason\":\"waiting for room for 2 bundle(s) PACK: it "
+                      "fits the cluster, not what is free now\"}"),
             std::string::npos)
       << json;
   EXPECT_EQ(json.find(purpose(running)), std::string::npos) << json;
