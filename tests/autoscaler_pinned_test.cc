@@ -46,13 +46,45 @@ TEST_F(AutoscalerTest, WorkPinnedToANodeWaitsForItThroughAHeadRestart) {
   ASSERT_FALSE(b_id.empty());
   ExpectChecks(StartDriver("burst_driver", {"--actors=hog:2"}, CoreSocket(b_id))->ReadAll(60s),
                {"actors"});
+  // The work must wait on the on-prem node, not on b: the head shows b full, then the on-prem
+  // node heartbeats once more (its reply brings that view), so it keeps the work rather than
+  // forwarding it to b on a view of b with room.
+  int64_t reported = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        const NodeRecord* nb = Find(v, b_id);
+        if (!nb || nb->available.Get("CPU") != 0) return false;
+        reported = nb->last_heartbeat_micros;
+        return true;
+      },
+      20s));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        const NodeRecord* o = Find(v, onprem_id_);
+        return o && o->last_heartbeat_micros > reported;
+      },
+      20s));
   auto pinned = Driver({"--cpus=1", "--pin=" + b_id, "--wait_s=120"});
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView v = View();
+        const NodeRecord* o = Find(v, onprem_id_);
+        for (const PendingDemand& d : o ? o->pending_demand : DemandList{})
+          if (d.pinned_to == b_id) return true;
+        return false;
+      },
+      20s))
+      << Status();
   ASSERT_TRUE(StatusShows("pinned to a node", 20s)) << Status();
   int port = ParseHostPort(address_)->port;
   b->Kill(SIGSTOP);
   head_->Kill(SIGKILL);
   ASSERT_TRUE(head_->Wait(10s));
-  head_ = StartHead({"--no-node"}, port);
+  // A minute before a node it has not heard from is DEAD (10 s by default): b stays RECOVERING
+  // however slowly the on-prem node reconnects on a loaded machine.
+  head_ = StartHead({"--no-node", "--heartbeat-timeout-ms", "60000"}, port);
   // Three heartbeats of the on-prem node (the only one that can send any) while b is RECOVERING:
   // its view has b so, and it has placed the waiting work on that view.
   auto state_of = [](const ClusterView& v, const NodeRecord* n) {

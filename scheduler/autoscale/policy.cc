@@ -206,7 +206,7 @@ void Round::FitOntoExisting(std::vector<Unit>& units) {
     if (!item.pinned_to.empty()) {  // waits for its node: takes no room, launches nothing
       u.reason = Reason::kPinnedToNode;
       u.detail = "it may run only on node " + item.pinned_to.substr(0, 8) +
-                 " (hard node affinity); a new node cannot run it";
+                 " (hard node affinity, or forwarded there and kept); a new node cannot run it";
       continue;
     }
     std::vector<Bin> before(free_.begin() + onprem, free_.end());
