@@ -208,7 +208,8 @@ PlacementDecision PlaceTask(const ClusterSnapshot& cluster, const PlacementReque
   PlacementDecision d;
   std::vector<const NodeView*> matching, feasible, ready;
   for (const NodeView& n : cluster.nodes) {
-    if (!n.alive && n.recovering && IsPinned(req) && n.id == req.affinity_node) {
+    if (!n.alive && n.recovering && IsPinned(req) && n.id == req.affinity_node &&
+        req.labels.Matches(n.labels) && n.total.Contains(req.demand)) {
       d.kind = PlacementDecision::kWait;
       d.reason = "waiting for node " + n.id.Hex() +
                  ", which the head has not heard from since the head restarted";

@@ -32,7 +32,8 @@ struct NodeView {
   // before it was marked must run there).
   bool draining = false;
   // Not alive now, but expected back: the head restarted and has not heard from it yet. It runs
-  // nothing new; work pinned to it by hard node affinity waits for it instead of failing.
+  // nothing new; work pinned to it by hard node affinity that it could hold (its labels match,
+  // it is large enough) waits for it instead of failing.
   bool recovering = false;
 };
 

@@ -302,6 +302,9 @@ TEST_F(PlacementTest, NodeAffinityHardAndSoft) {
   auto back = PlaceTask(cluster_, r);
   EXPECT_EQ(back.kind, PlacementDecision::kWait);
   EXPECT_NE(back.reason.find("since the head restarted"), std::string::npos) << back.reason;
+  auto too_big = r;  // more than it has: it could never run there, back or not
+  too_big.demand = *ResourceSet::Parse("CPU=64");
+  EXPECT_EQ(PlaceTask(cluster_, too_big).kind, PlacementDecision::kInfeasible);
   cluster_.nodes[1].recovering = false;
   EXPECT_EQ(PlaceTask(cluster_, r).kind, PlacementDecision::kInfeasible);
 }
