@@ -104,6 +104,18 @@ class AutoscalerTest : public ClusterTest {
     return WaitUntil([&] { return Status(json).find(what) != std::string::npos; }, timeout);
   }
 
+  // Waits (20 s at most) for a heartbeat of node `hex` later than `micros` (a heartbeat time of
+  // the head's records): its reply brings that node the head's view as of then.
+  bool HeartbeatAfter(const std::string& hex, int64_t micros) {
+    return WaitUntil(
+        [&] {
+          ClusterView v = View();
+          const NodeRecord* n = Find(v, hex);
+          return n && n->last_heartbeat_micros > micros;
+        },
+        20s);
+  }
+
   // cpu-small counts no failed launch and is not backed off (`cumulus status --json`).
   void ExpectNoFailedLaunch() {
     std::string json = Status(true);

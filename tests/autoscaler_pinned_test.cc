@@ -59,13 +59,7 @@ TEST_F(AutoscalerTest, WorkPinnedToANodeWaitsForItThroughAHeadRestart) {
         return true;
       },
       20s));
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        ClusterView v = View();
-        const NodeRecord* o = Find(v, onprem_id_);
-        return o && o->last_heartbeat_micros > reported;
-      },
-      20s));
+  ASSERT_TRUE(HeartbeatAfter(onprem_id_, reported));
   auto pinned = Driver({"--cpus=1", "--pin=" + b_id, "--wait_s=120"});
   ASSERT_TRUE(WaitUntil(
       [&] {

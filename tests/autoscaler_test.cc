@@ -257,13 +257,7 @@ TEST_F(AutoscalerTest, WorkPacksOntoTheFullerLaunchedNodeSoTheOtherGoes) {
       },
       20s))
       << Status();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        ClusterView v = View();
-        const NodeRecord* o = Find(v, onprem_id_);
-        return o && o->last_heartbeat_micros > reported;
-      },
-      20s));
+  ASSERT_TRUE(HeartbeatAfter(onprem_id_, reported));
   out = Driver({"--cpus=1"})->ReadAll(60s);
   ExpectChecks(out, {"ran"});
   ASSERT_NE(out.find("WHERE "), std::string::npos) << out;
