@@ -59,11 +59,11 @@ class AutoscalerTest : public ClusterTest {
                   &onprem_id_);
     StartMonitor(file);
   }
-  void StartMonitor(const std::string& file) {
-    monitor_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kCumulus, "up", file, "--address", address_, "--token-file",
-                                 token_file_, "--block", "--round-ms", "200"},
-        /*merge_stderr=*/true);
+  void StartMonitor(const std::string& file, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {kCumulus,       "up",        file,      "--address",  address_,
+                                     "--token-file", token_file_, "--block", "--round-ms", "200"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    monitor_ = std::make_unique<Subprocess>(argv, /*merge_stderr=*/true);
     ASSERT_TRUE(monitor_->WaitForLine("cumulus autoscaler ready", 30s));
   }
 

@@ -408,6 +408,101 @@ TEST_F(AutoscalerTest, BadArgumentsAreOneLineAndExit2) {
   EXPECT_EQ(Cli({"up", path}, &out), 2) << out;
   EXPECT_NE(out.find("--insecure"), std::string::npos) << out;
   EXPECT_NE(out.find("not encrypted"), std::string::npos) << out;
+  // The head its nodes would reach is the one --address names, not the file's head.host.
+  std::string slurm = dir_.path() + "/slurm.yaml";
+  std::ofstream(slurm) << "head:\n  host: 127.0.0.1\nproviders:\n  hpc:\n    kind: slurm\n"
+                          "node_types:\n  - name: c\n    provider: hpc\n    resources: CPU=4\n";
+  EXPECT_EQ(Cli({"up", slurm, "--address", "192.0.2.2:6380", "--token-file", token_file_}, &out), 2)
+      << out;
+  EXPECT_NE(out.find("the head's address 192.0.2.2 is not loopback or a private network"),
+            std::string::npos)
+      << out;
+  // A name is resolved: localhost is loopback (nothing listens at port 1: it fails to connect).
+  EXPECT_EQ(Cli({"up", slurm, "--address", "localhost:1", "--token-file", token_file_}, &out), 1)
+      << out;
+  EXPECT_EQ(out.find("--insecure"), std::string::npos) << out;
+  // A flag before the file is a flag; the file is still the one argument that is not.
+  EXPECT_EQ(Cli({"up", "--insecure", path, "extra.yaml"}, &out), 2) << out;
+  EXPECT_NE(out.find("up takes one cluster file, got 2: 'extra.yaml'"), std::string::npos) << out;
+  // A directory, and a file with no node types, start nothing.
+  EXPECT_EQ(Cli({"up", dir_.path()}, &out), 2) << out;
+  EXPECT_NE(out.find("it is a directory"), std::string::npos) << out;
+  std::string empty = dir_.path() + "/empty.yaml";
+  std::ofstream(empty) << "# nothing yet\n";
+  EXPECT_EQ(Cli({"up", empty}, &out), 2) << out;
+  EXPECT_NE(out.find("no node_types: the autoscaler would have nothing to launch"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Cli({"down", "--force", "--timeout", "5"}, &out), 2) << out;
+}
+
+// `cumulus down` drains the launched nodes, so that what runs there finishes, then terminates
+// them and stops the cluster. It parses the cluster file as `up` read it: the file is gone here.
+TEST_F(AutoscalerTest, DownLetsWorkOnLaunchedNodesFinishThenTerminatesThem) {
+  std::string file = WriteClusterFile("", false, /*idle_timeout_s=*/600);
+  StartCluster(file);
+  auto driver = Driver({"--cpus=3", "--hold_ms=4000"});
+  ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto nodes = CloudNodes();
+        return !nodes.empty() && !(nodes[0].available == nodes[0].total);
+      },
+      20s))
+      << "the work did not start on the launched node: " << Status();
+  std::filesystem::remove(file);
+  Subprocess down({kCumulus, "down", "--address", address_, "--token-file", token_file_},
+                  /*merge_stderr=*/true);
+  std::string out = down.ReadAll(90s);
+  auto st = down.Wait(10s);
+  ASSERT_TRUE(st && WIFEXITED(*st)) << out;
+  EXPECT_EQ(WEXITSTATUS(*st), 0) << out;
+  EXPECT_NE(out.find("Draining 1 launched node(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("They left the cluster after"), std::string::npos) << out;
+  EXPECT_NE(out.find("Terminated the autoscaler's nodes (1 in its books)"), std::string::npos)
+      << out;
+  ExpectChecks(driver->ReadAll(30s), {"ran"});
+  EXPECT_TRUE(Live().empty());
+}
+
+// A provider that cannot list its instances does not stop `down` from terminating the others'
+// instances; `down` names it and leaves the head up, so that it can be run again once the
+// provider answers.
+TEST_F(AutoscalerTest, DownWithAFailingProviderTerminatesTheRestAndKeepsTheHead) {
+  std::string list = dir_.path() + "/list.sh";
+  std::ofstream(list) << "#!/bin/sh\necho 'cloud API unreachable' >&2\nexit 3\n";
+  std::filesystem::permissions(list, std::filesystem::perms::owner_all);
+  std::string file = WriteClusterFile("", false, /*idle_timeout_s=*/600);
+  {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("providers:\n"), 11,
+                 "providers:\n  broken:\n    kind: command\n    launch: [/bin/false]\n"
+                 "    list: [" +
+                     list + "]\n    terminate: [/bin/true]\n");
+    std::ofstream(file) << text;
+  }
+  head_ = StartHead({"--no-node"});
+  onprem_ =
+      StartNode("onprem", {"--resources", "CPU=2", "--labels", "site=onprem", "--wait-for-nodes"},
+                &onprem_id_);
+  StartMonitor(file, {"--insecure"});
+  auto driver = Driver({"--cpus=3", "--hold_ms=500"});
+  ExpectChecks(driver->ReadAll(60s), {"ran"});
+  ASSERT_EQ(Live().size(), 1u) << Status();
+
+  std::string out;
+  std::vector<std::string> down = {"down",   "--force",      "--address",
+                                   address_, "--token-file", token_file_};
+  EXPECT_EQ(Cli(down, &out), 1) << out;
+  EXPECT_NE(out.find("provider 'broken' could not list its instances"), std::string::npos) << out;
+  EXPECT_NE(out.find("cloud API unreachable"), std::string::npos) << out;
+  EXPECT_NE(out.find("stay up"), std::string::npos) << out;
+  EXPECT_TRUE(WaitUntil([&] { return Live().empty(); }, 20s)) << "the local instance still runs";
+  EXPECT_TRUE(Client() != nullptr) << "the head was stopped";
+  // The provider answers again: `down` finishes.
+  std::ofstream(list) << "#!/bin/sh\nexit 0\n";
+  EXPECT_EQ(Cli(down, &out), 0) << out;
 }
 
 }  // namespace

@@ -71,6 +71,17 @@ class Parser {
         return type_map.Error("price_per_hour", msg.str());
       }
     }
+    // The min counts are kept running: together they must fit the hourly budget.
+    double min_hourly = 0;
+    for (const NodeTypeConfig& t : c.node_types) min_hourly += t.min_count * t.price_per_hour;
+    if (min_hourly > c.budget.per_hour + 1e-9) {  // as the policy compares
+      YamlMap budget = YamlMap::Unchecked(file_, top.Get("budget"), "budget");
+      std::ostringstream msg;
+      msg << "budget.per_hour (" << c.budget.per_hour << ") is less than the min_count nodes cost ("
+          << min_hourly << " per hour): they could never all run; raise the budget or lower "
+          << "min_count";
+      return budget.Error("per_hour", msg.str());
+    }
     return c;
   }
 
@@ -442,13 +453,20 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& text, const std::str
                                    ": not valid YAML: " + e.msg);
   }
   try {
-    return Parser(file, base_dir).Parse(root);
+    auto config = Parser(file, base_dir).Parse(root);
+    if (config.ok()) config->text = text;
+    return config;
   } catch (const YAML::Exception& e) {  // not expected: every access above is checked first
     return Status::InvalidArgument(file + ": cannot read the cluster file: " + e.msg);
   }
 }
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument("cannot read the cluster file " + path +
+                                   ": it is a directory; give the YAML file in it");
+  }
   std::ifstream in(path);
   if (!in) {
     return Status::InvalidArgument("cannot read the cluster file " + path + ": " +
@@ -456,6 +474,10 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) {
+    return Status::InvalidArgument("cannot read the cluster file " + path + ": " +
+                                   std::strerror(errno));
+  }
   std::string dir = std::filesystem::absolute(path).parent_path().string();
   return ParseClusterConfig(text.str(), path, dir);
 }

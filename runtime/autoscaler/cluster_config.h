@@ -128,13 +128,14 @@ struct BudgetConfig {
 
 struct ClusterConfig {
   std::string file;                      // the path it was read from ("" for text)
+  std::string text;                      // the text it was parsed from (`cumulus down` reads it)
   std::string cluster_name = "cumulus";  // names launched jobs/pods; label-value characters
   HeadConfig head;
   std::vector<StaticNodeConfig> onprem_nodes;
   std::map<std::string, ProviderConfig> providers;
   std::vector<NodeTypeConfig> node_types;  // in file order
   BudgetConfig budget;
-  // How fast to scale up (Ray's meaning): at most max(1, upscaling_speed x nodes running) nodes
+  // How fast to scale up (Ray's meaning): at most max(5, upscaling_speed x nodes running) nodes
   // may be launching at once. From 0.01 to 1000; default 1.
   double upscaling_speed = 1.0;
 

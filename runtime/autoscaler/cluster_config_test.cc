@@ -272,6 +272,28 @@ TEST(ClusterConfig, LoadReadsAFileAndNamesIt) {
   auto missing = LoadClusterConfig(dir.path() + "/none.yaml");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("cannot read the cluster file"), std::string::npos);
+  // A directory opens as a stream on Linux, and reads as an empty (all-defaults) file.
+  auto directory = LoadClusterConfig(dir.path());
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.status().message(), "cannot read the cluster file " + dir.path() +
+                                              ": it is a directory; give the YAML "
+                                              "file in it");
+  // What was read is kept, for `cumulus down` to parse again when the file has changed.
+  std::ofstream(path) << "cluster_name: kept\n";
+  auto good = LoadClusterConfig(path);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->text, "cluster_name: kept\n");
+}
+
+TEST(ClusterConfig, MinCountsOverTheHourlyBudgetAreAnError) {
+  // a100: 2.5/h; four of them are exactly the budget of 10/h.
+  std::string four = With("    min_count: 1\n", "    min_count: 4\n");
+  EXPECT_TRUE(ParseClusterConfig(four, "c.yaml").ok());
+  std::string over = four;
+  over.replace(over.find("per_hour: 10"), 12, "per_hour: 9");
+  EXPECT_EQ(ErrorOf(over),
+            "c.yaml:47:13: budget.per_hour (9) is less than the min_count nodes cost (10 per "
+            "hour): they could never all run; raise the budget or lower min_count");
 }
 
 TEST(ClusterConfig, TheShippedExampleParses) {

@@ -362,24 +362,40 @@ Status Monitor::TerminateAll(Duration timeout) {
   TimePoint deadline = In(timeout);
   std::set<std::pair<std::string, std::string>> all;  // (provider, instance id)
   for (auto& [id, in] : books_.instances) all.insert({in.provider, id});
+  // A provider that fails does not stop the others: each failure is named at the end.
+  std::vector<std::string> failed;
   for (auto& [name, provider] : providers_) {
     auto listed = provider->List(deadline);
-    if (!listed.ok()) return listed.status();
+    if (!listed.ok()) {
+      failed.push_back("provider '" + name + "' could not list its instances (" +
+                       listed.status().message() + "): any not in the books may still run");
+      continue;
+    }
     for (auto& in : *listed) {
       if (in.state == InstanceState::kPending || in.state == InstanceState::kRunning)
         all.insert({name, in.id});
     }
   }
-  Status first;
   for (auto& [provider, id] : all) {
     auto p = providers_.find(provider);
-    if (p == providers_.end()) continue;
+    if (p == providers_.end()) {
+      failed.push_back("instance " + id + " is of provider '" + provider +
+                       "', which the cluster file does not have");
+      continue;
+    }
     Status st = p->second->Terminate(id, deadline);
-    if (!st.ok() && first.ok()) first = st;
-    if (st.ok()) books_.instances.erase(id);
+    if (st.ok()) {
+      books_.instances.erase(id);
+    } else {
+      failed.push_back("instance " + id + " (provider '" + provider +
+                       "') was not terminated: " + st.message());
+    }
   }
   Status saved = SaveBooks();
-  return first.ok() ? saved : first;
+  if (failed.empty()) return saved;
+  std::string all_failed;
+  for (auto& f : failed) all_failed += (all_failed.empty() ? "" : "; ") + f;
+  return Status::Unavailable(all_failed);
 }
 
 }  // namespace cumulus

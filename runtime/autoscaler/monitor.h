@@ -92,7 +92,9 @@ class Monitor {
   // How many provider calls are still running (after Run returned).
   int late_calls() const;
   // Terminates every instance the books and the providers know of, waiting up to `timeout` for
-  // them to end; clears the books. For `cumulus down`.
+  // them to end; what was terminated leaves the books. For `cumulus down`. A provider whose list
+  // or terminate fails does not stop the rest: Unavailable names every failure, and what was
+  // not terminated stays in the books (a later call tries it again).
   Status TerminateAll(Duration timeout);
 
   const MonitorBooks& books() const { return books_; }

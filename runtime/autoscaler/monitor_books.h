@@ -25,6 +25,7 @@ inline constexpr const char* kBooksKey = "books";               // MonitorBooks,
 inline constexpr const char* kStatusTextKey = "status.txt";     // for `cumulus status`
 inline constexpr const char* kStatusJsonKey = "status.json";    // for `cumulus status --json`
 inline constexpr const char* kClusterFileKey = "cluster_file";  // the path `cumulus up` was given
+inline constexpr const char* kClusterTextKey = "cluster_text";  // that file's text, as up read it
 inline constexpr const char* kCommandKey = "command";           // "down": the monitor stops
 inline constexpr const char* kDrainPrefix = "drain/";           // drain/NODE_HEX: drain that node
 

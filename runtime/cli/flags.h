@@ -17,10 +17,22 @@ class Flags {
   Flags(std::set<std::string> with_value, std::set<std::string> booleans)
       : with_value_(std::move(with_value)), booleans_(std::move(booleans)) {}
 
-  Status Parse(const std::vector<std::string>& args) {
+  Status Parse(const std::vector<std::string>& args) { return Parse(args, nullptr); }
+
+  // As Parse, and the arguments that are not flags go to *positional in order, wherever they
+  // stand among the flags (`cumulus up --insecure FILE`); after a lone "--" every argument is one.
+  Status Parse(const std::vector<std::string>& args, std::vector<std::string>* positional) {
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
+      if (positional && a == "--") {
+        positional->insert(positional->end(), args.begin() + static_cast<long>(i) + 1, args.end());
+        break;
+      }
       if (a.rfind("--", 0) != 0 || a.size() == 2) {
+        if (positional) {
+          positional->push_back(a);
+          continue;
+        }
         return Status::InvalidArgument("unexpected argument '" + a + "'");
       }
       std::string name = a.substr(2), value;

@@ -1,20 +1,22 @@
-// cumulus up FILE | down | drain NODE: the autoscaler from a cluster file (runtime/autoscaler/).
+// cumulus up FILE | down: the autoscaler from a cluster file (runtime/autoscaler/).
 //
 // `up` starts the head the file describes (no node of its own), its on-prem nodes on this machine
 // (host: localhost) and the autoscaler's monitor, which runs as a process of its own beside the
 // head ("autoscaler" among what `cumulus stop` stops). With --address it adds the monitor to a
 // head that runs already. `down` stops the monitor, terminates every node it launched (its books
 // in the head's KV and the providers' lists), then stops what `cumulus start`/`up` started here.
-// `drain NODE` asks the head to mark a node DRAINING (no new work; it leaves once it runs and
-// holds nothing); a launched node is also drained in the monitor's books, which terminate it.
+// `drain NODE` is drain_command.cc.
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -38,7 +40,7 @@ namespace {
 constexpr const char* kUpHelp = R"(Usage:
   cumulus up FILE [--insecure] [--address HOST:PORT --token-file F] [--round-ms N]
                   [--metrics-port N [--metrics-sd-file PATH]] [--block]
-  cumulus down [--address HOST:PORT] [--token-file FILE]
+  cumulus down [--timeout S | --force] [--address HOST:PORT] [--token-file FILE]
   cumulus drain NODE [--wait [--timeout S]] [--address HOST:PORT] [--token-file FILE]
 
 up reads the cluster file FILE (docs/cluster_file.md), starts its head (control store only, no
@@ -61,53 +63,57 @@ started; the monitor's log is STATE_DIR/autoscaler.log. 'cumulus status' shows w
                the head keeps PATH a Prometheus file_sd list of those endpoints by node_type
                (file_sd_configs; rewritten atomically as nodes join and leave)
 
-down stops the autoscaler, terminates every node it launched, then stops the head and the nodes
-started on this machine (as 'cumulus stop').
+down stops the autoscaler, drains every node it launched (no new work goes there; what runs
+there finishes: 'cumulus drain'), terminates them, then stops the head and the nodes started on
+this machine (as 'cumulus stop'). It reads the cluster file as 'up' read it, so a file changed or
+moved since does not matter. If an instance cannot be terminated (its provider fails), it says
+which, and leaves the head up so that 'cumulus down' can be run again once that is fixed.
+  --timeout S  how long launched nodes may take to drain (default 300, 1 to 86400); those still
+               draining then are terminated anyway
+  --force      terminate launched nodes at once, without draining them
 drain NODE: see 'cumulus drain --help'.
 )";
 
-constexpr const char* kDrainHelp = R"(Usage:
-  cumulus drain NODE [--wait [--timeout S]] [--address HOST:PORT] [--token-file FILE]
-
-Drains NODE (a node id or a prefix of it; any alive node, on-prem or launched by the autoscaler).
-The head marks it DRAINING, which every node learns with its next heartbeat:
-  - no new task, actor or placement-group bundle is placed on it; work that only it could run
-    waits as pending demand (an autoscaler may launch a node for it) instead of failing;
-  - work submitted to it is forwarded to other nodes (what waits for room there keeps it up
-    meanwhile); what runs or is queued on its workers, and work in placement-group bundles it
-    holds, finishes there;
-  - once it runs nothing (no tasks, actors, busy workers, bundles or connected drivers), it
-    hands the objects its store holds (spilled ones too) to another alive node that is not
-    draining: that node pulls each, their owners read and free them there from then on, and
-    nothing is lost. Then it leaves by itself: 'cumulus status' shows it STOPPED. If no node
-    can take them (none is alive and not draining, or its store is full), it keeps them and
-    stays DRAINING, and 'cumulus status' says why ("waiting for 2 objects: no other alive node
-    that is not draining can take them"); it tries again once one can.
-A node that also runs the head stops taking work but does not leave (nor hand its objects on).
-The autoscaler terminates a launched node's instance once the node no longer waits for anything
-(or is gone). The mark is kept by the head (it survives a restart).
-  --wait       wait until the node left; exit 0 when it did, 1 if it died or time ran out
-  --timeout S  how long --wait waits (default 600, 1 to 86400)
-An empty or non-hex NODE, or an unknown or ambiguous one, is one line on stderr and exit status 2.
-)";
-
-bool IsLoopbackOrPrivate(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr a{};
-  if (inet_pton(AF_INET, host.c_str(), &a) != 1) return false;
-  uint32_t ip = ntohl(a.s_addr);
+bool PrivateIpv4(uint32_t ip) {  // host byte order
   return (ip >> 24) == 127 || (ip >> 24) == 10 || (ip >> 20) == 0xAC1 || (ip >> 16) == 0xC0A8;
 }
 
+// Whether every address `host` names is loopback or private (RFC 1918; IPv6 ::1 and fc00::/7).
+// A name is resolved here; one that does not resolve is not.
+bool IsLoopbackOrPrivate(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+  bool all = found != nullptr;
+  for (addrinfo* a = found; a && all; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      all = PrivateIpv4(ntohl(reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr.s_addr));
+    } else if (a->ai_family == AF_INET6) {
+      const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr;
+      uint32_t v4 = 0;
+      std::memcpy(&v4, v6.s6_addr + 12, 4);
+      all = IN6_IS_ADDR_LOOPBACK(&v6) || (v6.s6_addr[0] & 0xFE) == 0xFC ||
+            (IN6_IS_ADDR_V4MAPPED(&v6) && PrivateIpv4(ntohl(v4)));
+    } else {
+      all = false;
+    }
+  }
+  freeaddrinfo(found);
+  return all;
+}
+
 // Refuses node types whose nodes would reach the head over a network no one trusts.
-Status CheckSecure(const ClusterConfig& config) {
+// `head_host` is where its nodes reach the head: head.host, or the host of --address.
+Status CheckSecure(const ClusterConfig& config, const std::string& head_host) {
   for (auto& t : config.node_types) {
     const ProviderConfig& p = config.providers.at(t.provider);
     std::string where;
     if (p.kind == ProviderKind::kCommand)
       where = "its command provider '" + p.name + "' may start nodes anywhere (a cloud)";
-    else if (p.kind == ProviderKind::kSlurm && !IsLoopbackOrPrivate(config.head.host))
-      where = "the head's address " + config.head.host + " is not loopback or a private network";
+    else if (p.kind == ProviderKind::kSlurm && !IsLoopbackOrPrivate(head_host))
+      where = "the head's address " + head_host + " is not loopback or a private network";
     if (!where.empty()) {
       return Status::InvalidArgument(
           config.file + ": node type '" + t.name + "': " + where +
@@ -127,8 +133,13 @@ Result<std::string> RunStart(const std::vector<std::string>& args, const std::st
   auto line = p.WaitForLine(ready, std::chrono::seconds(60));
   auto st = p.Wait(std::chrono::seconds(10));
   if (!line) {
-    return Status::Unavailable("'cumulus " + args[0] + " " + args[1] +
-                               "' did not start: " + p.ReadAll(std::chrono::seconds(1)));
+    // What it printed says why (the lines WaitForLine passed over, then the rest): its last line.
+    std::string said = p.Skipped() + p.ReadAll(std::chrono::seconds(1));
+    while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
+    said = said.substr(said.find_last_of('\n') + 1);
+    if (said.rfind("cumulus: ", 0) == 0) said = said.substr(9);
+    if (said.empty()) said = "it printed nothing";
+    return Status::Unavailable("'cumulus " + args[0] + " " + args[1] + "' did not start: " + said);
   }
   (void)st;
   return *line;
@@ -211,12 +222,17 @@ int UpCommand(const std::vector<std::string>& args) {
       return 0;
     }
   }
-  if (args.empty() || args[0].rfind("--", 0) == 0)
-    return UsageError("up needs a cluster file: cumulus up FILE", "cumulus up --help");
   Flags flags({"address", "token-file", "round-ms", "metrics-port", "metrics-sd-file"},
               {"insecure", "block"});
-  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::vector<std::string> files;
+  Status st = flags.Parse(args, &files);
   if (!st.ok()) return UsageError(st.message(), "cumulus up --help");
+  if (files.size() != 1) {
+    return UsageError(files.empty() ? "up needs a cluster file: cumulus up FILE"
+                                    : "up takes one cluster file, got " +
+                                          std::to_string(files.size()) + ": '" + files[1] + "'",
+                      "cumulus up --help");
+  }
   auto round_ms = ParseInteger("--round-ms", flags.Get("round-ms", "2000"), {100, 600000});
   if (!round_ms.ok()) return UsageError(round_ms.status().message(), "cumulus up --help");
   std::optional<int64_t> metrics_port;
@@ -237,10 +253,23 @@ int UpCommand(const std::vector<std::string>& args) {
     }
     sd_file = std::filesystem::absolute(flags.Get("metrics-sd-file")).string();
   }
-  auto config = LoadClusterConfig(std::filesystem::absolute(args[0]).string());
+  auto config = LoadClusterConfig(std::filesystem::absolute(files[0]).string());
   if (!config.ok()) return UsageError(config.status().message(), "cumulus up --help");
+  if (config->node_types.empty()) {
+    return UsageError(config->file +
+                          ": no node_types: the autoscaler would have nothing to launch; list "
+                          "the types it may launch (docs/cluster_file.md), or start a cluster "
+                          "without one with 'cumulus start'",
+                      "cumulus up --help");
+  }
+  std::string head_host = config->head.host;
+  if (flags.Has("address")) {
+    auto given = ParseHostPort(flags.Get("address"));
+    if (!given.ok()) return UsageError(given.status().message(), "cumulus up --help");
+    head_host = given->host;
+  }
   if (!flags.Has("insecure")) {
-    Status secure = CheckSecure(*config);
+    Status secure = CheckSecure(*config, head_host);
     if (!secure.ok()) {
       std::fprintf(stderr, "cumulus: %s\n", secure.message().c_str());
       return 2;
@@ -296,7 +325,9 @@ int UpCommand(const std::vector<std::string>& args) {
   (void)head_flags.Parse({"--address", address, "--token-file", token_file});
   auto head = ConnectHead(head_flags);
   if (!head.ok()) return Fail(head.status());
+  // `down` parses the text as read now: the file may change or move meanwhile.
   (void)(*head)->KvPut(kAutoscalerNamespace, kClusterFileKey, config->file);
+  (void)(*head)->KvPut(kAutoscalerNamespace, kClusterTextKey, config->text);
   (void)(*head)->KvDelete(kAutoscalerNamespace, kCommandKey);
 
   auto run = [&]() -> int {
@@ -330,6 +361,62 @@ int UpCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Drains the alive nodes the autoscaler launched and waits until they left, `timeout` at most
+// (those still draining then are terminated after this). Returns kInterruptedExit if Ctrl-C
+// stopped the wait, else 0.
+int DrainLaunched(ControlClient& head, std::chrono::seconds timeout) {
+  auto view = head.GetClusterStatus();
+  if (!view.ok()) return Fail(view.status());
+  std::vector<NodeId> draining;
+  for (auto& n : view->nodes) {
+    if (n.state != NodeState::kAlive || !n.labels.count(kNodeTypeLabel)) continue;
+    Status marked = head.DrainNode(n.id, "cumulus down");
+    if (!marked.ok()) return Fail(marked);
+    (void)head.KvPut(kAutoscalerNamespace, kDrainPrefix + n.id.Hex(), "1");
+    draining.push_back(n.id);
+  }
+  if (draining.empty()) return 0;
+  std::printf(
+      "Draining %zu launched node(s): what runs there finishes first (at most %lld s; "
+      "--force terminates at once).\n",
+      draining.size(), static_cast<long long>(timeout.count()));
+  std::fflush(stdout);
+  auto started = std::chrono::steady_clock::now();
+  while (true) {
+    auto now = head.GetClusterStatus();
+    if (!now.ok()) return Fail(now.status());
+    std::vector<std::string> left_waiting;  // "ID (what it waits for)"
+    for (const NodeId& id : draining) {
+      for (auto& n : now->nodes) {
+        if (n.id != id || n.state == NodeState::kDead) continue;
+        // It runs nothing and keeps objects no node can take (the rest are draining too): as
+        // everything stops, there is nothing more to wait for.
+        if (n.work == 0 && n.drain_note.find("no other alive node") != std::string::npos) continue;
+        left_waiting.push_back(id.Hex().substr(0, 12) +
+                               (n.drain_note.empty() ? "" : " (" + n.drain_note + ")"));
+      }
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (left_waiting.empty()) {
+      std::printf("They left the cluster after %.1f s.\n", secs);
+      return 0;
+    }
+    if (secs >= static_cast<double>(timeout.count())) {
+      std::string which;
+      for (auto& w : left_waiting) which += (which.empty() ? "" : ", ") + w;
+      std::printf("%zu did not leave within %lld s: %s; terminating them anyway.\n",
+                  left_waiting.size(), static_cast<long long>(timeout.count()), which.c_str());
+      return 0;
+    }
+    if (!SleepUnlessInterrupted(std::chrono::milliseconds(200))) {
+      std::printf(
+          "Stopped waiting: nothing was terminated and the nodes go on draining; "
+          "'cumulus down' again finishes ('--force': at once).\n");
+      return kInterruptedExit;
+    }
+  }
+}
+
 int DownCommand(const std::vector<std::string>& args) {
   for (auto& a : args) {
     if (a == "-h" || a == "--help") {
@@ -337,9 +424,13 @@ int DownCommand(const std::vector<std::string>& args) {
       return 0;
     }
   }
-  Flags flags({"address", "token-file"}, {});
+  Flags flags({"address", "token-file", "timeout"}, {"force"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus down --help");
+  if (flags.Has("force") && flags.Has("timeout"))
+    return UsageError("--force terminates at once: it takes no --timeout", "cumulus down --help");
+  auto timeout_s = ParseInteger("--timeout", flags.Get("timeout", "300"), {1, 86400, "seconds"});
+  if (!timeout_s.ok()) return UsageError(timeout_s.status().message(), "cumulus down --help");
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   auto file = (*head)->KvGet(kAutoscalerNamespace, kClusterFileKey);
@@ -349,7 +440,11 @@ int DownCommand(const std::vector<std::string>& args) {
                                        "FILE' starts one); 'cumulus stop' stops plain clusters")
                     : file.status());
   }
-  auto config = LoadClusterConfig(*file);
+  // The file as `up` read it (a head from before the text was kept: the file as it is now).
+  auto text = (*head)->KvGet(kAutoscalerNamespace, kClusterTextKey);
+  auto config = text.ok() ? ParseClusterConfig(*text, *file,
+                                               std::filesystem::path(*file).parent_path().string())
+                          : LoadClusterConfig(*file);
   if (!config.ok()) return Fail(config.status());
   // Stop the monitor first, so it launches nothing while its nodes go.
   (void)(*head)->KvPut(kAutoscalerNamespace, kCommandKey, "down");
@@ -360,6 +455,10 @@ int DownCommand(const std::vector<std::string>& args) {
       },
       std::chrono::seconds(15));
   if (!stopped) std::printf("The autoscaler did not answer within 15 s; going on without it.\n");
+  if (!flags.Has("force")) {
+    int drained = DrainLaunched(**head, std::chrono::seconds(*timeout_s));
+    if (drained != 0) return drained;
+  }
   auto client = ConnectHead(flags);
   if (!client.ok()) return Fail(client.status());
   // The monitor's bookkeeping lines ("recovered N launched instance(s)") belong in its log, not
@@ -373,104 +472,17 @@ int DownCommand(const std::vector<std::string>& args) {
   if (!monitor.ok()) return Fail(monitor.status());
   size_t launched = (*monitor)->books().instances.size();
   Status terminated = (*monitor)->TerminateAll(std::chrono::seconds(60));
-  if (!terminated.ok()) return Fail(terminated);
+  if (!terminated.ok()) {
+    std::fprintf(stderr,
+                 "cumulus: %s. The head and the nodes started here stay up, so that 'cumulus "
+                 "down' can finish once that is fixed ('cumulus stop' stops them and leaves "
+                 "those instances running).\n",
+                 terminated.message().c_str());
+    return 1;
+  }
   std::printf("Terminated the autoscaler's nodes (%zu in its books).\n", launched);
   monitor->reset();
   return StopCommand({});
-}
-
-int DrainCommand(const std::vector<std::string>& args) {
-  for (auto& a : args) {
-    if (a == "-h" || a == "--help") {
-      std::fputs(kDrainHelp, stdout);
-      return 0;
-    }
-  }
-  if (args.empty() || args[0].rfind("--", 0) == 0)
-    return UsageError("drain needs a node id: cumulus drain NODE", "cumulus drain --help");
-  Flags flags({"address", "token-file", "timeout"}, {"wait"});
-  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
-  if (!st.ok()) return UsageError(st.message(), "cumulus drain --help");
-  auto timeout_s = ParseInteger("--timeout", flags.Get("timeout", "600"), {1, 86400, "seconds"});
-  if (!timeout_s.ok()) return UsageError(timeout_s.status().message(), "cumulus drain --help");
-  // An empty id would start every node's id: `cumulus drain "$NODE"` with NODE unset.
-  auto prefix = IdPrefix("node", args[0]);
-  if (!prefix.ok()) return UsageError(prefix.status().message(), "cumulus drain --help");
-  auto head = ConnectHead(flags);
-  if (!head.ok()) return Fail(head.status());
-  auto view = (*head)->GetClusterStatus();
-  if (!view.ok()) return Fail(view.status());
-  const NodeRecord* found = nullptr;
-  for (auto& n : view->nodes) {
-    if (n.state != NodeState::kAlive || n.id.Hex().rfind(*prefix, 0) != 0) continue;
-    if (found) {
-      std::fprintf(stderr,
-                   "cumulus: '%s' names more than one alive node; give more of its id "
-                   "('cumulus status' lists them)\n",
-                   args[0].c_str());
-      return 2;
-    }
-    found = &n;
-  }
-  if (!found) {
-    std::fprintf(stderr,
-                 "cumulus: no alive node's id starts with '%s' ('cumulus status' lists them)\n",
-                 args[0].c_str());
-    return 2;
-  }
-  NodeId id = found->id;
-  Status marked = (*head)->DrainNode(id, "cumulus drain");
-  if (!marked.ok()) return Fail(marked);
-  // A node the autoscaler launched is drained in its books too (it terminates it once it left).
-  auto type = found->labels.find(kNodeTypeLabel);
-  if (type != found->labels.end())
-    (void)(*head)->KvPut(kAutoscalerNamespace, kDrainPrefix + id.Hex(), "1");
-  std::printf(
-      "Draining node %s: it takes no new work, finishes what it runs, hands its objects to "
-      "another node, then leaves.\n",
-      id.Hex().c_str());
-  if (!flags.Has("wait")) return 0;
-
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*timeout_s);
-  auto started = std::chrono::steady_clock::now();
-  std::string last_note;
-  while (true) {
-    auto now_view = (*head)->GetClusterStatus();
-    if (!now_view.ok()) return Fail(now_view.status());
-    const NodeRecord* n = nullptr;
-    for (auto& r : now_view->nodes) {
-      if (r.id == id) n = &r;
-    }
-    if (!n) return Fail(Status::NotFound("the head no longer lists node " + id.Hex()));
-    if (n->state == NodeState::kDead) {
-      double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (n->left) {
-        std::printf("Node %s left the cluster (%s) after %.1f s: STOPPED.\n", id.Hex().c_str(),
-                    n->death_reason.c_str(), secs);
-        return 0;
-      }
-      return Fail(Status::Unavailable("node " + id.Hex() + " died while draining (" +
-                                      n->death_reason + ")"));
-    }
-    if (n->drain_note != last_note && !n->drain_note.empty()) {
-      last_note = n->drain_note;
-      std::printf("  %s\n", last_note.c_str());
-      std::fflush(stdout);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Fail(Status::TimedOut("node " + id.Hex() + " did not leave within " +
-                                   std::to_string(*timeout_s) + " s (" +
-                                   (last_note.empty() ? "draining" : last_note) +
-                                   "); it stays DRAINING: wait again, or 'cumulus stop' it"));
-    }
-    // Polling the head's view; Ctrl-C in the shell returns to the prompt (the node drains on).
-    if (!SleepUnlessInterrupted(std::chrono::milliseconds(200))) {
-      std::printf("Stopped waiting; node %s goes on draining ('cumulus status' shows it).\n",
-                  id.Hex().c_str());
-      return kInterruptedExit;
-    }
-  }
 }
 
 }  // namespace cumulus::cli
