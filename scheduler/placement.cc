@@ -481,6 +481,35 @@ PlacementDecision PlaceGroup(const ClusterSnapshot& cluster,
       impossible = "no matching node can ever hold all of " + sum.ToString();
     }
   }
+  if (impossible.empty() &&
+      (strategy == GroupStrategy::kPack || strategy == GroupStrategy::kSpread)) {
+    // The group over every matching node, each empty. Copies of one bundle: how many each node
+    // holds, summed (exact); different bundles: their sum against the nodes' totals summed.
+    bool same = std::all_of(bundles.begin(), bundles.end(),
+                            [&](const ResourceSet& b) { return b == bundles[0]; });
+    if (same) {
+      size_t copies = 0;
+      for (const NodeView& n : ever) {
+        ResourceSet left = n.total;
+        while (copies < bundles.size() && left.Contains(bundles[0])) {
+          left.Subtract(bundles[0]);
+          ++copies;
+        }
+      }
+      if (copies < bundles.size()) {
+        impossible = "the matching nodes can ever hold " + std::to_string(copies) + " of its " +
+                     std::to_string(bundles.size()) + " bundles of " + bundles[0].ToString();
+      }
+    } else {
+      ResourceSet sum, all;
+      for (auto& b : bundles) sum.Add(b);
+      for (const NodeView& n : ever) all.Add(n.total);
+      if (!all.Contains(sum)) {
+        impossible =
+            "it needs " + sum.ToString() + " in all, the matching nodes have " + all.ToString();
+      }
+    }
+  }
   if (impossible.empty() && strategy == GroupStrategy::kStrictSpread &&
       bundles.size() > ever.size()) {
     impossible = "it needs " + std::to_string(bundles.size()) +

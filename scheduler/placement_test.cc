@@ -337,6 +337,34 @@ TEST_F(PlacementTest, GroupStrategies) {
   EXPECT_EQ(PlaceGroup(cluster_, four, GroupStrategy::kStrictPack).kind, PlacementDecision::kWait);
 }
 
+// A PACK or SPREAD group that the matching nodes could not hold even empty is infeasible at
+// once, not a wait for room that never comes (a gang of 5 x CPU=1 on a 2-CPU cluster).
+TEST_F(PlacementTest, AGroupLargerThanTheClusterIsInfeasible) {
+  for (auto& n : cluster_.nodes) n.available = ResourceSet();  // all busy now
+  // Nodes of CPU=8, 4 and 16 hold 1 + 0 + 2 bundles of CPU=6: 3 wait, 4 never fit (their sum,
+  // 24 CPUs, is less than the 28 the nodes have: the count is per node).
+  std::vector<ResourceSet> three(3, *ResourceSet::Parse("CPU=6"));
+  std::vector<ResourceSet> four(4, *ResourceSet::Parse("CPU=6"));
+  for (GroupStrategy s : {GroupStrategy::kPack, GroupStrategy::kSpread}) {
+    EXPECT_EQ(PlaceGroup(cluster_, three, s).kind, PlacementDecision::kWait);
+    auto never = PlaceGroup(cluster_, four, s);
+    EXPECT_EQ(never.kind, PlacementDecision::kInfeasible);
+    EXPECT_NE(never.reason.find("the matching nodes can ever hold 3 of its 4 bundles of CPU=6"),
+              std::string::npos)
+        << never.reason;
+  }
+  std::vector<ResourceSet> gpus(4, *ResourceSet::Parse("GPU=1"));
+  EXPECT_EQ(PlaceGroup(cluster_, gpus, GroupStrategy::kSpread).kind,
+            PlacementDecision::kInfeasible);
+  // Different bundles: their sum against the nodes' totals summed.
+  std::vector<ResourceSet> mixed = {*ResourceSet::Parse("CPU=14"), *ResourceSet::Parse("CPU=15")};
+  auto over = PlaceGroup(cluster_, mixed, GroupStrategy::kPack);
+  EXPECT_EQ(over.kind, PlacementDecision::kInfeasible);
+  EXPECT_NE(over.reason.find("it needs CPU=29 in all"), std::string::npos) << over.reason;
+  mixed[1] = *ResourceSet::Parse("CPU=8");
+  EXPECT_EQ(PlaceGroup(cluster_, mixed, GroupStrategy::kPack).kind, PlacementDecision::kWait);
+}
+
 // Whatever the cluster, a placed task fits the node's free resources, and a task is infeasible
 // exactly when no alive matching node's total could hold it.
 // A draining node takes no new task, actor or bundle, but still counts for feasibility: what
