@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -127,6 +128,9 @@ std::optional<double> ParseCell(const std::string& s, bool* empty) {
 }
 
 CurveSet LoadCurves(const Options& o) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.curves, ec))
+    Fail("--curves " + o.curves + " is a directory: give one curve file (CSV) in it");
   std::ifstream in(o.curves);
   if (!in) Fail("cannot open --curves " + o.curves + ": " + std::strerror(errno));
   std::vector<std::string> header, row;

@@ -408,9 +408,12 @@ int Run(Flags f) {
   if (!f.restore.empty()) {
     TakeExperimentsSettings(&f);
     f.name = f.restore;
-    std::printf("Continuing experiment %s (%lld epochs, %lld training images)\n", f.name.c_str(),
-                static_cast<long long>(f.epochs), static_cast<long long>(f.train_limit));
     tuner = tune::Tuner::Restore<MlpTrial>(f.restore, Space(f), &progress);
+    if (tuner.ok()) {
+      std::printf("Continuing experiment %s (%lld epochs, %lld training images)\n",
+                  f.name.c_str(), static_cast<long long>(f.epochs),
+                  static_cast<long long>(f.train_limit));
+    }
   } else {
     tune::TunerOptions o = progress;
     o.name = f.name;
@@ -480,15 +483,17 @@ int Run(Flags f) {
       static_cast<long long>(c.epoch));
   double used = r.compute_seconds, full = r.compute_seconds_full;
   double full_once = FullComputeStartupOnce(r, f.epochs);
+  // Training a trial to the end starts it once: its start-up and data loading (the seconds
+  // outside its epochs) count once, its epochs at its mean epoch time (epoch_seconds).
   std::printf(
       "compute: %.0f trial-s used, against ~%.0f trial-s to train every trial for %lld "
       "epochs: %.0f%% saved\n",
-      used, full, static_cast<long long>(f.epochs), Percent(1 - used / full));
+      used, full_once, static_cast<long long>(f.epochs), Percent(1 - used / full_once));
   std::printf(
-      "  (the tuner's estimate: each started trial's mean seconds per epoch times %lld, its "
-      "start-up and data loading inside that mean; counting start-up once per trial "
-      "instead: ~%.0f trial-s, %.0f%% saved)\n",
-      static_cast<long long>(f.epochs), full_once, Percent(1 - used / full_once));
+      "  (each trial's start-up once, its epochs at its mean epoch time; the tuner's coarser "
+      "estimate, which has no epoch times and so counts start-up in every epoch: ~%.0f trial-s, "
+      "%.0f%% saved)\n",
+      full, Percent(1 - used / full));
   std::printf("wall time %.0f s\n", Since(wall));
   if (f.min_accuracy >= 0 && test < f.min_accuracy) {
     std::printf("FAIL: test accuracy %.2f%% is below --min-accuracy %.2f%%\n", test,

@@ -2,7 +2,7 @@
 // ASHA experiment over a head and two nodes, the driver SIGKILLed and the experiment restored
 // from its journal, a node SIGKILLed under a running trial, a function trainable,
 // a trial stopped with `cumulus stop trial`, and bad input (docs/tune.md). Gang trials and
-// trials waiting as pending demand: tune_gang_test.cc.
+// trials waiting as pending demand: tune_gang_test.cc; the command line: tune_cli_test.cc.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -67,59 +67,6 @@ TEST_F(TuneTest, AshaExperimentOnAHeadAndTwoNodes) {
     EXPECT_NE(line.find("iterations=" + std::to_string(t.history.size()) + " "), std::string::npos)
         << line;
   }
-}
-
-// The command line over the same experiment: the list, the table as JSON, one trial's history,
-// the picture (rendered by rsvg-convert where it is installed), a trial's own output, bad input.
-TEST_F(TuneTest, TrialsCommandShowsTheJournaledExperiment) {
-  auto head = StartHead({"--resources", "CPU=2"});
-  auto driver = Driver({"--scenario=run", "--name=cli", "--samples=6", "--iters=4"});
-  std::string out = Finish(*driver);
-  ASSERT_NE(out.find("RESULT trials=6 "), std::string::npos) << out;
-  std::vector<std::string> conn = {"--address", address_, "--token-file", token_file_};
-  auto cli = [&](std::vector<std::string> args, std::string* text) {
-    args.insert(args.end(), conn.begin(), conn.end());
-    return Cli(args, text);
-  };
-  std::string text;
-  ASSERT_EQ(cli({"trials"}, &text), 0) << text;
-  EXPECT_NE(text.find("cli"), std::string::npos) << text;
-  EXPECT_NE(text.find("ENDED"), std::string::npos) << text;
-  ASSERT_EQ(cli({"trials", "cli", "--json"}, &text), 0) << text;
-  for (auto& [id, line] : Trials(out)) {
-    std::string state = line.substr(line.find("state=") + 6);
-    state = state.substr(0, state.find(' '));
-    EXPECT_NE(text.find("\"id\": \"" + id + "\""), std::string::npos) << text;
-    EXPECT_NE(text.find("\"state\": \"" + state + "\""), std::string::npos) << text;
-  }
-  ASSERT_EQ(cli({"trials", "cli", "t0001", "--csv"}, &text), 0) << text;
-  EXPECT_NE(text.find("accuracy"), std::string::npos) << text;
-  std::string svg = dir_.path() + "/cli.svg";
-  ASSERT_EQ(cli({"trials", "cli", "--plot", svg}, &text), 0) << text;
-  std::ifstream in(svg);
-  std::string picture((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(picture.find("<svg"), std::string::npos);
-  EXPECT_NE(picture.find("</svg>"), std::string::npos);
-  if (access("/usr/bin/rsvg-convert", X_OK) == 0) {
-    std::string png = dir_.path() + "/cli.png";
-    Subprocess r({"/usr/bin/rsvg-convert", "-o", png, svg}, true);
-    std::string err = r.ReadAll(30s);
-    auto st = r.Wait(30s);
-    EXPECT_TRUE(st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << err;
-  }
-  // Each trial's output apart: the driver's job id is in the journal's first entry.
-  auto j = Load("cli");
-  ASSERT_TRUE(j.ok()) << j.status();
-  std::string job = j->entries.front().job;
-  ASSERT_EQ(cli({"logs", job, "--trial", "t0002"}, &text), 0) << text;
-  EXPECT_NE(text.find("trial t0002 iteration 1"), std::string::npos) << text;
-  EXPECT_EQ(text.find("trial t0001 "), std::string::npos) << "another trial's output:\n" << text;
-  // Bad input: one line each.
-  EXPECT_EQ(cli({"trials", "nope"}, &text), 1) << text;
-  EXPECT_NE(text.find("no experiment named 'nope'"), std::string::npos) << text;
-  EXPECT_EQ(cli({"trials", "cli", "t9999"}, &text), 1) << text;
-  EXPECT_EQ(cli({"trials", "bad/name"}, &text), 2) << text;
-  EXPECT_EQ(cli({"trials", "cli", "--json", "--csv"}, &text), 2) << text;
 }
 
 }  // namespace

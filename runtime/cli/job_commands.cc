@@ -28,6 +28,8 @@
 #include "runtime/cli/interrupt.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
+#include "runtime/tune/experiment_state.h"
+#include "runtime/tune/stop_requests.h"
 
 namespace cumulus::cli {
 
@@ -278,13 +280,17 @@ int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial, b
     want_experiment = trial.substr(0, slash);
     want_trial = trial.substr(slash + 1);
   }
-  if (want_trial.empty() || want_trial.find('/') != std::string::npos) {
-    return UsageError("--trial needs a trial id such as t0003", "cumulus logs --help");
+  auto id = tune::ParseTrialId(want_trial);
+  if (want_trial.find('/') != std::string::npos || !id.ok()) {
+    return UsageError("--trial needs a trial id such as t0003, t3 or 3 (or EXPERIMENT/t0003)",
+                      "cumulus logs --help");
   }
+  want_trial = tune::TrialName(*id);
+  std::string state;  // the job must exist: "no output" would hide a wrong job id
+  if (auto known = JobOver(head, job, &state); !known.ok()) return Fail(known.status());
   TrialLogCursor cursor;
   std::set<std::string> experiments;
   size_t chunks = 0;
-  std::string state;
   while (true) {
     if (follow && Interrupted()) return kInterruptedExit;
     Result<bool> over = false;
@@ -344,6 +350,12 @@ bool WantsHelp(const std::vector<std::string>& args) {
     if (a == "-h" || a == "--help") return true;
   }
   return false;
+}
+
+// Prints `help` if the arguments ask for it.
+bool PrintedHelp(const std::vector<std::string>& args, const char* help) {
+  if (WantsHelp(args)) std::fputs(help, stdout);
+  return WantsHelp(args);
 }
 
 }  // namespace
@@ -496,26 +508,24 @@ int SubmitCommand(const std::vector<std::string>& args) {
 }
 
 int JobsCommand(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) {
-    std::fputs(kJobsHelp, stdout);
-    return 0;
-  }
+  if (PrintedHelp(args, kJobsHelp)) return 0;
   return ListStateCommand("jobs", args);
 }
 
 int LogsCommand(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) {
-    std::fputs(kJobsHelp, stdout);
-    return 0;
-  }
-  if (args.empty() || args[0].rfind("--", 0) == 0) {
-    return UsageError("logs needs a job id (see 'cumulus jobs')", "cumulus logs --help");
-  }
-  auto job = JobId::FromHex(args[0]);
-  if (!job.ok()) return UsageError("'" + args[0] + "' is not a job id", "cumulus logs --help");
+  if (PrintedHelp(args, kJobsHelp)) return 0;
   Flags flags({"address", "token-file", "trial"}, {"follow"});
-  Status st = flags.Parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::vector<std::string> positional;
+  Status st = flags.Parse(args, &positional);
   if (!st.ok()) return UsageError(st.message(), "cumulus logs --help");
+  if (positional.size() != 1) {
+    return UsageError(positional.empty() ? "logs needs a job id (see 'cumulus jobs')"
+                                         : "logs takes one job id, got '" + positional[1] + "' too",
+                      "cumulus logs --help");
+  }
+  auto job = JobId::FromHex(positional[0]);
+  if (!job.ok())
+    return UsageError("'" + positional[0] + "' is not a job id", "cumulus logs --help");
   auto head = ConnectHead(flags);
   if (!head.ok()) return Fail(head.status());
   if (flags.Has("trial")) return TrialLogs(**head, *job, flags.Get("trial"), flags.Has("follow"));
@@ -523,10 +533,7 @@ int LogsCommand(const std::vector<std::string>& args) {
 }
 
 int CancelCommand(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) {
-    std::fputs(kJobsHelp, stdout);
-    return 0;
-  }
+  if (PrintedHelp(args, kJobsHelp)) return 0;
   if (args.empty() || args[0].rfind("--", 0) == 0) {
     return UsageError("cancel needs a job id (see 'cumulus jobs')", "cumulus cancel --help");
   }

@@ -11,6 +11,7 @@
 #include "runtime/cli/head_connection.h"
 #include "runtime/tune/curve_plot.h"
 #include "runtime/tune/experiment_state.h"
+#include "runtime/tune/stop_requests.h"
 #include "runtime/tune/trial_table.h"
 #include "runtime/tune/trial_text.h"
 
@@ -20,7 +21,7 @@ namespace {
 const char* kTrialsHelp = R"(usage:
   cumulus trials [--json] [--address A] [--token-file F]
   cumulus trials EXPERIMENT [--json | --csv] [--plot FILE.svg [--log-x]] [--width N]
-  cumulus trials EXPERIMENT TRIAL [--json | --csv]
+  cumulus trials EXPERIMENT TRIAL [--json | --csv]      (TRIAL as t0003, t3 or 3)
 
 Tuning experiments (cumulus/tune.h) as their journal in the head's control store says, while they
 run and after their driver ended or died:
@@ -30,7 +31,9 @@ run and after their driver ended or died:
   --plot FILE.svg   also draws every trial's metric against iterations, rung cut-offs marked,
                     stopped trials cut short, the best highlighted (--log-x: iterations on a log
                     scale)
-  TRIAL             one trial's history (every report, all its metrics)
+  TRIAL             one trial: its state, config and reason, then its history (every report,
+                    all its metrics); --csv the history alone, --json all of it as data
+  --width N         the table's width in columns (default: the terminal's, else 120)
 A trial's output: cumulus logs JOB --trial TRIAL (the job is the driver's, see 'cumulus jobs').
 )";
 
@@ -60,9 +63,11 @@ int ListExperiments(ControlClient& head, const Flags& flags) {
                         [&](const std::string& k, const std::string&) { names.push_back(k); });
   if (!st.ok()) return Fail(st);
   bool json = flags.Has("json");
+  int name_w = 28;
+  for (auto& name : names) name_w = std::max(name_w, static_cast<int>(name.size()));
   if (json) std::printf("[");
   if (!json) {
-    std::printf("%-28s %-8s %7s %9s %-12s %s\n", "EXPERIMENT", "STATE", "TRIALS", "RUNNING",
+    std::printf("%-*s %-8s %7s %9s %-12s %s\n", name_w, "EXPERIMENT", "STATE", "TRIALS", "RUNNING",
                 "METRIC", "BEST");
   }
   size_t n = 0;
@@ -93,9 +98,16 @@ int ListExperiments(ControlClient& head, const Flags& flags) {
           best ? JsonString(best->id).c_str() : "null",
           best_text.empty() ? "null" : best_text.c_str());
     } else {
-      std::string b = best_text.empty() ? "-" : best_text + " (" + best->id + ")";
-      std::printf("%-28s %-8s %7zu %9zu %-12s %s\n", name.c_str(), state, table.trials.size(),
-                  running, (spec.metric + (spec.maximize ? " max" : " min")).c_str(), b.c_str());
+      // Six significant digits read better in a table than the exact double --json gives.
+      std::string b = "-";
+      if (!best_text.empty()) {
+        char v[32];
+        std::snprintf(v, sizeof(v), "%.6g", std::strtod(best_text.c_str(), nullptr));
+        b = std::string(v) + " (" + best->id + ")";
+      }
+      std::printf("%-*s %-8s %7zu %9zu %-12s %s\n", name_w, name.c_str(), state,
+                  table.trials.size(), running,
+                  (spec.metric + (spec.maximize ? " max" : " min")).c_str(), b.c_str());
     }
     ++n;
   }
@@ -103,18 +115,35 @@ int ListExperiments(ControlClient& head, const Flags& flags) {
   return 0;
 }
 
-int ShowTrial(const tune::ExperimentTable& table, const std::string& trial, const Flags& flags) {
+int ShowTrial(const tune::ExperimentTable& table, const std::string& text, const Flags& flags) {
+  auto id = tune::ParseTrialId(text);
+  std::string trial = id.ok() ? tune::TrialName(*id) : text;
   for (auto& t : table.trials) {
     if (t.id != trial) continue;
     if (flags.Has("json")) {
       std::printf("%s\n", tune::HistoryJson(t, table.metric).c_str());
-    } else {
-      std::fputs(tune::HistoryCsv(t, table.metric).c_str(), stdout);
+      return 0;
     }
+    if (!flags.Has("csv")) {
+      std::string config;
+      for (auto& [key, value] : t.config.values())
+        config += (config.empty() ? "" : ", ") + key + "=" + tune::FormatConfigValue(value);
+      std::printf("trial %s of %s: %s after %lld iteration(s)", t.id.c_str(), table.name.c_str(),
+                  tune::TrialStateName(t.state), static_cast<long long>(tune::Iterations(t)));
+      if (auto last = tune::LastMetric(t, table.metric))
+        std::printf("; %s %s", table.metric.c_str(), tune::FormatNumber(*last).c_str());
+      std::printf("\n  config: %s\n", config.c_str());
+      if (!t.node.empty() || t.restarts > 0)
+        std::printf("  node: %s; restarts: %d\n", t.node.empty() ? "-" : t.node.c_str(),
+                    t.restarts);
+      if (!t.reason.empty()) std::printf("  reason: %s\n", t.reason.c_str());
+      std::printf("history:\n");
+    }
+    std::fputs(tune::HistoryCsv(t, table.metric).c_str(), stdout);
     return 0;
   }
   std::fprintf(stderr, "cumulus: experiment %s has no trial %s (its trials: t0001 to t%04zu)\n",
-               table.name.c_str(), trial.c_str(), table.trials.size());
+               table.name.c_str(), text.c_str(), table.trials.size());
   return 1;
 }
 
@@ -125,21 +154,14 @@ int TrialsCommand(const std::vector<std::string>& args) {
     std::fputs(kTrialsHelp, stdout);
     return 0;
   }
-  std::vector<std::string> positional, rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].rfind("--", 0) != 0 && rest.empty()) {
-      positional.push_back(args[i]);
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
+  Flags flags({"address", "token-file", "plot", "width"}, {"json", "csv", "log-x", "help"});
+  std::vector<std::string> positional;
+  Status st = flags.Parse(args, &positional);
+  if (!st.ok()) return UsageError(st.message(), "cumulus trials --help");
   if (positional.size() > 2) {
     return UsageError("trials takes at most an experiment and a trial, got '" + positional[2] + "'",
                       "cumulus trials --help");
   }
-  Flags flags({"address", "token-file", "plot", "width"}, {"json", "csv", "log-x", "help"});
-  Status st = flags.Parse(rest);
-  if (!st.ok()) return UsageError(st.message(), "cumulus trials --help");
   if (flags.Has("help")) {
     std::fputs(kTrialsHelp, stdout);
     return 0;
@@ -148,7 +170,15 @@ int TrialsCommand(const std::vector<std::string>& args) {
     return UsageError("--json and --csv cannot go together", "cumulus trials --help");
   }
   if (flags.Has("plot") && positional.size() != 1) {
-    return UsageError("--plot draws one experiment: give its name", "cumulus trials --help");
+    return UsageError(positional.empty() ? "--plot draws one experiment: give its name"
+                                         : "--plot draws a whole experiment: leave out TRIAL",
+                      "cumulus trials --help");
+  }
+  if (flags.Has("log-x") && !flags.Has("plot"))
+    return UsageError("--log-x is for --plot", "cumulus trials --help");
+  if (flags.Has("csv") && positional.empty()) {
+    return UsageError("--csv is for one experiment or trial (the list has --json)",
+                      "cumulus trials --help");
   }
   if (flags.Has("width")) {
     int w = std::atoi(flags.Get("width").c_str());

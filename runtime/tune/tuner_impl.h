@@ -171,7 +171,8 @@ class Tuner::Impl {
   VerdictFreshness verdict_freshness_{std::chrono::seconds(30)};
   Clock::time_point refusals_checked_;  // the last RefuseTrialsNoNodeCanHold look (epoch: never)
   Clock::time_point last_progress_;
-  std::string last_progress_line_;
+  std::string last_progress_line_;           // the last line without its time and compute
+  Clock::time_point last_progress_printed_;  // when a plain line was last printed
   size_t progress_lines_ = 0;
   std::string job_;
 };

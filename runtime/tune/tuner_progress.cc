@@ -17,6 +17,10 @@ namespace {
 // A trial whose actors are not up this long after it started is shown as waiting to be placed
 // (an actor's worker starts in well under this on an idle node).
 constexpr auto kNotPlacedAfter = std::chrono::seconds(2);
+// Plain lines: one when a count, the best or the trials not placed change; else one this often,
+// so that a long quiet stretch still shows the run is alive. Not one per progress_interval: the
+// time and compute in each line change every time.
+constexpr auto kQuietLineEvery = std::chrono::seconds(30);
 }  // namespace
 
 void Tuner::Impl::Progress(bool final) {
@@ -50,11 +54,9 @@ void Tuner::Impl::Progress(bool final) {
   double elapsed = std::chrono::duration<double>(now - started_).count();
   char head[512];
   std::snprintf(head, sizeof(head),
-                "[%s %.0f s] %zu running, %zu pending, %zu paused, %s, %zu finished, %zu "
-                "failed; compute %.1f trial-s",
-                spec_.name.c_str(), elapsed, counts[1], counts[0], counts[2], stopped.c_str(),
-                counts[4], counts[5], trials.compute_seconds);
-  std::string line = head;
+                "%zu running, %zu pending, %zu paused, %s, %zu finished, %zu failed", counts[1],
+                counts[0], counts[2], stopped.c_str(), counts[4], counts[5]);
+  std::string line = head;  // what changes it (not the time or compute) decides a plain line
   if (!waiting.empty()) {
     line += "; not placed yet: " + waiting[0];
     for (size_t i = 1; i < std::min<size_t>(waiting.size(), 3); ++i) line += ", " + waiting[i];
@@ -76,15 +78,45 @@ void Tuner::Impl::Progress(bool final) {
                   *LastMetric(*best, spec_.metric), best->id.c_str());
     line += b + shown + ")";
   }
+  bool changed = line != last_progress_line_;
+  last_progress_line_ = line;
+  char clock[320];
+  std::snprintf(clock, sizeof(clock), "[%s %.0f s] ", spec_.name.c_str(), elapsed);
+  char compute[64];
+  std::snprintf(compute, sizeof(compute), "; compute %.1f trial-s", trials.compute_seconds);
+  size_t counts_end = std::string(head).size();
+  line = clock + line.substr(0, counts_end) + compute + line.substr(counts_end);
+  bool due = changed || final || now - last_progress_printed_ >= kQuietLineEvery;
+  if (due) last_progress_printed_ = now;
   bool table =
       progress_options_.progress == "table" || (progress_options_.progress == "auto" && isatty(1));
   if (table) {
     // Redrawn in place: the cursor goes back up over the last drawing, which is cleared.
+    // It must fit the screen: lines that scroll off the top cannot be redrawn, and each
+    // drawing would leave them behind.
     TextOptions to;
     to.width = 120;
-    if (winsize ws{}; ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) to.width = ws.ws_col;
+    size_t screen_rows = 0;
+    if (winsize ws{}; ioctl(1, TIOCGWINSZ, &ws) == 0) {
+      if (ws.ws_col >= 40) to.width = ws.ws_col;
+      screen_rows = ws.ws_row;
+    }
     to.max_rows = 30;
+    auto lines_of = [](const std::string& t) {
+      return static_cast<size_t>(std::count(t.begin(), t.end(), '\n')) +
+             (!t.empty() && t.back() != '\n');
+    };
     std::string text = TrialsText(trials, to);
+    // Fewer trial rows until it fits (once rows are left out, a line says how many: the second
+    // pass takes that line off too).
+    size_t shown = std::min(to.max_rows, trials.trials.size());
+    for (int pass = 0; pass < 3 && screen_rows > 0 && lines_of(text) >= screen_rows && shown > 1;
+         ++pass) {
+      size_t over = lines_of(text) - screen_rows + 1;
+      shown = shown > over ? shown - over : 1;
+      to.max_rows = shown;
+      text = TrialsText(trials, to);
+    }
     if (!text.empty() && text.back() != '\n') text += "\n";
     std::string out;
     if (progress_lines_ > 0) out += "\x1b[" + std::to_string(progress_lines_) + "F\x1b[J";
@@ -92,17 +124,16 @@ void Tuner::Impl::Progress(bool final) {
     std::fputs(out.c_str(), stdout);
     std::fflush(stdout);
     progress_lines_ = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-  } else if (line != last_progress_line_ || final) {
+  } else if (due) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   }
-  if (!progress_options_.progress_file.empty() && (line != last_progress_line_ || final)) {
+  if (!progress_options_.progress_file.empty() && due) {
     if (FILE* f = std::fopen(progress_options_.progress_file.c_str(), "a")) {
       std::fprintf(f, "%s\n", line.c_str());
       std::fclose(f);
     }
   }
-  last_progress_line_ = line;
 }
 
 }  // namespace cumulus::tune
