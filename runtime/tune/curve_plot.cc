@@ -431,10 +431,13 @@ class Plot {
                          header});
       config_lines = WrapConfig(best_->config, 48);
     }
+    // The best is drawn apart (above): its state's count says so, to agree with the tables.
     auto add = [&](TrialState s, const char* what, const std::string& mark) {
       if (drawn[s] == 0) return;
-      entries.push_back(
-          {line(StyleOf(s)) + mark, std::string(what) + " (" + std::to_string(drawn[s]) + ")"});
+      bool best_too = best_ != nullptr && best_->state == s;
+      entries.push_back({line(StyleOf(s)) + mark, std::string(what) + " (" +
+                                                      std::to_string(drawn[s]) +
+                                                      (best_too ? " + the best)" : ")")});
     };
     auto colour = [](const Style& s, const std::string& m) {
       return "<g fill=\"" + std::string(s.stroke) + "\" stroke=\"" + s.stroke +
@@ -459,7 +462,7 @@ class Plot {
       entries.push_back({"<path d=\"M12 -7v14\" stroke=\"" + std::string(kCutoff) +
                              "\" stroke-dasharray=\"3 2\"/><path d=\"M12 -5l5 5-5 5-5-5z\" "
                              "fill=\"#222222\" stroke=\"white\" stroke-width=\"0.8\"/>",
-                         "rung cut-off (" + std::to_string(cutoffs) + ")"});
+                         "rung cut-off at the end (" + std::to_string(cutoffs) + ")"});
     if (entries.empty()) return;
 
     const double row = 16, pad = 8, font = 11;

@@ -252,7 +252,11 @@ Result<std::vector<std::pair<int64_t, double>>> ReplayCutoffs(
         break;
     }
   }
-  for (auto& c : scheduler->Cutoffs()) out.emplace_back(c.iteration, c.value);
+  // A "rung" at max_iterations stops nothing: every trial that reaches it has finished.
+  for (auto& c : scheduler->Cutoffs()) {
+    if (spec.max_iterations <= 0 || c.iteration < spec.max_iterations)
+      out.emplace_back(c.iteration, c.value);
+  }
   return out;
 }
 

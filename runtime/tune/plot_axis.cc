@@ -72,9 +72,12 @@ AxisTicks LogTicks(double lo, double hi) {
   }
   t.lo = std::pow(10, llo);
   t.hi = std::pow(10, lhi);
-  const bool fine = lhi - llo <= 3.0;
+  // Within about a decade every whole step is marked (1 2 3 4), within three 1-2-5, past that
+  // the decades alone.
+  const bool fine = lhi - llo <= 3.0, finest = lhi - llo <= 1.1;
   for (int e = static_cast<int>(std::floor(llo)); e <= static_cast<int>(std::ceil(lhi)); ++e) {
-    for (double m : {1.0, 2.0, 5.0}) {
+    for (double m : {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0}) {
+      if (!finest && m != 1.0 && m != 2.0 && m != 5.0) continue;
       if (!fine && m != 1.0) continue;
       double v = m * std::pow(10, e);
       if (v < t.lo || v > t.hi) continue;

@@ -68,6 +68,10 @@ TEST(PlotAxis, LogTicks) {
   EXPECT_EQ(wide.values.size(), 6u);  // decades only
   AxisTicks one = LogTicks(4, 4);
   ExpectCovers(one, 4, 4);
+  // Iterations 1 to 4 (a short experiment): every whole step, not 1 and 2 alone.
+  AxisTicks few = LogTicks(1, 4);
+  ExpectCovers(few, 1, 4);
+  EXPECT_EQ(few.labels, (std::vector<std::string>{"1", "2", "3", "4"}));
 }
 
 }  // namespace

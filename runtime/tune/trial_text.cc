@@ -180,9 +180,23 @@ std::string TrialsText(const ExperimentTable& table, const TextOptions& options)
   if (best == nullptr) {
     line("best: none yet (no trial has reported " + OneLine(table.metric) + ")");
   } else {
+    // The keys that differ between trials first: a one-value key (a data path) says little,
+    // and the line is cut at the screen's width.
+    std::vector<std::string> varying = VaryingKeys(table);
+    std::string config;
+    auto add = [&](const std::string& key, const Value& value) {
+      config += (config.empty() ? "" : ", ") + key + "=" + ShortValue(value);
+    };
+    for (const std::string& k : varying) {
+      auto it = best->config.values().find(k);
+      if (it != best->config.values().end()) add(k, it->second);
+    }
+    for (auto& [key, value] : best->config.values()) {
+      if (std::find(varying.begin(), varying.end(), key) == varying.end()) add(key, value);
+    }
     line("best " + OneLine(best->id) + " " + OneLine(table.metric) + "=" +
          Short(*LastMetric(*best, table.metric)) + " at iteration " +
-         std::to_string(Iterations(*best)) + " " + OneLine(best->config.ToString()));
+         std::to_string(Iterations(*best)) + " {" + OneLine(config) + "}");
   }
   if (table.trials.empty()) return out;
 

@@ -51,7 +51,8 @@ TEST(TrialText, SummaryBestAndOneLinePerTrial) {
   EXPECT_EQ(lines[0],
             "demo  acc (max)  compute 1h02m  4 trials: 1 RUNNING, 1 PENDING, 1 STOPPED, "
             "1 FINISHED");
-  EXPECT_EQ(lines[1], "best t0000 acc=0.9 at iteration 3 {batch=64, lr=0.01, width=128}");
+  // The keys that vary first, then batch (one value for every trial).
+  EXPECT_EQ(lines[1], "best t0000 acc=0.9 at iteration 3 {lr=0.01, width=128, batch=64}");
   // Keys that vary (lr, width) are columns; batch, the same for every trial, is only in the best
   // line.
   EXPECT_LT(lines[2].find("lr"), lines[2].find("width")) << lines[2];
