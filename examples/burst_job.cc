@@ -24,18 +24,44 @@ std::string WorkThenWhere(int seconds) {
 }
 CUMULUS_REMOTE(WorkThenWhere);
 
+constexpr const char* kUsage =
+    "usage: burst_job [--tasks N (8)] [--cpus C (2)] [--seconds S (5)]\n"
+    "Runs N tasks of C CPUs, each working S seconds, on the cluster at CUMULUS_ADDRESS (else an\n"
+    "embedded one), and prints how many ran on each node. With 'cumulus up examples/burst.yaml'\n"
+    "the autoscaler launches cloud nodes for the tasks the on-prem node cannot hold.\n";
+
 int main(int argc, char** argv) {
+  // Checked before Init: a worker process, started with these arguments, never gets this far
+  // with bad ones, and --help starts no cluster.
+  int tasks = 8, seconds = 5;
+  double cpus = 2;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    char* end = nullptr;
+    double v = i + 1 < argc ? std::strtod(argv[i + 1], &end) : 0;
+    bool number = i + 1 < argc && end != argv[i + 1] && *end == '\0' && v > 0 && v <= 1e6;
+    if ((a == "--tasks" || a == "--seconds") && number && v == static_cast<int>(v)) {
+      (a == "--tasks" ? tasks : seconds) = static_cast<int>(v);
+    } else if (a == "--cpus" && number) {
+      cpus = v;
+    } else {
+      std::fprintf(stderr, "burst_job: %s '%s'; --help says what it takes\n",
+                   a == "--tasks" || a == "--seconds" || a == "--cpus"
+                       ? "needs a positive number after"
+                       : "unknown argument",
+                   a.c_str());
+      return 2;
+    }
+    ++i;
+  }
   cumulus::Status st = cumulus::Init(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "burst_job: %s\n", st.ToString().c_str());
     return 1;
-  }
-  int tasks = 8, seconds = 5;
-  double cpus = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--tasks")) tasks = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--cpus")) cpus = std::atof(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--seconds")) seconds = std::atoi(argv[i + 1]);
   }
   auto start = std::chrono::steady_clock::now();
   std::vector<cumulus::ObjectRef<std::string>> refs;

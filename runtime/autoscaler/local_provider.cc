@@ -258,8 +258,9 @@ Instance LocalProvider::Describe(const std::string& id) {
   } else {
     in.state = InstanceState::kFailed;
     std::string last = LastLine(log);
-    in.detail =
-        last.empty() ? "node daemon ended (" + how + ") printing nothing" : last + " (" + how + ")";
+    // "unknown": an earlier provider (monitor process) started it; its exit status is gone.
+    std::string status = how == "unknown" ? "" : " (" + how + ")";
+    in.detail = last.empty() ? "node daemon ended" + status + " printing nothing" : last + status;
   }
   return in;
 }

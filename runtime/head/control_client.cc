@@ -69,9 +69,10 @@ Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const HostPort& he
                                                               const ControlClientOptions& options) {
   auto fd = ConnectTcp(head, options.connect_timeout);
   if (!fd.ok()) {
-    return Status(fd.status().code(),
-                  "cannot reach the head: " + fd.status().message() +
-                      " (is it running? start one with 'cumulus start --head')");
+    return Status(
+        fd.status().code(),
+        "cannot reach the head: " + fd.status().message() +
+            " (is it running? start one with 'cumulus start --head' or 'cumulus up FILE')");
   }
   std::unique_ptr<ControlClient> client(new ControlClient(*fd, head, options));
   std::lock_guard<std::mutex> lock(client->mu_);
