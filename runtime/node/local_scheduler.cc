@@ -92,7 +92,12 @@ bool LocalScheduler::PlaceOne(RoutedTask& t, ClusterSnapshot& snap, TimePoint no
   // that died, run again to rebuild the lost copy, is such work.)
   if (d.kind == PlacementDecision::kInfeasible && options_.wait_for_nodes &&
       !IsPinned(t.req.placement)) {
-    t.wait_reason = "no node that has joined can run it (" + d.reason + ")";
+    // Not "can never run": a node an autoscaler launches may.
+    std::string why = d.reason;
+    if (const std::string never = "no node can ever run it: "; why.rfind(never, 0) == 0)
+      why = why.substr(never.size());
+    t.wait_reason =
+        "no node that has joined can run it, so it waits for one that can (" + why + ")";
     return ReturnToSender(t, /*anyway=*/true);
   }
   if (d.kind == PlacementDecision::kInfeasible) {
