@@ -80,6 +80,8 @@ TEST_F(TuneTest, TrialsCommandShowsTheJournaledExperiment) {
   EXPECT_NE(text.find("--plot draws a whole experiment: leave out TRIAL"), std::string::npos)
       << text;
   EXPECT_EQ(cli({"trials", "cli", "--log-x"}, &text), 2) << text;
+  EXPECT_EQ(cli({"trials", "cli", "--plot", dir_.path() + "/cli.png"}, &text), 2) << text;
+  EXPECT_NE(text.find("--plot writes an SVG picture"), std::string::npos) << text;
 }
 
 }  // namespace

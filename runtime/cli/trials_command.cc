@@ -174,6 +174,13 @@ int TrialsCommand(const std::vector<std::string>& args) {
                                          : "--plot draws a whole experiment: leave out TRIAL",
                       "cumulus trials --help");
   }
+  if (flags.Has("plot")) {
+    std::string plot = flags.Get("plot");
+    if (plot.size() < 5 || plot.compare(plot.size() - 4, 4, ".svg") != 0) {
+      return UsageError("--plot writes an SVG picture: name it FILE.svg, got '" + plot + "'",
+                        "cumulus trials --help");
+    }
+  }
   if (flags.Has("log-x") && !flags.Has("plot"))
     return UsageError("--log-x is for --plot", "cumulus trials --help");
   if (flags.Has("csv") && positional.empty()) {
