@@ -458,7 +458,7 @@ TEST_F(AutoscalerTest, DownLetsWorkOnLaunchedNodesFinishThenTerminatesThem) {
   ASSERT_TRUE(st && WIFEXITED(*st)) << out;
   EXPECT_EQ(WEXITSTATUS(*st), 0) << out;
   EXPECT_NE(out.find("Draining 1 launched node(s)"), std::string::npos) << out;
-  EXPECT_NE(out.find("They left the cluster after"), std::string::npos) << out;
+  EXPECT_NE(out.find("Their work ended after"), std::string::npos) << out;
   EXPECT_NE(out.find("Terminated the autoscaler's nodes (1 in its books)"), std::string::npos)
       << out;
   ExpectChecks(driver->ReadAll(30s), {"ran"});

@@ -3,8 +3,10 @@
 // `up` starts the head the file describes (no node of its own), its on-prem nodes on this machine
 // (host: localhost) and the autoscaler's monitor, which runs as a process of its own beside the
 // head ("autoscaler" among what `cumulus stop` stops). With --address it adds the monitor to a
-// head that runs already. `down` stops the monitor, terminates every node it launched (its books
-// in the head's KV and the providers' lists), then stops what `cumulus start`/`up` started here.
+// head that runs already. `down` stops the monitor, drains every node it launched (their work
+// finishes), terminates them (its books in the head's KV and the providers' lists; a provider
+// that fails leaves the head up for another try), then stops what `cumulus start`/`up` started
+// here. It parses the cluster file's text `up` kept in the head's KV.
 // `drain NODE` is drain_command.cc.
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -398,7 +400,7 @@ int DrainLaunched(ControlClient& head, std::chrono::seconds timeout) {
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (left_waiting.empty()) {
-      std::printf("They left the cluster after %.1f s.\n", secs);
+      std::printf("Their work ended after %.1f s.\n", secs);
       return 0;
     }
     if (secs >= static_cast<double>(timeout.count())) {
