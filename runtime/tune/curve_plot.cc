@@ -119,10 +119,28 @@ class Plot {
   }
 
   void Scales() {
+    // A few values far from the rest (a diverged trial at chance) would press every other curve
+    // into one line: the y axis spans the values within Tukey's far fences (3 x the
+    // interquartile range; with 8 values or more), and those outside are drawn at its edge and
+    // counted in a note.
+    std::vector<double> ys;
+    for (const Curve& c : curves_) {
+      for (auto [x, y] : c.points) ys.push_back(y);
+    }
+    double fence_lo = -HUGE_VAL, fence_hi = HUGE_VAL;
+    if (ys.size() >= 8) {
+      std::sort(ys.begin(), ys.end());
+      double q1 = ys[ys.size() / 4], q3 = ys[(3 * ys.size()) / 4], iqr = q3 - q1;
+      if (iqr > 0) fence_lo = q1 - 3 * iqr, fence_hi = q3 + 3 * iqr;
+    }
     double xlo = HUGE_VAL, xhi = -HUGE_VAL, ylo = HUGE_VAL, yhi = -HUGE_VAL;
     for (const Curve& c : curves_) {
       for (auto [x, y] : c.points) {
         xlo = std::min(xlo, x), xhi = std::max(xhi, x);
+        if (y < fence_lo || y > fence_hi) {
+          ++off_scale_;
+          continue;
+        }
         ylo = std::min(ylo, y), yhi = std::max(yhi, y);
       }
     }
@@ -147,7 +165,11 @@ class Plot {
                    : (it - x_.lo) / (x_.hi - x_.lo);
     return left_ + kInset + f * (right_ - left_ - 2 * kInset);
   }
-  double Y(double v) const { return bottom_ - (v - y_.lo) / (y_.hi - y_.lo) * (bottom_ - top_); }
+  // A value off the scale is drawn just past the axis's edge (inside the plot's clip).
+  double Y(double v) const {
+    double y = bottom_ - (v - y_.lo) / (y_.hi - y_.lo) * (bottom_ - top_);
+    return std::clamp(y, top_ - 3, bottom_ + 3);
+  }
 
   void Header() {
     std::string title = o_.title.empty()
@@ -501,6 +523,10 @@ class Plot {
     if (no_reports_ > 0 && !table_.trials.empty() && !empty_)
       notes.push_back(std::to_string(no_reports_) + " trial" + (no_reports_ == 1 ? "" : "s") +
                       " without reports");
+    if (off_scale_ > 0)
+      notes.push_back(std::to_string(off_scale_) + " value" + (off_scale_ == 1 ? "" : "s") +
+                      " far from the rest drawn at the edge of the axis (" + y_.labels.front() + " to " +
+                      y_.labels.back() + ")");
     if (non_positive_ > 0)
       notes.push_back(std::to_string(non_positive_) + " point" + (non_positive_ == 1 ? "" : "s") +
                       " at iteration <= 0 not on the log axis");
@@ -519,7 +545,7 @@ class Plot {
   std::vector<Curve> curves_;
   AxisTicks x_, y_;
   bool empty_ = false;
-  size_t non_finite_ = 0, no_reports_ = 0, non_positive_ = 0;
+  size_t non_finite_ = 0, no_reports_ = 0, non_positive_ = 0, off_scale_ = 0;
   std::string out_;
 };
 

@@ -197,6 +197,27 @@ TEST(CurvePlot, OnePointConstantAndNonFinite) {
   EXPECT_RENDERS(svg, "edge");
 }
 
+// Two diverged trials at chance do not press the others into one line: the axis spans the
+// bundle, and the two are drawn at its edge, said in a note.
+TEST(CurvePlot, ValuesFarFromTheRestAreDrawnAtTheEdge) {
+  ExperimentTable t;
+  t.name = "diverged";
+  t.metric = "acc";
+  for (int i = 0; i < 8; ++i) {
+    double end = 0.84 + 0.005 * i;
+    t.trials.push_back(
+        Trial("t" + std::to_string(i), TrialState::kFinished, {end - 0.03, end - 0.01, end}));
+  }
+  t.trials.push_back(Trial("t8", TrialState::kStoppedEarly, {0.105}));
+  t.trials.push_back(Trial("t9", TrialState::kStoppedEarly, {0.237}));
+  std::string svg = PlotSvg(t, {});
+  EXPECT_NE(svg.find("2 values far from the rest drawn at the edge of the axis"), std::string::npos)
+      << svg;
+  EXPECT_EQ(svg.find(">0.2<"), std::string::npos) << "the axis still reaches down to them";
+  EXPECT_EQ(Count(svg, "class=\"stop-mark\""), 2u) << "both are still drawn";
+  EXPECT_RENDERS(svg, "diverged");
+}
+
 TEST(CurvePlot, TextIsEscaped) {
   ExperimentTable t = AshaExperiment(6, 1, 0);
   t.name = "a<b & \"c\" 'd'\x01 \xff\xfe";
