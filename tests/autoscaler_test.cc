@@ -152,8 +152,17 @@ TEST_F(AutoscalerTest, RestartedMonitorLaunchesNoDuplicates) {
   StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));
   auto driver = Driver({"--cpus=3", "--hold_ms=8000"});
   ASSERT_TRUE(WaitUntil([&] { return CloudNodes().size() == 1; }, 30s)) << Status();
+  // A second monitor while this one runs is refused: both would launch for the same work.
+  std::string out;
+  EXPECT_EQ(Cli({"up", dir_.path() + "/cluster.yaml", "--address", address_, "--token-file",
+                 token_file_, "--block"},
+                &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("an autoscaler already runs on this cluster"), std::string::npos) << out;
   monitor_->Kill(SIGKILL);
   monitor_->Wait(10s);
+  // Once it is dead (killed: it could not say so), the next one takes over.
   StartMonitor(dir_.path() + "/cluster.yaml");
   // Several rounds (200 ms each) while the work still runs.
   for (int i = 0; i < 10; ++i) {

@@ -1,5 +1,7 @@
 #include "runtime/autoscaler/monitor.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "runtime/autoscaler/monitor_status.h"
@@ -354,6 +356,11 @@ Status Monitor::RunRound() {
   MonitorStatusInput status{&options_.config, &books_, &decision_, &built.snapshot, now};
   (void)head_->KvPut(kAutoscalerNamespace, kStatusTextKey, StatusText(status));
   (void)head_->KvPut(kAutoscalerNamespace, kStatusJsonKey, StatusJson(status));
+  (void)head_->KvPut(
+      kAutoscalerNamespace, kOwnerKey,
+      OwnerRecord(getpid(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.round).count(),
+                  WallNow()));
   return Status();
 }
 

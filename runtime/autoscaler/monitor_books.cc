@@ -1,10 +1,47 @@
 #include "runtime/autoscaler/monitor_books.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace cumulus {
+
+namespace {
+std::string ThisHost() {
+  char h[256] = {0};
+  if (gethostname(h, sizeof(h) - 1) != 0) return "";
+  return h;
+}
+std::string OwnerField(const std::string& record, const std::string& key) {
+  std::istringstream in(record);
+  std::string word;
+  while (in >> word) {
+    if (word.rfind(key + "=", 0) == 0) return word.substr(key.size() + 1);
+  }
+  return "";
+}
+}  // namespace
+
+std::string OwnerRecord(int pid, int64_t round_ms, int64_t seen_micros) {
+  return "pid=" + std::to_string(pid) + " host=" + ThisHost() +
+         " round_ms=" + std::to_string(round_ms) + " seen=" + std::to_string(seen_micros);
+}
+
+int OwnerPid(const std::string& record) { return std::atoi(OwnerField(record, "pid").c_str()); }
+
+bool OwnerAlive(const std::string& record, int64_t now_micros) {
+  int pid = OwnerPid(record);
+  if (pid <= 0) return false;
+  if (OwnerField(record, "host") == ThisHost()) return kill(pid, 0) == 0 || errno == EPERM;
+  int64_t round_ms = std::atoll(OwnerField(record, "round_ms").c_str());
+  int64_t seen = std::atoll(OwnerField(record, "seen").c_str());
+  return now_micros - seen < (3 * round_ms + 10000) * 1000;
+}
 
 double MonitorBooks::TotalSpend() const {
   double sum = 0;

@@ -28,6 +28,7 @@ inline constexpr const char* kClusterFileKey = "cluster_file";  // the path `cum
 inline constexpr const char* kClusterTextKey = "cluster_text";  // that file's text, as up read it
 inline constexpr const char* kCommandKey = "command";           // "down": the monitor stops
 inline constexpr const char* kDrainPrefix = "drain/";           // drain/NODE_HEX: drain that node
+inline constexpr const char* kOwnerKey = "owner";  // which process runs the monitor: OwnerRecord
 
 struct LaunchedInstance {
   std::string id;        // the provider's instance id
@@ -56,6 +57,16 @@ struct MonitorBooks {
   // to `now_micros`, and moves spend_until there. `price_per_hour` by type name.
   void Accrue(int64_t now_micros, const std::map<std::string, double>& price_per_hour);
 };
+
+// One monitor per cluster: two would each launch for the same demand (twice the nodes, past a
+// type's max and the budget). `cumulus up` claims kOwnerKey before it starts one, and the monitor
+// refreshes it every round: "pid=P host=H round_ms=R seen=WALL_MICROS".
+std::string OwnerRecord(int pid, int64_t round_ms, int64_t seen_micros);
+// Whether the record names a monitor that still runs: on this host, its process is alive;
+// elsewhere, it refreshed the record within 3 rounds + 10 s of `now_micros`.
+bool OwnerAlive(const std::string& record, int64_t now_micros);
+// The record's pid (0 if it has none).
+int OwnerPid(const std::string& record);
 
 std::string EncodeBooks(const MonitorBooks& books);
 // InvalidArgument naming the line if `text` is not what EncodeBooks writes.

@@ -181,6 +181,33 @@ Result<std::unique_ptr<Monitor>> MakeMonitor(const ClusterConfig& config,
   return monitor;
 }
 
+// Claims the cluster's autoscaler for process `pid` (kOwnerKey): AlreadyExists naming the
+// monitor that runs, if one does.
+Status ClaimAutoscaler(ControlClient& head, int pid, int64_t round_ms) {
+  int64_t now = SystemClock::Get().WallMicros();
+  auto current = head.KvGet(kAutoscalerNamespace, kOwnerKey);
+  if (current.ok()) {
+    if (OwnerAlive(*current, now) && OwnerPid(*current) != pid) {
+      return Status::AlreadyExists(
+          "an autoscaler already runs on this cluster (" + *current +
+          "), and a second one would launch nodes for the same work; 'cumulus down' stops it "
+          "and the cluster, or stop that process and run 'cumulus up' again");
+    }
+    (void)head.KvDelete(kAutoscalerNamespace, kOwnerKey);  // it died without a word
+  } else if (current.status().code() != StatusCode::kNotFound) {
+    return current.status();
+  }
+  auto existed = head.KvPut(kAutoscalerNamespace, kOwnerKey, OwnerRecord(pid, round_ms, now),
+                            /*overwrite=*/false);
+  if (!existed.ok()) return existed.status();
+  if (*existed) {
+    return Status::AlreadyExists(
+        "another 'cumulus up' started this cluster's autoscaler just now ('cumulus status' "
+        "shows it)");
+  }
+  return Status();
+}
+
 // The monitor's loop until SIGTERM/SIGINT or `cumulus down`.
 int RunMonitor(Monitor& monitor, const Flags& head_flags) {
   sigset_t stop_signals;
@@ -198,8 +225,12 @@ int RunMonitor(Monitor& monitor, const Flags& head_flags) {
   CUMULUS_LOG(INFO) << "autoscaler stopping: " << why;
   if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
-  if (auto marker = ConnectHead(head_flags); marker.ok())
+  if (auto marker = ConnectHead(head_flags); marker.ok()) {
     (void)(*marker)->KvPut(kAutoscalerNamespace, kCommandKey, "stopped");
+    auto owner = (*marker)->KvGet(kAutoscalerNamespace, kOwnerKey);
+    if (owner.ok() && OwnerPid(*owner) == getpid())
+      (void)(*marker)->KvDelete(kAutoscalerNamespace, kOwnerKey);
+  }
   ForgetProcess(getpid());
   // `down` goes on now; a launch still running is waited for here, so that what it makes is
   // terminated (after `down`) or kept in the books (after a plain stop) when it answers.
@@ -327,6 +358,9 @@ int UpCommand(const std::vector<std::string>& args) {
   (void)head_flags.Parse({"--address", address, "--token-file", token_file});
   auto head = ConnectHead(head_flags);
   if (!head.ok()) return Fail(head.status());
+  // One autoscaler per cluster; a child runs it without --block, which claims it below.
+  if (Status claimed = ClaimAutoscaler(**head, getpid(), *round_ms); !claimed.ok())
+    return Fail(claimed);
   // `down` parses the text as read now: the file may change or move meanwhile.
   (void)(*head)->KvPut(kAutoscalerNamespace, kClusterFileKey, config->file);
   (void)(*head)->KvPut(kAutoscalerNamespace, kClusterTextKey, config->text);
@@ -357,6 +391,9 @@ int UpCommand(const std::vector<std::string>& args) {
     if (f) dup2(fileno(stdout), STDERR_FILENO);
     _exit(run());
   }
+  // The claim is the child's now (before this process exits, so no second `up` sees it free).
+  (void)(*head)->KvPut(kAutoscalerNamespace, kOwnerKey,
+                       OwnerRecord(pid, *round_ms, SystemClock::Get().WallMicros()));
   std::printf("Autoscaler started (pid %d, log %s) for the types of %s.\n", pid, log.c_str(),
               config->file.c_str());
   std::printf("To see it: cumulus status   To stop everything: cumulus down\n");
@@ -457,6 +494,7 @@ int DownCommand(const std::vector<std::string>& args) {
       },
       std::chrono::seconds(15));
   if (!stopped) std::printf("The autoscaler did not answer within 15 s; going on without it.\n");
+  (void)(*head)->KvDelete(kAutoscalerNamespace, kOwnerKey);
   if (!flags.Has("force")) {
     int drained = DrainLaunched(**head, std::chrono::seconds(*timeout_s));
     if (drained != 0) return drained;

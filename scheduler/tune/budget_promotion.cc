@@ -124,10 +124,12 @@ class BudgetPromotion final : public TrialScheduler {
     if (!can_start_new) recheck_ = true;
     if (!recheck_) {
       // Promotion: a paused trial now in its rung's top 1/rf, highest rung first.
-      for (auto rung = rungs_.rbegin(); rung != rungs_.rend(); ++rung)
+      for (auto rung = rungs_.rbegin(); rung != rungs_.rend(); ++rung) {
+        if (rung->recorded.empty()) continue;
+        const double cut = TopCut(*rung);  // once per rung, not per trial in it
         for (const auto& [id, score] : rung->recorded) {
           Trial& tr = trials_.at(id);
-          if (tr.paused && tr.last == rung->milestone && InTop(*rung, score) &&
+          if (tr.paused && tr.last == rung->milestone && score >= cut &&
               NextStop(tr.last) - tr.last <= PromotionRemaining()) {
             tr.paused = false;
             Reserve(tr, NextStop(tr.last));
@@ -135,6 +137,7 @@ class BudgetPromotion final : public TrialScheduler {
             return next;
           }
         }
+      }
       return next;
     }
     int64_t remaining = Remaining();
@@ -286,11 +289,13 @@ class BudgetPromotion final : public TrialScheduler {
     return o_.max_t;
   }
 
-  bool InTop(const Rung& rung, double score) const {
+  // The score a trial needs to be in its rung's top 1/rf.
+  double TopCut(const Rung& rung) const {
     std::vector<double> v;
     for (const auto& [_, x] : rung.recorded) v.push_back(x);
-    return score >= Percentile(v, (1 - 1 / o_.budget_reduction_factor) * 100);
+    return Percentile(v, (1 - 1 / o_.budget_reduction_factor) * 100);
   }
+  bool InTop(const Rung& rung, double score) const { return score >= TopCut(rung); }
 
   // How many trials are ahead of `tr` at its own rung (its score there beaten).
   size_t Ahead(const Trial& tr) const {
@@ -313,14 +318,49 @@ class BudgetPromotion final : public TrialScheduler {
     return ia < ib;
   }
 
-  // The paused trial nearest the leaders whose next rung fits in `remaining`.
+  // The paused trial nearest the leaders whose next rung fits in `remaining` (as Nearer orders
+  // them). Each rung's scores are sorted once and a trial's place found by binary search: the
+  // walk over its rung for every pair compared made a decision cubic in the trials (30 s for one
+  // 1,000-trial replay).
   std::optional<TrialId> NearestPaused(int64_t remaining) const {
-    std::optional<TrialId> best;
+    struct Place {
+      double share;
+      size_t ahead;
+      int64_t last;
+      TrialId id;
+    };
+    std::map<int64_t, std::vector<double>> sorted;  // rung milestone -> its scores, NaN left out
+    std::optional<Place> best;
     for (const auto& [id, tr] : trials_) {
       if (!tr.paused || NextStop(tr.last) - tr.last > remaining) continue;
-      if (!best || Nearer(tr, id, trials_.at(*best), *best)) best = id;
+      const Rung* rung = RungAt(tr.last);
+      Place p{std::numeric_limits<double>::infinity(), SIZE_MAX, tr.last, id};
+      if (rung != nullptr) {
+        auto [it, fresh] = sorted.try_emplace(tr.last);
+        if (fresh) {
+          for (const auto& [_, x] : rung->recorded)
+            if (!std::isnan(x)) it->second.push_back(x);
+          std::sort(it->second.begin(), it->second.end());
+        }
+        const std::vector<double>& v = it->second;
+        // Scores above this one (NaN is above nothing, and nothing is above NaN).
+        p.ahead =
+            std::isnan(tr.score)
+                ? 0
+                : static_cast<size_t>(v.end() - std::upper_bound(v.begin(), v.end(), tr.score));
+        if (!rung->recorded.empty())
+          p.share = static_cast<double>(p.ahead) / static_cast<double>(rung->recorded.size());
+      }
+      auto nearer = [](const Place& a, const Place& b) {
+        if (a.share != b.share) return a.share < b.share;
+        if (a.ahead != b.ahead) return a.ahead < b.ahead;
+        if (a.last != b.last) return a.last > b.last;
+        return a.id < b.id;
+      };
+      if (!best || nearer(p, *best)) best = p;
     }
-    return best;
+    if (!best) return std::nullopt;
+    return best->id;
   }
 
   SchedulerOptions o_;
