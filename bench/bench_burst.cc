@@ -94,18 +94,29 @@ struct Args {
 
 Args ParseArgs(int argc, char** argv) {
   Args a;
-  auto usage = [] {
-    Fail(
-        "usage: bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F (0..1; "
-        "default: the trace's mean GPU load over its GPUs)] [--tick SECONDS (default 30)] "
-        "[--idle-timeout SECONDS|Mxboot (ours; default: 2xboot, twice each type's boot time)] "
-        "[--learn-idle-timeout "
-        "(ours)] [--launch-after-waiting SECONDS|boot (ours; default 0)] [--json]");
-  };
+  const std::string kUsage =
+      "usage: bench_burst --trace PODS.csv --nodes NODES.csv [--onprem-fraction F (0..1; "
+      "default: the trace's mean GPU load over its GPUs)] [--tick SECONDS (default 30)] "
+      "[--idle-timeout SECONDS|Mxboot (ours; default: 2xboot, twice each type's boot time)] "
+      "[--learn-idle-timeout (ours)] [--launch-after-waiting SECONDS|boot (ours; default 0)] "
+      "[--json]";
+  auto usage = [&](const std::string& what) { Fail(what + "; " + kUsage); };
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
+    if (s == "-h" || s == "--help") {
+      std::printf(
+          "%s\n\nReplays a pod trace (docs/burst_replay.md: the format of "
+          "../shared/data/cluster_trace/) through the autoscaler's policy with a simulated "
+          "clock, the on-prem pool a fraction of the node list, cloud types priced per hour; "
+          "prints, for ours and four baselines in the same run (on-prem only, burst "
+          "immediately, Ray-like, kubernetes-ec2-autoscaler-like), the cloud cost, mean and "
+          "p95 queue wait, on-prem utilisation and launches, and the command that reproduces "
+          "it.\n",
+          kUsage.c_str());
+      std::exit(0);
+    }
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
+      if (i + 1 >= argc) usage(s + " needs a value");
       return argv[++i];
     };
     if (s == "--trace") {
@@ -154,10 +165,10 @@ Args ParseArgs(int argc, char** argv) {
     } else if (s == "--json") {
       a.json = true;
     } else {
-      usage();
+      usage("unknown argument '" + s + "'");
     }
   }
-  if (a.trace.empty() || a.nodes.empty()) usage();
+  if (a.trace.empty() || a.nodes.empty()) usage("--trace and --nodes are both needed");
   return a;
 }
 

@@ -131,11 +131,14 @@ Duration HeadWait() {
 
 Result<NodeRecord> FindLocalNode(ControlClient& head) {
   CUMULUS_ASSIGN_OR_RETURN(ClusterView view, head.GetClusterStatus());
-  // A draining node only if no other runs here: a driver attached to it would keep it up.
-  for (bool draining_too : {false, true}) {
+  // A driver attached to a node keeps it up (its drain waits for the driver): a draining node
+  // only if no other runs here, and one an autoscaler launched (a cumulus.node_type label) only
+  // if no other node it could use runs here, so that an idle launched node can still go.
+  for (int pass = 0; pass < 3; ++pass) {
     for (auto& n : view.nodes) {
       if (n.state != NodeState::kAlive || n.core_socket.empty()) continue;
-      if (n.draining && !draining_too) continue;
+      bool launched = n.labels.count(kNodeTypeLabel) > 0;
+      if ((pass == 0 && (n.draining || launched)) || (pass == 1 && n.draining)) continue;
       if (access(n.core_socket.c_str(), R_OK | W_OK) == 0) return n;
     }
   }

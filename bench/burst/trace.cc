@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -28,6 +29,9 @@ class Csv {
   static Result<Csv> Open(const std::string& path, const std::vector<std::string>& required) {
     Csv c;
     c.path_ = path;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return Status::InvalidArgument(path + ":0:0: is a directory: give a CSV file");
     c.in_.open(path);
     if (!c.in_) {
       return Status::InvalidArgument(path + ":0:0: cannot open the file (does it exist?)");
