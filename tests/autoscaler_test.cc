@@ -194,6 +194,38 @@ TEST_F(AutoscalerTest, RestartedHeadLaunchesNoDuplicates) {
   EXPECT_EQ(Live().size(), 1u);
 }
 
+// A node that starts while its head is down (a launch that boots across a head restart) waits
+// for the head, up to --join-timeout (launched nodes get 60 s), instead of failing the launch.
+TEST_F(AutoscalerTest, ANodeStartedWhileItsHeadRestartsJoinsWhenItIsBack) {
+  head_ = StartHead({"--no-node"});
+  int port = ParseHostPort(address_)->port;
+  head_->Kill(SIGKILL);
+  ASSERT_TRUE(head_->Wait(10s));
+  Subprocess node(
+      {kCumulus, "start", "--address", address_, "--token-file", token_file_, "--block",
+       "--data-dir", dir_.path() + "/late", "--resources", "CPU=1,GPU=0", "--join-timeout", "60"},
+      /*merge_stderr=*/true);
+  auto waits = node.WaitForLine("W ", 20s);
+  ASSERT_TRUE(waits.has_value()) << "it did not say it waits: " << node.Skipped();
+  EXPECT_NE(waits->find("cannot reach the head at " + address_ + " yet"), std::string::npos)
+      << *waits;
+  head_ = StartHead({"--no-node"}, port);
+  auto ready = node.WaitForLine("cumulus node ready", 60s);
+  ASSERT_TRUE(ready.has_value()) << node.Skipped();
+  std::string id = Field(*ready, "node_id");
+  ASSERT_TRUE(WaitUntil([&] { return Find(View(), id) != nullptr; }, 20s)) << Status();
+  // Without --join-timeout (one try), a head that is down fails the start at once.
+  head_->Kill(SIGKILL);
+  ASSERT_TRUE(head_->Wait(10s));
+  std::string out;
+  EXPECT_EQ(Cli({"start", "--address", address_, "--token-file", token_file_, "--data-dir",
+                 dir_.path() + "/once", "--resources", "CPU=1,GPU=0"},
+                &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("cannot join the cluster"), std::string::npos) << out;
+}
+
 // A launched node killed with SIGKILL under work: the work is retried, a replacement launched.
 TEST_F(AutoscalerTest, KilledNodeIsReplaced) {
   StartCluster(WriteClusterFile("", false, /*idle_timeout_s=*/60));

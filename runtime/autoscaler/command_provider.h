@@ -19,7 +19,8 @@
 //              one), without waiting for the nodes to boot. The node it starts must run
 //                cumulus start --address {head} --resources {resources} --block
 //                      --labels {labels},cumulus.instance_id=ID --wait-for-nodes (and the token,
-//                      and --metrics-port {metrics_port} when it is not empty)
+//                      and --metrics-port {metrics_port} when it is not empty; --join-timeout
+//                      60 keeps a head restarting during the boot from failing the launch)
 //              so the head's node can be matched to the instance. Its output must not go to
 //              the launch program's stdout (the program's end is what is waited for).
 //   list       exit 0; prints one line per instance of this cluster it can see:

@@ -45,10 +45,17 @@ std::vector<std::string> NodeStartArgs(const NodeTypeConfig& type, const LaunchS
   Labels labels = type.labels;
   labels[kNodeTypeLabel] = type.name;
   labels[kInstanceIdLabel] = instance_id;
-  std::vector<std::string> args = {
-      "start",           "--address", spec.head_address,      "--resources",
-      resources,         "--labels",  LabelsToString(labels), "--block",
-      "--wait-for-nodes"};
+  std::vector<std::string> args = {"start",
+                                   "--address",
+                                   spec.head_address,
+                                   "--resources",
+                                   resources,
+                                   "--labels",
+                                   LabelsToString(labels),
+                                   "--block",
+                                   "--wait-for-nodes",
+                                   "--join-timeout",
+                                   "60"};  // a head restarting meanwhile: not a failure
   if (!spec.token_file.empty()) {
     args.push_back("--token-file");
     args.push_back(spec.token_file);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -40,7 +41,7 @@ constexpr const char* kStartHelp = R"(Usage:
                        [--metrics-sd-file PATH] [--block]
   cumulus start --address HOST:PORT [--token-file FILE] [--data-dir DIR] [--bind ADDR]
                        [--resources ...] [--labels ...] [--object-store-memory SIZE]
-                       [--program-cache-size SIZE] [--wait-for-nodes]
+                       [--program-cache-size SIZE] [--wait-for-nodes] [--join-timeout S]
                        [--metrics-port N [--metrics-host ADDR]] [--block]
 
 --head starts the head (the control store, in RocksDB under the data dir) and a node on this
@@ -69,6 +70,10 @@ them to other nodes and clients. --address starts a node that joins the head at 
                            demand, for the autoscaler to launch a node for) instead of failing
                            as infeasible at once, unless it is pinned to one node (hard node
                            affinity) that is gone; 'cumulus up' starts its nodes with it
+  --join-timeout S         node only: while the head cannot be reached (not up yet, or
+                           restarting), try again for up to S seconds (default 0: one try;
+                           0 to 3600); a wrong token fails at once. Nodes an autoscaler launches
+                           get 60, so a head restarting while they boot does not fail them
   --no-node                head only: run the control store alone, no node (no tasks run here;
                            the head can then restart without taking work down with it)
   --heartbeat-interval-ms N, --heartbeat-timeout-ms N, --disconnect-grace-ms N
@@ -427,6 +432,10 @@ int StartNode(const Flags& flags) {
     return UsageError("--address: " + address.status().message(), "cumulus start --help");
   node.head = *address;
   node.bind_host = flags.Get("bind", "127.0.0.1");
+  auto join_timeout_s =
+      ParseInteger("--join-timeout", flags.Get("join-timeout", "0"), {0, 3600, "seconds"});
+  if (!join_timeout_s.ok())
+    return UsageError(join_timeout_s.status().message(), "cumulus start --help");
   for (const char* head_only : {"port", "heartbeat-interval-ms", "heartbeat-timeout-ms",
                                 "disconnect-grace-ms", "metrics-sd-file"}) {
     if (flags.Has(head_only)) {
@@ -468,9 +477,30 @@ int StartNode(const Flags& flags) {
         return 1;
       }
     }
-    if (Status st = served.StartNode(node); !st.ok()) {
-      ready("error cannot join the cluster at " + node.head.ToString() + ": " + st.message());
-      return 1;
+    // An unreachable head (Unavailable, TimedOut) is tried again until --join-timeout; a stop
+    // signal meanwhile ends the wait. A start that fails leaves nothing to undo
+    // (NodeDaemon::Start).
+    auto join_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*join_timeout_s);
+    for (bool said = false;;) {
+      Status st = served.StartNode(node);
+      if (st.ok()) break;
+      bool unreachable =
+          st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kTimedOut;
+      if (!unreachable || std::chrono::steady_clock::now() >= join_deadline) {
+        ready("error cannot join the cluster at " + node.head.ToString() + ": " + st.message());
+        return 1;
+      }
+      if (!said) {
+        CUMULUS_LOG(WARN) << "cannot reach the head at " << node.head.ToString() << " yet ("
+                          << st.message() << "); trying again for up to " << *join_timeout_s
+                          << " s";
+        said = true;
+      }
+      timespec pause{0, 500'000'000};
+      if (sigtimedwait(&stop, nullptr, &pause) > 0) {
+        ready("error stopped while waiting to join the cluster at " + node.head.ToString());
+        return 1;
+      }
     }
     NodeDaemon* daemon = served.node();
     Status remembered = RememberProcess(getpid(), "node");
@@ -519,7 +549,7 @@ int StartCommand(const std::vector<std::string>& args) {
   Flags flags(
       {"port", "bind", "data-dir", "resources", "labels", "address", "token-file",
        "object-store-memory", "program-cache-size", "heartbeat-interval-ms", "heartbeat-timeout-ms",
-       "disconnect-grace-ms", "metrics-port", "metrics-host", "metrics-sd-file"},
+       "disconnect-grace-ms", "metrics-port", "metrics-host", "metrics-sd-file", "join-timeout"},
       {"head", "block", "no-node", "wait-for-nodes"});
   Status st = flags.Parse(args);
   if (!st.ok()) return UsageError(st.message(), "cumulus start --help");

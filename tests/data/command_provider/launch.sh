@@ -25,7 +25,7 @@ while [ "$i" -lt "$count" ]; do
     "$cumulus" start --address "$CUMULUS_HEAD" --token-file "$CUMULUS_TOKEN_FILE" \
     --resources "$CUMULUS_RESOURCES" --labels "$CUMULUS_LABELS,cumulus.instance_id=$id" \
     --data-dir "$dir/$id.data" --object-store-memory "${OBJECT_STORE_MEMORY:-160M}" \
-    --wait-for-nodes --block >"$dir/$id.log" 2>&1 </dev/null &
+    --wait-for-nodes --join-timeout 60 --block >"$dir/$id.log" 2>&1 </dev/null &
   echo "$id"
   i=$((i + 1))
 done
