@@ -538,6 +538,7 @@ TEST_F(TuneTest, FunctionTrainableAndBadInput) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("BAD infeasible its resources can never be had"), std::string::npos) << out;
+  EXPECT_EQ(out.find("MakeTrialHost"), std::string::npos) << "an internal name:\n" << out;
 }
 
 }  // namespace

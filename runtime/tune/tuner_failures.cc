@@ -17,9 +17,20 @@ Status Tuner::Impl::HandleFailure(uint64_t id, const Status& why) {
     case StatusCode::kTaskFailed:
     case StatusCode::kInvalidArgument:
       return EndTrial(id, TrialState::kFailed, why.message());
-    case StatusCode::kInfeasible:
+    case StatusCode::kInfeasible: {
+      // The runtime's message names the actor's factory, an internal name, twice ("actor
+      // cumulus::tune::MakeTrialHost (...) could not be created: Infeasible: actor ... can
+      // never run: WHY"): the user needs WHY.
+      std::string reason = why.message();
+      for (const char* mark : {"can never run: ", "can never be placed: "}) {
+        if (size_t at = reason.rfind(mark); at != std::string::npos) {
+          reason = reason.substr(at + std::string(mark).size());
+          break;
+        }
+      }
       return EndTrial(id, TrialState::kFailed,
-                      "its resources can never be had on this cluster: " + why.message());
+                      "its resources can never be had on this cluster: " + reason);
+    }
     default:
       break;
   }
