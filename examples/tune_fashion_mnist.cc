@@ -329,6 +329,14 @@ Flags ParseFlags(int argc, char** argv) {
     std::fprintf(stderr, "tune_fashion_mnist: give --name or --restore, not both\n");
     std::exit(2);
   }
+  bool fraction_given = std::any_of(
+      argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--budget-fraction"; });
+  if (fraction_given && f.scheduler != "budget") {
+    std::fprintf(stderr,
+                 "tune_fashion_mnist: --budget-fraction is for --scheduler budget, not %s\n",
+                 f.scheduler.c_str());
+    std::exit(2);
+  }
   if (f.name.empty()) {
     char stamp[32];
     std::time_t now = std::time(nullptr);
@@ -410,9 +418,8 @@ int Run(Flags f) {
     f.name = f.restore;
     tuner = tune::Tuner::Restore<MlpTrial>(f.restore, Space(f), &progress);
     if (tuner.ok()) {
-      std::printf("Continuing experiment %s (%lld epochs, %lld training images)\n",
-                  f.name.c_str(), static_cast<long long>(f.epochs),
-                  static_cast<long long>(f.train_limit));
+      std::printf("Continuing experiment %s (%lld epochs, %lld training images)\n", f.name.c_str(),
+                  static_cast<long long>(f.epochs), static_cast<long long>(f.train_limit));
     }
   } else {
     tune::TunerOptions o = progress;
