@@ -181,10 +181,12 @@ int main(int argc, char** argv) {
   double tt = Median(tuner_tps), pt = Median(plain_tps), ru = Median(report_us),
          cu = Median(call_us);
   if (json) {
+    // The command that reproduces it, as the text output's first line gives it.
     std::printf(
-        "{\"trials_per_s\": %.2f, \"plain_trials_per_s\": %.2f, \"report_us\": %.1f, "
-        "\"actor_call_us\": %.1f}\n",
-        tt, pt, ru, cu);
+        "{\"command\": \"bench_tune --trials %ld --reports %ld --sequential %ld --runs %ld "
+        "--json\", \"trials_per_s\": %.2f, \"plain_trials_per_s\": %.2f, \"ratio\": %.3f, "
+        "\"report_us\": %.1f, \"actor_call_us\": %.1f, \"report_ratio\": %.3f}\n",
+        trials, reports, sequential, runs, tt, pt, tt / pt, ru, cu, ru / cu);
   } else {
     std::printf(
         "bench_tune --trials %ld --reports %ld --sequential %ld --runs %ld (medians of %ld "
