@@ -212,6 +212,7 @@ struct Flags {
   int64_t train_limit = kValidationFirst;
   std::string scheduler = "asha";
   double budget_fraction = tune::SchedulerSettings().budget_fraction;
+  bool budget_fraction_given = false;
   int workers_per_trial = 1;
   std::string name, restore;
   uint64_t seed = 0;
@@ -306,6 +307,7 @@ Flags ParseFlags(int argc, char** argv) {
       }
     } else if (a == "--budget-fraction") {
       f.budget_fraction = number(0.001, 1);
+      f.budget_fraction_given = true;
     } else if (a == "--workers-per-trial") {
       f.workers_per_trial = static_cast<int>(integer(1, 32));
     } else if (a == "--name") {
@@ -329,9 +331,7 @@ Flags ParseFlags(int argc, char** argv) {
     std::fprintf(stderr, "tune_fashion_mnist: give --name or --restore, not both\n");
     std::exit(2);
   }
-  bool fraction_given = std::any_of(
-      argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--budget-fraction"; });
-  if (fraction_given && f.scheduler != "budget") {
+  if (f.budget_fraction_given && f.scheduler != "budget") {
     std::fprintf(stderr,
                  "tune_fashion_mnist: --budget-fraction is for --scheduler budget, not %s\n",
                  f.scheduler.c_str());

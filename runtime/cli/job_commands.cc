@@ -354,8 +354,9 @@ bool WantsHelp(const std::vector<std::string>& args) {
 
 // Prints `help` if the arguments ask for it.
 bool PrintedHelp(const std::vector<std::string>& args, const char* help) {
-  if (WantsHelp(args)) std::fputs(help, stdout);
-  return WantsHelp(args);
+  bool wanted = WantsHelp(args);
+  if (wanted) std::fputs(help, stdout);
+  return wanted;
 }
 
 }  // namespace

@@ -525,8 +525,8 @@ class Plot {
                       " without reports");
     if (off_scale_ > 0)
       notes.push_back(std::to_string(off_scale_) + " value" + (off_scale_ == 1 ? "" : "s") +
-                      " far from the rest drawn at the edge of the axis (" + y_.labels.front() + " to " +
-                      y_.labels.back() + ")");
+                      " far from the rest drawn at the edge of the axis (" + y_.labels.front() +
+                      " to " + y_.labels.back() + ")");
     if (non_positive_ > 0)
       notes.push_back(std::to_string(non_positive_) + " point" + (non_positive_ == 1 ? "" : "s") +
                       " at iteration <= 0 not on the log axis");

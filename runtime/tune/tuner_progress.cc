@@ -56,11 +56,11 @@ void Tuner::Impl::Progress(bool final) {
   std::snprintf(head, sizeof(head),
                 "%zu running, %zu pending, %zu paused, %s, %zu finished, %zu failed", counts[1],
                 counts[0], counts[2], stopped.c_str(), counts[4], counts[5]);
-  std::string line = head;  // what changes it (not the time or compute) decides a plain line
+  std::string rest;  // after the counts and compute: the trials not placed, the best
   if (!waiting.empty()) {
-    line += "; not placed yet: " + waiting[0];
-    for (size_t i = 1; i < std::min<size_t>(waiting.size(), 3); ++i) line += ", " + waiting[i];
-    if (waiting.size() > 3) line += " and " + std::to_string(waiting.size() - 3) + " more";
+    rest += "; not placed yet: " + waiting[0];
+    for (size_t i = 1; i < std::min<size_t>(waiting.size(), 3); ++i) rest += ", " + waiting[i];
+    if (waiting.size() > 3) rest += " and " + std::to_string(waiting.size() - 3) + " more";
   }
   if (const TrialRow* best = BestTrial(trials)) {
     // Only the parameters that differ between trials: constants (a data path, say) are noise.
@@ -76,16 +76,17 @@ void Tuner::Impl::Progress(bool final) {
     char b[128];
     std::snprintf(b, sizeof(b), "; best %s = %.6g (%s ", spec_.metric.c_str(),
                   *LastMetric(*best, spec_.metric), best->id.c_str());
-    line += b + shown + ")";
+    rest += b + shown + ")";
   }
-  bool changed = line != last_progress_line_;
-  last_progress_line_ = line;
+  // What changes decides a plain line: not the time or compute, which change every time.
+  std::string key = head + rest;
+  bool changed = key != last_progress_line_;
+  last_progress_line_ = key;
   char clock[320];
   std::snprintf(clock, sizeof(clock), "[%s %.0f s] ", spec_.name.c_str(), elapsed);
   char compute[64];
   std::snprintf(compute, sizeof(compute), "; compute %.1f trial-s", trials.compute_seconds);
-  size_t counts_end = std::string(head).size();
-  line = clock + line.substr(0, counts_end) + compute + line.substr(counts_end);
+  std::string line = clock + std::string(head) + compute + rest;
   bool due = changed || final || now - last_progress_printed_ >= kQuietLineEvery;
   if (due) last_progress_printed_ = now;
   bool table =

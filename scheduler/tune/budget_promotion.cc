@@ -99,8 +99,9 @@ class BudgetPromotion final : public TrialScheduler {
       Reserve(tr, NextStop(r.iteration));
       return d;
     }
-    std::optional<TrialId> nearer = NearestPaused(Remaining());
-    if (need <= Remaining() && (!nearer || !Nearer(trials_.at(*nearer), *nearer, tr, r.trial))) {
+    RungsSorted sorted;
+    std::optional<Place> nearer = NearestPaused(Remaining(), &sorted);
+    if (need <= Remaining() && (!nearer || !Nearer(*nearer, PlaceOf(tr, r.trial, &sorted)))) {
       Reserve(tr, NextStop(r.iteration));
       return d;
     }
@@ -152,11 +153,12 @@ class BudgetPromotion final : public TrialScheduler {
                     static_cast<long long>(Budget()), static_cast<long long>(NextStop(tr.last)));
       next.stop.emplace_back(id, buf);
     }
-    if (std::optional<TrialId> id = NearestPaused(remaining)) {
-      Trial& tr = trials_.at(*id);
+    RungsSorted sorted;
+    if (std::optional<Place> nearest = NearestPaused(remaining, &sorted)) {
+      Trial& tr = trials_.at(nearest->id);
       tr.paused = false;
       Reserve(tr, NextStop(tr.last));
-      next.resume = id;
+      next.resume = nearest->id;
     }
     return next;
   }
@@ -297,70 +299,56 @@ class BudgetPromotion final : public TrialScheduler {
   }
   bool InTop(const Rung& rung, double score) const { return score >= TopCut(rung); }
 
-  // How many trials are ahead of `tr` at its own rung (its score there beaten).
-  size_t Ahead(const Trial& tr) const {
-    const Rung* rung = RungAt(tr.last);
-    return TrialsAhead(rung ? &rung->recorded : nullptr, tr.score);
-  }
-  double ShareAhead(const Trial& tr) const {
-    const Rung* rung = RungAt(tr.last);
-    return SharesAhead(rung ? &rung->recorded : nullptr, tr.score);
-  }
-
+  // Where a trial stands at its own rung: the share of the rung's trials with a higher score
+  // (infinite with no rung or an empty one), how many those are, its rung, its id.
+  struct Place {
+    double share;
+    size_t ahead;
+    int64_t last;
+    TrialId id;
+  };
   // Nearer the leaders: a smaller share of its rung ahead; then fewer trials ahead; then the
   // deeper rung; then the older trial.
-  bool Nearer(const Trial& a, TrialId ia, const Trial& b, TrialId ib) const {
-    double sa = ShareAhead(a), sb = ShareAhead(b);
-    if (sa != sb) return sa < sb;
-    size_t na = Ahead(a), nb = Ahead(b);
-    if (na != nb) return na < nb;
+  static bool Nearer(const Place& a, const Place& b) {
+    if (a.share != b.share) return a.share < b.share;
+    if (a.ahead != b.ahead) return a.ahead < b.ahead;
     if (a.last != b.last) return a.last > b.last;
-    return ia < ib;
+    return a.id < b.id;
+  }
+  // Each rung's scores, sorted (NaN left out), filled as PlaceOf needs them: one choice sorts a
+  // rung once and places each trial by binary search. Walking the rung for every pair of trials
+  // compared made a choice cubic in the trials (30 s for one 1,000-trial replay).
+  using RungsSorted = std::map<int64_t, std::vector<double>>;
+  // As TrialsAhead and SharesAhead count, over `sorted`.
+  Place PlaceOf(const Trial& tr, TrialId id, RungsSorted* sorted) const {
+    Place p{std::numeric_limits<double>::infinity(), SIZE_MAX, tr.last, id};
+    const Rung* rung = RungAt(tr.last);
+    if (rung == nullptr) return p;
+    auto [it, fresh] = sorted->try_emplace(tr.last);
+    if (fresh) {
+      for (const auto& [_, x] : rung->recorded)
+        if (!std::isnan(x)) it->second.push_back(x);
+      std::sort(it->second.begin(), it->second.end());
+    }
+    const std::vector<double>& v = it->second;
+    // Scores above this one (NaN is above nothing, and nothing is above NaN).
+    p.ahead = std::isnan(tr.score)
+                  ? 0
+                  : static_cast<size_t>(v.end() - std::upper_bound(v.begin(), v.end(), tr.score));
+    if (!rung->recorded.empty())
+      p.share = static_cast<double>(p.ahead) / static_cast<double>(rung->recorded.size());
+    return p;
   }
 
-  // The paused trial nearest the leaders whose next rung fits in `remaining` (as Nearer orders
-  // them). Each rung's scores are sorted once and a trial's place found by binary search: the
-  // walk over its rung for every pair compared made a decision cubic in the trials (30 s for one
-  // 1,000-trial replay).
-  std::optional<TrialId> NearestPaused(int64_t remaining) const {
-    struct Place {
-      double share;
-      size_t ahead;
-      int64_t last;
-      TrialId id;
-    };
-    std::map<int64_t, std::vector<double>> sorted;  // rung milestone -> its scores, NaN left out
+  // The paused trial nearest the leaders whose next rung fits in `remaining`.
+  std::optional<Place> NearestPaused(int64_t remaining, RungsSorted* sorted) const {
     std::optional<Place> best;
     for (const auto& [id, tr] : trials_) {
       if (!tr.paused || NextStop(tr.last) - tr.last > remaining) continue;
-      const Rung* rung = RungAt(tr.last);
-      Place p{std::numeric_limits<double>::infinity(), SIZE_MAX, tr.last, id};
-      if (rung != nullptr) {
-        auto [it, fresh] = sorted.try_emplace(tr.last);
-        if (fresh) {
-          for (const auto& [_, x] : rung->recorded)
-            if (!std::isnan(x)) it->second.push_back(x);
-          std::sort(it->second.begin(), it->second.end());
-        }
-        const std::vector<double>& v = it->second;
-        // Scores above this one (NaN is above nothing, and nothing is above NaN).
-        p.ahead =
-            std::isnan(tr.score)
-                ? 0
-                : static_cast<size_t>(v.end() - std::upper_bound(v.begin(), v.end(), tr.score));
-        if (!rung->recorded.empty())
-          p.share = static_cast<double>(p.ahead) / static_cast<double>(rung->recorded.size());
-      }
-      auto nearer = [](const Place& a, const Place& b) {
-        if (a.share != b.share) return a.share < b.share;
-        if (a.ahead != b.ahead) return a.ahead < b.ahead;
-        if (a.last != b.last) return a.last > b.last;
-        return a.id < b.id;
-      };
-      if (!best || nearer(p, *best)) best = p;
+      Place p = PlaceOf(tr, id, sorted);
+      if (!best || Nearer(p, *best)) best = p;
     }
-    if (!best) return std::nullopt;
-    return best->id;
+    return best;
   }
 
   SchedulerOptions o_;
