@@ -411,7 +411,13 @@ int main(int argc, char** argv) {
   add("budget", SchedulerKind::kBudget,
       "ours (the default): 0.24 of full's iterations; a 10 % prefix, promotion (rf 2), then the "
       "rest on the paused trials nearest the leaders (smallest share of their rung ahead), "
-      "trials ranked at a rung by their curve extrapolated to max_t");
+      "trials ranked at a rung by their curve extrapolated to max_t; a trial waits at a rung for "
+      "those on their way there unless it is in the top 1/2 whatever they report, and the budget "
+      "keeps what takes the leader to max_t");
+  add("budget-eager", SchedulerKind::kBudget,
+      "budget judging a trial at a rung on what has reported so far, with nothing kept for the "
+      "leader (budget_eager): the default before 2026-12-07, later that day",
+      [](SchedulerOptions& s) { s.budget_eager = true; });
   add("budget-line", SchedulerKind::kBudget,
       "budget ranking a trial at a rung by a least-squares line through its reports since the "
       "previous rung (budget_score line, window 1), not its last value",
@@ -425,10 +431,14 @@ int main(int argc, char** argv) {
       [](SchedulerOptions& s) {
         s.budget_score = BudgetScore::kLast;
         s.budget_min_prefix = 0.05;
+        s.budget_eager = true;
       });
   add("budget-p05", SchedulerKind::kBudget,
-      "budget with a 5 % prefix (budget_min_prefix 0.05), the default before 2026-12-07",
-      [](SchedulerOptions& s) { s.budget_min_prefix = 0.05; });
+      "budget with a 5 % prefix (budget_min_prefix 0.05), eager: the default before 2026-12-07",
+      [](SchedulerOptions& s) {
+        s.budget_min_prefix = 0.05;
+        s.budget_eager = true;
+      });
   const std::string kDefault = "budget";
 
   std::vector<std::vector<RunResult>> results(rows.size());

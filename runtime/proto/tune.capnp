@@ -53,6 +53,8 @@ struct ExperimentSpec {
   budgetPromotionShare @36 :Float64 = 0.7;
   budgetScore @37 :Text = "last";
   budgetScoreWindow @38 :Float64 = 1;
+  # false since 2026-12-07; journals from before it ran the eager rule.
+  budgetEager @39 :Bool = true;
 }
 
 struct JournalEntry {

@@ -33,6 +33,7 @@ TEST(ExperimentSpec, BudgetSettingsRoundTrip) {
   s.budget_promotion_share = 0.5;
   s.budget_score = "line";
   s.budget_score_window = 0.5;
+  s.budget_eager = true;
   auto back = DecodeSpec(EncodeSpec(s));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->budget_fraction, 0.1);
@@ -41,6 +42,9 @@ TEST(ExperimentSpec, BudgetSettingsRoundTrip) {
   EXPECT_EQ(back->budget_promotion_share, 0.5);
   EXPECT_EQ(back->budget_score, "line");
   EXPECT_EQ(back->budget_score_window, 0.5);
+  EXPECT_TRUE(back->budget_eager);
+  s.budget_eager = false;  // false is a value too, not "absent" (whose default is true)
+  EXPECT_FALSE(DecodeSpec(EncodeSpec(s))->budget_eager);
 }
 
 // A spec as journals before the budget settings held it: made by `capnp encode` with the schema
@@ -69,6 +73,7 @@ TEST(ExperimentSpec, SpecFromBeforeTheBudgetSettingsReadsTheDefaults) {
   EXPECT_EQ(spec->budget_min_prefix, 0.05);
   EXPECT_EQ(spec->budget_score, "last");
   EXPECT_EQ(spec->budget_score_window, defaults.budget_score_window);
+  EXPECT_TRUE(spec->budget_eager);  // the rule before 2026-12-07
   // ExperimentSpec's own defaults (a spec made in code) agree as well.
   const ExperimentSpec fresh;
   EXPECT_EQ(fresh.budget_fraction, defaults.budget_fraction);
@@ -77,6 +82,7 @@ TEST(ExperimentSpec, SpecFromBeforeTheBudgetSettingsReadsTheDefaults) {
   EXPECT_EQ(fresh.budget_promotion_share, defaults.budget_promotion_share);
   EXPECT_EQ(fresh.budget_score, BudgetScoreName(defaults.budget_score));
   EXPECT_EQ(fresh.budget_score_window, defaults.budget_score_window);
+  EXPECT_EQ(fresh.budget_eager, defaults.budget_eager);
   // And so do the public settings' (cumulus/tune.h).
   const SchedulerSettings user;
   EXPECT_EQ(user.budget_fraction, defaults.budget_fraction);
@@ -85,6 +91,7 @@ TEST(ExperimentSpec, SpecFromBeforeTheBudgetSettingsReadsTheDefaults) {
   EXPECT_EQ(user.budget_promotion_share, defaults.budget_promotion_share);
   EXPECT_EQ(user.budget_score, BudgetScoreName(defaults.budget_score));
   EXPECT_EQ(user.budget_score_window, defaults.budget_score_window);
+  EXPECT_EQ(user.budget_eager, defaults.budget_eager);
 }
 
 // One worker, trials run one at a time as the tuner would: trial k's curve rises to k / n, so the
@@ -134,6 +141,7 @@ TEST(ExperimentSpec, BudgetSettingsReachTheScheduler) {
   spec.budget_promotion_share = 0.5;
   spec.budget_score = "mean";
   spec.budget_score_window = 0.25;
+  spec.budget_eager = true;
   auto tiny = SchedulerOptionsFromSpec(spec);
   ASSERT_TRUE(tiny.ok()) << tiny.status();
   EXPECT_EQ(tiny->kind, SchedulerKind::kBudget);
@@ -143,6 +151,7 @@ TEST(ExperimentSpec, BudgetSettingsReachTheScheduler) {
   EXPECT_EQ(tiny->budget_promotion_share, 0.5);
   EXPECT_EQ(tiny->budget_score, BudgetScore::kMean);
   EXPECT_EQ(tiny->budget_score_window, 0.25);
+  EXPECT_TRUE(tiny->budget_eager);
 
   // 20 trials of 20 iterations: the default budget is 0.24 x 400 = 96 iterations, 0.1's is 40;
   // every trial runs its prefix (ceil(0.1 x 20) = 2 iterations) either way.

@@ -210,6 +210,7 @@ Result<SchedulerOptions> SchedulerOptionsFromSpec(const ExperimentSpec& spec) {
   o.budget_promotion_share = spec.budget_promotion_share;
   CUMULUS_ASSIGN_OR_RETURN(o.budget_score, ParseBudgetScore(spec.budget_score));
   o.budget_score_window = spec.budget_score_window;
+  o.budget_eager = spec.budget_eager;
   return o;
 }
 

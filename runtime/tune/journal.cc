@@ -118,6 +118,7 @@ std::string EncodeSpec(const ExperimentSpec& s) {
   b.setBudgetPromotionShare(s.budget_promotion_share);
   b.setBudgetScore(s.budget_score);
   b.setBudgetScoreWindow(s.budget_score_window);
+  b.setBudgetEager(s.budget_eager);
   b.setMaxIterations(s.max_iterations);
   SetNamed(b.initStop(static_cast<unsigned>(s.stop.size())), s.stop);
   b.setTimeBudgetSeconds(s.time_budget_seconds);
@@ -178,6 +179,7 @@ Result<ExperimentSpec> ReadSpec(std::string_view bytes) {
     s.budget_promotion_share = b.getBudgetPromotionShare();
     s.budget_score = Text(b.getBudgetScore());
     s.budget_score_window = b.getBudgetScoreWindow();
+    s.budget_eager = b.getBudgetEager();
     s.max_iterations = b.getMaxIterations();
     s.stop = Named(b.getStop());
     s.time_budget_seconds = b.getTimeBudgetSeconds();

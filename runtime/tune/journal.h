@@ -57,6 +57,7 @@ struct ExperimentSpec {
   double budget_reduction_factor = 2, budget_promotion_share = 0.7;
   std::string budget_score = "fit";
   double budget_score_window = 1;
+  bool budget_eager = false;  // journals from before it read true: the rule they ran with
   int64_t max_iterations = 100;
   std::map<std::string, double> stop;
   int64_t time_budget_seconds = 0;

@@ -92,6 +92,7 @@ Result<ExperimentSpec> SpecFromOptions(const TunerOptions& o, const SearchSpace&
   s.budget_promotion_share = o.scheduler.budget_promotion_share;
   s.budget_score = o.scheduler.budget_score;
   s.budget_score_window = o.scheduler.budget_score_window;
+  s.budget_eager = o.scheduler.budget_eager;
   s.max_iterations = o.max_iterations;
   s.stop = o.stop;
   s.time_budget_seconds = o.time_budget.count();

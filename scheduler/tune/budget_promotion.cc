@@ -31,6 +31,16 @@
 //     (docs/tune_replay.md). budget_score = last ranks by the value reported at the rung (the
 //     rule before 2026-12-06); line and mean by a line through, or the mean of, the reports since
 //     the previous rung (against per-epoch noise; measured no better).
+//   - Many trials at once (since 2026-12-07; budget_eager is the rule before): a trial at a rung
+//     is judged against the trials still on their way there too. It goes on (or is resumed) only
+//     if it is in the rung's top 1/rf even when each of them beats it, else it waits for them;
+//     the re-check starts once every trial has run its prefix; and while other trials run, the
+//     re-check resumes a paused trial only if it is in its rung's top 1/rf that way, and only if
+//     the budget left then still covers taking the leader (the best score at a rung) to max_t.
+//     Judged on what had reported so far, the first trials to reach a rung went on whatever they
+//     were worth, and with a worker free for every paused trial the budget was spread over the
+//     middle rungs with none left to reach the end: with 64 trials at once, 4 of 86 replayed
+//     curve sets met the target, now 73 (docs/tune_replay.md).
 // The budget counts iterations, the scheduler's clock; with uneven costs per iteration the
 // compute spent differs from it by the cost's spread.
 #include "scheduler/tune/budget_promotion.h"
@@ -90,24 +100,31 @@ class BudgetPromotion final : public TrialScheduler {
     rung->recorded[r.trial] = score;
     rung->values[r.trial] = tr.recent.back().second;
     int64_t need = NextStop(r.iteration) - r.iteration;
+    const Census census = Count();
+    const size_t incoming = census.Incoming(rung->milestone);
+    RungsSorted sorted;
     if (!recheck_) {
-      if (!InTop(*rung, score))
-        return Pause(r, *rung,
-                     "not in its top 1/" + Format(o_.budget_reduction_factor) + " so far");
+      if (!Proven(*rung, score, incoming, &sorted)) return Pause(r, *rung, NotInTop(incoming));
       if (need > PromotionRemaining())
         return Pause(r, *rung, "the budget so far does not reach the next rung");
       Reserve(tr, NextStop(r.iteration));
       return d;
     }
-    RungsSorted sorted;
+    const int64_t shortfall = Shortfall(census, r.trial);
     std::optional<Place> nearer = NearestPaused(Remaining(), &sorted);
-    if (need <= Remaining() && (!nearer || !Nearer(*nearer, PlaceOf(tr, r.trial, &sorted)))) {
-      Reserve(tr, NextStop(r.iteration));
-      return d;
-    }
-    return Pause(r, *rung,
-                 need > Remaining() ? "the budget left does not reach the next rung"
-                                    : "a paused trial is nearer the leaders");
+    const bool others_run = census.running > 1;  // it is one of them (none counted when eager)
+    if (need > Remaining()) return Pause(r, *rung, "the budget left does not reach the next rung");
+    if (nearer && Nearer(*nearer, PlaceOf(tr, r.trial, &sorted)))
+      return Pause(r, *rung, "a paused trial is nearer the leaders");
+    if (others_run && !Proven(*rung, score, incoming, &sorted))
+      return Pause(r, *rung, NotInTop(incoming));
+    if (need + shortfall > Remaining())
+      return Pause(r, *rung,
+                   "the budget left is kept to take the leading trial, " +
+                       std::to_string(*census.leader) + ", to iteration " +
+                       std::to_string(o_.max_t));
+    Reserve(tr, NextStop(r.iteration));
+    return d;
   }
 
   void OnTrialEnd(TrialId id, bool) override {
@@ -117,20 +134,24 @@ class BudgetPromotion final : public TrialScheduler {
     if (tr.target > 0) reserved_ -= tr.target - std::min(tr.last, tr.target);
     tr.target = 0;
     tr.paused = false;
+    tr.ended = true;
     tr.history = CurveHistory();  // it reports no more
   }
 
   NextRun ChooseTrialToRun(bool can_start_new) override {
     NextRun next;
-    if (!can_start_new) recheck_ = true;
+    if (!can_start_new && (o_.budget_eager || Screened())) recheck_ = true;
     if (!recheck_) {
-      // Promotion: a paused trial now in its rung's top 1/rf, highest rung first.
+      // Promotion: a paused trial now in its rung's top 1/rf (counting the trials on their way
+      // there as ahead of it), highest rung first.
+      const Census census = Count();
+      RungsSorted sorted;
       for (auto rung = rungs_.rbegin(); rung != rungs_.rend(); ++rung) {
         if (rung->recorded.empty()) continue;
-        const double cut = TopCut(*rung);  // once per rung, not per trial in it
+        const size_t incoming = census.Incoming(rung->milestone);
         for (const auto& [id, score] : rung->recorded) {
           Trial& tr = trials_.at(id);
-          if (tr.paused && tr.last == rung->milestone && score >= cut &&
+          if (tr.paused && tr.last == rung->milestone && Proven(*rung, score, incoming, &sorted) &&
               NextStop(tr.last) - tr.last <= PromotionRemaining()) {
             tr.paused = false;
             Reserve(tr, NextStop(tr.last));
@@ -145,6 +166,7 @@ class BudgetPromotion final : public TrialScheduler {
     for (auto& [id, tr] : trials_) {
       if (!tr.paused || NextStop(tr.last) - tr.last <= remaining) continue;
       tr.paused = false;
+      tr.ended = true;
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "paused at iteration %lld, and the budget left (%lld iterations of %lld) does "
@@ -153,12 +175,31 @@ class BudgetPromotion final : public TrialScheduler {
                     static_cast<long long>(Budget()), static_cast<long long>(NextStop(tr.last)));
       next.stop.emplace_back(id, buf);
     }
+    // The paused trial nearest the leaders, if the budget left also keeps what takes the leader
+    // to max_t, and, while others run, it is in its rung's top 1/rf even if each trial on its way
+    // there beats it; else the leader itself, if it is paused; else none (a trial that ends or
+    // reaches a rung asks again).
+    const Census census = Count();
     RungsSorted sorted;
-    if (std::optional<Place> nearest = NearestPaused(remaining, &sorted)) {
-      Trial& tr = trials_.at(nearest->id);
+    auto may_run = [&](TrialId id) {
+      const Trial& tr = trials_.at(id);
+      if (NextStop(tr.last) - tr.last + Shortfall(census, id) > remaining) return false;
+      if (census.running == 0) return true;
+      const Rung* rung = RungAt(tr.last);
+      return rung != nullptr && Proven(*rung, tr.score, census.Incoming(tr.last), &sorted);
+    };
+    std::optional<TrialId> pick;
+    if (std::optional<Place> nearest = NearestPaused(remaining, &sorted);
+        nearest && may_run(nearest->id)) {
+      pick = nearest->id;
+    } else if (census.leader && trials_.at(*census.leader).paused && may_run(*census.leader)) {
+      pick = census.leader;
+    }
+    if (pick) {
+      Trial& tr = trials_.at(*pick);
       tr.paused = false;
       Reserve(tr, NextStop(tr.last));
-      next.resume = nearest->id;
+      next.resume = pick;
     }
     return next;
   }
@@ -184,6 +225,7 @@ class BudgetPromotion final : public TrialScheduler {
     double score = 0;    // its score at its last rung (higher is better)
     int64_t target = 0;  // re-check: the iteration the reserved budget takes it to (0: none)
     bool paused = false;
+    bool ended = false;
     // Its last reports (iteration, value as a score), oldest first, at most window_ of them.
     std::deque<std::pair<int64_t, double>> recent;
     CurveHistory history;  // budget_score fit: its reports, evenly thinned
@@ -297,7 +339,53 @@ class BudgetPromotion final : public TrialScheduler {
     for (const auto& [_, x] : rung.recorded) v.push_back(x);
     return Percentile(v, (1 - 1 / o_.budget_reduction_factor) * 100);
   }
-  bool InTop(const Rung& rung, double score) const { return score >= TopCut(rung); }
+
+  // What the choices below count, in one pass over the trials: those running (not paused, not
+  // ended; a trial added and not yet placed counts), how many of them are on their way to each
+  // rung, and the leader: the trial not ended with the best score at a rung (ties: the deeper
+  // rung, then the older trial).
+  struct Census {
+    size_t running = 0;
+    std::map<int64_t, size_t> incoming;  // rung -> running trials whose next stop it is
+    std::optional<TrialId> leader;
+    size_t Incoming(int64_t rung) const {
+      auto it = incoming.find(rung);
+      return it == incoming.end() ? 0 : it->second;
+    }
+  };
+  Census Count() const {
+    Census c;
+    if (o_.budget_eager) return c;  // nothing waits, nothing is kept for the leader
+    const Trial* best = nullptr;
+    for (const auto& [id, tr] : trials_) {
+      if (tr.ended) continue;
+      if (!tr.paused) {
+        ++c.running;
+        ++c.incoming[NextStop(tr.last)];
+      }
+      if (tr.last < FirstRung() || std::isnan(tr.score)) continue;
+      if (best == nullptr || tr.score > best->score ||
+          (tr.score == best->score && tr.last > best->last)) {
+        best = &tr;
+        c.leader = id;
+      }
+    }
+    return c;
+  }
+  // What taking the leader to max_t needs beyond what is reserved for it, unless `id` is it: the
+  // budget's re-check keeps that much, so that it does not spread the budget over many trials'
+  // middle rungs and leave none to reach the end (what it did with many trials running at once).
+  int64_t Shortfall(const Census& c, TrialId id) const {
+    if (!c.leader || *c.leader == id) return 0;
+    const Trial& tr = trials_.at(*c.leader);
+    return o_.max_t - std::max(tr.last, tr.target);
+  }
+  // Every trial added has reached the first rung or ended.
+  bool Screened() const {
+    for (const auto& [id, tr] : trials_)
+      if (!tr.ended && tr.last < FirstRung()) return false;
+    return true;
+  }
 
   // Where a trial stands at its own rung: the share of the rung's trials with a higher score
   // (infinite with no rung or an empty one), how many those are, its rung, its id.
@@ -315,29 +403,59 @@ class BudgetPromotion final : public TrialScheduler {
     if (a.last != b.last) return a.last > b.last;
     return a.id < b.id;
   }
-  // Each rung's scores, sorted (NaN left out), filled as PlaceOf needs them: one choice sorts a
-  // rung once and places each trial by binary search. Walking the rung for every pair of trials
-  // compared made a choice cubic in the trials (30 s for one 1,000-trial replay).
-  using RungsSorted = std::map<int64_t, std::vector<double>>;
+  // Each rung's scores, sorted (NaN left out), and its TopCut, filled as they are needed: one
+  // choice sorts a rung once and places each trial by binary search. Walking the rung for every
+  // pair of trials compared made a choice cubic in the trials (30 s for one 1,000-trial replay).
+  struct SortedRung {
+    std::vector<double> scores;
+    std::optional<double> cut;
+  };
+  using RungsSorted = std::map<int64_t, SortedRung>;
+  SortedRung& Sorted(const Rung& rung, RungsSorted* sorted) const {
+    auto [it, fresh] = sorted->try_emplace(rung.milestone);
+    if (fresh) {
+      for (const auto& [_, x] : rung.recorded)
+        if (!std::isnan(x)) it->second.scores.push_back(x);
+      std::sort(it->second.scores.begin(), it->second.scores.end());
+    }
+    return it->second;
+  }
+  // Scores above this one, as TrialsAhead counts (NaN is above nothing, nothing is above NaN).
+  static size_t Ahead(const SortedRung& s, double score) {
+    if (std::isnan(score)) return 0;
+    return static_cast<size_t>(s.scores.end() -
+                               std::upper_bound(s.scores.begin(), s.scores.end(), score));
+  }
   // As TrialsAhead and SharesAhead count, over `sorted`.
   Place PlaceOf(const Trial& tr, TrialId id, RungsSorted* sorted) const {
     Place p{std::numeric_limits<double>::infinity(), SIZE_MAX, tr.last, id};
     const Rung* rung = RungAt(tr.last);
     if (rung == nullptr) return p;
-    auto [it, fresh] = sorted->try_emplace(tr.last);
-    if (fresh) {
-      for (const auto& [_, x] : rung->recorded)
-        if (!std::isnan(x)) it->second.push_back(x);
-      std::sort(it->second.begin(), it->second.end());
-    }
-    const std::vector<double>& v = it->second;
-    // Scores above this one (NaN is above nothing, and nothing is above NaN).
-    p.ahead = std::isnan(tr.score)
-                  ? 0
-                  : static_cast<size_t>(v.end() - std::upper_bound(v.begin(), v.end(), tr.score));
+    p.ahead = Ahead(Sorted(*rung, sorted), tr.score);
     if (!rung->recorded.empty())
       p.share = static_cast<double>(p.ahead) / static_cast<double>(rung->recorded.size());
     return p;
+  }
+
+  // In its rung's top 1/rf even if each of the `incoming` trials on their way there beats it:
+  // fewer than (recorded + incoming) / rf ahead. With none on the way, at or above TopCut (the
+  // rule for promotion since the start). Deciding on what has reported so far when many trials
+  // run at once made the first to arrive go on, whatever they were worth.
+  bool Proven(const Rung& rung, double score, size_t incoming, RungsSorted* sorted) const {
+    SortedRung& s = Sorted(rung, sorted);
+    if (incoming == 0) {
+      if (!s.cut) s.cut = TopCut(rung);
+      return score >= *s.cut;
+    }
+    return static_cast<double>(Ahead(s, score) + incoming) <
+           static_cast<double>(rung.recorded.size() + incoming) / o_.budget_reduction_factor;
+  }
+  std::string NotInTop(size_t incoming) const {
+    std::string why = "not in its top 1/" + Format(o_.budget_reduction_factor) + " so far";
+    if (incoming > 0)
+      why += ", counting the " + std::to_string(incoming) + (incoming == 1 ? " trial" : " trials") +
+             " on their way there as ahead of it";
+    return why;
   }
 
   // The paused trial nearest the leaders whose next rung fits in `remaining`.

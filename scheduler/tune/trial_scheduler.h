@@ -161,6 +161,13 @@ struct SchedulerOptions {
   // has reported fewer. Measured in docs/tune_replay.md.
   BudgetScore budget_score = BudgetScore::kFit;
   double budget_score_window = 1;
+  // false (since 2026-12-07): a trial at a rung is judged against the trials still on their way
+  // there too (it goes on only if it is in the top 1/rf even when each of them beats it; else it
+  // waits for them), the re-check starts once every trial has run its prefix, and the budget left
+  // keeps what takes the leading trial to max_t. true: the rule before, which decided on what had
+  // reported so far; with many trials running at once it went on with those that arrived first
+  // and spread the budget over middle rungs (docs/tune_replay.md has both).
+  bool budget_eager = false;
 };
 
 // InvalidArgument naming the option: max_t < 1, grace outside [1, max_t], rf <= 1, brackets < 1,

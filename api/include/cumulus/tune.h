@@ -132,6 +132,11 @@ struct SchedulerSettings {
   // 2; the window in [0, 1]. Measured on replayed curves in docs/tune_replay.md.
   std::string budget_score = "fit";
   double budget_score_window = 1;
+  // true: the rule before 2026-12-07, which judged a trial at a rung on what had reported so far
+  // and, with many trials running at once, spent the budget in the order they arrived. false
+  // (the default): a trial waits at a rung for the trials on their way there unless it is in the
+  // top 1/rf whatever they report, and the budget keeps what takes the leader to max_t.
+  bool budget_eager = false;
 };
 
 struct TunerOptions {
