@@ -476,6 +476,27 @@ TEST_F(TuneTest, PbtExploitsATopTrialsCheckpoint) {
     SCOPED_TRACE("checkpoint_every " + std::string(every));
     ExpectExploitsCopyTheDonorsCheckpoint(*j, out);
     for (auto& [id, line] : Trials(out)) EXPECT_NE(line.find("iterations=24 "), std::string::npos);
+    // `cumulus trials EXP TRIAL` shows each exploit: from which trial, at which iteration.
+    const JournalEntry* first = nullptr;
+    for (const JournalEntry& e : j->entries)
+      if (!first && e.kind == JournalEntry::Kind::kReport &&
+          e.action == uint8_t(tune::Action::kExploit) && !tune::IsSkippedExploit(e))
+        first = &e;
+    ASSERT_NE(first, nullptr);
+    std::vector<std::string> args = {"trials",    name,     std::to_string(first->trial),
+                                     "--address", address_, "--token-file",
+                                     token_file_};
+    std::string text;
+    ASSERT_EQ(Cli(args, &text), 0) << text;
+    const std::string donor = tune::TrialName(first->exploit_from);
+    const std::string at = std::to_string(first->iteration);
+    EXPECT_NE(text.find("exploited " + donor + " at iteration " + at + ": "), std::string::npos)
+        << text;
+    args.push_back("--json");
+    ASSERT_EQ(Cli(args, &text), 0) << text;
+    EXPECT_NE(text.find("\"exploits\": [{\"iteration\": " + at + ", \"from\": \"" + donor + "\""),
+              std::string::npos)
+        << text;
   }
 }
 

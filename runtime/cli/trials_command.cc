@@ -31,8 +31,9 @@ run and after their driver ended or died:
   --plot FILE.svg   also draws every trial's metric against iterations, rung cut-offs marked,
                     stopped trials cut short, the best highlighted (--log-x: iterations on a log
                     scale)
-  TRIAL             one trial: its state, config and reason, then its history (every report,
-                    all its metrics); --csv the history alone, --json all of it as data
+  TRIAL             one trial: its state, config, reason and PBT exploits, then its history
+                    (every report, all its metrics); --csv the history alone, --json all of
+                    it as data
   --width N         the table's width in columns (default: the terminal's, else 120)
 A trial's output: cumulus logs JOB --trial TRIAL (the job is the driver's, see 'cumulus jobs').
 )";
@@ -137,6 +138,19 @@ int ShowTrial(const tune::ExperimentTable& table, const std::string& text, const
         std::printf("  node: %s; restarts: %d\n", t.node.empty() ? "-" : t.node.c_str(),
                     t.restarts);
       if (!t.reason.empty()) std::printf("  reason: %s\n", t.reason.c_str());
+      for (const auto& x : t.exploits) {
+        // What changed: the keys whose value the exploit (and PBT's explore) replaced.
+        std::string changed;
+        for (auto& [key, value] : x.after.values()) {
+          std::string now = tune::FormatConfigValue(value), was = "-";
+          for (auto& [k, v] : x.before.values())
+            if (k == key) was = tune::FormatConfigValue(v);
+          if (now != was) changed += (changed.empty() ? "" : ", ") + key + " " + was + " -> " + now;
+        }
+        std::printf("  exploited %s at iteration %lld: its checkpoint and config (%s)\n",
+                    x.from.c_str(), static_cast<long long>(x.iteration),
+                    changed.empty() ? "the same config" : changed.c_str());
+      }
       std::printf("history:\n");
     }
     std::fputs(tune::HistoryCsv(t, table.metric).c_str(), stdout);

@@ -72,6 +72,8 @@ Status ExperimentState::Apply(const JournalEntry& e) {
           break;
         case static_cast<uint8_t>(Action::kExploit): {
           auto config = Config::Decode(e.config);
+          if (config.ok() && !IsSkippedExploit(e))
+            t->exploits.push_back({e.iteration, e.exploit_from, t->config, *config});
           if (config.ok()) t->config = std::move(*config);
           t->state = TrialState::kRunning;
           break;
@@ -175,6 +177,8 @@ ExperimentTable ExperimentState::ToTable(std::vector<std::pair<int64_t, double>>
     row.reason = t.reason;
     row.node = t.node;
     row.restarts = t.restarts;
+    for (const auto& x : t.exploits)
+      row.exploits.push_back({x.iteration, TrialName(x.from), x.before, x.after});
     for (size_t i = 0; i < t.history.size(); ++i) {
       TrialPoint p;
       p.metrics = t.history[i];

@@ -32,6 +32,14 @@ struct TrialStatus {
   int restarts = 0;
   double seconds = 0;
   std::optional<JournalEntry> checkpoint;  // the latest stored (its key, chunks, bytes, iteration)
+  // PBT: each exploit it made (not the skipped ones), in order: at which of its iterations, from
+  // which trial, the config it left and the one it took.
+  struct Exploit {
+    int64_t iteration = 0;
+    uint64_t from = 0;
+    Config before, after;
+  };
+  std::vector<Exploit> exploits;
 };
 
 class ExperimentState {

@@ -255,7 +255,18 @@ std::string HistoryJson(const TrialRow& trial, const std::string& metric) {
     }
     out += "}}";
   }
-  return out + "]}";
+  out += "]";
+  if (!trial.exploits.empty()) {
+    out += ", \"exploits\": [";
+    for (size_t i = 0; i < trial.exploits.size(); ++i) {
+      const TrialRow::Exploit& x = trial.exploits[i];
+      out += std::string(i > 0 ? ", " : "") + "{\"iteration\": " + std::to_string(x.iteration) +
+             ", \"from\": " + JsonQuote(x.from) + ", \"before\": " + JsonConfig(x.before) +
+             ", \"after\": " + JsonConfig(x.after) + "}";
+    }
+    out += "]";
+  }
+  return out + "}";
 }
 
 }  // namespace cumulus::tune

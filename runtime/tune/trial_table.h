@@ -33,6 +33,14 @@ struct TrialRow {
   std::string node;                 // where it runs or ran last (node id hex or host)
   int restarts = 0;                 // times resumed after its node died
   std::vector<TrialPoint> history;  // every report, in order
+  // PBT: each exploit, in order: at which of its iterations it took trial `from`'s checkpoint
+  // ("t0005") and config (`before` -> `after`). It goes on counting its own iterations.
+  struct Exploit {
+    int64_t iteration = 0;
+    std::string from;
+    Config before, after;
+  };
+  std::vector<Exploit> exploits;
 };
 
 struct ExperimentTable {
