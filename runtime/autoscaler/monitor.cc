@@ -92,12 +92,9 @@ Status Monitor::SaveBooks() {
   return Status();
 }
 
-void Monitor::RecordFailure(const std::string& type, int count, const std::string& error) {
-  TypeBooks& t = books_.types[type];
-  t.failed_launches += count;
-  t.history.failures_in_a_row += 1;
-  t.history.last_failure = WallNow();
-  t.history.last_error = error;
+void Monitor::RecordFailure(const std::string& type, int count, int64_t launch_micros,
+                            const std::string& error) {
+  books_.types[type].CountFailure(count, launch_micros, WallNow(), error);
   CUMULUS_LOG(WARN) << "autoscaler: launch of " << count << " node(s) of type " << type
                     << " failed: " << error;
 }
@@ -133,7 +130,7 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
           bool late = *settled;  // already counted failed when its timer went off
           launched();
           if (!ids.ok()) {
-            if (!late) RecordFailure(type_config.name, count, ids.status().message());
+            if (!late) RecordFailure(type_config.name, count, asked, ids.status().message());
             return;
           }
           int64_t booked = WallNow();
@@ -149,10 +146,11 @@ void Monitor::Launch(const std::string& type, int count, const std::string& why)
         };
       },
       timeout,
-      [this, type, count, launched] {
+      [this, type, count, asked, launched] {
         // Counted failed now; if it answers later, the instances it made go in the books then.
         launched();
-        RecordFailure(type, count, "the provider's launch call did not return by its deadline");
+        RecordFailure(type, count, asked,
+                      "the provider's launch call did not return by its deadline");
       });
 }
 
@@ -162,7 +160,8 @@ void Monitor::Terminate(const std::string& instance, bool launch_timed_out) {
   if (in == books_.instances.end()) return;
   NodeProvider* provider = ProviderOf(in->second.type);
   if (!provider) return;
-  if (launch_timed_out) RecordFailure(in->second.type, 1, "launch timed out");
+  if (launch_timed_out)
+    RecordFailure(in->second.type, 1, in->second.launched_micros, "launch timed out");
   terminating_.insert(instance);
   Duration timeout = options_.terminate_timeout;
   Spawn(
@@ -257,7 +256,8 @@ Status Monitor::RunRound() {
       auto it = books_.instances.find(in.id);
       if (it == books_.instances.end() || alive_instances.count(in.id)) continue;
       if (in.state == InstanceState::kFailed) {
-        if (!it->second.registered) RecordFailure(it->second.type, 1, in.detail);
+        if (!it->second.registered)
+          RecordFailure(it->second.type, 1, it->second.launched_micros, in.detail);
         CUMULUS_LOG(INFO) << "autoscaler: instance " << in.id << " ended: " << in.detail;
         books_.instances.erase(it);
       } else if (in.state == InstanceState::kTerminated) {

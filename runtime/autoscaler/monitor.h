@@ -115,7 +115,10 @@ class Monitor {
   Status RunRound();
   void Launch(const std::string& type, int count, const std::string& why);
   void Terminate(const std::string& instance, bool launch_timed_out);
-  void RecordFailure(const std::string& type, int count, const std::string& error);
+  // `launch_micros`: when the launch was asked for (its instances' launched_micros), so that one
+  // launch counts once in the backoff (TypeBooks::CountFailure).
+  void RecordFailure(const std::string& type, int count, int64_t launch_micros,
+                     const std::string& error);
   Status SaveBooks();
   void Publish(const autoscale::Snapshot& snap);
   NodeProvider* ProviderOf(const std::string& type);

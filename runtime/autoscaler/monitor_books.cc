@@ -60,6 +60,16 @@ void MonitorBooks::Accrue(int64_t now_micros, const std::map<std::string, double
   spend_until_micros = std::max(spend_until_micros, now_micros);
 }
 
+void TypeBooks::CountFailure(int count, int64_t launch_micros, int64_t now_micros,
+                             const std::string& error) {
+  failed_launches += count;
+  history.last_error = error;
+  if (launch_micros != 0 && launch_micros == last_failed_launch) return;
+  last_failed_launch = launch_micros;
+  history.failures_in_a_row += 1;
+  history.last_failure = now_micros;
+}
+
 std::string EncodeBooks(const MonitorBooks& books) {
   std::ostringstream out;
   out.precision(17);
@@ -73,6 +83,8 @@ std::string EncodeBooks(const MonitorBooks& books) {
     std::replace(error.begin(), error.end(), '\n', ' ');
     out << "type " << name << " " << t.spend << " " << t.failed_launches << " "
         << t.history.failures_in_a_row << " " << t.history.last_failure << " " << error << "\n";
+    if (t.last_failed_launch != 0)
+      out << "failedlaunch " << name << " " << t.last_failed_launch << "\n";
   }
   return out.str();
 }
@@ -111,6 +123,11 @@ Result<MonitorBooks> DecodeBooks(const std::string& text) {
           t.history.last_error.erase(0, 1);
         books.types[name] = t;
       }
+    } else if (kind == "failedlaunch") {  // optional: books written before it have none
+      std::string name;
+      int64_t at = 0;
+      ok = static_cast<bool>(fields >> name >> at);
+      if (ok) books.types[name].last_failed_launch = at;
     }
     if (!ok) {
       return Status::InvalidArgument("the autoscaler's books in the control store, line " +

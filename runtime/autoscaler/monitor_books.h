@@ -45,6 +45,17 @@ struct TypeBooks {
   double spend = 0;         // money spent on this type's nodes so far
   int failed_launches = 0;  // in all (shown by `cumulus status`)
   autoscale::LaunchHistory history;
+  // The launch (its asked-for time, as the instances' launched_micros) whose failure was last
+  // counted in history.failures_in_a_row; 0: none, or a failure not tied to one launch.
+  int64_t last_failed_launch = 0;
+
+  // `count` nodes of the launch asked for at `launch_micros` failed (0: not tied to one launch)
+  // with `error`, at `now_micros`. One launch is one failure in a row, however many of its nodes
+  // fail and however they are found (the call's error, each instance timing out or listed as
+  // failed): counted per node, a launch of 5 that never came up raised the backoff 5 times.
+  // A later node of a launch already counted adds to failed_launches and updates the error, and
+  // leaves the backoff where it was.
+  void CountFailure(int count, int64_t launch_micros, int64_t now_micros, const std::string& error);
 };
 
 struct MonitorBooks {

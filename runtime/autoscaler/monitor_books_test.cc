@@ -37,6 +37,36 @@ TEST(MonitorBooksTest, RegisteredIsKeptAndOldBooksStillRead) {
   EXPECT_TRUE(old->instances.at("c").draining);
 }
 
+// A launch of 3 nodes whose nodes fail one by one (each timing out, or listed as failed) is one
+// failure in a row: the backoff doubles per failed launch, not per node. Another launch's failure
+// counts again. Kept across a monitor restart (the books in the head), and old books read.
+TEST(MonitorBooksTest, OneLaunchIsOneFailureInARowHoweverManyOfItsNodesFail) {
+  MonitorBooks b;
+  TypeBooks& t = b.types["gpu"];
+  t.CountFailure(1, /*launch_micros=*/1000, /*now_micros=*/5000, "launch timed out");
+  t.CountFailure(1, 1000, 5001, "launch timed out");
+  t.CountFailure(1, 1000, 5002, "instance failed: no capacity");
+  EXPECT_EQ(t.failed_launches, 3);
+  EXPECT_EQ(t.history.failures_in_a_row, 1);
+  EXPECT_EQ(t.history.last_failure, 5000) << "a later node of the same launch moved the backoff";
+  EXPECT_EQ(t.history.last_error, "instance failed: no capacity");
+  auto back = DecodeBooks(EncodeBooks(b));
+  ASSERT_TRUE(back.ok()) << back.status();
+  TypeBooks& restored = back->types.at("gpu");
+  restored.CountFailure(1, 1000, 6000, "launch timed out");  // the same launch, after a restart
+  EXPECT_EQ(restored.history.failures_in_a_row, 1);
+  restored.CountFailure(2, 7000, 8000, "quota exceeded");  // the next launch, both its nodes
+  EXPECT_EQ(restored.history.failures_in_a_row, 2);
+  EXPECT_EQ(restored.history.last_failure, 8000);
+  EXPECT_EQ(restored.failed_launches, 6);
+  restored.CountFailure(1, 0, 9000, "x");  // not tied to a launch: each counts
+  restored.CountFailure(1, 0, 9001, "x");
+  EXPECT_EQ(restored.history.failures_in_a_row, 4);
+  auto old = DecodeBooks("type gpu 0 2 2 100 some error\n");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->types.at("gpu").last_failed_launch, 0);
+}
+
 TEST(MonitorBooksTest, SpendAccruesPriceTimesTimeOnce) {
   MonitorBooks b;
   b.instances["a"] = {"a", "t", "local", 0, false};
