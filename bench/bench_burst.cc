@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
   run("k8s-ec2-autoscaler-like", k8s.get());
 
   std::string command =
-      "build/bin/bench_burst --trace " + args.trace + " --nodes " + args.nodes +
+      std::string(argv[0]) + " --trace " + args.trace + " --nodes " + args.nodes +
       " --onprem-fraction " + Fraction(args.fraction) + " --tick " + std::to_string(args.tick) +
       (args.idle_timeout >= 0 ? " --idle-timeout " + std::to_string(args.idle_timeout)
        : args.idle_boots != OurSettings{}.idle_timeout_boots
