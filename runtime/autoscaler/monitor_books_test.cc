@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/autoscaler/monitor_status.h"
+
 namespace cumulus {
 namespace {
 
@@ -65,6 +67,32 @@ TEST(MonitorBooksTest, OneLaunchIsOneFailureInARowHoweverManyOfItsNodesFail) {
   auto old = DecodeBooks("type gpu 0 2 2 100 some error\n");
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(old->types.at("gpu").last_failed_launch, 0);
+}
+
+// `cumulus status`: while a type is backed off its BACKOFF column says until when and the error;
+// once the backoff is over and no node of the type has come up since, the error stays there.
+TEST(MonitorBooksTest, StatusKeepsTheLastErrorInSightAfterTheBackoff) {
+  ClusterConfig config;
+  config.cluster_name = "c";
+  MonitorBooks books;
+  books.types["gpu"].CountFailure(1, 1000, 10'000'000, "quota exceeded in us-east-1");
+  autoscale::Decision d;
+  autoscale::TypeReport t;
+  t.type = "gpu";
+  t.backoff_until = 130'000'000;
+  d.types.push_back(t);
+  autoscale::Snapshot snap;
+  MonitorStatusInput in{&config, &books, &d, &snap, 70'000'000};
+  std::string during = StatusText(in);
+  EXPECT_NE(during.find("until +60s (quota exceeded in us-east-1)"), std::string::npos) << during;
+  in.now_micros = 200'000'000;  // the backoff is over
+  std::string after = StatusText(in);
+  EXPECT_NE(after.find("- (over; last failed 3m ago: quota exceeded in us-east-1)"),
+            std::string::npos)
+      << after;
+  books.types["gpu"].history = {};  // a node of the type came up
+  std::string up = StatusText(in);
+  EXPECT_EQ(up.find("quota exceeded"), std::string::npos) << up;
 }
 
 TEST(MonitorBooksTest, SpendAccruesPriceTimesTimeOnce) {

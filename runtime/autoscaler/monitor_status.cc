@@ -26,6 +26,13 @@ std::string Until(int64_t micros, int64_t now) {
   return s < 120 ? "+" + std::to_string(s) + "s" : "+" + std::to_string(s / 60) + "m";
 }
 
+// Seconds from `micros` to now as "42s" / "3m".
+std::string Ago(int64_t micros, int64_t now) {
+  int64_t s = (now - micros) / 1000000;
+  if (s < 0) s = 0;
+  return s < 120 ? std::to_string(s) + "s" : std::to_string(s / 60) + "m";
+}
+
 double PerHour(const autoscale::Decision& d) {
   double sum = 0;
   for (auto& t : d.types) sum += t.price_per_hour_now;
@@ -57,9 +64,14 @@ std::string StatusText(const MonitorStatusInput& in) {
   for (auto& t : d.types) {
     const TypeBooks* b = BooksOf(*in.books, t.type);
     std::string backoff = "-";
-    if (t.backoff_until > in.now_micros)
+    if (t.backoff_until > in.now_micros) {
       backoff = "until " + Until(t.backoff_until, in.now_micros) +
                 (b ? " (" + b->history.last_error + ")" : "");
+    } else if (b && b->history.failures_in_a_row > 0) {
+      // Over, and no node of the type has come up since: the error stays in sight.
+      backoff = "- (over; last failed " + Ago(b->history.last_failure, in.now_micros) +
+                " ago: " + b->history.last_error + ")";
+    }
     // The backoff (with the provider's error, of any length) goes after the fixed-width columns,
     // not through `line`, whose size would cut it and the row's newline.
     std::snprintf(line, sizeof(line), "  %-16s %7d %9d %4d %8d %6d %10s %8s  ", t.type.c_str(),
