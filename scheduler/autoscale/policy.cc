@@ -323,20 +323,25 @@ int Round::ChooseType(const DemandItem& item, const std::vector<Unit>& units, si
   }
   std::vector<int> open;
   Reason first_reason = Reason::kNoTypeFits;
-  std::string first_detail;
+  std::vector<std::string> whys;  // each fitting type's, the first's reason the verdict's
   for (int t : fit) {
     Reason r;
     std::string why;
     if (MayOpen(t, &r, &why)) {
       open.push_back(t);
-    } else if (first_detail.empty()) {
-      first_reason = r;
-      first_detail = why;
+    } else {
+      if (whys.empty()) first_reason = r;
+      whys.push_back(std::move(why));
     }
   }
   if (open.empty()) {
+    // Every type that could hold it, each with why not (at most 3 named; the rest counted).
     *reason = first_reason;
-    *detail = first_detail;
+    constexpr size_t kNamed = 3;
+    std::string all;
+    for (size_t k = 0; k < whys.size() && k < kNamed; ++k) all += (k ? "; " : "") + whys[k];
+    if (whys.size() > kNamed) all += "; and " + std::to_string(whys.size() - kNamed) + " more";
+    *detail = all;
     return -1;
   }
   // Cheapest per waiting copy it would hold: fill a fresh node of each type with this item and

@@ -324,6 +324,9 @@ TEST_F(PolicyTest, AFailedTypeIsBackedOffAndTheNextTypeTried) {
   EXPECT_EQ(LaunchedTotal(d), 0);
   EXPECT_EQ(CopiesWith(d, "trial", Reason::kBackoff), 1);
   EXPECT_NE(DetailOf(d, "trial").find("backoff of type"), std::string::npos);
+  // Each type that could hold it says why not, not only the first.
+  EXPECT_NE(DetailOf(d, "trial").find("a100"), std::string::npos) << DetailOf(d, "trial");
+  EXPECT_NE(DetailOf(d, "trial").find("h100"), std::string::npos) << DetailOf(d, "trial");
   // Backoff is exponential, capped, and ends.
   Options o;
   EXPECT_EQ(BackoffUntil({1, 0, ""}, o), 2 * kMin);
