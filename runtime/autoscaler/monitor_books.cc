@@ -27,9 +27,29 @@ std::string OwnerField(const std::string& record, const std::string& key) {
 }
 }  // namespace
 
+std::string ProcessStart(int pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return "";
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  std::string stat(buf, n);
+  // "PID (COMM) STATE PPID ...": COMM may hold spaces and ')', so count from the last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int k = 3; k <= 22 && rest >> field; ++k) {
+    if (k == 22) return field;  // starttime, in clock ticks since boot
+  }
+  return "";
+}
+
 std::string OwnerRecord(int pid, int64_t round_ms, int64_t seen_micros) {
+  std::string start = ProcessStart(pid);
   return "pid=" + std::to_string(pid) + " host=" + ThisHost() +
-         " round_ms=" + std::to_string(round_ms) + " seen=" + std::to_string(seen_micros);
+         " round_ms=" + std::to_string(round_ms) + " seen=" + std::to_string(seen_micros) +
+         (start.empty() ? "" : " start=" + start);
 }
 
 int OwnerPid(const std::string& record) { return std::atoi(OwnerField(record, "pid").c_str()); }
@@ -37,7 +57,12 @@ int OwnerPid(const std::string& record) { return std::atoi(OwnerField(record, "p
 bool OwnerAlive(const std::string& record, int64_t now_micros) {
   int pid = OwnerPid(record);
   if (pid <= 0) return false;
-  if (OwnerField(record, "host") == ThisHost()) return kill(pid, 0) == 0 || errno == EPERM;
+  if (OwnerField(record, "host") == ThisHost()) {
+    if (kill(pid, 0) != 0 && errno != EPERM) return false;
+    // The pid may since have gone to another process: the same pid started at another time.
+    std::string start = OwnerField(record, "start");  // records from before it have none
+    return start.empty() || ProcessStart(pid).empty() || ProcessStart(pid) == start;
+  }
   int64_t round_ms = std::atoll(OwnerField(record, "round_ms").c_str());
   int64_t seen = std::atoll(OwnerField(record, "seen").c_str());
   return now_micros - seen < (3 * round_ms + 10000) * 1000;

@@ -71,13 +71,16 @@ struct MonitorBooks {
 
 // One monitor per cluster: two would each launch for the same demand (twice the nodes, past a
 // type's max and the budget). `cumulus up` claims kOwnerKey before it starts one, and the monitor
-// refreshes it every round: "pid=P host=H round_ms=R seen=WALL_MICROS".
+// refreshes it every round: "pid=P host=H round_ms=R seen=WALL_MICROS start=TICKS".
 std::string OwnerRecord(int pid, int64_t round_ms, int64_t seen_micros);
-// Whether the record names a monitor that still runs: on this host, its process is alive;
+// Whether the record names a monitor that still runs: on this host, its process is alive and
+// started when the record says (a dead monitor's pid given to another process is not it);
 // elsewhere, it refreshed the record within 3 rounds + 10 s of `now_micros`.
 bool OwnerAlive(const std::string& record, int64_t now_micros);
 // The record's pid (0 if it has none).
 int OwnerPid(const std::string& record);
+// Process `pid`'s start time (/proc/PID/stat's starttime, clock ticks since boot); "" if unknown.
+std::string ProcessStart(int pid);
 
 std::string EncodeBooks(const MonitorBooks& books);
 // InvalidArgument naming the line if `text` is not what EncodeBooks writes.

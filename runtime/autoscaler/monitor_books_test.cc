@@ -1,6 +1,8 @@
 #include "runtime/autoscaler/monitor_books.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "runtime/autoscaler/monitor_status.h"
 
@@ -93,6 +95,24 @@ TEST(MonitorBooksTest, StatusKeepsTheLastErrorInSightAfterTheBackoff) {
   books.types["gpu"].history = {};  // a node of the type came up
   std::string up = StatusText(in);
   EXPECT_EQ(up.find("quota exceeded"), std::string::npos) << up;
+}
+
+// The owner claim: a live process on this host is alive; the same pid with another start time
+// (a dead monitor's pid reused) is not, nor is a pid that runs nothing.
+TEST(MonitorBooksTest, AnOwnerWhosePidWasReusedIsNotAlive) {
+  std::string me = OwnerRecord(getpid(), 1000, 0);
+  EXPECT_NE(me.find(" start="), std::string::npos) << me;
+  EXPECT_TRUE(OwnerAlive(me, 0));
+  std::string reused = me.substr(0, me.find(" start=")) + " start=1";
+  EXPECT_FALSE(OwnerAlive(reused, 0)) << reused;
+  std::string old = me.substr(0, me.find(" start="));  // a record from before start= was kept
+  EXPECT_TRUE(OwnerAlive(old, 0));
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_FALSE(OwnerAlive(OwnerRecord(child, 1000, 0), 0)) << "a reaped pid";
 }
 
 TEST(MonitorBooksTest, SpendAccruesPriceTimesTimeOnce) {
