@@ -120,8 +120,8 @@ class BudgetPromotion final : public TrialScheduler {
       return Pause(r, *rung, NotInTop(incoming));
     if (need + shortfall > Remaining())
       return Pause(r, *rung,
-                   "the budget left is kept to take the leading trial, " +
-                       std::to_string(*census.leader) + ", to iteration " +
+                   "the budget left is kept to take the leading trial (trial " +
+                       std::to_string(*census.leader) + ") to iteration " +
                        std::to_string(o_.max_t));
     Reserve(tr, NextStop(r.iteration));
     return d;
