@@ -1,12 +1,14 @@
 // The tuner's gang trials and waiting trials with real processes (`cumulus start` head and nodes
 // on loopback, tune_driver.cc): a gang averaging over its collective group, a paused gang
-// resumed, a gang rank's own error failing its trial, and trials that wait for resources named
-// in the pending demand (docs/tune.md). The fixture: tune_fixture.h.
+// resumed, a gang rank's own error failing its trial, trials that wait for resources named in
+// the pending demand, and the budget scheduler's trials that wait at a rung for those on their
+// way there (docs/tune.md). The fixture: tune_fixture.h.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -222,6 +224,42 @@ TEST_F(TuneTest, WaitingGangIsPendingDemandAndStopsWithoutWaitingForItsGroup) {
   ASSERT_EQ(trials.size(), 2u) << out;
   EXPECT_NE(trials[waiting].find("iterations=0 "), std::string::npos) << out;
   EXPECT_NE(trials[running].find("state=STOPPED"), std::string::npos) << out;
+}
+
+// The default scheduler with every trial at once on a real cluster (12 trials, 12 at once): a
+// trial that reaches a rung while others are on their way there waits for them (the journal has
+// the reason), nothing is left paused, the budget holds, and the trial whose curve ends highest
+// (the driver's curves never cross: ceiling by lr) runs to the end.
+TEST_F(TuneTest, TheBudgetSchedulerWithEveryTrialAtOnceFinishesTheBest) {
+  auto head = StartHead({"--resources", "CPU=12"});
+  auto driver = Driver({"--scenario=run", "--name=allatonce", "--samples=12", "--iters=20",
+                        "--scheduler=budget", "--concurrent=12", "--step-ms=20"});
+  std::string out = Finish(*driver);
+  ASSERT_NE(out.find("RESULT trials=12 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" paused=0"), std::string::npos) << out;
+  auto j = Load("allatonce");
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_FALSE(j->spec.budget_eager);
+  std::map<uint64_t, double> ceiling;
+  int64_t reports = 0;
+  bool waited = false;
+  for (const JournalEntry& e : j->entries) {
+    if (e.kind == JournalEntry::Kind::kTrialAdded) {
+      auto c = tune::Config::Decode(e.config);
+      ASSERT_TRUE(c.ok()) << c.status();
+      ceiling[e.trial] = 1.0 - std::fabs(std::log10(c->Get<double>("lr")) + 2.0) / 3.0;
+    }
+    if (e.kind != JournalEntry::Kind::kReport) continue;
+    ++reports;
+    waited |= e.reason.find("on their way there") != std::string::npos;
+  }
+  EXPECT_TRUE(waited) << "no trial waited for the trials on their way to its rung";
+  EXPECT_LE(reports, static_cast<int64_t>(0.24 * 12 * 20)) << out;
+  uint64_t best = 0;
+  for (auto& [id, c] : ceiling)
+    if (best == 0 || c > ceiling[best]) best = id;
+  const std::string line = Trials(out)[tune::TrialName(best)];
+  EXPECT_NE(line.find("state=FINISHED iterations=20 "), std::string::npos) << line << "\n" << out;
 }
 
 }  // namespace
