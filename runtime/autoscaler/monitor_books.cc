@@ -61,7 +61,8 @@ bool OwnerAlive(const std::string& record, int64_t now_micros) {
     if (kill(pid, 0) != 0 && errno != EPERM) return false;
     // The pid may since have gone to another process: the same pid started at another time.
     std::string start = OwnerField(record, "start");  // records from before it have none
-    return start.empty() || ProcessStart(pid).empty() || ProcessStart(pid) == start;
+    std::string now = start.empty() ? "" : ProcessStart(pid);
+    return now.empty() || now == start;
   }
   int64_t round_ms = std::atoll(OwnerField(record, "round_ms").c_str());
   int64_t seen = std::atoll(OwnerField(record, "seen").c_str());

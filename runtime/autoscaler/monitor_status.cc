@@ -1,5 +1,6 @@
 #include "runtime/autoscaler/monitor_status.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -19,19 +20,14 @@ std::string Limit(double v) { return std::isinf(v) ? "null" : Money(v); }
 
 std::string Quote(const std::string& s) { return internal::JsonQuote(s); }
 
-// Seconds from now to `micros` as "+42s" / "+3m".
-std::string Until(int64_t micros, int64_t now) {
-  int64_t s = (micros - now) / 1000000;
-  if (s < 0) s = 0;
-  return s < 120 ? "+" + std::to_string(s) + "s" : "+" + std::to_string(s / 60) + "m";
-}
-
-// Seconds from `micros` to now as "42s" / "3m".
-std::string Ago(int64_t micros, int64_t now) {
-  int64_t s = (now - micros) / 1000000;
-  if (s < 0) s = 0;
+// A span of microseconds as "42s" / "3m" (below 0: 0s).
+std::string Span(int64_t micros) {
+  int64_t s = std::max<int64_t>(micros / 1000000, 0);
   return s < 120 ? std::to_string(s) + "s" : std::to_string(s / 60) + "m";
 }
+// From now to `micros` as "+42s" / "+3m"; from `micros` to now as "42s" / "3m".
+std::string Until(int64_t micros, int64_t now) { return "+" + Span(micros - now); }
+std::string Ago(int64_t micros, int64_t now) { return Span(now - micros); }
 
 double PerHour(const autoscale::Decision& d) {
   double sum = 0;

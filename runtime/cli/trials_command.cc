@@ -142,9 +142,10 @@ int ShowTrial(const tune::ExperimentTable& table, const std::string& text, const
         // What changed: the keys whose value the exploit (and PBT's explore) replaced.
         std::string changed;
         for (auto& [key, value] : x.after.values()) {
-          std::string now = tune::FormatConfigValue(value), was = "-";
-          for (auto& [k, v] : x.before.values())
-            if (k == key) was = tune::FormatConfigValue(v);
+          auto old = x.before.values().find(key);
+          std::string now = tune::FormatConfigValue(value);
+          std::string was =
+              old == x.before.values().end() ? "-" : tune::FormatConfigValue(old->second);
           if (now != was) changed += (changed.empty() ? "" : ", ") + key + " " + was + " -> " + now;
         }
         std::printf("  exploited %s at iteration %lld: its checkpoint and config (%s)\n",

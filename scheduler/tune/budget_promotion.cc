@@ -140,11 +140,11 @@ class BudgetPromotion final : public TrialScheduler {
 
   NextRun ChooseTrialToRun(bool can_start_new) override {
     NextRun next;
-    if (!can_start_new && (o_.budget_eager || Screened())) recheck_ = true;
+    Census census = Count();
+    if (!can_start_new && census.screened) recheck_ = true;
     if (!recheck_) {
       // Promotion: a paused trial now in its rung's top 1/rf (counting the trials on their way
       // there as ahead of it), highest rung first.
-      const Census census = Count();
       RungsSorted sorted;
       for (auto rung = rungs_.rbegin(); rung != rungs_.rend(); ++rung) {
         if (rung->recorded.empty()) continue;
@@ -179,7 +179,7 @@ class BudgetPromotion final : public TrialScheduler {
     // to max_t, and, while others run, it is in its rung's top 1/rf even if each trial on its way
     // there beats it; else the leader itself, if it is paused; else none (a trial that ends or
     // reaches a rung asks again).
-    const Census census = Count();
+    if (!next.stop.empty()) census = Count();  // those stopped no longer count
     RungsSorted sorted;
     auto may_run = [&](TrialId id) {
       const Trial& tr = trials_.at(id);
@@ -342,9 +342,10 @@ class BudgetPromotion final : public TrialScheduler {
 
   // What the choices below count, in one pass over the trials: those running (not paused, not
   // ended; a trial added and not yet placed counts), how many of them are on their way to each
-  // rung, and the leader: the trial not ended with the best score at a rung (ties: the deeper
-  // rung, then the older trial).
+  // rung, the leader: the trial not ended with the best score at a rung (ties: the deeper rung,
+  // then the older trial), and whether every trial has reached the first rung or ended.
   struct Census {
+    bool screened = true;
     size_t running = 0;
     std::map<int64_t, size_t> incoming;  // rung -> running trials whose next stop it is
     std::optional<TrialId> leader;
@@ -355,7 +356,7 @@ class BudgetPromotion final : public TrialScheduler {
   };
   Census Count() const {
     Census c;
-    if (o_.budget_eager) return c;  // nothing waits, nothing is kept for the leader
+    if (o_.budget_eager) return c;  // nothing waits, nothing is kept, the re-check may start
     const Trial* best = nullptr;
     for (const auto& [id, tr] : trials_) {
       if (tr.ended) continue;
@@ -363,6 +364,7 @@ class BudgetPromotion final : public TrialScheduler {
         ++c.running;
         ++c.incoming[NextStop(tr.last)];
       }
+      if (tr.last < FirstRung()) c.screened = false;
       if (tr.last < FirstRung() || std::isnan(tr.score)) continue;
       if (best == nullptr || tr.score > best->score ||
           (tr.score == best->score && tr.last > best->last)) {
@@ -379,12 +381,6 @@ class BudgetPromotion final : public TrialScheduler {
     if (!c.leader || *c.leader == id) return 0;
     const Trial& tr = trials_.at(*c.leader);
     return o_.max_t - std::max(tr.last, tr.target);
-  }
-  // Every trial added has reached the first rung or ended.
-  bool Screened() const {
-    for (const auto& [id, tr] : trials_)
-      if (!tr.ended && tr.last < FirstRung()) return false;
-    return true;
   }
 
   // Where a trial stands at its own rung: the share of the rung's trials with a higher score
