@@ -70,6 +70,21 @@ TEST_F(TuneTest, TrialsCommandShowsTheJournaledExperiment) {
   EXPECT_EQ(text, full) << "t0002 as 2";
   EXPECT_EQ(cli({"logs", "0badf00d", "--trial", "t0002"}, &text), 1) << text;
   EXPECT_NE(text.find("no job 0badf00d"), std::string::npos) << text;
+  // A trial id the job never ran, an experiment another job ran: an error naming what it ran.
+  EXPECT_EQ(cli({"logs", job, "--trial", "t0099"}, &text), 1) << text;
+  EXPECT_NE(text.find("ran no trial t0099 (its experiments: cli;"), std::string::npos) << text;
+  // A trial that printed nothing is no error: nothing on stdout, a line saying so.
+  auto quiet = Driver({"--scenario=run", "--name=quiet", "--samples=2", "--iters=2", "--quiet=1"});
+  ASSERT_NE(Finish(*quiet).find("RESULT trials=2 "), std::string::npos);
+  auto q = Load("quiet");
+  ASSERT_TRUE(q.ok()) << q.status();
+  std::string quiet_job = q->entries.front().job;
+  ASSERT_EQ(cli({"logs", quiet_job, "--trial", "t0001"}, &text), 0) << text;
+  EXPECT_EQ(text.rfind("cumulus: trial t0001 of experiment quiet (", 0), 0u) << text;
+  EXPECT_NE(text.find(") has printed nothing\n"), std::string::npos) << text;
+  EXPECT_EQ(cli({"logs", quiet_job, "--trial", "cli/t0001"}, &text), 1) << text;
+  EXPECT_NE(text.find("did not run experiment cli (job " + job + " did)"), std::string::npos)
+      << text;
   // Bad input: one line each.
   EXPECT_EQ(cli({"trials", "nope"}, &text), 1) << text;
   EXPECT_NE(text.find("no experiment named 'nope'"), std::string::npos) << text;

@@ -41,6 +41,7 @@ class Quadratic : public tune::Trainable {
     metric_ = c.Get<std::string>("metric");
     if (c.Get<bool>("fail")) throw std::runtime_error("this trial fails on purpose");
     if (c.Has("fail_rank")) fail_rank_ = c.Get<int64_t>("fail_rank");
+    quiet_ = c.Has("quiet");
   }
   tune::Metrics Step() override {
     ++iteration_;
@@ -55,9 +56,11 @@ class Quadratic : public tune::Trainable {
       int n = trial().world_size;
       return {{metric_, v / (n * (n + 1) / 2.0)}, {"world", static_cast<double>(n)}};
     }
-    std::printf("trial %s iteration %lld acc %.4f\n", trial().trial_id.c_str(),
-                static_cast<long long>(iteration_), acc);
-    std::fflush(stdout);
+    if (!quiet_) {
+      std::printf("trial %s iteration %lld acc %.4f\n", trial().trial_id.c_str(),
+                  static_cast<long long>(iteration_), acc);
+      std::fflush(stdout);
+    }
     // "state": the trainable's own step count, which Save() stores and Restore() takes, so a
     // test can tell from the journal which weights an exploit copied.
     return {{metric_, acc},
@@ -70,6 +73,7 @@ class Quadratic : public tune::Trainable {
  private:
   double lr_ = 0;
   int64_t step_ms_ = 0, iteration_ = 0, fail_rank_ = -1;
+  bool quiet_ = false;  // prints nothing (`--quiet=1`)
   std::string metric_;
 };
 CUMULUS_TRAINABLE(Quadratic);
@@ -98,9 +102,10 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return def;
 }
 
-tune::SearchSpace Space(int64_t step_ms, bool with_failure, int64_t fail_rank) {
+tune::SearchSpace Space(int64_t step_ms, bool with_failure, int64_t fail_rank, bool quiet) {
   tune::SearchSpace s;
   if (fail_rank >= 0) s.Choice("fail_rank", {fail_rank});
+  if (quiet) s.Choice("quiet", {true});
   s.LogUniform("lr", 1e-4, 1.0)
       .Choice("step_ms", {step_ms})
       .Choice("metric", {std::string("accuracy")})
@@ -158,7 +163,8 @@ int main(int argc, char** argv) {
   int64_t step_ms = std::stoll(Flag(argc, argv, "step-ms", "50"));
   bool with_failure = Flag(argc, argv, "with-failure", "0") == "1";
   tune::SearchSpace space =
-      Space(step_ms, with_failure, std::stoll(Flag(argc, argv, "fail-rank", "-1")));
+      Space(step_ms, with_failure, std::stoll(Flag(argc, argv, "fail-rank", "-1")),
+            Flag(argc, argv, "quiet", "0") == "1");
   int rc = 0;
   // Runs the tuner (or says why it could not be made or run) and prints its result.
   auto run = [&](cumulus::Result<tune::Tuner> tuner) {

@@ -26,10 +26,9 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/head_connection.h"
 #include "runtime/cli/interrupt.h"
+#include "runtime/cli/job_logs.h"
 #include "runtime/core/messages.h"
 #include "runtime/head/control_client.h"
-#include "runtime/tune/experiment_state.h"
-#include "runtime/tune/stop_requests.h"
 
 namespace cumulus::cli {
 
@@ -67,7 +66,8 @@ jobs    Lists jobs, newest first: those run by 'cumulus submit' (PENDING, RUNNIN
 logs    Prints the output of the job's driver and of its workers, in the order it was written.
         --follow keeps printing until the job ends (Ctrl-C stops following). --trial prints
         only that tuning trial's stdout and stderr (kept apart from every other trial's; see
-        'cumulus trials'), with --follow as it comes.
+        'cumulus trials'), with --follow as it comes. A trial that printed nothing is no
+        error (stderr says so); a trial or experiment the job did not run is.
 cancel  Stops a submitted job: its driver gets SIGTERM, then SIGKILL if it has not ended after
         --grace seconds (default 5, at most 3600); everything it started (tasks, actors,
         objects) goes with it. Prints which signal ended it.
@@ -167,7 +167,8 @@ Result<size_t> PrintLogs(ControlClient& head, const JobId& job, LogCursor* curso
   }
 }
 
-// Whether the job has ended: a submitted job in a final state, or a driver that went away.
+}  // namespace
+
 Result<bool> JobOver(ControlClient& head, const JobId& job, std::string* state) {
   auto sub = LoadSubmission(head, job);
   if (sub.ok()) {
@@ -200,126 +201,7 @@ Result<bool> JobOver(ControlClient& head, const JobId& job, std::string* state) 
   return false;
 }
 
-// What `logs --trial` printed so far (as LogCursor, per experiment): a trial's entries are keyed
-// JOB/EXPERIMENT/TRIAL/MICROS-RANK-SEQ (kTrialLogsNamespace, runtime/tune/journal.h).
-struct TrialLogCursor {
-  std::set<std::string> printed;
-  std::map<std::string, int64_t> newest_micros;  // per experiment
-  std::string printing;                          // the experiment whose output is being printed
-};
-
-// The experiments of `job` that have trial output: one KvList of one key per experiment, each
-// skipping past the one before (experiment names are letters, digits, '-', '_', '.').
-Status TrialLogExperiments(ControlClient& head, const JobId& job, std::set<std::string>* out) {
-  const std::string prefix = job.Hex() + "/";
-  std::string after;
-  while (true) {
-    CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList("tune_logs", prefix, after, 1));
-    if (page.entries.empty()) return Status();
-    const std::string& k = page.entries[0].first;
-    size_t slash = k.find('/', prefix.size());
-    if (slash == std::string::npos) {
-      after = k;
-      continue;
-    }
-    out->insert(k.substr(prefix.size(), slash - prefix.size()));
-    after = k.substr(0, slash + 1) + "\xff";
-  }
-}
-
-// Prints the entries of trial `trial` of `job` not printed yet (of `experiment`, or of each
-// experiment with a header naming it); returns how many. Each experiment is read from a minute
-// before its newest entry printed (entries are keyed by their node's clock, and may come late).
-Result<size_t> PrintTrialLogs(ControlClient& head, const JobId& job, const std::string& experiment,
-                              const std::string& trial, TrialLogCursor* cursor,
-                              std::set<std::string>* experiments) {
-  if (experiment.empty()) {
-    CUMULUS_RETURN_IF_ERROR(TrialLogExperiments(head, job, experiments));
-  } else {
-    experiments->insert(experiment);
-  }
-  size_t n = 0;
-  for (const std::string& e : *experiments) {
-    const std::string prefix = job.Hex() + "/" + e + "/" + trial + "/";
-    std::string after;
-    if (int64_t newest = cursor->newest_micros[e]; newest > 60000000) {
-      char key[32];
-      std::snprintf(key, sizeof(key), "%016lld", static_cast<long long>(newest - 60000000));
-      after = prefix + key;
-    }
-    while (true) {
-      CUMULUS_ASSIGN_OR_RETURN(auto page, head.KvList("tune_logs", prefix, after, 200));
-      for (auto& [k, v] : page.entries) {
-        after = k;
-        if (!cursor->printed.insert(k).second) continue;
-        // Without EXPERIMENT/ given, each experiment's part of the output is headed by its
-        // name, so two experiments' trials of one id are never mixed.
-        if (experiment.empty() && cursor->printing != e) {
-          std::printf("==> %s/%s <==\n", e.c_str(), trial.c_str());
-          cursor->printing = e;
-        }
-        std::fwrite(v.data(), 1, v.size(), stdout);
-        ++n;
-        std::string_view micros = std::string_view(k).substr(prefix.size());
-        auto at = ParseInteger("a trial log entry's time", micros.substr(0, micros.find('-')),
-                               {0, INT64_MAX, "microseconds"});
-        if (at.ok()) cursor->newest_micros[e] = std::max(cursor->newest_micros[e], *at);
-      }
-      std::fflush(stdout);
-      if (!page.more || page.entries.empty()) break;
-    }
-  }
-  return n;
-}
-
-// A tuning trial's output: `trial` is TRIAL (any experiment of the job) or EXPERIMENT/TRIAL; with
-// `follow`, until the job ends or Ctrl-C (kInterruptedExit).
-int TrialLogs(ControlClient& head, const JobId& job, const std::string& trial, bool follow) {
-  std::string want_experiment, want_trial = trial;
-  if (auto slash = trial.find('/'); slash != std::string::npos) {
-    want_experiment = trial.substr(0, slash);
-    want_trial = trial.substr(slash + 1);
-  }
-  auto id = tune::ParseTrialId(want_trial);
-  if (want_trial.find('/') != std::string::npos || !id.ok()) {
-    return UsageError("--trial needs a trial id such as t0003, t3 or 3 (or EXPERIMENT/t0003)",
-                      "cumulus logs --help");
-  }
-  want_trial = tune::TrialName(*id);
-  std::string state;  // the job must exist: "no output" would hide a wrong job id
-  if (auto known = JobOver(head, job, &state); !known.ok()) return Fail(known.status());
-  TrialLogCursor cursor;
-  std::set<std::string> experiments;
-  size_t chunks = 0;
-  while (true) {
-    if (follow && Interrupted()) return kInterruptedExit;
-    Result<bool> over = false;
-    if (follow) over = JobOver(head, job, &state);  // before reading, as FollowLogs
-    if (!over.ok()) return Fail(over.status());
-    auto n = PrintTrialLogs(head, job, want_experiment, want_trial, &cursor, &experiments);
-    if (!n.ok()) return Fail(n.status());
-    chunks += *n;
-    if (!follow) break;
-    if (*over) {
-      // Trials ship their output every half second: take what was still on its way.
-      if (!SleepUnlessInterrupted(std::chrono::milliseconds(1200))) return kInterruptedExit;
-      n = PrintTrialLogs(head, job, want_experiment, want_trial, &cursor, &experiments);
-      if (!n.ok()) return Fail(n.status());
-      std::fprintf(stderr, "cumulus: job %s %s\n", job.Hex().c_str(), state.c_str());
-      return state == "SUCCEEDED" || state == "FINISHED" ? 0 : 1;
-    }
-    if (!SleepUnlessInterrupted(std::chrono::milliseconds(250))) return kInterruptedExit;
-  }
-  if (chunks == 0) {
-    std::fprintf(stderr, "cumulus: job %s has no output of trial %s%s\n", job.Hex().c_str(),
-                 trial.c_str(),
-                 experiments.empty() ? " (it ran no tuning trials, or they printed nothing)"
-                                     : " (it printed nothing yet, or the id is wrong: see "
-                                       "'cumulus trials EXPERIMENT')");
-    return 1;
-  }
-  return 0;
-}
+namespace {
 
 // Prints the job's output; with `follow`, until the job ends or Ctrl-C (kInterruptedExit).
 int FollowLogs(ControlClient& head, const JobId& job, bool follow) {
