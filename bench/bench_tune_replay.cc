@@ -198,6 +198,7 @@ struct RunResult {
   double best = 0;     // the best trial's last value, in the metric's own units
   double compute = 0;  // epochs run x their cost
   uint64_t stopped = 0;
+  double wall = 0;  // the simulated time when the last trial ended (epochs x cost, W at once)
 };
 
 // One experiment: `samples` rows from the random searcher, `workers` at once, `sched` deciding.
@@ -266,6 +267,7 @@ RunResult Simulate(const CurveSet& set, const Options& o, uint64_t seed, Schedul
   while (!events.empty()) {
     auto [now, _, id] = events.top();
     events.pop();
+    out.wall = now;
     Trial& t = trials.at(id);
     const std::vector<double>& curve = set.curves[t.row];
     double value = curve[t.epoch];
@@ -453,16 +455,18 @@ int main(int argc, char** argv) {
   };
   struct Summary {
     double best, fraction, gap, worst_gap, worst_fraction, stopped;
+    double wall;              // the median of the run's wall time / full's (same seed)
     double mean_gap, within;  // the mean gap; the share of seeds with a gap <= 0.5
   };
   std::vector<Summary> sum;
   for (size_t k = 0; k < rows.size(); ++k) {
-    std::vector<double> best, frac, gaps, stopped;
+    std::vector<double> best, frac, gaps, stopped, wall;
     for (uint64_t s = 0; s < o.seeds; ++s) {
       best.push_back(results[k][s].best);
       frac.push_back(results[k][s].compute / results[0][s].compute);
       gaps.push_back(gap(results[0][s].best, results[k][s].best));
       stopped.push_back(static_cast<double>(results[k][s].stopped));
+      wall.push_back(results[k][s].wall / results[0][s].wall);
     }
     double mean = 0, within = 0;
     for (double g : gaps) {
@@ -471,7 +475,7 @@ int main(int argc, char** argv) {
     }
     sum.push_back(Summary{
         Median(best), Median(frac), Median(gaps), *std::max_element(gaps.begin(), gaps.end()),
-        *std::max_element(frac.begin(), frac.end()), Median(stopped), mean, within});
+        *std::max_element(frac.begin(), frac.end()), Median(stopped), Median(wall), mean, within});
   }
 
   std::string reproduce = "build/bin/bench_tune_replay --curves " + o.curves + " --mode " +
@@ -489,9 +493,10 @@ int main(int argc, char** argv) {
       std::printf(
           "%s{\"name\": \"%s\", \"best\": %.6g, \"compute_fraction\": %.4f, "
           "\"gap\": %.4f, \"worst_gap\": %.4f, \"worst_compute_fraction\": %.4f, "
-          "\"stopped\": %.1f, \"mean_gap\": %.4f, \"within\": %.4f}",
+          "\"stopped\": %.1f, \"wall_fraction\": %.4f, \"mean_gap\": %.4f, \"within\": %.4f}",
           k ? ", " : "", rows[k].name.c_str(), sum[k].best, sum[k].fraction, sum[k].gap,
-          sum[k].worst_gap, sum[k].worst_fraction, sum[k].stopped, sum[k].mean_gap, sum[k].within);
+          sum[k].worst_gap, sum[k].worst_fraction, sum[k].stopped, sum[k].wall, sum[k].mean_gap,
+          sum[k].within);
     std::printf("], \"default\": \"%s\", \"target_met\": %s, \"reproduce\": \"%s\"}\n",
                 kDefault.c_str(), target ? "true" : "false", reproduce.c_str());
     return 0;
@@ -513,14 +518,15 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(o.workers), std::string(ModeName(o.mode)).c_str());
   std::printf(
       "anchor: full search in the same run; gap = full's best - this best, in %s "
-      "(medians over seeds; worst seed in brackets)\n\n",
+      "(medians over seeds; worst seed in brackets); wall: the simulated time until the last "
+      "trial ended, over full's (workers idle while trials wait count)\n\n",
       points ? "points (x100)" : (o.mode == Mode::kMax ? "metric units" : "% of full's"));
-  std::printf("%-11s %10s %14s %20s %10s  %s\n", "scheduler", "best", "gap (worst)",
-              "compute (worst)", "stopped", "what");
+  std::printf("%-11s %10s %14s %20s %6s %10s  %s\n", "scheduler", "best", "gap (worst)",
+              "compute (worst)", "wall", "stopped", "what");
   for (size_t k = 0; k < rows.size(); ++k)
-    std::printf("%-11s %10.4f %6.2f (%5.2f) %11.3f (%5.3f) %10.0f  %s\n", rows[k].name.c_str(),
-                sum[k].best, sum[k].gap, sum[k].worst_gap, sum[k].fraction, sum[k].worst_fraction,
-                sum[k].stopped, rows[k].what.c_str());
+    std::printf("%-11s %10.4f %6.2f (%5.2f) %11.3f (%5.3f) %6.3f %10.0f  %s\n",
+                rows[k].name.c_str(), sum[k].best, sum[k].gap, sum[k].worst_gap, sum[k].fraction,
+                sum[k].worst_fraction, sum[k].wall, sum[k].stopped, rows[k].what.c_str());
   std::printf(
       "\ndefault (%s): gap %.2f %s, compute %.3f of full search: target (gap <= 0.5, "
       "compute <= 0.25) %s\n",
