@@ -278,6 +278,9 @@ int main(int argc, char** argv) {
            : (cost_ok || wait_ok) && strictly ? "better on one, worse on the other"
                                               : nullptr;  // the target fails against it
   };
+  // A baseline that spent nothing and kept p95 wait at 0 cannot be beaten on either (the on-prem
+  // pool was enough at the 95th percentile): the target cannot hold against it, whatever ours does.
+  auto unbeatable = [](const SimResult& b) { return b.cost <= 1e-6 && b.wait_p95_s <= 0; };
   if (args.json) {
     std::printf("{\"rows\": [");
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -293,6 +296,13 @@ int main(int argc, char** argv) {
     const char* sep = "";
     for (size_t i = 1; i < rows.size(); ++i) {
       if (verdict(rows[i].r)) continue;
+      std::printf("%s\"%s\"", sep, rows[i].name.c_str());
+      sep = ", ";
+    }
+    std::printf("], \"unbeatable\": [");
+    sep = "";
+    for (size_t i = 1; i < rows.size(); ++i) {
+      if (!unbeatable(rows[i].r)) continue;
       std::printf("%s\"%s\"", sep, rows[i].name.c_str());
       sep = ", ";
     }
@@ -331,7 +341,9 @@ int main(int argc, char** argv) {
     std::printf("  %-26s cost x%.2f, p95 wait x%.2f: %s\n", rows[i].name.c_str(),
                 b.cost > 0 ? o.cost / b.cost : 0.0,
                 b.wait_p95_s > 0 ? o.wait_p95_s / b.wait_p95_s : 0.0,
-                v ? v : "NOT better on either");
+                v               ? v
+                : unbeatable(b) ? "NOT better on either (nor can any policy be: $0 and p95 0)"
+                                : "NOT better on either");
   }
   return 0;
 }

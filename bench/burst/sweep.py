@@ -21,8 +21,8 @@ BENCH_ARGS (after --) go to every run, e.g. `-- --idle-timeout 2xboot`: this is 
 compared on all the traces at once. J runs at a time (default 2). Deterministic: the replay has
 no randomness and the mixes have fixed seeds.
 
-Prints one line per run (ours' cost and p95 wait, the baselines it fails against), then how many
-runs hold. Exit status 0 whether or not the target holds; 1 if a run could not be made or read.
+Prints one line per run (ours' cost and p95 wait, the baselines it fails against, and those no
+policy can beat: $0 and p95 wait 0), then how many runs hold and on how many none can. Exit status 0 whether or not the target holds; 1 if a run could not be made or read.
 """
 import concurrent.futures
 import hashlib
@@ -198,7 +198,7 @@ def main():
 
     print(f"reproduce: {' '.join([sys.argv[0]] + sys.argv[1:])}")
     print(f"{'run':38} {'ours: cost':>12} {'p95 s':>7}  fails against")
-    held, broken, held_fresh = 0, 0, 0
+    held, broken, held_fresh, unreachable = 0, 0, 0, 0
     for n, (name, _) in enumerate(runs):
         result, err = results[name]
         if err:
@@ -208,10 +208,15 @@ def main():
         ours, fails = verdict(result)
         held += not fails
         held_fresh += not fails and n >= fixed
+        # A baseline at $0 and p95 0 is beaten by no policy (bench_burst's "unbeatable").
+        beyond = result.get("unbeatable", [])
+        unreachable += bool(beyond)
         print(f"{name:38} {'$' + format(round(ours['cost']), ','):>12} {ours['wait_p95_s']:7.0f}  "
-              f"{', '.join(fails) if fails else '-'}")
+              f"{', '.join(fails) if fails else '-'}" +
+              (f" (no policy can beat {', '.join(beyond)}: $0, p95 0)" if beyond else ""))
     print(f"target holds on {held} of {len(runs) - broken} runs" +
           (f" ({broken} could not run)" if broken else "") +
+          (f" ({unreachable} of the {len(runs) - broken} no policy can hold)" if unreachable else "") +
           (f"; on {held_fresh} of the {len(fresh_runs)} fresh mixes" if fresh_runs else ""))
     return 1 if broken else 0
 
