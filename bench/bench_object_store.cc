@@ -31,7 +31,7 @@
 #include "runtime/net/tcp.h"
 #include "runtime/node/object_handoff.h"
 #include "runtime/object_store/object_store.h"
-#include "runtime/object_store/spill_store.h"
+#include "runtime/object_store/spill_store_rocksdb.h"
 #include "runtime/object_store/store_client.h"
 #include "runtime/object_store/store_server.h"
 #include "runtime/transfer/object_transfer.h"
@@ -150,9 +150,9 @@ void BenchSpillRestore(uint64_t size, int count, int runs) {
     }
     rocksdb::Options options;
     SpillStoreOptions defaults;
-    SpillStore::ConfigureDb(defaults, &options);
+    ConfigureSpillDb(defaults, &options);
     rocksdb::WriteOptions wo;
-    SpillStore::ConfigureWrite(&wo);
+    ConfigureSpillWrite(&wo);
     rocksdb::DB* raw = nullptr;
     if (!rocksdb::DB::Open(options, dir.path() + "/raw", &raw).ok()) {
       Check(Status::Internal("cannot open the raw RocksDB anchor"), "raw open");

@@ -1,6 +1,7 @@
 # `cmake --install build [--prefix DIR]` puts in place what a user's own program needs:
 #   bin/cumulus                         the command line (head, nodes, jobs)
 #   lib/libcumulus.so                   the runtime
+#   lib/libcumulus_rocksdb.so           RocksDB and the stores on it, loaded when a store opens
 #   include/cumulus/...                 the public headers (api/include/cumulus)
 #   lib/cmake/Cumulus/                  the CMake package: find_package(Cumulus), Cumulus::cumulus
 include(GNUInstallDirs)
@@ -12,6 +13,7 @@ set_target_properties(cumulus PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTA
 install(TARGETS cumulus RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS cumulus_shared EXPORT CumulusTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS cumulus_rocksdb LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/api/include/cumulus
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 

@@ -397,6 +397,23 @@ TEST_F(ControlPlaneTest, StartHelpSaysWhatListensOnBind) {
   }
 }
 
+// RocksDB is a module loaded when a store opens (runtime/base/rocksdb_module.h): a head that
+// cannot load it says which file it looked for, where, and what to set.
+TEST_F(ControlPlaneTest, AHeadWithoutItsRocksDbModuleSaysWhereItLooked) {
+  Subprocess head({"/usr/bin/env", "CUMULUS_ROCKSDB_MODULE=" + dir_.path() + "/nope.so", kCumulus,
+                   "start", "--head", "--block", "--port", "0", "--data-dir", dir_.path() + "/h"},
+                  /*merge_stderr=*/true);
+  std::string out = head.ReadAll(30s);
+  auto st = head.Wait(30s);
+  ASSERT_TRUE(st && WIFEXITED(*st)) << out;
+  EXPECT_NE(WEXITSTATUS(*st), 0) << out;
+  EXPECT_NE(out.find("cannot load RocksDB's module libcumulus_rocksdb.so (tried " + dir_.path() +
+                     "/nope.so)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("set CUMULUS_ROCKSDB_MODULE to its path"), std::string::npos) << out;
+}
+
 TEST_F(ControlPlaneTest, TheCommandLineRejectsBadInputWithOneClearLine) {
   struct Case {
     std::vector<std::string> args;

@@ -37,6 +37,17 @@ std::string SignalState() {
   }
   return out;
 }
+// Whether this process has RocksDB mapped (/proc/self/maps): a worker must not
+// (runtime/base/rocksdb_module.h).
+bool RocksDbMapped() {
+  bool mapped = false;
+  if (FILE* f = std::fopen("/proc/self/maps", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof(line), f)) mapped |= std::strstr(line, "librocksdb") != nullptr;
+    std::fclose(f);
+  }
+  return mapped;
+}
 // Whether SIGINT or SIGTERM is blocked or ignored in `state` (SignalState's text).
 bool StopSignalsHeld(const std::string& state) {
   for (const char* field : {"SigBlk:", "SigIgn:"}) {
@@ -108,7 +119,7 @@ Phoenix* CreatePhoenix() { return new Phoenix(); }
 CUMULUS_REMOTE(WhereAmI, SignalState, Plus, Twice, Nested, Fail, MakeBlob, Checksum, ChecksumWhere,
                CreateGpuProbe, &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid,
                &Phoenix::Crash, &Phoenix::PidWhenExists);
-CUMULUS_REMOTE(SleepFor);
+CUMULUS_REMOTE(SleepFor, RocksDbMapped);
 
 namespace {
 using driver::Args;
@@ -418,6 +429,16 @@ void RunFailures(const std::string& b) {
               ms < 30000,
           (r.ok() ? std::string("it ran") : r.status().ToString()) + " after " +
               std::to_string(ms) + " ms; Cancel said " + cancelled.ToString());
+  }
+
+  // A worker does not load RocksDB (only a store opened in its process would), nor does this
+  // driver, which runs no store of its own.
+  {
+    auto mapped = cumulus::TryGet(cumulus::Task(RocksDbMapped).Remote(), std::chrono::seconds(60));
+    Check("workers_do_not_load_rocksdb", mapped.ok() && !*mapped && !RocksDbMapped(),
+          mapped.ok() ? std::string("worker ") + (*mapped ? "has" : "has not") +
+                            " it mapped, the driver " + (RocksDbMapped() ? "has" : "has not")
+                      : mapped.status().ToString());
   }
 
   // Workers start with SIGINT and SIGTERM neither blocked nor ignored (the node daemon blocks

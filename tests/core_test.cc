@@ -82,10 +82,10 @@ TEST_F(CoreTest, NodesWhoseStoreIsSmallerThanTheProgramRunItsWork) {
 
 TEST_F(CoreTest, ImpossibleRequestsAndRemoteExceptionsFailWithTheReason) {
   StartCluster();
-  ExpectChecks(
-      Driver(Scenario("failures"))->ReadAll(120s),
-      {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused",
-       "cancel_ends_the_task", "workers_start_with_stop_signals_unblocked", "remote_exception"});
+  ExpectChecks(Driver(Scenario("failures"))->ReadAll(120s),
+               {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused",
+                "cancel_ends_the_task", "workers_start_with_stop_signals_unblocked",
+                "workers_do_not_load_rocksdb", "remote_exception"});
 }
 
 TEST_F(CoreTest, ManyTasksChainsAndNestedTasksOnAFullNode) {

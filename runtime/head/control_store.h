@@ -11,10 +11,6 @@
 
 #include "cumulus/status.h"
 
-namespace rocksdb {
-class DB;
-}
-
 namespace cumulus {
 
 enum class ControlTable : char {
@@ -29,26 +25,25 @@ enum class ControlTable : char {
 
 class ControlStore {
  public:
+  // Loads RocksDB (runtime/base/rocksdb_module.h) the first time a store is opened.
   static Result<std::unique_ptr<ControlStore>> Open(const std::string& path);
-  ~ControlStore();
+  virtual ~ControlStore() = default;
 
-  Status Put(ControlTable table, const std::string& key, const std::string& value);
+  virtual Status Put(ControlTable table, const std::string& key, const std::string& value) = 0;
   // nullopt if absent.
-  Result<std::optional<std::string>> Get(ControlTable table, const std::string& key);
-  Status Delete(ControlTable table, const std::string& key);
+  virtual Result<std::optional<std::string>> Get(ControlTable table, const std::string& key) = 0;
+  virtual Status Delete(ControlTable table, const std::string& key) = 0;
   // Calls fn(key, value) for every record of `table`, in key order.
-  Status Scan(ControlTable table,
-              const std::function<void(const std::string&, const std::string&)>& fn);
-
+  virtual Status Scan(ControlTable table,
+                      const std::function<void(const std::string&, const std::string&)>& fn) = 0;
   // Calls fn(key, value) for the records of `table` from `from` on, in key order, while it
   // returns true.
-  Status ScanFrom(ControlTable table, const std::string& from,
-                  const std::function<bool(const std::string&, const std::string&)>& fn);
-
- private:
-  explicit ControlStore(std::unique_ptr<rocksdb::DB> db, std::string path);
-  std::unique_ptr<rocksdb::DB> db_;
-  std::string path_;
+  virtual Status ScanFrom(
+      ControlTable table, const std::string& from,
+      const std::function<bool(const std::string&, const std::string&)>& fn) = 0;
 };
+
+// The store in RocksDB, in the module (control_store_rocksdb.cc).
+Result<std::unique_ptr<ControlStore>> OpenRocksControlStore(const std::string& path);
 
 }  // namespace cumulus

@@ -5,21 +5,21 @@
 // Writes go through the write-ahead log without fsync: they survive a kill -9 of this process
 // (not a power loss), and a full disk is reported by the write that hits it.
 // Thread-safe (RocksDB is).
+//
+// RocksDB is not linked into programs: SpillStore::Open loads it, with the implementation
+// (spill_store_rocksdb.cc), from the module libcumulus_rocksdb.so the first time a store is
+// opened (runtime/base/rocksdb_module.h), so a worker process, which never opens one, does not pay
+// RocksDB's start-up (about 10 ms of every process start, docs/benchmarks.md).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "cumulus/ids.h"
 #include "cumulus/status.h"
-
-namespace rocksdb {
-class DB;
-struct Options;
-struct WriteOptions;
-}  // namespace rocksdb
 
 namespace cumulus {
 
@@ -43,42 +43,35 @@ struct StoredObjectInfo {
 class SpillStore {
  public:
   static Result<std::unique_ptr<SpillStore>> Open(const SpillStoreOptions& options);
-  ~SpillStore();
-
-  // The RocksDB options the store runs with; the benchmark opens its raw-RocksDB anchor with these.
-  static void ConfigureDb(const SpillStoreOptions& options, rocksdb::Options* db);
-  static void ConfigureWrite(rocksdb::WriteOptions* write);
+  virtual ~SpillStore() = default;
 
   // Stores the bytes with their checksum. ResourceExhausted if the disk is full.
-  Status Write(const ObjectId& id, const uint8_t* data, uint64_t size, bool durable,
-               const std::string& incarnation, int64_t created_micros);
+  virtual Status Write(const ObjectId& id, const uint8_t* data, uint64_t size, bool durable,
+                       const std::string& incarnation, int64_t created_micros) = 0;
 
   // Reads an object back. `alloc(size)` returns where to put the bytes. ObjectLost if they are
   // missing, the wrong length or fail their checksum; the caller then owns (and frees) whatever
   // `alloc` gave out, whose contents are undefined.
-  Status Read(const ObjectId& id, const std::function<Result<uint8_t*>(uint64_t)>& alloc);
+  virtual Status Read(const ObjectId& id,
+                      const std::function<Result<uint8_t*>(uint64_t)>& alloc) = 0;
 
-  Status Delete(const ObjectId& id);
+  virtual Status Delete(const ObjectId& id) = 0;
 
   // Writes the memtable out (values move to blob files).
-  Status Flush();
+  virtual Status Flush() = 0;
 
   // Calls `fn` for every stored object.
-  Status ForEach(const std::function<void(const StoredObjectInfo&)>& fn);
+  virtual Status ForEach(const std::function<void(const StoredObjectInfo&)>& fn) = 0;
 
   const std::string& path() const { return path_; }
   // For tests of corruption handling: overwrites the stored bytes without updating the checksum.
-  Status OverwriteBytesForTesting(const ObjectId& id, const std::string& bytes);
+  virtual Status OverwriteBytesForTesting(const ObjectId& id, const std::string& bytes) = 0;
+
+ protected:
+  explicit SpillStore(std::string path) : path_(std::move(path)) {}
 
  private:
-  SpillStore(std::unique_ptr<rocksdb::DB> db, std::string path);
-
-  Status CheckDiskSpace(const ObjectId& id, uint64_t size);
-
-  std::unique_ptr<rocksdb::DB> db_;
   std::string path_;
-  uint64_t min_free_disk_bytes_ = 0;
-  bool needs_resume_ = false;  // a write failed; RocksDB stops writing until resumed
 };
 
 // XXH3-64 of the bytes: the checksum every stored object carries.

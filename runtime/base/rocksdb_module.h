@@ -1,0 +1,45 @@
+// RocksDB, loaded when a store is first opened. The head's control store and the object store's
+// disk tier live in RocksDB, but RocksDB's own start-up (its static initialisers: about 10 ms of
+// CPU per process on the 2-core VM, docs/benchmarks.md) would otherwise be paid by every process
+// of a program, and a program is also its own worker: each actor and task worker starts it again.
+// So RocksDB and the two stores built on it (control_store_rocksdb.cc, spill_store_rocksdb.cc) are
+// a module, libcumulus_rocksdb.so, that the first ControlStore::Open or SpillStore::Open loads
+// with dlopen; a worker, which opens neither, never loads it.
+//
+// Where the module is looked for, in order: $CUMULUS_ROCKSDB_MODULE (a path to the file); the
+// directory of the program or library that holds this code (libcumulus.so's, installed), and its
+// ../lib (a program in build/bin or an installed bin/); the build tree's lib/; the install
+// prefix's lib directory; then the dynamic loader's own search. A module from another build of
+// Cumulus is refused (its version differs).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cumulus/status.h"
+
+namespace cumulus {
+
+class ControlStore;
+class SpillStore;
+struct SpillStoreOptions;
+
+// What the module exports, as one table (the symbol kRocksModuleSymbol, a function returning it).
+struct RocksModule {
+  const char* version;  // Cumulus's version the module was built as (cumulus::Version())
+  void (*open_control_store)(const std::string& path, std::unique_ptr<ControlStore>* out,
+                             Status* status);
+  void (*open_spill_store)(const SpillStoreOptions& options, std::unique_ptr<SpillStore>* out,
+                           Status* status);
+};
+constexpr const char* kRocksModuleSymbol = "cumulus_rocksdb_module_v1";
+constexpr const char* kRocksModuleFile = "libcumulus_rocksdb.so";
+
+// Loads the module once per process (thread-safe); later calls return the same table, or the
+// same error: Unavailable, naming every place tried and what the loader said.
+Result<const RocksModule*> LoadRocksModule();
+
+// Whether this process has loaded the module (what a worker must not have done).
+bool RocksModuleLoaded();
+
+}  // namespace cumulus
