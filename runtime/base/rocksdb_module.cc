@@ -1,10 +1,9 @@
 #include "runtime/base/rocksdb_module.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <vector>
 
 #include "cumulus/cumulus.h"
@@ -13,15 +12,26 @@ namespace cumulus {
 
 namespace {
 
-std::atomic<bool> loaded{false};
-
-// The directory of the file (program or shared library) this code was linked into.
-std::string OwnDirectory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&LoadRocksModule), &info) == 0 || !info.dli_fname) return "";
-  std::string file = info.dli_fname;
+std::string DirectoryOf(const std::string& file) {
   auto slash = file.rfind('/');
-  return slash == std::string::npos ? "" : file.substr(0, slash);
+  return slash == std::string::npos || file[0] != '/' ? "" : file.substr(0, slash);
+}
+
+// The directories of the file this code was linked into (libcumulus.so, or the program) and of
+// the running program (/proc/self/exe: dladdr may name the program by a relative path).
+std::vector<std::string> OwnDirectories() {
+  std::vector<std::string> out;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&LoadRocksModule), &info) != 0 && info.dli_fname) {
+    if (std::string d = DirectoryOf(info.dli_fname); !d.empty()) out.push_back(d);
+  }
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string d = DirectoryOf(std::string(exe, static_cast<size_t>(n)));
+    if (!d.empty() && (out.empty() || out[0] != d)) out.push_back(d);
+  }
+  return out;
 }
 
 Result<const RocksModule*> Load() {
@@ -29,7 +39,7 @@ Result<const RocksModule*> Load() {
   if (const char* env = std::getenv("CUMULUS_ROCKSDB_MODULE"); env && *env) {
     tries.push_back(env);
   } else {
-    if (std::string own = OwnDirectory(); !own.empty()) {
+    for (const std::string& own : OwnDirectories()) {
       tries.push_back(own + "/" + kRocksModuleFile);
       tries.push_back(own + "/../lib/" + kRocksModuleFile);
     }
@@ -64,7 +74,6 @@ Result<const RocksModule*> Load() {
               ", this program is " + Version();
       continue;
     }
-    loaded = true;
     return m;
   }
   std::string where;
@@ -82,7 +91,5 @@ Result<const RocksModule*> LoadRocksModule() {
   static const Result<const RocksModule*> module = Load();
   return module;
 }
-
-bool RocksModuleLoaded() { return loaded; }
 
 }  // namespace cumulus

@@ -7,10 +7,10 @@
 // with dlopen; a worker, which opens neither, never loads it.
 //
 // Where the module is looked for, in order: $CUMULUS_ROCKSDB_MODULE (a path to the file); the
-// directory of the program or library that holds this code (libcumulus.so's, installed), and its
-// ../lib (a program in build/bin or an installed bin/); the build tree's lib/; the install
-// prefix's lib directory; then the dynamic loader's own search. A module from another build of
-// Cumulus is refused (its version differs).
+// directory of the library or program that holds this code (libcumulus.so's, installed) and of
+// the running program, each also with ../lib (a program in build/bin or an installed bin/); the
+// build tree's lib/; the install prefix's lib directory; then the dynamic loader's own search. A
+// module from another build of Cumulus is refused (its version differs).
 #pragma once
 
 #include <memory>
@@ -38,8 +38,5 @@ constexpr const char* kRocksModuleFile = "libcumulus_rocksdb.so";
 // Loads the module once per process (thread-safe); later calls return the same table, or the
 // same error: Unavailable, naming every place tried and what the loader said.
 Result<const RocksModule*> LoadRocksModule();
-
-// Whether this process has loaded the module (what a worker must not have done).
-bool RocksModuleLoaded();
 
 }  // namespace cumulus

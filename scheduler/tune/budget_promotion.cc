@@ -59,6 +59,13 @@
 namespace cumulus::tune {
 namespace {
 
+// Of `sorted` (a rung's scores, ascending, NaN left out), those above `score`: what TrialsAhead
+// and the scheduler's places count (NaN is above nothing, nothing is above NaN).
+size_t AheadIn(const std::vector<double>& sorted, double score) {
+  if (std::isnan(score)) return 0;
+  return static_cast<size_t>(sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), score));
+}
+
 class BudgetPromotion final : public TrialScheduler {
  public:
   explicit BudgetPromotion(const SchedulerOptions& o) : o_(o) {
@@ -416,12 +423,7 @@ class BudgetPromotion final : public TrialScheduler {
     }
     return it->second;
   }
-  // Scores above this one, as TrialsAhead counts (NaN is above nothing, nothing is above NaN).
-  static size_t Ahead(const SortedRung& s, double score) {
-    if (std::isnan(score)) return 0;
-    return static_cast<size_t>(s.scores.end() -
-                               std::upper_bound(s.scores.begin(), s.scores.end(), score));
-  }
+  static size_t Ahead(const SortedRung& s, double score) { return AheadIn(s.scores, score); }
   // As TrialsAhead and SharesAhead count, over `sorted`.
   Place PlaceOf(const Trial& tr, TrialId id, RungsSorted* sorted) const {
     Place p{std::numeric_limits<double>::infinity(), SIZE_MAX, tr.last, id};
@@ -479,9 +481,11 @@ class BudgetPromotion final : public TrialScheduler {
 
 size_t TrialsAhead(const std::map<TrialId, double>* rung_scores, double score) {
   if (rung_scores == nullptr) return SIZE_MAX;
-  size_t n = 0;
-  for (const auto& [_, x] : *rung_scores) n += x > score;
-  return n;
+  std::vector<double> sorted;  // as the scheduler's SortedRung holds a rung
+  for (const auto& [_, x] : *rung_scores)
+    if (!std::isnan(x)) sorted.push_back(x);
+  std::sort(sorted.begin(), sorted.end());
+  return AheadIn(sorted, score);
 }
 
 double SharesAhead(const std::map<TrialId, double>* rung_scores, double score) {

@@ -16,7 +16,8 @@ Result<std::unique_ptr<TrialScheduler>> MakeBudgetPromotionScheduler(
 
 // How many trials are ahead of one whose score is `score` at its own rung: of `rung_scores` (the
 // scores recorded at that rung), those that beat it. A trial that is not at a rung (null) counts
-// as behind every one that is: SIZE_MAX. Used to rank paused trials nearest the leaders.
+// as behind every one that is: SIZE_MAX. Counted as the scheduler counts when it ranks paused
+// trials nearest the leaders (the same function, over the rung's sorted scores).
 size_t TrialsAhead(const std::map<TrialId, double>* rung_scores, double score);
 
 // The same as a share of the trials recorded at the rung, in [0, 1]: what the re-check ranks
