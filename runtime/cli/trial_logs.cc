@@ -99,7 +99,7 @@ Result<size_t> PrintTrialLogs(ControlClient& head, const JobId& job, const std::
   return n;
 }
 
-// Whether experiment `name`'s journal has a run by `job`; `*runs`: the jobs that ran it.
+// Whether an experiment's journal `entries` has a run by `job`; `*runs`: the jobs that ran it.
 bool RunBy(const std::vector<tune::JournalEntry>& entries, const JobId& job,
            std::set<std::string>* runs) {
   for (const auto& e : entries) {
@@ -108,9 +108,10 @@ bool RunBy(const std::vector<tune::JournalEntry>& entries, const JobId& job,
   return runs->count(job.Hex()) > 0;
 }
 
-// For a trial with no output: "trial T of experiment E (STATE, N iterations)" if an experiment
-// that `job` ran (`experiment`, or any) has trial `trial`; otherwise an error naming what the job
-// ran, so a wrong id or job is told apart from a trial that printed nothing.
+// For a trial with no output: "trial T of experiment E (STATE, N reports)" if an experiment that
+// `job` ran (`experiment`, or any) has trial `trial`; otherwise an error naming what the job ran,
+// so a wrong id or job is told apart from a trial that printed nothing. Without `experiment`, an
+// experiment whose journal cannot be read is passed over (`cumulus trials` names it).
 Result<std::string> FindTrial(ControlClient& head, const JobId& job, const std::string& experiment,
                               const std::string& trial) {
   std::vector<std::string> names;
@@ -123,9 +124,11 @@ Result<std::string> FindTrial(ControlClient& head, const JobId& job, const std::
   }
   std::vector<std::string> ran;  // the experiments `job` ran
   for (const std::string& name : names) {
-    CUMULUS_ASSIGN_OR_RETURN(auto j, tune::Journal::Load(head, name));
+    auto j = tune::Journal::Load(head, name);
+    if (!j.ok() && experiment.empty()) continue;
+    if (!j.ok()) return j.status();
     std::set<std::string> runs;
-    if (!RunBy(j.entries, job, &runs)) {
+    if (!RunBy(j->entries, job, &runs)) {
       if (!experiment.empty()) {
         std::string by;
         for (const std::string& r : runs) by += (by.empty() ? "" : ", ") + r;
@@ -135,8 +138,8 @@ Result<std::string> FindTrial(ControlClient& head, const JobId& job, const std::
       continue;
     }
     ran.push_back(name);
-    tune::ExperimentState state(j.spec);
-    for (auto& e : j.entries) CUMULUS_RETURN_IF_ERROR(state.Apply(e));
+    tune::ExperimentState state(j->spec);
+    for (auto& e : j->entries) CUMULUS_RETURN_IF_ERROR(state.Apply(e));
     for (const auto& row : state.ToTable().trials) {
       if (row.id != trial) continue;
       return "trial " + trial + " of experiment " + name + " (" + tune::TrialStateName(row.state) +
