@@ -325,7 +325,8 @@ void Usage(FILE* f) {
                "  --curves FILE   CSV with curve columns acc_N or ep_N (N = 0 or 1 upwards);\n"
                "                  an empty or nan cell ends a row's curve; cells past the\n"
                "                  header's last column are not read (the summary counts them)\n"
-               "  --mode          max (default) or min: whether a larger metric is better\n"
+               "  --mode          max (default) or min: whether a larger metric is better (a\n"
+               "                  warning on stderr when over 4 in 5 curves go the other way)\n"
                "  --cost COLUMN   one epoch of a row costs that column's value (default 1)\n"
                "  --workers W     trials run at once (default 8)\n"
                "  --samples N     trials per experiment, rows drawn at random (default 200)\n"
@@ -385,6 +386,26 @@ int main(int argc, char** argv) {
   if (o.time_fit) return TimeFit();
   if (o.curves.empty()) Fail("--curves FILE is required (see --help)");
   CurveSet set = LoadCurves(o);
+  // A mode that fights the curves (accuracy replayed with --mode min, a loss with max) makes every
+  // scheduler look better than full search (a trial stopped early "wins"): say so, once.
+  {
+    size_t rising = 0, moving = 0;
+    for (const auto& c : set.curves) {
+      if (c.size() < 2 || c.back() == c.front()) continue;
+      ++moving;
+      rising += c.back() > c.front();
+    }
+    bool up = o.mode == Mode::kMin && rising * 5 > moving * 4;
+    bool down = o.mode == Mode::kMax && (moving - rising) * 5 > moving * 4;
+    if (up || down) {
+      std::fprintf(stderr,
+                   "bench_tune_replay: warning: %zu of %zu curves %s from first to last epoch, "
+                   "yet --mode is %s: %s\n",
+                   up ? rising : moving - rising, moving, up ? "rise" : "fall",
+                   std::string(ModeName(o.mode)).c_str(),
+                   up ? "an accuracy wants --mode max" : "a loss wants --mode min");
+    }
+  }
 
   struct Row {
     std::string name;
