@@ -51,7 +51,8 @@ Result<const RocksModule*> Load() {
 #endif
     tries.push_back(kRocksModuleFile);  // the dynamic loader's search
   }
-  std::string said;
+  std::string said;  // what went wrong where a module was found, "; " between
+  auto say = [&said](const std::string& what) { said += (said.empty() ? "" : "; ") + what; };
   for (const std::string& path : tries) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
@@ -59,19 +60,18 @@ Result<const RocksModule*> Load() {
       // "No such file" for a place it is not is no news; anything else (a broken file, a missing
       // dependency) is what the user needs to see.
       std::string e = err ? err : "unknown error";
-      if (e.find("No such file") == std::string::npos) said += (said.empty() ? "" : "; ") + e;
+      if (e.find("No such file") == std::string::npos) say(e);
       continue;
     }
     using Table = const RocksModule* (*)();
     auto table = reinterpret_cast<Table>(dlsym(handle, kRocksModuleSymbol));
     if (!table) {
-      said += (said.empty() ? "" : "; ") + path + " has no " + kRocksModuleSymbol;
+      say(path + " has no " + kRocksModuleSymbol);
       continue;
     }
     const RocksModule* m = table();
     if (std::string(m->version) != Version()) {
-      said += (said.empty() ? "" : "; ") + path + " is from Cumulus " + m->version +
-              ", this program is " + Version();
+      say(path + " is from Cumulus " + m->version + ", this program is " + Version());
       continue;
     }
     return m;

@@ -39,4 +39,17 @@ constexpr const char* kRocksModuleFile = "libcumulus_rocksdb.so";
 // same error: Unavailable, naming every place tried and what the loader said.
 Result<const RocksModule*> LoadRocksModule();
 
+// Opens a store through the module's `open` (&RocksModule::open_control_store or
+// open_spill_store), loading the module first.
+template <typename Store, typename Arg>
+Result<std::unique_ptr<Store>> OpenWithRocksModule(
+    void (*RocksModule::*open)(const Arg&, std::unique_ptr<Store>*, Status*), const Arg& arg) {
+  CUMULUS_ASSIGN_OR_RETURN(const RocksModule* module, LoadRocksModule());
+  std::unique_ptr<Store> store;
+  Status status;
+  (module->*open)(arg, &store, &status);
+  if (!status.ok()) return status;
+  return store;
+}
+
 }  // namespace cumulus

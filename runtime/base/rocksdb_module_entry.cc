@@ -6,19 +6,10 @@
 
 namespace {
 
-void OpenControl(const std::string& path, std::unique_ptr<cumulus::ControlStore>* out,
-                 cumulus::Status* status) {
-  auto r = cumulus::OpenRocksControlStore(path);
-  if (!r.ok()) {
-    *status = r.status();
-    return;
-  }
-  *out = std::move(*r);
-}
-
-void OpenSpill(const cumulus::SpillStoreOptions& options, std::unique_ptr<cumulus::SpillStore>* out,
-               cumulus::Status* status) {
-  auto r = cumulus::OpenRocksSpillStore(options);
+// The table's form of `Open` (a Result): out-parameters, the same on both sides of dlopen.
+template <typename Store, typename Arg, cumulus::Result<std::unique_ptr<Store>> (*Open)(const Arg&)>
+void Export(const Arg& arg, std::unique_ptr<Store>* out, cumulus::Status* status) {
+  auto r = Open(arg);
   if (!r.ok()) {
     *status = r.status();
     return;
@@ -30,6 +21,9 @@ void OpenSpill(const cumulus::SpillStoreOptions& options, std::unique_ptr<cumulu
 
 extern "C" __attribute__((visibility("default"))) const cumulus::RocksModule*
 cumulus_rocksdb_module_v1() {
-  static const cumulus::RocksModule table{cumulus::Version(), &OpenControl, &OpenSpill};
+  static const cumulus::RocksModule table{
+      cumulus::Version(),
+      &Export<cumulus::ControlStore, std::string, &cumulus::OpenRocksControlStore>,
+      &Export<cumulus::SpillStore, cumulus::SpillStoreOptions, &cumulus::OpenRocksSpillStore>};
   return &table;
 }

@@ -6,12 +6,7 @@
 namespace cumulus {
 
 Result<std::unique_ptr<ControlStore>> ControlStore::Open(const std::string& path) {
-  CUMULUS_ASSIGN_OR_RETURN(const RocksModule* rocks, LoadRocksModule());
-  std::unique_ptr<ControlStore> store;
-  Status st;
-  rocks->open_control_store(path, &store, &st);
-  if (!st.ok()) return st;
-  return store;
+  return OpenWithRocksModule(&RocksModule::open_control_store, path);
 }
 
 }  // namespace cumulus

@@ -11,12 +11,7 @@ namespace cumulus {
 uint64_t ObjectChecksum(const void* data, uint64_t size) { return XXH3_64bits(data, size); }
 
 Result<std::unique_ptr<SpillStore>> SpillStore::Open(const SpillStoreOptions& options) {
-  CUMULUS_ASSIGN_OR_RETURN(const RocksModule* rocks, LoadRocksModule());
-  std::unique_ptr<SpillStore> store;
-  Status st;
-  rocks->open_spill_store(options, &store, &st);
-  if (!st.ok()) return st;
-  return store;
+  return OpenWithRocksModule(&RocksModule::open_spill_store, options);
 }
 
 }  // namespace cumulus
