@@ -37,13 +37,20 @@ std::string SignalState() {
   }
   return out;
 }
-// Whether this process has RocksDB mapped (/proc/self/maps): a worker must not
-// (runtime/base/rocksdb_module.h).
-bool RocksDbMapped() {
-  bool mapped = false;
+// Which of the libraries a worker must not load this process has mapped (/proc/self/maps), ", "
+// between; empty when none. RocksDB: only a process that opens a store loads it
+// (runtime/base/rocksdb_module.h); CUDA's runtime and NCCL: only one that asks about GPUs
+// (runtime/base/cuda_libs.h).
+std::string HeavyLibrariesMapped() {
+  std::string mapped;
   if (FILE* f = std::fopen("/proc/self/maps", "r")) {
     char line[512];
-    while (std::fgets(line, sizeof(line), f)) mapped |= std::strstr(line, "librocksdb") != nullptr;
+    while (std::fgets(line, sizeof(line), f)) {
+      for (const char* lib : {"librocksdb", "libcudart", "libnccl"}) {
+        if (std::strstr(line, lib) && mapped.find(lib) == std::string::npos)
+          mapped += (mapped.empty() ? "" : ", ") + std::string(lib);
+      }
+    }
     std::fclose(f);
   }
   return mapped;
@@ -119,7 +126,7 @@ Phoenix* CreatePhoenix() { return new Phoenix(); }
 CUMULUS_REMOTE(WhereAmI, SignalState, Plus, Twice, Nested, Fail, MakeBlob, Checksum, ChecksumWhere,
                CreateGpuProbe, &GpuProbe::Where, CreatePhoenix, &Phoenix::Incr, &Phoenix::Pid,
                &Phoenix::Crash, &Phoenix::PidWhenExists);
-CUMULUS_REMOTE(SleepFor, RocksDbMapped);
+CUMULUS_REMOTE(SleepFor, HeavyLibrariesMapped);
 
 namespace {
 using driver::Args;
@@ -431,13 +438,14 @@ void RunFailures(const std::string& b) {
               std::to_string(ms) + " ms; Cancel said " + cancelled.ToString());
   }
 
-  // A worker does not load RocksDB (only a store opened in its process would), nor does this
-  // driver, which runs no store of its own.
+  // A worker loads neither RocksDB (only a store opened in its process would) nor CUDA's runtime
+  // and NCCL (only a look for GPUs would), nor does this driver, which does neither.
   {
-    auto mapped = cumulus::TryGet(cumulus::Task(RocksDbMapped).Remote(), std::chrono::seconds(60));
-    Check("workers_do_not_load_rocksdb", mapped.ok() && !*mapped && !RocksDbMapped(),
-          mapped.ok() ? std::string("worker ") + (*mapped ? "has" : "has not") +
-                            " it mapped, the driver " + (RocksDbMapped() ? "has" : "has not")
+    auto mapped =
+        cumulus::TryGet(cumulus::Task(HeavyLibrariesMapped).Remote(), std::chrono::seconds(60));
+    std::string own = HeavyLibrariesMapped();
+    Check("workers_do_not_load_rocksdb_or_cuda", mapped.ok() && mapped->empty() && own.empty(),
+          mapped.ok() ? "worker has [" + *mapped + "] mapped, the driver [" + own + "]"
                       : mapped.status().ToString());
   }
 

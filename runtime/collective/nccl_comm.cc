@@ -7,10 +7,7 @@
 #include <functional>
 #include <thread>
 
-#if CUMULUS_HAVE_NCCL
-#include <cuda_runtime.h>
-#include <nccl.h>
-#endif
+#include "runtime/base/cuda_libs.h"
 
 namespace cumulus {
 
@@ -18,15 +15,21 @@ namespace cumulus {
 
 namespace {
 
+// The CUDA runtime and NCCL, loaded by the first Available() (runtime/base/cuda_libs.h); only
+// called once it said yes, or once VisibleDevices() found a device.
+const CudaRuntimeApi& Cuda() { return *CudaRuntime(); }
+const NcclApi& Nc() { return *Nccl(); }
+
 // The devices this process sees, and why none where there are none.
 int VisibleDevices(std::string* why = nullptr) {
   static std::string error;
   static const int n = [] {
+    if (!CudaRuntime(&error)) return 0;
     int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
+    cudaError_t e = Cuda().cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-      error = cudaGetErrorString(e);
-      cudaGetLastError();  // clear it: "no device" is not an error for a CPU-only member
+      error = Cuda().cudaGetErrorString(e);
+      Cuda().cudaGetLastError();  // clear it: "no device" is not an error for a CPU-only member
       return 0;
     }
     if (count == 0) error = "CUDA sees no device (CUDA_VISIBLE_DEVICES)";
@@ -80,20 +83,26 @@ struct NcclComm::State {
 
 // Aborts once, on the thread that polls the communicator.
 static void AbortOnce(NcclComm::State& s) {
-  if (!s.aborted.exchange(true)) ncclCommAbort(s.comm);
+  if (!s.aborted.exchange(true)) Nc().ncclCommAbort(s.comm);
 }
 
 bool NcclComm::Available(std::string* why) {
   std::string error;
-  if (VisibleDevices(&error) > 0) return true;
-  if (why) *why = "no GPU is visible to this process: " + error;
-  return false;
+  if (VisibleDevices(&error) == 0) {
+    if (why) *why = "no GPU is visible to this process: " + error;
+    return false;
+  }
+  if (!Nccl(&error)) {
+    if (why) *why = "NCCL is not available: " + error;
+    return false;
+  }
+  return true;
 }
 
 std::string NcclComm::DeviceUuid(int device) {
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-    cudaGetLastError();
+  if (VisibleDevices() == 0 || Cuda().cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    Cuda().cudaGetLastError();
     return "device-" + std::to_string(device);
   }
   static const char* hex = "0123456789abcdef";
@@ -108,18 +117,20 @@ std::string NcclComm::DeviceUuid(int device) {
 bool NcclComm::IsDevicePointer(const void* p) {
   if (!p || VisibleDevices() == 0) return false;
   cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
+  if (Cuda().cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    Cuda().cudaGetLastError();
     return false;
   }
   return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
 }
 
 Result<std::string> NcclComm::NewUniqueId() {
+  std::string why;
+  if (!Available(&why)) return Status::Unavailable(why);
   ncclUniqueId id;
-  ncclResult_t r = ncclGetUniqueId(&id);
+  ncclResult_t r = Nc().ncclGetUniqueId(&id);
   if (r != ncclSuccess) {
-    return Status::Unavailable(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+    return Status::Unavailable(std::string("ncclGetUniqueId: ") + Nc().ncclGetErrorString(r));
   }
   return std::string(id.internal, sizeof(id.internal));
 }
@@ -142,9 +153,9 @@ static Status Poll(NcclComm::State& s, TimePoint deadline, const std::function<S
       return Status::Unavailable(std::string("NCCL ") + what + ": " + st.message());
     }
     ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(s.comm, &async);
+    Nc().ncclCommGetAsyncError(s.comm, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
-      std::string why = ncclGetErrorString(async);
+      std::string why = Nc().ncclGetErrorString(async);
       AbortOnce(s);
       return Status::Unavailable(std::string("NCCL ") + what + ": " + why);
     }
@@ -162,10 +173,10 @@ static Status Poll(NcclComm::State& s, TimePoint deadline, const std::function<S
 // The communicator's state after a non-blocking call: done, not yet, or failed.
 static Status CommState(NcclComm::State& s) {
   ncclResult_t state = ncclInProgress;
-  ncclCommGetAsyncError(s.comm, &state);
+  Nc().ncclCommGetAsyncError(s.comm, &state);
   if (state == ncclSuccess) return Status();
   if (state == ncclInProgress) return Status::Cancelled("in progress");
-  return Status::Unavailable(ncclGetErrorString(state));
+  return Status::Unavailable(Nc().ncclGetErrorString(state));
 }
 
 Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id, int world_size,
@@ -182,31 +193,32 @@ Result<std::unique_ptr<NcclComm>> NcclComm::Create(const std::string& unique_id,
   }
   auto s = std::make_unique<State>();
   s->device = device;
-  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
-    cudaGetLastError();
+  if (cudaError_t e = Cuda().cudaSetDevice(device); e != cudaSuccess) {
+    Cuda().cudaGetLastError();
     return Status::Unavailable("cudaSetDevice(" + std::to_string(device) +
-                               "): " + cudaGetErrorString(e));
+                               "): " + Cuda().cudaGetErrorString(e));
   }
-  if (cudaStreamCreate(&s->stream) != cudaSuccess) {
+  if (Cuda().cudaStreamCreate(&s->stream) != cudaSuccess) {
     return Status::Unavailable(std::string("cudaStreamCreate: ") +
-                               cudaGetErrorString(cudaGetLastError()));
+                               Cuda().cudaGetErrorString(Cuda().cudaGetLastError()));
   }
   ncclUniqueId id;
   std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so that a missing rank makes joining time out instead of hang
-  ncclResult_t r = ncclCommInitRankConfig(&s->comm, world_size, id, rank, &config);
+  ncclResult_t r = Nc().ncclCommInitRankConfig(&s->comm, world_size, id, rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
-    if (s->comm) ncclCommAbort(s->comm);
-    cudaStreamDestroy(s->stream);
-    return Status::Unavailable(std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r));
+    if (s->comm) Nc().ncclCommAbort(s->comm);
+    Cuda().cudaStreamDestroy(s->stream);
+    return Status::Unavailable(std::string("ncclCommInitRankConfig: ") +
+                               Nc().ncclGetErrorString(r));
   }
   // Creating a communicator (and a CUDA context) can take seconds: at least 30 s for it.
   Duration init_time = std::max<Duration>(timeout, std::chrono::seconds(30));
   Status st = Poll(
       *s, std::chrono::steady_clock::now() + init_time, [&] { return CommState(*s); }, "joining");
   if (!st.ok()) {
-    cudaStreamDestroy(s->stream);
+    Cuda().cudaStreamDestroy(s->stream);
     return st;
   }
   return std::unique_ptr<NcclComm>(new NcclComm(std::move(s)));
@@ -220,12 +232,12 @@ NcclComm::~NcclComm() {
     // Finalize first (it waits for the peers, so bounded here), after which destroy never
     // blocks; a communicator that does not finalize in time is aborted instead.
     bool finalized = false;
-    ncclResult_t r = ncclCommFinalize(s.comm);
+    ncclResult_t r = Nc().ncclCommFinalize(s.comm);
     if (r == ncclSuccess || r == ncclInProgress) {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (std::chrono::steady_clock::now() < deadline) {
         ncclResult_t state = ncclInProgress;
-        ncclCommGetAsyncError(s.comm, &state);
+        Nc().ncclCommGetAsyncError(s.comm, &state);
         if (state == ncclSuccess) {
           finalized = true;
           break;
@@ -235,12 +247,12 @@ NcclComm::~NcclComm() {
       }
     }
     if (finalized) {
-      ncclCommDestroy(s.comm);
+      Nc().ncclCommDestroy(s.comm);
     } else {
       AbortOnce(s);
     }
   }
-  cudaStreamDestroy(s.stream);
+  Cuda().cudaStreamDestroy(s.stream);
 }
 
 void NcclComm::Abort() { AbortOnce(*state_); }
@@ -252,63 +264,64 @@ void NcclComm::RequestAbort() { state_->abort_requested = true; }
 template <typename Fn>
 static Status Launch(NcclComm::State& s, const char* what, Duration timeout, Fn enqueue) {
   if (s.aborted) return Status::Unavailable(std::string("NCCL ") + what + ": aborted");
-  cudaSetDevice(s.device);
+  Cuda().cudaSetDevice(s.device);
   TimePoint deadline = std::chrono::steady_clock::now() + timeout;
   ncclResult_t r = enqueue();
   if (r == ncclInProgress) {
     CUMULUS_RETURN_IF_ERROR(Poll(
         s, deadline, [&] { return CommState(s); }, what));
   } else if (r != ncclSuccess) {
-    return Status::Unavailable(std::string("NCCL ") + what + ": " + ncclGetErrorString(r));
+    return Status::Unavailable(std::string("NCCL ") + what + ": " + Nc().ncclGetErrorString(r));
   }
   return Poll(
       s, deadline,
       [&] {
-        cudaError_t e = cudaStreamQuery(s.stream);
+        cudaError_t e = Cuda().cudaStreamQuery(s.stream);
         if (e == cudaSuccess) return Status();
         if (e == cudaErrorNotReady) return Status::Cancelled("running");
-        cudaGetLastError();
-        return Status::Unavailable(std::string("CUDA: ") + cudaGetErrorString(e));
+        Cuda().cudaGetLastError();
+        return Status::Unavailable(std::string("CUDA: ") + Cuda().cudaGetErrorString(e));
       },
       what);
 }
 
 Status NcclComm::AllReduce(void* data, size_t count, DType type, ReduceOp op, Duration timeout) {
   return Launch(*state_, "allreduce", timeout, [&] {
-    return ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), state_->comm,
-                         state_->stream);
+    return Nc().ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), state_->comm,
+                              state_->stream);
   });
 }
 
 Status NcclComm::Broadcast(void* data, size_t count, DType type, int root, Duration timeout) {
   return Launch(*state_, "broadcast", timeout, [&] {
-    return ncclBroadcast(data, data, count, NcclType(type), root, state_->comm, state_->stream);
+    return Nc().ncclBroadcast(data, data, count, NcclType(type), root, state_->comm,
+                              state_->stream);
   });
 }
 
 Status NcclComm::AllGather(const void* in, void* out, size_t count, DType type, Duration timeout) {
   return Launch(*state_, "allgather", timeout, [&] {
-    return ncclAllGather(in, out, count, NcclType(type), state_->comm, state_->stream);
+    return Nc().ncclAllGather(in, out, count, NcclType(type), state_->comm, state_->stream);
   });
 }
 
 Status NcclComm::ReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op,
                                Duration timeout) {
   return Launch(*state_, "reduce-scatter", timeout, [&] {
-    return ncclReduceScatter(in, out, count, NcclType(type), NcclOp(op), state_->comm,
-                             state_->stream);
+    return Nc().ncclReduceScatter(in, out, count, NcclType(type), NcclOp(op), state_->comm,
+                                  state_->stream);
   });
 }
 
 Status NcclComm::Send(const void* data, size_t count, DType type, int peer, Duration timeout) {
   return Launch(*state_, "send", timeout, [&] {
-    return ncclSend(data, count, NcclType(type), peer, state_->comm, state_->stream);
+    return Nc().ncclSend(data, count, NcclType(type), peer, state_->comm, state_->stream);
   });
 }
 
 Status NcclComm::Recv(void* data, size_t count, DType type, int peer, Duration timeout) {
   return Launch(*state_, "recv", timeout, [&] {
-    return ncclRecv(data, count, NcclType(type), peer, state_->comm, state_->stream);
+    return Nc().ncclRecv(data, count, NcclType(type), peer, state_->comm, state_->stream);
   });
 }
 

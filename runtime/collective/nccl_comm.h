@@ -4,7 +4,8 @@
 // first) and then polled until its deadline:
 // an operation still running then (a peer died or hangs: NCCL has no timeout of its own), or one
 // NCCL reports an asynchronous error for, aborts the communicator and fails. Built only with
-// NCCL (CUMULUS_HAVE_NCCL); otherwise Available() says why not and every call fails.
+// NCCL (CUMULUS_HAVE_NCCL), which Available() loads with CUDA's runtime on its first call
+// (runtime/base/cuda_libs.h); where either is missing it says why not and every call fails.
 #pragma once
 
 #include <memory>
@@ -18,7 +19,8 @@ namespace cumulus {
 
 class NcclComm {
  public:
-  // Whether this build has NCCL and this process sees a GPU; `why` says what is missing.
+  // Whether this build has NCCL, this process sees a GPU and NCCL loads; `why` says what is
+  // missing.
   static bool Available(std::string* why);
   // Whether `p` is device (or managed) memory; false for host memory and in builds without CUDA.
   static bool IsDevicePointer(const void* p);

@@ -12,9 +12,7 @@
 
 #include "runtime/object_store/shared_region.h"
 
-#if CUMULUS_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
+#include "runtime/base/cuda_libs.h"
 
 namespace cumulus {
 
@@ -70,17 +68,22 @@ DetectedResources DetectResources() {
   d.resources.Set("CPU", cpus);
   d.resources.Set("memory", static_cast<double>(PhysicalMemoryBytes()));
 #if CUMULUS_HAVE_CUDA
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err == cudaSuccess && count > 0) {
-    d.resources.Set("GPU", count);
-    for (int i = 0; i < count; ++i) d.gpu_ids.push_back(static_cast<uint32_t>(i));
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-      d.gpu_model = GpuModelShortName(prop.name);
+  std::string why;
+  if (const CudaRuntimeApi* cuda = CudaRuntime(&why); !cuda) {
+    d.gpu_note = "no GPU visible: the CUDA runtime cannot be loaded (" + why + ")";
   } else {
-    d.gpu_note =
-        std::string("no GPU visible to the CUDA runtime (") + cudaGetErrorString(err) + ")";
+    int count = 0;
+    cudaError_t err = cuda->cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) {
+      d.resources.Set("GPU", count);
+      for (int i = 0; i < count; ++i) d.gpu_ids.push_back(static_cast<uint32_t>(i));
+      cudaDeviceProp prop;
+      if (cuda->cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+        d.gpu_model = GpuModelShortName(prop.name);
+    } else {
+      d.gpu_note =
+          std::string("no GPU visible to the CUDA runtime (") + cuda->cudaGetErrorString(err) + ")";
+    }
   }
 #else
   d.gpu_note = "built without CUDA";

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iostream>
+#include <string>
+
 namespace cumulus {
 namespace {
 
@@ -26,6 +30,34 @@ TEST(DetectResourcesTest, AGpuShowsItsModelAndNoGpuShowsNone) {
     EXPECT_TRUE(ParseLabels("gpu_model=" + d.gpu_model).ok()) << d.gpu_model;
   } else {
     EXPECT_TRUE(d.gpu_model.empty());
+  }
+}
+
+bool Mapped(const std::string& lib) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(lib) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Whether the process started with it: read before main, once the loader has mapped what the
+// program links.
+const bool kCudartMappedAtStart = Mapped("libcudart");
+
+// CUDA's runtime is not linked: the first look for GPUs loads it (runtime/base/cuda_libs.h), or
+// says why it could not.
+TEST(DetectResourcesTest, CudasRuntimeIsLoadedByTheFirstLookForGpus) {
+  EXPECT_FALSE(kCudartMappedAtStart) << "libcudart is mapped before anything looked for GPUs";
+  DetectedResources d = DetectResources();
+  std::cout << "gpu note: " << d.gpu_note << "\n";
+  if (d.gpu_note == "built without CUDA") GTEST_SKIP() << "this build has no CUDA";
+  if (d.gpu_note.find("cannot be loaded") != std::string::npos) {
+    EXPECT_NE(d.gpu_note.find("libcudart.so."), std::string::npos) << d.gpu_note;
+    EXPECT_FALSE(Mapped("libcudart"));
+  } else {
+    EXPECT_TRUE(Mapped("libcudart")) << d.gpu_note;
   }
 }
 
