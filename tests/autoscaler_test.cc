@@ -98,21 +98,25 @@ TEST_F(AutoscalerTest, OnPremOnlyWorkLaunchesNothing) {
   EXPECT_TRUE(CloudNodes().empty());
 }
 
-// A total budget too small for one node: no launch, the budget shown as the reason.
+// A total budget for one launch: the first actor's node is launched, the second actor's is not,
+// with the budget shown as the reason. (A budget below one launch of every type is an error in
+// the file: ClusterConfig.ATotalBudgetBelowOneLaunchOfATypeIsAnError.)
 TEST_F(AutoscalerTest, BudgetStopsLaunches) {
-  StartCluster(WriteClusterFile("budget:\n  total: 0.0001\n"));
-  auto driver = Driver({"--cpus=3", "--wait_s=30"});
-  EXPECT_TRUE(StatusShows("budget total", 20s)) << Status();
-  EXPECT_TRUE(Live().empty());
+  // cpu-small: $1/h for its 1 s boot and 2 s idle timeout is $0.00083 a launch; two are $0.00167.
+  StartCluster(WriteClusterFile("budget:\n  total: 0.001\n"));
+  auto driver = Driver({"--actors=first:3,second:3", "--wait_s=60"});
+  EXPECT_TRUE(StatusShows("budget total", 30s)) << Status();
+  EXPECT_EQ(CloudNodes().size(), 1u) << Status();
+  EXPECT_EQ(Live().size(), 1u) << Status();
 }
 
 // Demand that waits, with its reason, is news once: the heartbeats that repeat it do not move
 // the view's version (which every node's heartbeat would then fetch as a delta). The reason is
 // part of the demand's equality, so words that changed from one heartbeat to the next would.
 TEST_F(AutoscalerTest, WaitingDemandDoesNotMoveTheViewVersion) {
-  StartCluster(WriteClusterFile("budget:\n  total: 0.0001\n"));
-  auto driver = Driver({"--cpus=3", "--wait_s=30"});
-  ASSERT_TRUE(StatusShows("budget total", 20s)) << Status();
+  StartCluster(WriteClusterFile());
+  auto driver = Driver({"--cpus=3", "--selector=site=onprem", "--wait_s=30"});
+  ASSERT_TRUE(StatusShows("labels exclude the cloud", 20s)) << Status();
   ClusterView before = View();
   ASSERT_FALSE(before.nodes.empty());
   std::string before_status = Status(true);  // (what moved, if the version does)

@@ -71,6 +71,23 @@ class Parser {
         return type_map.Error("price_per_hour", msg.str());
       }
     }
+    // The policy launches a node only if its boot and idle timeout, paid at its price, fit in
+    // what is left of the total budget (a learned idle timeout may fall to 0): a type that costs
+    // more than the whole budget that way could never be launched.
+    for (size_t i = 0; i < c.node_types.size(); ++i) {
+      const NodeTypeConfig& t = c.node_types[i];
+      double seconds = t.boot_time_s + (t.learn_idle_timeout ? 0 : t.idle_timeout_s);
+      double least = t.price_per_hour * seconds / 3600;
+      if (least > c.budget.total + 1e-9) {  // as the policy compares
+        YamlMap budget = YamlMap::Unchecked(file_, top.Get("budget"), "budget");
+        std::ostringstream msg;
+        msg << "budget.total (" << c.budget.total << ") is less than one launch of node_types["
+            << t.name << "] costs (" << least << ": its price for boot_time_s"
+            << (t.learn_idle_timeout ? "" : " and idle_timeout_s")
+            << "): this type could never be launched; raise the budget or remove the type";
+        return budget.Error("total", msg.str());
+      }
+    }
     // The min counts are kept running: together they must fit the hourly budget.
     double min_hourly = 0;
     for (const NodeTypeConfig& t : c.node_types) min_hourly += t.min_count * t.price_per_hour;

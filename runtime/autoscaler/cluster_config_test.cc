@@ -296,6 +296,24 @@ TEST(ClusterConfig, MinCountsOverTheHourlyBudgetAreAnError) {
             "hour): they could never all run; raise the budget or lower min_count");
 }
 
+TEST(ClusterConfig, ATotalBudgetBelowOneLaunchOfATypeIsAnError) {
+  // cpu-8: 0.34/h, booting 300 s and idle 600 s (twice its boot): 0.085 a launch at least.
+  std::string total = With("  total: 1000\n", "  total: 0.09\n");
+  // a100: 2.5/h, boot 120 s; its idle timeout is learned (it may fall to 0): 0.0833.
+  EXPECT_TRUE(ParseClusterConfig(total, "c.yaml").ok()) << ErrorOf(total);
+  total.replace(total.find("total: 0.09"), 11, "total: 0.08");
+  EXPECT_EQ(ErrorOf(total),
+            "c.yaml:48:10: budget.total (0.08) is less than one launch of node_types[cpu-8] costs "
+            "(0.085: its price for boot_time_s and idle_timeout_s): this type could never be "
+            "launched; raise the budget or remove the type");
+  std::string learned = With("    learn_idle_timeout: true\n", "");
+  learned.replace(learned.find("total: 1000"), 11, "total: 0.2");
+  EXPECT_NE(ErrorOf(learned).find("budget.total (0.2) is less than one launch of node_types[a100] "
+                                  "costs (0.5: its price for boot_time_s and idle_timeout_s)"),
+            std::string::npos)
+      << ErrorOf(learned);
+}
+
 TEST(ClusterConfig, TheShippedExampleParses) {
   auto c = LoadClusterConfig(std::string(CUMULUS_SOURCE_DIR) + "/examples/burst.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
