@@ -2,6 +2,7 @@
 #   bin/cumulus                         the command line (head, nodes, jobs)
 #   lib/libcumulus.so                   the runtime
 #   lib/libcumulus_rocksdb.so           RocksDB and the stores on it, loaded when a store opens
+#   lib/libcumulus_gloo.so              Gloo, loaded when a collective group is joined
 #   include/cumulus/...                 the public headers (api/include/cumulus)
 #   lib/cmake/Cumulus/                  the CMake package: find_package(Cumulus), Cumulus::cumulus
 include(GNUInstallDirs)
@@ -13,7 +14,7 @@ set_target_properties(cumulus PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTA
 install(TARGETS cumulus RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS cumulus_shared EXPORT CumulusTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS cumulus_rocksdb LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS cumulus_rocksdb cumulus_gloo LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/api/include/cumulus
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 

@@ -121,6 +121,13 @@ case "$mode" in
       step "examples/tasks built against the installed package failed"
       exit 1
     }
+    # Two data-parallel workers: a collective group, so Gloo's module is loaded from the prefix.
+    step "running the installed build of examples/fashion_mnist with 2 workers (Gloo's module)"
+    env -u CUMULUS_ADDRESS CUMULUS_LOG_LEVEL=warn "$build/examples-installed/fashion_mnist" \
+      --workers 2 --epochs 1 --train-limit 2000 || {
+      step "examples/fashion_mnist built against the installed package failed"
+      exit 1
+    }
     step "all tests passed"
     exit 0
     ;;

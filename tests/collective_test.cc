@@ -187,6 +187,26 @@ TEST_F(CollectiveTest, ADeclaredGroupOfActorsOnTwoNodesIsFormedAgainAfterAMember
       << "the job's collective entries are still in the head's store";
 }
 
+// Gloo is a module loaded by the first group a process joins (runtime/collective/gloo_module.h):
+// a member that cannot load it fails to join with the places it looked, and what to set.
+TEST_F(CollectiveTest, AMemberWithoutItsGlooModuleSaysWhereItLooked) {
+  auto head = StartHead({"--no-node"});
+  setenv("CUMULUS_GLOO_MODULE", "/nonexistent/libcumulus_gloo.so", 1);
+  Subprocess p({std::string(CUMULUS_BIN_DIR) + "/collective_probe", "--address=" + address_,
+                "--token-file=" + token_file_, "--name=no-gloo", "--world=1", "--rank=0",
+                "--timeout-ms=2000"},
+               /*merge_stderr=*/true);
+  unsetenv("CUMULUS_GLOO_MODULE");
+  std::string out = p.ReadAll(60s);
+  EXPECT_NE(out.find("CHECK joined FAIL"), std::string::npos) << out;
+  EXPECT_NE(out.find("could not join group 'no-gloo'"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot load Gloo's module libcumulus_gloo.so (tried "
+                     "/nonexistent/libcumulus_gloo.so)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("set CUMULUS_GLOO_MODULE to its path"), std::string::npos) << out;
+}
+
 TEST_F(CollectiveTest, AMissingRankMakesJoiningTimeOut) {
   auto head = StartHead({"--no-node"});
   std::vector<std::string> argv = {std::string(CUMULUS_BIN_DIR) + "/collective_probe",

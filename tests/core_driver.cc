@@ -39,14 +39,15 @@ std::string SignalState() {
 }
 // Which of the libraries a worker must not load this process has mapped (/proc/self/maps), ", "
 // between; empty when none. RocksDB: only a process that opens a store loads it
-// (runtime/base/rocksdb_module.h); CUDA's runtime and NCCL: only one that asks about GPUs
+// (runtime/base/rocksdb_module.h); Gloo: only one that joins a collective group
+// (runtime/collective/gloo_module.h); CUDA's runtime and NCCL: only one that asks about GPUs
 // (runtime/base/cuda_libs.h).
 std::string HeavyLibrariesMapped() {
   std::string mapped;
   if (FILE* f = std::fopen("/proc/self/maps", "r")) {
     char line[512];
     while (std::fgets(line, sizeof(line), f)) {
-      for (const char* lib : {"librocksdb", "libcudart", "libnccl"}) {
+      for (const char* lib : {"librocksdb", "libgloo", "libcudart", "libnccl"}) {
         if (std::strstr(line, lib) && mapped.find(lib) == std::string::npos)
           mapped += (mapped.empty() ? "" : ", ") + std::string(lib);
       }
@@ -438,13 +439,14 @@ void RunFailures(const std::string& b) {
               std::to_string(ms) + " ms; Cancel said " + cancelled.ToString());
   }
 
-  // A worker loads neither RocksDB (only a store opened in its process would) nor CUDA's runtime
-  // and NCCL (only a look for GPUs would), nor does this driver, which does neither.
+  // A worker loads neither RocksDB (only a store opened in its process would), Gloo (only a
+  // collective group joined would), nor CUDA's runtime and NCCL (only a look for GPUs would), nor
+  // does this driver, which does none of these.
   {
     auto mapped =
         cumulus::TryGet(cumulus::Task(HeavyLibrariesMapped).Remote(), std::chrono::seconds(60));
     std::string own = HeavyLibrariesMapped();
-    Check("workers_do_not_load_rocksdb_or_cuda", mapped.ok() && mapped->empty() && own.empty(),
+    Check("workers_do_not_load_rocksdb_gloo_or_cuda", mapped.ok() && mapped->empty() && own.empty(),
           mapped.ok() ? "worker has [" + *mapped + "] mapped, the driver [" + own + "]"
                       : mapped.status().ToString());
   }

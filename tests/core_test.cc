@@ -85,7 +85,7 @@ TEST_F(CoreTest, ImpossibleRequestsAndRemoteExceptionsFailWithTheReason) {
   ExpectChecks(Driver(Scenario("failures"))->ReadAll(120s),
                {"infeasible_fails_fast", "infeasible_label", "absurd_amounts_refused",
                 "cancel_ends_the_task", "workers_start_with_stop_signals_unblocked",
-                "workers_do_not_load_rocksdb_or_cuda", "remote_exception"});
+                "workers_do_not_load_rocksdb_gloo_or_cuda", "remote_exception"});
 }
 
 TEST_F(CoreTest, ManyTasksChainsAndNestedTasksOnAFullNode) {

@@ -4,19 +4,15 @@
 // of a program, and a program is also its own worker: each actor and task worker starts it again.
 // So RocksDB and the two stores built on it (control_store_rocksdb.cc, spill_store_rocksdb.cc) are
 // a module, libcumulus_rocksdb.so, that the first ControlStore::Open or SpillStore::Open loads
-// with dlopen; a worker, which opens neither, never loads it.
-//
-// Where the module is looked for, in order: $CUMULUS_ROCKSDB_MODULE (a path to the file); the
-// directory of the library or program that holds this code (libcumulus.so's, installed) and of
-// the running program, each also with ../lib (a program in build/bin or an installed bin/); the
-// build tree's lib/; the install prefix's lib directory; then the dynamic loader's own search. A
-// module from another build of Cumulus is refused (its version differs).
+// with dlopen; a worker, which opens neither, never loads it. Where it is looked for:
+// runtime/base/module_loader.h ($CUMULUS_ROCKSDB_MODULE first).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "cumulus/status.h"
+#include "runtime/base/module_loader.h"
 
 namespace cumulus {
 
@@ -24,7 +20,7 @@ class ControlStore;
 class SpillStore;
 struct SpillStoreOptions;
 
-// What the module exports, as one table (the symbol kRocksModuleSymbol, a function returning it).
+// What the module exports, as one table (kRocksModule.symbol, a function returning it).
 struct RocksModule {
   const char* version;  // Cumulus's version the module was built as (cumulus::Version())
   void (*open_control_store)(const std::string& path, std::unique_ptr<ControlStore>* out,
@@ -32,12 +28,14 @@ struct RocksModule {
   void (*open_spill_store)(const SpillStoreOptions& options, std::unique_ptr<SpillStore>* out,
                            Status* status);
 };
-constexpr const char* kRocksModuleSymbol = "cumulus_rocksdb_module_v1";
-constexpr const char* kRocksModuleFile = "libcumulus_rocksdb.so";
+constexpr ModuleSpec kRocksModule{"RocksDB's module", "libcumulus_rocksdb.so",
+                                  "CUMULUS_ROCKSDB_MODULE", "cumulus_rocksdb_module_v1"};
 
 // Loads the module once per process (thread-safe); later calls return the same table, or the
 // same error: Unavailable, naming every place tried and what the loader said.
-Result<const RocksModule*> LoadRocksModule();
+inline Result<const RocksModule*> LoadRocksModule() {
+  return LoadModuleOnce<RocksModule>(kRocksModule);
+}
 
 // Opens a store through the module's `open` (&RocksModule::open_control_store or
 // open_spill_store), loading the module first.

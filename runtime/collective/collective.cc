@@ -2,8 +2,6 @@
 // CollectiveGroup's operations, each queued on the group's thread (collective_worker.cc).
 #include "runtime/collective/collective.h"
 
-#include <gloo/rendezvous/context.h>
-#include <gloo/transport/tcp/device.h>
 #include <signal.h>
 
 #include <exception>
@@ -71,13 +69,9 @@ Status CollectiveGroup::Impl::Join() {
   };
   try {
     store_ = std::make_unique<HeadStore>(std::move(head), ns_, prefix_, o.timeout);
-    gloo::transport::tcp::attr attr;
-    attr.hostname = o.bind_host;
-    auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto ctx = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world_size);
-    ctx->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout));
-    ctx->connectFullMesh(*store_, device);
-    context_ = std::move(ctx);
+    auto module = LoadGlooModule();
+    if (!module.ok()) return fail(module.status().message());
+    gloo_ = (*module)->connect(o.rank, o.world_size, o.bind_host, timeout_ms(), *store_);
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -1,11 +1,8 @@
 // CollectiveGroup::Impl: one member of a collective group, private to runtime/collective.
 // collective.cc joins the group; collective_worker.cc runs its operations on the group's thread,
-// in order, under a watchdog; collective_ops.cc holds the operations (Gloo on host buffers, NCCL
-// on device buffers).
+// in order, under a watchdog; collective_ops.cc holds the operations (Gloo on host buffers, through
+// the module of gloo_module.h; NCCL on device buffers).
 #pragma once
-
-#include <gloo/allreduce.h>
-#include <gloo/context.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -20,6 +17,7 @@
 
 #include "cumulus/collective_group.h"
 #include "runtime/collective/collective.h"
+#include "runtime/collective/gloo_module.h"
 #include "runtime/collective/head_store.h"
 #include "runtime/collective/nccl_comm.h"
 #include "runtime/collective/peer_probe.h"
@@ -62,13 +60,9 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   static Status CheckTypes(const char* what, DType type, int op, size_t count, size_t blocks = 1);
   Result<bool> OnDevice(const void* a, const void* b = nullptr);
   Status AllReduce(void* data, size_t count, DType type, ReduceOp op);
-  template <typename T>
-  static void SetBuffer(gloo::AllreduceOptions& opts, void* data, size_t count);
   Status Broadcast(void* data, size_t count, DType type, int root);
   Status AllGather(const void* in, void* out, size_t count, DType type);
   Status ReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op);
-  void RingReduceScatter(const void* in, void* out, size_t count, DType type, ReduceOp op,
-                         uint32_t tag);
   Status Barrier();
   Status PointToPoint(bool sending, void* data, size_t count, DType type, int peer);
 
@@ -89,7 +83,7 @@ class CollectiveGroup::Impl : public std::enable_shared_from_this<CollectiveGrou
   std::string ns_ = kCollectiveNamespace;
   std::string prefix_;
   std::unique_ptr<HeadStore> store_;
-  std::shared_ptr<gloo::Context> context_;
+  std::unique_ptr<GlooMember> gloo_;  // from libcumulus_gloo.so; reset when an operation fails
   std::unique_ptr<NcclComm> nccl_;
   uint64_t next_seq_ = 1;
   std::map<int, uint64_t> sent_, received_;

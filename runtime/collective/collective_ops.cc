@@ -1,11 +1,5 @@
 // The operations of a collective group: each checked, then run on Gloo (host buffers) or NCCL
 // (device buffers) under Run, which breaks the group on a failure and says which ranks disagreed.
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
-#include <gloo/math.h>
-#include <gloo/types.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -21,13 +15,6 @@
 #include "runtime/collective/collective_group_impl.h"
 
 namespace cumulus {
-
-namespace {
-
-constexpr uint8_t kReduceScatterPrefix = 0x51;
-constexpr uint8_t kPointToPointPrefix = 0x52;
-
-}  // namespace
 
 // Runs one operation; a failure (a Gloo exception: a peer gone, a timeout; an NCCL error)
 // breaks the group. `collective` operations carry the group's next number in their
@@ -67,7 +54,7 @@ Status CollectiveGroup::Impl::Run(const OpDesc& desc, bool collective, Fn fn) {
   }
   // Close this member's connections now: the others, who may be waiting for it inside the
   // same operation, fail at once instead of at their timeout.
-  context_.reset();
+  gloo_.reset();
   if (nccl_) nccl_->Abort();  // this thread polls it: safe here
   std::string msg = Describe(desc) +
                     (collective ? " (operation #" + std::to_string(seq) + ")" : "") +
@@ -154,38 +141,9 @@ Status CollectiveGroup::Impl::AllReduce(void* data, size_t count, DType type, Re
   OpDesc d{"AllReduce", type, count, static_cast<int>(op)};
   return Run(d, true, [&](uint32_t tag) {
     if (device) return nccl_->AllReduce(data, count, type, op, timeout());
-    gloo::AllreduceOptions opts(context_);
-    switch (type) {  // Gloo splits the buffer by element: give it the element type
-      case DType::kFloat16:
-      case DType::kBFloat16:
-        SetBuffer<uint16_t>(opts, data, count);
-        break;
-      case DType::kFloat32:
-        SetBuffer<float>(opts, data, count);
-        break;
-      case DType::kFloat64:
-        SetBuffer<double>(opts, data, count);
-        break;
-      case DType::kInt32:
-        SetBuffer<int32_t>(opts, data, count);
-        break;
-      case DType::kInt64:
-        SetBuffer<int64_t>(opts, data, count);
-        break;
-    }
-    opts.setReduceFunction(ReduceFor(type, op));
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setTag(tag);
-    gloo::allreduce(opts);
-    if (op == ReduceOp::kAvg) Divide(data, count, type, options_.world_size);
+    gloo_->AllReduce(data, count, type, op, tag);
     return Status();
   });
-}
-
-template <typename T>
-void CollectiveGroup::Impl::SetBuffer(gloo::AllreduceOptions& opts, void* data, size_t count) {
-  opts.setInput(static_cast<T*>(data), count);
-  opts.setOutput(static_cast<T*>(data), count);
 }
 
 Status CollectiveGroup::Impl::Broadcast(void* data, size_t count, DType type, int root) {
@@ -201,11 +159,7 @@ Status CollectiveGroup::Impl::Broadcast(void* data, size_t count, DType type, in
   OpDesc d{"Broadcast", type, count, -1, root};
   return Run(d, true, [&](uint32_t tag) {
     if (device) return nccl_->Broadcast(data, count, type, root, timeout());
-    gloo::BroadcastOptions opts(context_);
-    opts.setOutput(static_cast<uint8_t*>(data), count * DTypeSize(type));
-    opts.setRoot(root);
-    opts.setTag(tag);
-    gloo::broadcast(opts);
+    gloo_->Broadcast(data, count * DTypeSize(type), root, tag);
     return Status();
   });
 }
@@ -218,12 +172,7 @@ Status CollectiveGroup::Impl::AllGather(const void* in, void* out, size_t count,
   OpDesc d{"AllGather", type, count};
   return Run(d, true, [&](uint32_t tag) {
     if (device) return nccl_->AllGather(in, out, count, type, timeout());
-    size_t bytes = count * DTypeSize(type);
-    gloo::AllgatherOptions opts(context_);
-    opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), bytes);
-    opts.setOutput(static_cast<uint8_t*>(out), bytes * options_.world_size);
-    opts.setTag(tag);
-    gloo::allgather(opts);
+    gloo_->AllGather(in, out, count * DTypeSize(type), tag);
     return Status();
   });
 }
@@ -238,55 +187,14 @@ Status CollectiveGroup::Impl::ReduceScatter(const void* in, void* out, size_t co
   OpDesc d{"ReduceScatter", type, count, static_cast<int>(op)};
   return Run(d, true, [&](uint32_t tag) {
     if (device) return nccl_->ReduceScatter(in, out, count, type, op, timeout());
-    RingReduceScatter(in, out, count, type, op, tag);
+    gloo_->ReduceScatter(in, out, count, type, op, tag, timeout_ms());
     return Status();
   });
 }
 
-// Ring reduce-scatter: in step s, rank r sends its partial sum of block (r - s - 1) to the
-// right and adds the left's partial sum of block (r - s - 2) into its own; after n - 1 steps
-// block r holds every rank's contribution.
-void CollectiveGroup::Impl::RingReduceScatter(const void* in, void* out, size_t count, DType type,
-                                              ReduceOp op, uint32_t tag) {
-  const int n = options_.world_size, r = options_.rank;
-  const size_t block = count * DTypeSize(type);
-  if (n > 1) {
-    std::vector<uint8_t> acc(static_cast<const uint8_t*>(in),
-                             static_cast<const uint8_t*>(in) + block * n);
-    std::vector<uint8_t> scratch(block);
-    auto send = context_->createUnboundBuffer(acc.data(), acc.size());
-    auto recv = context_->createUnboundBuffer(scratch.data(), scratch.size());
-    auto reduce = ReduceFor(type, op);
-    const int right = (r + 1) % n, left = (r + n - 1) % n;
-    // One deadline for the whole ring, not a timeout per step.
-    const auto deadline = std::chrono::steady_clock::now() + timeout_ms();
-    auto left_ms = [&] {
-      return std::max(std::chrono::milliseconds(1),
-                      std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now()));
-    };
-    for (int s = 0; s < n - 1; ++s) {
-      uint64_t slot = gloo::Slot::build(kReduceScatterPrefix, tag + static_cast<uint32_t>(s));
-      size_t out_block = static_cast<size_t>((r - s - 1 + 2 * n) % n);
-      size_t in_block = static_cast<size_t>((r - s - 2 + 2 * n) % n);
-      send->send(right, slot, out_block * block, block);
-      recv->recv(left, slot, 0, block);
-      recv->waitRecv(left_ms());
-      reduce(acc.data() + in_block * block, acc.data() + in_block * block, scratch.data(), count);
-      send->waitSend(left_ms());
-    }
-    std::memcpy(out, acc.data() + static_cast<size_t>(r) * block, block);
-  } else {
-    std::memcpy(out, in, block);
-  }
-  if (op == ReduceOp::kAvg) Divide(out, count, type, n);
-}
-
 Status CollectiveGroup::Impl::Barrier() {
   return Run(OpDesc{"Barrier"}, true, [&](uint32_t tag) {
-    gloo::BarrierOptions opts(context_);
-    opts.setTag(tag);
-    gloo::barrier(opts);
+    gloo_->Barrier(tag);
     return Status();
   });
 }
@@ -312,17 +220,13 @@ Status CollectiveGroup::Impl::PointToPoint(bool sending, void* data, size_t coun
     // The k-th message from A to B: both ends count it.
     int src = sending ? options_.rank : peer, dst = sending ? peer : options_.rank;
     uint64_t k = (sending ? sent_ : received_)[peer]++;
-    uint64_t slot = gloo::Slot::build(
-        kPointToPointPrefix,
-        Hash32(std::to_string(src) + ">" + std::to_string(dst) + "#" + std::to_string(k)));
+    uint32_t slot_tag =
+        Hash32(std::to_string(src) + ">" + std::to_string(dst) + "#" + std::to_string(k));
     size_t bytes = count * DTypeSize(type);
-    auto buf = context_->createUnboundBuffer(data, bytes);
     if (sending) {
-      buf->send(peer, slot, 0, bytes);
-      buf->waitSend(timeout_ms());
+      gloo_->Send(data, bytes, peer, slot_tag, timeout_ms());
     } else {
-      buf->recv(peer, slot, 0, bytes);
-      buf->waitRecv(timeout_ms());
+      gloo_->Recv(data, bytes, peer, slot_tag, timeout_ms());
     }
     return Status();
   });

@@ -1,4 +1,4 @@
-#include "runtime/base/rocksdb_module.h"
+#include "runtime/base/module_loader.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@ std::string DirectoryOf(const std::string& file) {
 std::vector<std::string> OwnDirectories() {
   std::vector<std::string> out;
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&LoadRocksModule), &info) != 0 && info.dli_fname) {
+  if (dladdr(reinterpret_cast<void*>(&LoadModule), &info) != 0 && info.dli_fname) {
     if (std::string d = DirectoryOf(info.dli_fname); !d.empty()) out.push_back(d);
   }
   char exe[4096];
@@ -34,22 +34,24 @@ std::vector<std::string> OwnDirectories() {
   return out;
 }
 
-Result<const RocksModule*> Load() {
+}  // namespace
+
+Result<const void*> LoadModule(const ModuleSpec& spec) {
   std::vector<std::string> tries;
-  if (const char* env = std::getenv("CUMULUS_ROCKSDB_MODULE"); env && *env) {
+  if (const char* env = std::getenv(spec.env); env && *env) {
     tries.push_back(env);
   } else {
     for (const std::string& own : OwnDirectories()) {
-      tries.push_back(own + "/" + kRocksModuleFile);
-      tries.push_back(own + "/../lib/" + kRocksModuleFile);
+      tries.push_back(own + "/" + spec.file);
+      tries.push_back(own + "/../lib/" + spec.file);
     }
-#ifdef CUMULUS_ROCKSDB_MODULE_BUILD_DIR
-    tries.push_back(std::string(CUMULUS_ROCKSDB_MODULE_BUILD_DIR) + "/" + kRocksModuleFile);
+#ifdef CUMULUS_MODULE_BUILD_DIR
+    tries.push_back(std::string(CUMULUS_MODULE_BUILD_DIR) + "/" + spec.file);
 #endif
-#ifdef CUMULUS_ROCKSDB_MODULE_INSTALL_DIR
-    tries.push_back(std::string(CUMULUS_ROCKSDB_MODULE_INSTALL_DIR) + "/" + kRocksModuleFile);
+#ifdef CUMULUS_MODULE_INSTALL_DIR
+    tries.push_back(std::string(CUMULUS_MODULE_INSTALL_DIR) + "/" + spec.file);
 #endif
-    tries.push_back(kRocksModuleFile);  // the dynamic loader's search
+    tries.push_back(spec.file);  // the dynamic loader's search
   }
   std::string said;  // what went wrong where a module was found, "; " between
   auto say = [&said](const std::string& what) { said += (said.empty() ? "" : "; ") + what; };
@@ -63,33 +65,28 @@ Result<const RocksModule*> Load() {
       if (e.find("No such file") == std::string::npos) say(e);
       continue;
     }
-    using Table = const RocksModule* (*)();
-    auto table = reinterpret_cast<Table>(dlsym(handle, kRocksModuleSymbol));
-    if (!table) {
-      say(path + " has no " + kRocksModuleSymbol);
+    using Entry = const void* (*)();
+    auto entry = reinterpret_cast<Entry>(dlsym(handle, spec.symbol));
+    if (!entry) {
+      say(path + " has no " + spec.symbol);
       continue;
     }
-    const RocksModule* m = table();
-    if (std::string(m->version) != Version()) {
-      say(path + " is from Cumulus " + m->version + ", this program is " + Version());
+    const void* table = entry();
+    // Every table begins with the version its module was built as.
+    const char* version = *static_cast<const char* const*>(table);
+    if (std::string(version) != Version()) {
+      say(path + " is from Cumulus " + version + ", this program is " + Version());
       continue;
     }
-    return m;
+    return table;
   }
   std::string where;
   for (const std::string& t : tries) where += (where.empty() ? "" : ", ") + t;
-  return Status::Unavailable(
-      std::string("cannot load RocksDB's module ") + kRocksModuleFile + " (tried " + where + ")" +
-      (said.empty() ? "" : ": " + said) +
-      "; it is installed next to libcumulus.so (build/lib in a build tree): set "
-      "CUMULUS_ROCKSDB_MODULE to its path");
-}
-
-}  // namespace
-
-Result<const RocksModule*> LoadRocksModule() {
-  static const Result<const RocksModule*> module = Load();
-  return module;
+  return Status::Unavailable(std::string("cannot load ") + spec.what + " " + spec.file +
+                             " (tried " + where + ")" + (said.empty() ? "" : ": " + said) +
+                             "; it is installed next to libcumulus.so (build/lib in a build "
+                             "tree): set " +
+                             spec.env + " to its path");
 }
 
 }  // namespace cumulus
