@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/base/logging.h"
+#include "runtime/base/rocksdb_module.h"
 
 namespace cumulus {
 namespace {
@@ -34,6 +35,20 @@ TEST(LoggingTest, ParsesLevels) {
   LogLevel before = GetLogLevel();
   SetLogLevel(LogLevel::kError);
   EXPECT_EQ(GetLogLevel(), LogLevel::kError);
+  SetLogLevel(before);
+}
+
+// A module has its own copy of the logging code (runtime/base/module_loader.h): loading it hands
+// it the program's threshold, so SetLogLevel in the program reaches the module's warnings too.
+TEST(ModuleLoaderTest, RocksDbsModuleFollowsTheProgramsLogLevel) {
+  LogLevel before = GetLogLevel();
+  auto module = LoadRocksModule();
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_NE((*module)->header.log_level, nullptr);
+  for (LogLevel level : {LogLevel::kError, LogLevel::kDebug, LogLevel::kWarn}) {
+    SetLogLevel(level);
+    EXPECT_EQ((*module)->header.log_level(), level);
+  }
   SetLogLevel(before);
 }
 

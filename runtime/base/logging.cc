@@ -23,9 +23,13 @@ LogLevel LevelFromEnv() {
   return level;
 }
 
+// The program's threshold, when this copy of the code is in a module the program loaded.
+std::atomic<std::atomic<int>*> shared_threshold{nullptr};
+
 std::atomic<int>& Threshold() {
   static std::atomic<int> threshold{static_cast<int>(LevelFromEnv())};
-  return threshold;
+  std::atomic<int>* shared = shared_threshold.load(std::memory_order_relaxed);
+  return shared ? *shared : threshold;
 }
 
 const char* LevelName(LogLevel level) {
@@ -64,6 +68,9 @@ bool ParseLogLevel(std::string_view text, LogLevel* out) {
 }
 
 namespace internal {
+
+std::atomic<int>* LogThreshold() { return &Threshold(); }
+void ShareLogThreshold(std::atomic<int>* threshold) { shared_threshold.store(threshold); }
 
 LogMessage::LogMessage(LogLevel level, const char* file, int line) {
   auto now = std::chrono::system_clock::now();

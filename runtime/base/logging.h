@@ -7,6 +7,7 @@
 // changed with SetLogLevel. Messages below it cost one comparison.
 #pragma once
 
+#include <atomic>
 #include <sstream>
 #include <string_view>
 
@@ -31,6 +32,11 @@ class LogMessage {
  private:
   std::ostringstream stream_;
 };
+// The threshold GetLogLevel reads. A module of Cumulus's own (runtime/base/module_loader.h) has
+// its own copy of this code: the program that loads it hands it its threshold with
+// ShareLogThreshold, so that SetLogLevel in the program reaches the module's messages too.
+std::atomic<int>* LogThreshold();
+void ShareLogThreshold(std::atomic<int>* threshold);
 // Turns `stream << ...` into void so that the macro is one expression (safe inside if/else).
 struct LogVoidify {
   void operator&(std::ostream&) {}

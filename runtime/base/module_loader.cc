@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cumulus/cumulus.h"
+#include "runtime/base/logging.h"
 
 namespace cumulus {
 
@@ -72,12 +73,12 @@ Result<const void*> LoadModule(const ModuleSpec& spec) {
       continue;
     }
     const void* table = entry();
-    // Every table begins with the version its module was built as.
-    const char* version = *static_cast<const char* const*>(table);
-    if (std::string(version) != Version()) {
-      say(path + " is from Cumulus " + version + ", this program is " + Version());
+    const auto* header = static_cast<const ModuleHeader*>(table);
+    if (std::string(header->version) != Version()) {
+      say(path + " is from Cumulus " + header->version + ", this program is " + Version());
       continue;
     }
+    if (header->share_log_threshold) header->share_log_threshold(internal::LogThreshold());
     return table;
   }
   std::string where;

@@ -12,9 +12,21 @@
 // module from another build of Cumulus is refused (its version differs).
 #pragma once
 
+#include <atomic>
+
 #include "cumulus/status.h"
+#include "runtime/base/logging.h"
 
 namespace cumulus {
+
+// The first member of every module's table.
+struct ModuleHeader {
+  const char* version;  // Cumulus's version the module was built as (cumulus::Version())
+  // The module's logging follows the loading program's threshold (internal::LogThreshold, given
+  // by the loader); nullptr for a module that does not log.
+  void (*share_log_threshold)(std::atomic<int>* threshold);
+  LogLevel (*log_level)();  // the module's GetLogLevel (nullptr as above): for tests
+};
 
 struct ModuleSpec {
   const char* what;    // for errors: "RocksDB's module"
@@ -23,9 +35,10 @@ struct ModuleSpec {
   const char* symbol;  // an extern "C" function of the module that returns its table
 };
 
-// Finds and opens the module, calls its `symbol` and returns the table, whose first member must
-// be `const char* version` (the Cumulus version it was built as). Unavailable, naming every place
-// tried and what the loader said, when none loads. Not cached: callers keep what it returns.
+// Finds and opens the module, calls its `symbol` and returns the table, whose first member must be
+// a ModuleHeader; a module of another version is passed over, and the one loaded is handed this
+// program's log threshold. Unavailable, naming every place tried and what the loader said, when
+// none loads. Not cached: callers keep what it returns.
 Result<const void*> LoadModule(const ModuleSpec& spec);
 
 // LoadModule once per process (thread-safe) for a table of type Table: later calls return the

@@ -22,14 +22,14 @@ struct SpillStoreOptions;
 
 // What the module exports, as one table (kRocksModule.symbol, a function returning it).
 struct RocksModule {
-  const char* version;  // Cumulus's version the module was built as (cumulus::Version())
+  ModuleHeader header;
   void (*open_control_store)(const std::string& path, std::unique_ptr<ControlStore>* out,
                              Status* status);
   void (*open_spill_store)(const SpillStoreOptions& options, std::unique_ptr<SpillStore>* out,
                            Status* status);
 };
 constexpr ModuleSpec kRocksModule{"RocksDB's module", "libcumulus_rocksdb.so",
-                                  "CUMULUS_ROCKSDB_MODULE", "cumulus_rocksdb_module_v1"};
+                                  "CUMULUS_ROCKSDB_MODULE", "cumulus_rocksdb_module_v2"};
 
 // Loads the module once per process (thread-safe); later calls return the same table, or the
 // same error: Unavailable, naming every place tried and what the loader said.

@@ -1,5 +1,6 @@
 // The entry of libcumulus_rocksdb.so (runtime/base/rocksdb_module.h): the table of what it opens.
 #include "cumulus/cumulus.h"
+#include "runtime/base/logging.h"
 #include "runtime/base/rocksdb_module.h"
 #include "runtime/head/control_store.h"
 #include "runtime/object_store/spill_store_rocksdb.h"
@@ -20,9 +21,10 @@ void Export(const Arg& arg, std::unique_ptr<Store>* out, cumulus::Status* status
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const cumulus::RocksModule*
-cumulus_rocksdb_module_v1() {
+cumulus_rocksdb_module_v2() {
+  // v2: the table begins with a ModuleHeader (v1 began with the version alone).
   static const cumulus::RocksModule table{
-      cumulus::Version(),
+      {cumulus::Version(), &cumulus::internal::ShareLogThreshold, &cumulus::GetLogLevel},
       &Export<cumulus::ControlStore, std::string, &cumulus::OpenRocksControlStore>,
       &Export<cumulus::SpillStore, cumulus::SpillStoreOptions, &cumulus::OpenRocksSpillStore>};
   return &table;

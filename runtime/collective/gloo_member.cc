@@ -176,6 +176,6 @@ std::unique_ptr<GlooMember> Connect(int rank, int world_size, const std::string&
 
 extern "C" __attribute__((visibility("default"))) const cumulus::GlooModule*
 cumulus_gloo_module_v1() {
-  static const cumulus::GlooModule table{cumulus::Version(), &cumulus::Connect};
+  static const cumulus::GlooModule table{{cumulus::Version(), nullptr, nullptr}, &cumulus::Connect};
   return &table;
 }

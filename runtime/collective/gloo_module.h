@@ -61,7 +61,7 @@ class GlooMember {
 
 // What the module exports, as one table (kGlooModule.symbol, a function returning it).
 struct GlooModule {
-  const char* version;  // Cumulus's version the module was built as (cumulus::Version())
+  ModuleHeader header;  // Gloo's module does not log: no log threshold to share
   // Joins the full mesh of `world_size` members as `rank`: listens on `bind_host` (an address of
   // this machine, any port), publishes its address in `store` and connects to every other member,
   // within `timeout`. Gloo's timeout for every later operation is `timeout` too. Throws on failure.
