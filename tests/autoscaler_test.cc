@@ -117,7 +117,19 @@ TEST_F(AutoscalerTest, WaitingDemandDoesNotMoveTheViewVersion) {
   StartCluster(WriteClusterFile());
   auto driver = Driver({"--cpus=3", "--selector=site=onprem", "--wait_s=30"});
   ASSERT_TRUE(StatusShows("labels exclude the cloud", 20s)) << Status();
+  // What the driver's arrival set in motion settles first (in CI once, under load, one change of
+  // the node's record came after the reason was shown): the version unchanged over two
+  // heartbeats. Words that changed at every heartbeat would never settle, and fail here.
   ClusterView before = View();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        ClusterView now = View();
+        if (now.view_version != before.view_version) before = now;
+        return now.heartbeats_received >= before.heartbeats_received + 2;
+      },
+      20s))
+      << "the view's version moved at every heartbeat:\n"
+      << Status(true);
   ASSERT_FALSE(before.nodes.empty());
   std::string before_status = Status(true);  // (what moved, if the version does)
   // Four more heartbeats of the on-prem node (one a second), the demand waiting all along.
