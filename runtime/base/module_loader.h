@@ -32,7 +32,7 @@ struct ModuleSpec {
   const char* what;    // for errors: "RocksDB's module"
   const char* file;    // "libcumulus_rocksdb.so"
   const char* env;     // "CUMULUS_ROCKSDB_MODULE"
-  const char* symbol;  // an extern "C" function of the module that returns its table
+  const char* symbol;  // an extern "C" `const void* symbol()` of the module: its table
 };
 
 // Finds and opens the module, calls its `symbol` and returns the table, whose first member must be

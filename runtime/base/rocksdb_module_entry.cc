@@ -20,8 +20,8 @@ void Export(const Arg& arg, std::unique_ptr<Store>* out, cumulus::Status* status
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const cumulus::RocksModule*
-cumulus_rocksdb_module_v2() {
+// Returns the table as the loader calls it (const void* (*)(): runtime/base/module_loader.h).
+extern "C" __attribute__((visibility("default"))) const void* cumulus_rocksdb_module_v2() {
   // v2: the table begins with a ModuleHeader (v1 began with the version alone).
   static const cumulus::RocksModule table{
       {cumulus::Version(), &cumulus::internal::ShareLogThreshold, &cumulus::GetLogLevel},

@@ -174,8 +174,8 @@ std::unique_ptr<GlooMember> Connect(int rank, int world_size, const std::string&
 }  // namespace
 }  // namespace cumulus
 
-extern "C" __attribute__((visibility("default"))) const cumulus::GlooModule*
-cumulus_gloo_module_v1() {
+// Returns the table as the loader calls it (const void* (*)(): runtime/base/module_loader.h).
+extern "C" __attribute__((visibility("default"))) const void* cumulus_gloo_module_v1() {
   static const cumulus::GlooModule table{{cumulus::Version(), nullptr, nullptr}, &cumulus::Connect};
   return &table;
 }
