@@ -216,3 +216,10 @@ std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init
     return nullptr;
   }
 }
+
+// The module's entry (mlp_cuda_loader.cc): this file is libfashion_mnist_cuda.so, built with
+// hidden symbols but this one.
+extern "C" __attribute__((visibility("default"))) void fashion_mnist_gpu_model(GpuModelEntry* out) {
+  out->make = &MakeGpuMlp;
+  out->visible = &VisibleGpus;
+}

@@ -63,3 +63,11 @@ std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init
 // How many GPUs the CUDA runtime shows this process: 0, with `why`, where it shows none or this
 // build has no CUDA. (The embedded cluster's node detects its GPUs the same way.)
 int VisibleGpus(std::string* why);
+
+// Where the GPU model is a module (mlp_cuda_loader.cc loads libfashion_mnist_cuda.so), its entry,
+// kGpuModelSymbol, fills in the module's own two functions above.
+struct GpuModelEntry {
+  std::unique_ptr<Model> (*make)(int h1, int h2, const std::vector<float>& init, std::string* why);
+  int (*visible)(std::string* why);
+};
+constexpr const char* kGpuModelSymbol = "fashion_mnist_gpu_model";
