@@ -328,7 +328,12 @@ int main(int argc, char** argv) {
   // with the scheduler's "no node can ever run it". Against a cluster, its nodes decide.
   if (config.device == "gpu" && !std::getenv("CUMULUS_ADDRESS") && !cumulus::IsWorker()) {
     std::string why;
-    if (VisibleGpus(&why) == 0) {
+    int gpus = VisibleGpus(&why);
+    if (gpus < 0) {
+      std::fprintf(stderr, "fashion_mnist: --device gpu: %s\n", why.c_str());
+      return 1;
+    }
+    if (gpus == 0) {
       std::fprintf(stderr,
                    "fashion_mnist: --device gpu: no GPU is visible to this process (%s), so the "
                    "embedded cluster has none; use --device cpu, or a cluster with GPUs "

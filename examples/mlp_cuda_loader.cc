@@ -60,7 +60,7 @@ int VisibleGpus(std::string* why) {
   const GpuModelEntry& m = Module(&error);
   if (!m.visible) {
     *why = *error;
-    return 0;
+    return -1;
   }
   return m.visible(why);
 }

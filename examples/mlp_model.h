@@ -61,7 +61,9 @@ class Model {
 std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init, std::string* why);
 
 // How many GPUs the CUDA runtime shows this process: 0, with `why`, where it shows none or this
-// build has no CUDA. (The embedded cluster's node detects its GPUs the same way.)
+// build has no CUDA; -1, with `why`, where this build's GPU model cannot be loaded (a broken
+// install, not a machine without GPUs). (The embedded cluster's node detects its GPUs the same
+// way.)
 int VisibleGpus(std::string* why);
 
 // Where the GPU model is a module (mlp_cuda_loader.cc loads libfashion_mnist_cuda.so), its entry,

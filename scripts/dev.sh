@@ -117,6 +117,10 @@ case "$mode" in
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" >/dev/null
     cmake --build "$build/examples-installed" -j "$(nproc)"
     step "running the installed build of examples/tasks"
+    # The modules named by path: the build tree's lib/, where the loader also looks, must not
+    # stand in for an install that lacks them.
+    export CUMULUS_ROCKSDB_MODULE="$prefix/lib/libcumulus_rocksdb.so"
+    export CUMULUS_GLOO_MODULE="$prefix/lib/libcumulus_gloo.so"
     env -u CUMULUS_ADDRESS CUMULUS_LOG_LEVEL=warn "$build/examples-installed/tasks" || {
       step "examples/tasks built against the installed package failed"
       exit 1

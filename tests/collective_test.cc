@@ -191,12 +191,11 @@ TEST_F(CollectiveTest, ADeclaredGroupOfActorsOnTwoNodesIsFormedAgainAfterAMember
 // a member that cannot load it fails to join with the places it looked, and what to set.
 TEST_F(CollectiveTest, AMemberWithoutItsGlooModuleSaysWhereItLooked) {
   auto head = StartHead({"--no-node"});
-  setenv("CUMULUS_GLOO_MODULE", "/nonexistent/libcumulus_gloo.so", 1);
-  Subprocess p({std::string(CUMULUS_BIN_DIR) + "/collective_probe", "--address=" + address_,
+  Subprocess p({"/usr/bin/env", "CUMULUS_GLOO_MODULE=/nonexistent/libcumulus_gloo.so",
+                std::string(CUMULUS_BIN_DIR) + "/collective_probe", "--address=" + address_,
                 "--token-file=" + token_file_, "--name=no-gloo", "--world=1", "--rank=0",
                 "--timeout-ms=2000"},
                /*merge_stderr=*/true);
-  unsetenv("CUMULUS_GLOO_MODULE");
   std::string out = p.ReadAll(60s);
   EXPECT_NE(out.find("CHECK joined FAIL"), std::string::npos) << out;
   EXPECT_NE(out.find("could not join group 'no-gloo'"), std::string::npos) << out;

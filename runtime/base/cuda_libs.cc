@@ -68,6 +68,14 @@ const Api* TableOf(const Loaded<Api>& loaded, std::string* why) {
 #define CUMULUS_NCCL_DIR nullptr
 #endif
 
+// CUDA's runtime's soname: libcudart.so.12 from CUDA 12 on; 11.x kept libcudart.so.11.0, and
+// earlier ones named their minor version too (libcudart.so.10.2).
+std::string CudartSoname() {
+  constexpr int kMajor = CUDART_VERSION / 1000, kMinor = CUDART_VERSION % 1000 / 10;
+  if (kMajor >= 12) return "libcudart.so." + std::to_string(kMajor);
+  return "libcudart.so." + std::to_string(kMajor) + "." + std::to_string(kMajor == 11 ? 0 : kMinor);
+}
+
 // One `&& Find(...)` per function of a table.
 #define CUMULUS_CUDA_LIBS_FIND(f) &&Find(handle, CUMULUS_CUDA_LIBS_STR(f), soname, &api.f, why)
 
@@ -75,7 +83,7 @@ const Api* TableOf(const Loaded<Api>& loaded, std::string* why) {
 
 const CudaRuntimeApi* CudaRuntime(std::string* why) {
   static const Loaded<CudaRuntimeApi> loaded = Load<CudaRuntimeApi>(
-      "libcudart.so." + std::to_string(CUDART_VERSION / 1000), CUMULUS_CUDART_DIR,
+      CudartSoname(), CUMULUS_CUDART_DIR,
       [](void* handle, const std::string& soname, CudaRuntimeApi& api, std::string* why) {
         return true CUMULUS_CUDART_FUNCTIONS(CUMULUS_CUDA_LIBS_FIND);
       });

@@ -42,7 +42,8 @@ struct ModuleSpec {
 Result<const void*> LoadModule(const ModuleSpec& spec);
 
 // LoadModule once per process (thread-safe) for a table of type Table: later calls return the
-// same table, or the same error.
+// same table, or the same error. The cache is per Table type: each module has a table type of
+// its own (RocksModule, GlooModule).
 template <typename Table>
 Result<const Table*> LoadModuleOnce(const ModuleSpec& spec) {
   static const Result<const Table*> loaded = [&spec]() -> Result<const Table*> {

@@ -16,7 +16,7 @@
 
 #include "cumulus/cumulus.h"
 #include "runtime/collective/gloo_module.h"
-#include "runtime/collective/reduce.h"
+#include "runtime/collective/gloo_reduce.h"
 
 namespace cumulus {
 namespace {
@@ -24,14 +24,15 @@ namespace {
 // Gloo's rendezvous store on the host's.
 class StoreAdapter : public gloo::rendezvous::Store {
  public:
-  explicit StoreAdapter(RendezvousStore& store) : store_(store) {}
+  StoreAdapter(RendezvousStore& store, std::chrono::milliseconds timeout)
+      : store_(store), timeout_(timeout) {}
   void set(const std::string& key, const std::vector<char>& data) override {
     store_.Set(key, data);
   }
   std::vector<char> get(const std::string& key) override { return store_.Get(key); }
   void wait(const std::vector<std::string>& keys) override {
     // Gloo calls the form with a timeout; this one only if a version of it does not.
-    store_.Wait(keys, gloo::rendezvous::Store::kDefaultTimeout);
+    store_.Wait(keys, timeout_);
   }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override {
     store_.Wait(keys, t);
@@ -39,6 +40,7 @@ class StoreAdapter : public gloo::rendezvous::Store {
 
  private:
   RendezvousStore& store_;
+  std::chrono::milliseconds timeout_;  // the group's
 };
 
 template <typename T>
@@ -166,7 +168,7 @@ std::unique_ptr<GlooMember> Connect(int rank, int world_size, const std::string&
   auto device = gloo::transport::tcp::CreateDevice(attr);
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
   context->setTimeout(timeout);
-  StoreAdapter adapter(store);  // used only while connecting
+  StoreAdapter adapter(store, timeout);  // used only while connecting (this Gloo keeps no Store)
   context->connectFullMesh(adapter, device);
   return std::make_unique<Member>(std::move(context), rank, world_size);
 }

@@ -101,7 +101,8 @@ bool NcclComm::Available(std::string* why) {
 
 std::string NcclComm::DeviceUuid(int device) {
   cudaDeviceProp prop{};
-  if (VisibleDevices() == 0 || Cuda().cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+  if (VisibleDevices() == 0) return "device-" + std::to_string(device);
+  if (Cuda().cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     Cuda().cudaGetLastError();
     return "device-" + std::to_string(device);
   }

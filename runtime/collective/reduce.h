@@ -1,10 +1,8 @@
-// The element types of collective operations and their arithmetic on host buffers: Gloo's
-// reduction functions for each (type, op), 16-bit floats reduced in float32 and rounded back to
-// nearest-even, and kAvg's division by the world size. Also what an operation is, as every rank
-// describes it (the fingerprint that keeps ranks that disagree apart).
+// What a collective operation is, as every rank describes it (the fingerprint that keeps ranks
+// that disagree apart). The element types' sizes, names and 16-bit conversions are in
+// cumulus/collective_group.h and defined in reduce.cc; their arithmetic on host buffers is in
+// gloo_reduce.h, in Gloo's module.
 #pragma once
-
-#include <gloo/allreduce.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,11 +11,6 @@
 #include "cumulus/collective_group.h"
 
 namespace cumulus {
-
-// Gloo's reduction of `type` by `op` (kAvg: the sum; Divide afterwards).
-gloo::AllreduceOptions::Func ReduceFor(DType type, ReduceOp op);
-// kAvg: the sum divided by the world size (integers round towards zero).
-void Divide(void* data, size_t count, DType type, int by);
 
 // What an operation is, for the fingerprint every rank must share and for error messages.
 struct OpDesc {
