@@ -43,18 +43,7 @@ std::string SignalState() {
 // (runtime/collective/gloo_module.h); CUDA's runtime and NCCL: only one that asks about GPUs
 // (runtime/base/cuda_libs.h).
 std::string HeavyLibrariesMapped() {
-  std::string mapped;
-  if (FILE* f = std::fopen("/proc/self/maps", "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof(line), f)) {
-      for (const char* lib : {"librocksdb", "libgloo", "libcudart", "libnccl"}) {
-        if (std::strstr(line, lib) && mapped.find(lib) == std::string::npos)
-          mapped += (mapped.empty() ? "" : ", ") + std::string(lib);
-      }
-    }
-    std::fclose(f);
-  }
-  return mapped;
+  return driver::MappedAmong({"librocksdb", "libgloo", "libcudart", "libnccl"});
 }
 // Whether SIGINT or SIGTERM is blocked or ignored in `state` (SignalState's text).
 bool StopSignalsHeld(const std::string& state) {

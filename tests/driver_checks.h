@@ -1,11 +1,13 @@
 // What the test drivers (core_driver, fault_driver) share: one line per check, read by their
-// gtest halves with ClusterTest::ExpectChecks, their --key=value arguments, and test data.
+// gtest halves with ClusterTest::ExpectChecks, their --key=value arguments, test data, and what a
+// process has mapped.
 //   CHECK <name> ok
 //   CHECK <name> FAIL <why>
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +45,23 @@ inline std::vector<uint8_t> Blob(uint64_t bytes, uint32_t seed) {
     out[i] = static_cast<uint8_t>(s);
   }
   return out;
+}
+
+// Which of `libs` (file-name prefixes: "librocksdb") this process has mapped
+// (/proc/self/maps), ", " between; empty when none.
+inline std::string MappedAmong(const std::vector<std::string>& libs) {
+  std::string mapped;
+  if (FILE* f = std::fopen("/proc/self/maps", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof(line), f)) {
+      for (const std::string& lib : libs) {
+        if (std::strstr(line, lib.c_str()) && mapped.find(lib) == std::string::npos)
+          mapped += (mapped.empty() ? "" : ", ") + lib;
+      }
+    }
+    std::fclose(f);
+  }
+  return mapped;
 }
 
 }  // namespace driver
