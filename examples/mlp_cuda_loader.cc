@@ -12,10 +12,15 @@ namespace {
 
 constexpr const char* kModule = "libfashion_mnist_cuda.so";
 
-const GpuModelEntry& Module(std::string** error) {
-  static std::string why;
-  static const GpuModelEntry entry = [] {
-    GpuModelEntry e{};
+// The module's two functions, or why it could not be loaded.
+struct Loaded {
+  GpuModelEntry entry{};
+  std::string why;
+};
+
+const Loaded& Module() {
+  static const Loaded loaded = [] {
+    Loaded l;
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
@@ -24,43 +29,41 @@ const GpuModelEntry& Module(std::string** error) {
     for (const std::string& path : {dir + "/" + kModule, dir + "/../lib/" + kModule}) {
       if ((handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
       const char* err = dlerror();
-      why += std::string(why.empty() ? "" : "; ") + (err ? err : path);
+      l.why += std::string(l.why.empty() ? "" : "; ") + (err ? err : path);
     }
     if (!handle) {
-      why = std::string("cannot load the GPU model ") + kModule + " (" + why + ")";
-      return e;
+      l.why = std::string("cannot load the GPU model ") + kModule + " (" + l.why + ")";
+      return l;
     }
     auto fill = reinterpret_cast<void (*)(GpuModelEntry*)>(dlsym(handle, kGpuModelSymbol));
     if (!fill) {
-      why = std::string(kModule) + " has no " + kGpuModelSymbol;
-      return e;
+      l.why = std::string(kModule) + " has no " + kGpuModelSymbol;
+      return l;
     }
-    fill(&e);
-    return e;
+    l.why.clear();
+    fill(&l.entry);
+    return l;
   }();
-  *error = &why;
-  return entry;
+  return loaded;
 }
 
 }  // namespace
 
 std::unique_ptr<Model> MakeGpuMlp(int h1, int h2, const std::vector<float>& init,
                                   std::string* why) {
-  std::string* error = nullptr;
-  const GpuModelEntry& m = Module(&error);
-  if (!m.make) {
-    *why = *error;
+  const Loaded& m = Module();
+  if (!m.entry.make) {
+    *why = m.why;
     return nullptr;
   }
-  return m.make(h1, h2, init, why);
+  return m.entry.make(h1, h2, init, why);
 }
 
 int VisibleGpus(std::string* why) {
-  std::string* error = nullptr;
-  const GpuModelEntry& m = Module(&error);
-  if (!m.visible) {
-    *why = *error;
+  const Loaded& m = Module();
+  if (!m.entry.visible) {
+    *why = m.why;
     return -1;
   }
-  return m.visible(why);
+  return m.entry.visible(why);
 }

@@ -4,12 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "runtime/base/numeric.h"
 #include "runtime/collective/collective_group_impl.h"

@@ -2,7 +2,6 @@
 
 #include <gloo/types.h>  // its inline half-precision conversions
 
-#include <algorithm>
 #include <cstring>
 
 namespace cumulus {
